@@ -1,0 +1,19 @@
+"""Learn multi-head linear attention by convex least squares, with certificates.
+
+Implements Yau et al., "Learning Linear Attention in Polynomial Time" (NeurIPS 2025,
+arXiv:2410.10101) as scikit-learn estimators.
+"""
+
+from ._attention import MultiHeadLinearAttention
+from ._certificate import IdentifiabilityCertificate, certify
+from ._estimators import LinearAttentionRegressor
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "IdentifiabilityCertificate",
+    "LinearAttentionRegressor",
+    "MultiHeadLinearAttention",
+    "certify",
+    "__version__",
+]

@@ -1,0 +1,221 @@
+"""Multi-head linear attention as a plain model, and the lifted-coefficient folding.
+
+``y(Z) = sum_h V_h (Z^T Z) Q_h q`` (PAPER.md, "Multi-head linear attention").
+Coordinate ``a`` of the output is ``sum_{b,c,e} W[a,b,c,e] S[b,c] q[e]`` with
+``W[a,b,c,e] = sum_h V_h[a,b] Q_h[c,e]``. The lifted coefficients ``theta`` pair with
+the lifted features of ``_lift.py``: for ``b < c`` only ``W[a,b,c,e] + W[a,c,b,e]`` is
+determined by the function, and ``theta = (W[a,b,c,e] + W[a,c,b,e]) / sqrt(2)``
+(``theta = W[a,b,b,e]`` on the diagonal).
+"""
+
+import numpy as np
+
+from ._validation import validate_sequences
+
+__all__ = ["MultiHeadLinearAttention", "fold_lifted_coef", "unfold_lifted_coef"]
+
+
+def _pair_scales(token_dim):
+    """Row and column indices of the pairs ``b <= c`` and ``1 / w_bc`` for each."""
+    rows, cols = np.triu_indices(token_dim)
+    scales = np.where(rows == cols, 1.0, 1.0 / np.sqrt(2.0))
+    return rows, cols, scales
+
+
+def fold_lifted_coef(lifted_coef, token_dim):
+    """Fold lifted coefficients into the matrix ``W[(a, b), (c, e)]`` of Algorithm 1.
+
+    Each off-diagonal coefficient is split evenly between ``W[a,b,c,e]`` and
+    ``W[a,c,b,e]`` (the symmetric split of PAPER.md, step 3).
+
+    Parameters
+    ----------
+    lifted_coef : ndarray of shape (n_outputs, n_lifted_features)
+    token_dim : int
+
+    Returns
+    -------
+    folded : ndarray of shape (n_outputs * token_dim, token_dim * token_dim)
+    """
+    d = token_dim
+    n_outputs = lifted_coef.shape[0]
+    rows, cols, scales = _pair_scales(d)
+    theta = lifted_coef.reshape(n_outputs, rows.size, d) * scales[None, :, None]
+    w = np.zeros((n_outputs, d, d, d))
+    w[:, rows, cols, :] = theta
+    w[:, cols, rows, :] = theta
+    return w.reshape(n_outputs * d, d * d)
+
+
+def unfold_lifted_coef(folded, token_dim):
+    """Lifted coefficients of a folded ``W[(a, b), (c, e)]``; inverse of the fold on
+    the symmetric part, and zero on the part antisymmetric in ``(b, c)``.
+
+    Parameters
+    ----------
+    folded : ndarray of shape (n_outputs * token_dim, token_dim * token_dim)
+    token_dim : int
+
+    Returns
+    -------
+    lifted_coef : ndarray of shape (n_outputs, n_lifted_features)
+    """
+    d = token_dim
+    w = folded.reshape(-1, d, d, d)
+    rows, cols, scales = _pair_scales(d)
+    # theta = (W[a,b,c,e] + W[a,c,b,e]) * w_bc / 2, i.e. W[a,b,b,e] on the diagonal.
+    theta = (w[:, rows, cols, :] + w[:, cols, rows, :]) / (2.0 * scales[None, :, None])
+    return theta.reshape(w.shape[0], -1)
+
+
+class MultiHeadLinearAttention:
+    """A single layer of multi-head linear attention, read at the last token.
+
+    ``y(Z) = sum_h V_h (Z^T Z) Q_h q`` with ``q = Z[-1]``: no softmax, no scaling,
+    no mask. Tokens are rows of ``Z``.
+
+    Parameters
+    ----------
+    value_matrices : array-like of shape (n_heads, n_outputs, token_dim)
+        The value matrices ``V_h``.
+    query_matrices : array-like of shape (n_heads, token_dim, token_dim)
+        The fused key-query matrices ``Q_h``.
+
+    Attributes
+    ----------
+    value_matrices : ndarray of shape (n_heads, n_outputs, token_dim)
+    query_matrices : ndarray of shape (n_heads, token_dim, token_dim)
+    n_heads : int
+    n_outputs : int
+    token_dim : int
+
+    Examples
+    --------
+    One head that returns ``sum_j <q, k_j> v_j`` for tokens ``[k_j ; v_j]``, ``d=2``:
+
+    >>> import numpy as np
+    >>> from sklearn_linattn import MultiHeadLinearAttention
+    >>> V = np.array([[[0.0, 1.0]]])                # read the value coordinate
+    >>> Q = np.array([[[1.0, 0.0], [0.0, 0.0]]])    # match on the key coordinate
+    >>> model = MultiHeadLinearAttention(V, Q)
+    >>> Z = np.array([[[2.0, 5.0], [3.0, 7.0], [3.0, 0.0]]])  # query key 3, no value
+    >>> model.predict(Z)  # 2*3*5 + 3*3*7 + 3*3*0
+    array([[93.]])
+    >>> np.allclose(model.predict(Z), model.predict(Z.reshape(1, -1)))
+    True
+    """
+
+    def __init__(self, value_matrices, query_matrices):
+        value = np.asarray(value_matrices, dtype=np.float64)
+        query = np.asarray(query_matrices, dtype=np.float64)
+        if value.ndim != 3:
+            raise ValueError(
+                "value_matrices must have shape (n_heads, n_outputs, token_dim), got "
+                f"an array with {value.ndim} dimension(s) and shape {value.shape}."
+            )
+        if query.ndim != 3 or query.shape[1] != query.shape[2]:
+            raise ValueError(
+                "query_matrices must have shape (n_heads, token_dim, token_dim), got "
+                f"shape {query.shape}."
+            )
+        if value.shape[0] != query.shape[0]:
+            raise ValueError(
+                f"value_matrices has {value.shape[0]} heads but query_matrices has "
+                f"{query.shape[0]}; both need shape (n_heads, ...)."
+            )
+        if value.shape[2] != query.shape[1]:
+            raise ValueError(
+                f"value_matrices has token_dim {value.shape[2]} but query_matrices has "
+                f"token_dim {query.shape[1]}; expected (n_heads, n_outputs, token_dim) "
+                "and (n_heads, token_dim, token_dim)."
+            )
+        if query.shape[1] == 0 or value.shape[1] == 0:
+            raise ValueError("token_dim and n_outputs must be at least 1.")
+        if not (np.all(np.isfinite(value)) and np.all(np.isfinite(query))):
+            raise ValueError("value_matrices and query_matrices must be finite.")
+        self.value_matrices = value
+        self.query_matrices = query
+
+    @property
+    def n_heads(self):
+        return self.value_matrices.shape[0]
+
+    @property
+    def n_outputs(self):
+        return self.value_matrices.shape[1]
+
+    @property
+    def token_dim(self):
+        return self.query_matrices.shape[1]
+
+    def __repr__(self):
+        return (
+            f"MultiHeadLinearAttention(n_heads={self.n_heads}, "
+            f"n_outputs={self.n_outputs}, token_dim={self.token_dim})"
+        )
+
+    def predict(self, X):
+        """Output of the attention layer, computed by its definition.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_tokens, token_dim) or \
+(n_samples, n_tokens * token_dim)
+            Sequences, tokens as rows, the query last. 2-D rows are sequences
+            flattened token by token.
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples, n_outputs)
+        """
+        sequences = validate_sequences(X, token_dim=self.token_dim)
+        gram = np.matmul(sequences.transpose(0, 2, 1), sequences)  # S = Z^T Z
+        query = sequences[:, -1, :]
+        # Q_h q for every head, then S (Q_h q), then V_h (S Q_h q), summed over h.
+        keyed = np.einsum("hce,ne->nhc", self.query_matrices, query)
+        attended = np.einsum("nbc,nhc->nhb", gram, keyed)
+        return np.einsum("hab,nhb->na", self.value_matrices, attended)
+
+    def lifted_coef(self):
+        """Non-redundant lifted coefficients of the function this model computes.
+
+        Returns
+        -------
+        lifted_coef : ndarray of shape (n_outputs, n_lifted_features)
+            Ordered as the lifted features, so that
+            ``predict(X) == lifted_features(X) @ lifted_coef().T``.
+        """
+        d = self.token_dim
+        # W[(a,b),(c,e)] = sum_h V_h[a,b] Q_h[c,e]
+        folded = np.einsum(
+            "hab,hce->abce", self.value_matrices, self.query_matrices
+        ).reshape(self.n_outputs * d, d * d)
+        return unfold_lifted_coef(folded, d)
+
+    def distance(self, other):
+        """Frobenius distance between the lifted coefficients of two models.
+
+        Zero exactly when both compute the same function on every input (the
+        paper's model distance).
+
+        Parameters
+        ----------
+        other : MultiHeadLinearAttention
+            A model with the same ``token_dim`` and ``n_outputs``.
+
+        Returns
+        -------
+        distance : float
+        """
+        if not isinstance(other, MultiHeadLinearAttention):
+            raise TypeError(
+                "distance expects a MultiHeadLinearAttention, got "
+                f"{type(other).__name__}."
+            )
+        if (other.token_dim, other.n_outputs) != (self.token_dim, self.n_outputs):
+            raise ValueError(
+                "Both models need the same token_dim and n_outputs, got "
+                f"(token_dim={self.token_dim}, n_outputs={self.n_outputs}) and "
+                f"(token_dim={other.token_dim}, n_outputs={other.n_outputs})."
+            )
+        return float(np.linalg.norm(self.lifted_coef() - other.lifted_coef()))

@@ -1,0 +1,262 @@
+"""scikit-learn estimators for learning multi-head linear attention (Algorithm 1).
+
+The estimators are thin: validate the input, stream the lifted sufficient statistics,
+solve, read out heads and the certificate, set fitted attributes.
+"""
+
+import time
+from numbers import Integral, Real
+
+import numpy as np
+from joblib import effective_n_jobs
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from ._attention import MultiHeadLinearAttention
+from ._certificate import IdentifiabilityCertificate
+from ._heads import paper_heads
+from ._lift import n_lifted_features
+from ._solvers import (
+    accumulate_statistics,
+    default_rank_tol,
+    gram_spectrum,
+    lifted_predict,
+    solve_normal_equations,
+)
+from ._validation import validate_sequences, validate_targets
+
+__all__ = ["LinearAttentionRegressor"]
+
+
+class LinearAttentionRegressor(RegressorMixin, BaseEstimator):
+    """Multi-head linear attention learned by convex least squares (Algorithm 1).
+
+    A single layer of multi-head linear attention ``y(Z) = sum_h V_h (Z^T Z) Q_h q``
+    (``q`` the last token) is a linear model of the cubic lifted features
+    ``S[b, c] q[e]`` of its input. This estimator fits that linear model by least
+    squares (minimum-norm when the problem is underdetermined) or ridge, reads
+    attention heads out of the coefficients, and checks whether the data
+    identifies the learned function on all inputs (``certificate_``).
+
+    Parameters
+    ----------
+    token_dim : int, default=None
+        Dimension ``d`` of a token. Needed for 2-D ``X`` (rows are sequences
+        flattened token by token); with None a 2-D row is a single token. For 3-D
+        ``X`` it is read from the data (and checked when given).
+    alpha : float, default=0.0
+        Ridge penalty on the lifted coefficients. ``0`` gives the minimum-norm
+        least-squares solution, also when the lifted Gram matrix is singular.
+    n_heads : None, default=None
+        Head read-out. None is the paper's read-out: SVD of the folded
+        coefficients, up to ``min(n_outputs, d) * d`` heads.
+    fit_intercept : bool, default=False
+        Fit an unpenalized bias (MHLA itself has none).
+    solver : {"auto", "normal"}, default="auto"
+        ``"normal"`` streams the normal equations ``Phi^T Phi``, ``Phi^T y`` over
+        chunks of samples and solves them by Cholesky (minimum-norm solve from the
+        eigen-decomposition when singular). ``"auto"`` picks ``"normal"``.
+    tol : float, default=1e-10
+        Relative Frobenius tolerance of the head read-out: the weakest heads are
+        dropped while the dropped part stays below ``tol`` of the coefficients.
+        ``coef_`` is always the function the returned heads compute.
+    batch_size : int, default=None
+        Samples per chunk while streaming; None picks chunks of about 32 MiB of
+        lifted features. Memory beyond the input is one chunk plus ``O(p^2)``.
+    n_jobs : int, default=None
+        Threads computing lifted features (None means 1, -1 all cores).
+    verbose : int, default=0
+        Print progress and timings when positive.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_lifted_features,) or (n_outputs, n_lifted_features)
+        Lifted coefficients: feature ``k * d + e`` is ``w_bc S[b, c] q[e]`` for the
+        ``k``-th pair ``b <= c`` of ``numpy.triu_indices(d)``, ``w_bc = 1`` if
+        ``b == c`` else ``sqrt(2)``. 1-D for 1-D ``y``.
+    intercept_ : float or ndarray of shape (n_outputs,)
+        0.0 when ``fit_intercept=False``.
+    value_matrices_ : ndarray of shape (n_heads_, n_outputs, token_dim)
+    query_matrices_ : ndarray of shape (n_heads_, token_dim, token_dim)
+    n_heads_ : int
+    attention_ : MultiHeadLinearAttention
+        The fitted heads as a model (without the intercept).
+    certificate_ : IdentifiabilityCertificate
+        Computed from the same lifted Gram matrix as the solution.
+    token_dim_ : int
+    n_features_in_ : int
+        Columns of 2-D ``X`` (``n_tokens * token_dim`` of the training sequences
+        for 3-D ``X``; 3-D input of any length is accepted at predict time).
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Only when ``X`` had string column names.
+
+    See Also
+    --------
+    certify : The certificate of a data set, without fitting.
+
+    Notes
+    -----
+    There are ``p = d * d * (d + 1) / 2`` lifted features; fitting costs
+    ``O(n_samples * (n_tokens * d^2 + p^2) + p^3)``. The model has no terms of
+    degree below three in the tokens, so on data with a linear trend (as in
+    scikit-learn's generic estimator checks) it scores poorly by design.
+
+    Reference: Yau, Akyürek, Mao, Tenenbaum, Jegelka, Andreas, "Learning Linear
+    Attention in Polynomial Time", NeurIPS 2025 (arXiv:2410.10101).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_linattn import LinearAttentionRegressor, MultiHeadLinearAttention
+    >>> rng = np.random.default_rng(0)
+    >>> truth = MultiHeadLinearAttention(rng.normal(size=(1, 1, 3)),
+    ...                                  rng.normal(size=(1, 3, 3)))
+    >>> X = rng.normal(size=(200, 10, 3))
+    >>> y = truth.predict(X)[:, 0]
+    >>> model = LinearAttentionRegressor().fit(X, y)
+    >>> bool(model.certificate_)
+    True
+    >>> model.attention_.distance(truth) < 1e-8
+    True
+    >>> X_long = rng.normal(size=(5, 40, 3))  # other sequence lengths work too
+    >>> np.allclose(model.predict(X_long), truth.predict(X_long)[:, 0])
+    True
+    """
+
+    _parameter_constraints = {
+        "token_dim": [Interval(Integral, 1, None, closed="left"), None],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "n_heads": [None],
+        "fit_intercept": ["boolean"],
+        "solver": [StrOptions({"auto", "normal"})],
+        "tol": [Interval(Real, 0, 1, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left"), None],
+        "n_jobs": [Integral, None],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        token_dim=None,
+        alpha=0.0,
+        n_heads=None,
+        fit_intercept=False,
+        solver="auto",
+        tol=1e-10,
+        batch_size=None,
+        n_jobs=None,
+        verbose=0,
+    ):
+        self.token_dim = token_dim
+        self.alpha = alpha
+        self.n_heads = n_heads
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.tol = tol
+        self.batch_size = batch_size
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.three_d_array = True
+        tags.target_tags.multi_output = True
+        # A homogeneous cubic in the tokens cannot fit the linear data of the
+        # generic checks (see Notes).
+        tags.regressor_tags.poor_score = True
+        return tags
+
+    def _log(self, message):
+        if self.verbose:
+            print(f"[{type(self).__name__}] {message}")
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the lifted least-squares model and read out heads and certificate.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_tokens, token_dim) or \
+(n_samples, n_tokens * token_dim)
+            Training sequences, tokens as rows, the query last.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Targets.
+
+        Returns
+        -------
+        self : LinearAttentionRegressor
+        """
+        sequences = validate_sequences(
+            X, token_dim=self.token_dim, estimator=self, reset=True
+        )
+        targets, was_1d = validate_targets(y, sequences.shape[0], type(self).__name__)
+        start = time.perf_counter()
+
+        def progress(n_done, n_total):
+            self._log(f"lifted {n_done}/{n_total} samples")
+
+        statistics = accumulate_statistics(
+            sequences,
+            targets,
+            batch_size=self.batch_size,
+            n_threads=effective_n_jobs(self.n_jobs),
+            progress=progress if self.verbose else None,
+        )
+        self._log(f"statistics accumulated in {time.perf_counter() - start:.2f} s")
+        self._solve(statistics, sequences.shape[2], was_1d)
+        self._log(f"fit done in {time.perf_counter() - start:.2f} s")
+        return self
+
+    def _solve(self, statistics, token_dim, was_1d):
+        """Solve the normal equations and set every fitted attribute."""
+        gram, moment, feature_mean, target_mean = statistics.normal_equations(
+            self.fit_intercept
+        )
+        spectrum = gram_spectrum(gram, default_rank_tol(n_lifted_features(token_dim)))
+        lifted_coef = solve_normal_equations(gram, moment, self.alpha, spectrum)
+        value, query = paper_heads(lifted_coef, token_dim, self.tol)
+        attention = MultiHeadLinearAttention(value, query)
+        coef = attention.lifted_coef()
+        intercept = target_mean - coef @ feature_mean
+
+        self.attention_ = attention
+        self.value_matrices_ = attention.value_matrices
+        self.query_matrices_ = attention.query_matrices
+        self.n_heads_ = attention.n_heads
+        self.coef_ = coef[0] if was_1d else coef
+        self.intercept_ = float(intercept[0]) if was_1d else intercept
+        self.certificate_ = IdentifiabilityCertificate.from_spectrum(
+            spectrum,
+            statistics.n_samples,
+            token_dim,
+            feature_mean=feature_mean if self.fit_intercept else None,
+        )
+        self.token_dim_ = token_dim
+
+    def predict(self, X):
+        """Predict with the fitted heads.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_tokens, token_dim) or \
+(n_samples, n_tokens * token_dim)
+            Sequences of any length (3-D); 2-D rows as wide as at fit time.
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        """
+        check_is_fitted(self)
+        sequences = validate_sequences(
+            X, token_dim=self.token_dim_, estimator=self, reset=False
+        )
+        coef = np.atleast_2d(self.coef_)
+        predictions = lifted_predict(
+            sequences,
+            coef,
+            np.atleast_1d(self.intercept_),
+            batch_size=self.batch_size,
+            n_threads=effective_n_jobs(self.n_jobs),
+        )
+        return predictions[:, 0] if self.coef_.ndim == 1 else predictions

@@ -1,0 +1,153 @@
+"""Numba kernels for the lifted (cubic) feature map of PAPER.md.
+
+For a sequence ``Z`` of shape ``(n_tokens, d)`` let ``S = Z^T Z`` and ``q = Z[-1]``.
+The non-redundant, isometric lifted features are
+
+    phi(Z)[k * d + e] = w_bc * S[b, c] * q[e],   k = index of the pair (b, c), b <= c,
+
+with ``w_bc = 1`` on the diagonal (b == c) and ``sqrt(2)`` off it, so that
+``<phi(Z), phi(Z')> = <S, S'>_F <q, q'>``. Pairs are numbered row by row over the
+upper triangle, the order of ``numpy.triu_indices(d)``; ``e`` runs fastest. There are
+``p = d * d * (d + 1) / 2`` features. This ordering is used everywhere in the package
+(``coef_``, ``lifted_coef``, feature names).
+
+All Numba code of the package lives in this module. Callers convert inputs to
+float64 C-ordered arrays first (``_validation.py`` does); the kernels never check for
+NaN.
+"""
+
+import math
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from numba import njit, types
+
+__all__ = [
+    "lifted_feature_pairs",
+    "lifted_features",
+    "n_lifted_features",
+]
+
+_SQRT2 = math.sqrt(2.0)
+
+
+_READONLY_3D = types.Array(types.float64, 3, "C", readonly=True)
+_WRITABLE_2D = types.Array(types.float64, 2, "C")
+_compile_lock = threading.Lock()
+
+
+def _jit(function):
+    """Numba dispatcher for ``function``, cached to disk where possible.
+
+    Numba refuses to decorate a cached function when it finds no writable cache
+    directory (a read-only install without a writable home); then we compile without
+    the on-disk cache rather than fail at import.
+    """
+    try:
+        return njit(cache=True, nogil=True)(function)
+    except RuntimeError:  # pragma: no cover - depends on the file system
+        return njit(cache=False, nogil=True)(function)
+
+
+def _compiled(dispatcher, signature):
+    """``dispatcher`` compiled once, on first use, for ``signature`` only.
+
+    Inputs are declared read-only: writable arrays convert to that type, so user
+    arrays of either kind share one compiled version instead of two.
+    """
+    if not dispatcher.signatures:
+        with _compile_lock:
+            if not dispatcher.signatures:
+                dispatcher.compile(signature)
+                dispatcher.disable_compile()
+    return dispatcher
+
+
+def n_lifted_features(token_dim):
+    """Number of non-redundant lifted features, ``d * d * (d + 1) / 2``."""
+    return token_dim * token_dim * (token_dim + 1) // 2
+
+
+def lifted_feature_pairs(token_dim):
+    """Index arrays ``(b, c, e)`` of every lifted feature, in the package's order.
+
+    Feature ``j`` is ``w_bc * S[b[j], c[j]] * q[e[j]]``.
+    """
+    rows, cols = np.triu_indices(token_dim)
+    b = np.repeat(rows, token_dim)
+    c = np.repeat(cols, token_dim)
+    e = np.tile(np.arange(token_dim), rows.size)
+    return b, c, e
+
+
+@_jit
+def _lift_into(sequences, out):  # pragma: no cover - compiled by Numba
+    n_samples, n_tokens, d = sequences.shape
+    gram = np.empty((d, d))
+    for i in range(n_samples):
+        # S = Z^T Z, upper triangle only (S is symmetric).
+        for b in range(d):
+            for c in range(b, d):
+                gram[b, c] = 0.0
+        for t in range(n_tokens):
+            for b in range(d):
+                z_b = sequences[i, t, b]
+                for c in range(b, d):
+                    gram[b, c] += z_b * sequences[i, t, c]
+        j = 0
+        for b in range(d):
+            for c in range(b, d):
+                s = gram[b, c] if b == c else _SQRT2 * gram[b, c]
+                for e in range(d):
+                    out[i, j] = s * sequences[i, n_tokens - 1, e]
+                    j += 1
+
+
+def lifted_features(sequences, out=None, n_threads=1):
+    """Lifted features of a batch of sequences.
+
+    Parameters
+    ----------
+    sequences : ndarray of shape (n_samples, n_tokens, token_dim), float64, C-ordered
+        Validated sequences; the query is the last token. Read-only arrays are fine.
+    out : ndarray of shape (n_samples, n_lifted_features), float64, C-ordered, optional
+        Where to write the features (e.g. a reused chunk buffer).
+    n_threads : int, default=1
+        Threads sharing the rows; the kernel releases the GIL.
+
+    Returns
+    -------
+    features : ndarray of shape (n_samples, n_lifted_features)
+        ``out`` if it was given.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_linattn._lift import lifted_features
+    >>> Z = np.array([[[1.0, 2.0], [3.0, 4.0]]])  # one sequence, 2 tokens, d=2
+    >>> lifted_features(Z).round(3)  # S = [[10, 14], [14, 20]], q = [3, 4]
+    array([[30.   , 40.   , 59.397, 79.196, 60.   , 80.   ]])
+    """
+    n_samples, _, token_dim = sequences.shape
+    shape = (n_samples, n_lifted_features(token_dim))
+    if out is None:
+        out = np.empty(shape)
+    elif out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
+        raise ValueError(
+            f"out must be a C-contiguous float64 array of shape {shape}, got "
+            f"{out.dtype} array of shape {out.shape}."
+        )
+    kernel = _compiled(_lift_into, (_READONLY_3D, _WRITABLE_2D))
+    n_threads = max(1, min(n_threads, n_samples))
+    if n_threads == 1:
+        if n_samples:
+            kernel(sequences, out)
+        return out
+    bounds = np.linspace(0, n_samples, n_threads + 1).astype(int)
+    with ThreadPoolExecutor(n_threads) as pool:
+        list(pool.map(
+            lambda start, stop: kernel(sequences[start:stop], out[start:stop]),
+            bounds[:-1], bounds[1:],
+        ))
+    return out

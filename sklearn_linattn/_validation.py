@@ -1,0 +1,122 @@
+"""Input handling: 3-D sequences or 2-D flattened rows, targets, clear errors.
+
+Everything downstream receives sequences as a float64, C-ordered array of shape
+``(n_samples, n_tokens, token_dim)`` (a view of the caller's data when it already is
+one; never written to).
+"""
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils.validation import check_array, validate_data
+
+__all__ = ["validate_sequences", "validate_targets"]
+
+_LAYOUT = (
+    "Expected sequences of shape (n_samples, n_tokens, token_dim), or rows of shape "
+    "(n_samples, n_tokens * token_dim) with token_dim given"
+)
+
+
+def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
+    """Check sequences and return them as a 3-D float64 C-ordered array.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_tokens, token_dim) or \
+(n_samples, n_tokens * token_dim)
+        Sequences, tokens as rows, the query last. A 2-D row is one sequence
+        flattened token by token; with ``token_dim=None`` it is a single token.
+    token_dim : int or None
+        The token dimension the caller expects; None accepts any (at fit time).
+    estimator : estimator instance, optional
+        When given, 2-D input goes through :func:`sklearn.utils.validation.validate_data`
+        so that ``n_features_in_`` and ``feature_names_in_`` are set (``reset=True``)
+        or checked (``reset=False``). 3-D input sets ``n_features_in_`` to
+        ``n_tokens * token_dim`` on reset and accepts any ``n_tokens`` afterwards.
+    reset : bool
+        Whether this call fits the estimator.
+
+    Returns
+    -------
+    sequences : ndarray of shape (n_samples, n_tokens, token_dim), float64
+    """
+    if sp.issparse(X):
+        raise TypeError(
+            "Sparse input is not supported: sequences are dense token matrices. "
+            f"{_LAYOUT}; convert with X.toarray()."
+        )
+    ndim = np.ndim(X)
+    if ndim == 3:
+        sequences = check_array(
+            X, allow_nd=True, dtype=np.float64, order="C", input_name="X",
+            estimator=estimator,
+        )
+        n_samples, n_tokens, found_dim = sequences.shape
+        if n_tokens == 0 or found_dim == 0:
+            raise ValueError(
+                f"X has shape {sequences.shape}: every sequence needs at least one "
+                "token of dimension at least 1."
+            )
+        if token_dim is not None and found_dim != token_dim:
+            raise ValueError(
+                f"X has token dimension {found_dim} (shape {sequences.shape}) but "
+                f"token_dim={token_dim} was expected: shape (n_samples, n_tokens, "
+                f"{token_dim})."
+            )
+        if estimator is not None and reset:
+            estimator.n_features_in_ = n_tokens * found_dim
+            if hasattr(estimator, "feature_names_in_"):
+                del estimator.feature_names_in_
+        return sequences
+    if ndim != 2:
+        raise ValueError(
+            f"{_LAYOUT}; got an array with {ndim} dimension(s) and shape "
+            f"{np.shape(X)}."
+        )
+    if estimator is None:
+        rows = check_array(X, dtype=np.float64, order="C", input_name="X")
+    else:
+        rows = validate_data(
+            estimator, X, reset=reset, dtype=np.float64, order="C"
+        )
+    n_samples, n_features = rows.shape
+    if token_dim is None:
+        token_dim = n_features
+    if n_features % token_dim:
+        raise ValueError(
+            f"X has {n_features} columns, which is not a multiple of "
+            f"token_dim={token_dim}; rows must be sequences flattened token by token, "
+            f"shape (n_samples, n_tokens * {token_dim})."
+        )
+    return rows.reshape(n_samples, n_features // token_dim, token_dim)
+
+
+def validate_targets(y, n_samples, estimator_name="estimator"):
+    """Check regression targets and return them as a 2-D float64 array.
+
+    Returns
+    -------
+    targets : ndarray of shape (n_samples, n_outputs)
+    was_1d : bool
+        Whether ``y`` was one-dimensional (then predictions are 1-D too).
+    """
+    if y is None:
+        raise ValueError(
+            f"{estimator_name} requires y to be passed, but the target y is None."
+        )
+    if sp.issparse(y):
+        raise TypeError("Sparse targets are not supported; pass a dense array y.")
+    targets = check_array(
+        y, ensure_2d=False, dtype=np.float64, input_name="y", ensure_min_samples=1
+    )
+    if targets.ndim not in (1, 2):
+        raise ValueError(
+            "y must have shape (n_samples,) or (n_samples, n_outputs), got shape "
+            f"{targets.shape}."
+        )
+    if targets.shape[0] != n_samples:
+        raise ValueError(
+            f"X has {n_samples} samples but y has {targets.shape[0]}; they must match."
+        )
+    was_1d = targets.ndim == 1
+    return targets.reshape(n_samples, -1), was_1d
