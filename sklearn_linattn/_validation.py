@@ -45,7 +45,9 @@ def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
             "Sparse input is not supported: sequences are dense token matrices. "
             f"{_LAYOUT}; convert with X.toarray()."
         )
-    ndim = np.ndim(X)
+    if not hasattr(X, "ndim"):  # lists, or objects that only offer __array__
+        X = np.asarray(X)
+    ndim = X.ndim
     if ndim == 3:
         sequences = check_array(
             X, allow_nd=True, dtype=np.float64, order="C", input_name="X",
@@ -71,7 +73,8 @@ def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
     if ndim != 2:
         raise ValueError(
             f"{_LAYOUT}; got an array with {ndim} dimension(s) and shape "
-            f"{np.shape(X)}."
+            f"{X.shape}. Reshape your data: a single sequence Z of shape "
+            "(n_tokens, token_dim) is Z[None]."
         )
     if estimator is None:
         rows = check_array(X, dtype=np.float64, order="C", input_name="X")
@@ -107,7 +110,7 @@ def validate_targets(y, n_samples, estimator_name="estimator"):
     if sp.issparse(y):
         raise TypeError("Sparse targets are not supported; pass a dense array y.")
     targets = check_array(
-        y, ensure_2d=False, dtype=np.float64, input_name="y", ensure_min_samples=1
+        y, ensure_2d=False, allow_nd=True, dtype=np.float64, input_name="y"
     )
     if targets.ndim not in (1, 2):
         raise ValueError(

@@ -1,0 +1,106 @@
+"""MultiHeadLinearAttention: the definition, the lifted coefficients, the distance."""
+
+import numpy as np
+import pytest
+from conftest import random_attention
+
+from sklearn_linattn import MultiHeadLinearAttention
+from sklearn_linattn._attention import fold_lifted_coef, unfold_lifted_coef
+from sklearn_linattn._lift import lifted_features
+
+
+def naive_predict(model, sequences):
+    """sum_h V_h (Z^T Z) Q_h q, one sequence and one head at a time."""
+    out = np.zeros((len(sequences), model.n_outputs))
+    for i, Z in enumerate(sequences):
+        for V, Q in zip(model.value_matrices, model.query_matrices):
+            out[i] += V @ (Z.T @ Z) @ Q @ Z[-1]
+    return out
+
+
+@pytest.mark.parametrize("token_dim, n_heads, n_outputs", [(1, 1, 1), (3, 2, 1), (4, 3, 2)])
+def test_predict_is_the_definition(rng, token_dim, n_heads, n_outputs):
+    model = random_attention(rng, token_dim, n_heads, n_outputs)
+    Z = rng.normal(size=(9, 6, token_dim))
+    expected = naive_predict(model, Z)
+    np.testing.assert_allclose(model.predict(Z), expected, rtol=1e-12)
+    np.testing.assert_allclose(model.predict(Z.reshape(9, -1)), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("token_dim", [1, 2, 5])
+def test_lifted_coef_reproduces_predictions(rng, token_dim):
+    model = random_attention(rng, token_dim, n_heads=3, n_outputs=2)
+    Z = rng.normal(size=(8, 4, token_dim))
+    np.testing.assert_allclose(
+        lifted_features(Z) @ model.lifted_coef().T, model.predict(Z), rtol=1e-11
+    )
+
+
+def test_distance_ignores_trivial_symmetries(rng):
+    d = 4
+    model = random_attention(rng, d, n_heads=2, n_outputs=2)
+    V, Q = model.value_matrices, model.query_matrices
+    # rescaling V_h -> c V_h, Q_h -> Q_h / c, and reordering heads
+    rescaled = MultiHeadLinearAttention(V[::-1] * [[[3.0]], [[-0.5]]], Q[::-1] / [[[3.0]], [[-0.5]]])
+    # splitting a head into two halves
+    split = MultiHeadLinearAttention(np.concatenate([V, V[:1]]) * 1.0,
+                                     np.concatenate([Q[:1] / 2, Q[1:], Q[:1] / 2]))
+    # adding two heads whose W is antisymmetric in (b, c)
+    u, r = rng.normal(size=2), rng.normal(size=d)
+    V_anti = np.zeros((2, 2, d))
+    Q_anti = np.zeros((2, d, d))
+    V_anti[0, :, 0], Q_anti[0, 1, :] = u, r    # W[a,0,1,e] = u_a r_e
+    V_anti[1, :, 1], Q_anti[1, 0, :] = -u, r   # W[a,1,0,e] = -u_a r_e
+    antisymmetric = MultiHeadLinearAttention(np.concatenate([V, V_anti]),
+                                             np.concatenate([Q, Q_anti]))
+    Z = rng.normal(size=(5, 7, d))
+    scale = np.linalg.norm(model.lifted_coef())
+    for same in (rescaled, split, antisymmetric):
+        assert model.distance(same) < 1e-13 * scale
+        np.testing.assert_allclose(same.predict(Z), model.predict(Z), rtol=1e-10)
+    other = random_attention(rng, d, n_heads=2, n_outputs=2)
+    assert model.distance(other) > 0.1 * scale
+    assert model.distance(other) == pytest.approx(other.distance(model))
+
+
+def test_fold_unfold_round_trip(rng):
+    coef = rng.normal(size=(3, 4 * 4 * 5 // 2))
+    folded = fold_lifted_coef(coef, 4)
+    assert folded.shape == (12, 16)
+    W = folded.reshape(3, 4, 4, 4)
+    np.testing.assert_array_equal(W, W.transpose(0, 2, 1, 3))  # symmetric split
+    np.testing.assert_allclose(unfold_lifted_coef(folded, 4), coef, rtol=1e-14)
+
+
+def test_zero_heads_predict_zero(rng):
+    model = MultiHeadLinearAttention(np.zeros((0, 2, 3)), np.zeros((0, 3, 3)))
+    np.testing.assert_array_equal(model.predict(rng.normal(size=(4, 5, 3))), 0.0)
+    assert model.lifted_coef().shape == (2, 18)
+
+
+@pytest.mark.parametrize(
+    "value_shape, query_shape, match",
+    [
+        ((2, 3), (1, 3, 3), r"value_matrices must have shape \(n_heads, n_outputs, token_dim\)"),
+        ((1, 1, 3), (1, 3, 2), r"query_matrices must have shape \(n_heads, token_dim, token_dim\)"),
+        ((2, 1, 3), (1, 3, 3), "2 heads but query_matrices has 1"),
+        ((1, 1, 4), (1, 3, 3), "token_dim 4 but query_matrices has token_dim 3"),
+    ],
+)
+def test_bad_shapes(value_shape, query_shape, match):
+    with pytest.raises(ValueError, match=match):
+        MultiHeadLinearAttention(np.ones(value_shape), np.ones(query_shape))
+
+
+def test_bad_predict_input_and_distance_arguments(rng):
+    model = random_attention(rng, 3, 1)
+    with pytest.raises(ValueError, match="token dimension 4"):
+        model.predict(np.ones((2, 5, 4)))
+    with pytest.raises(ValueError, match="not a multiple of token_dim=3"):
+        model.predict(np.ones((2, 7)))
+    with pytest.raises(TypeError, match="MultiHeadLinearAttention"):
+        model.distance(np.ones(3))
+    with pytest.raises(ValueError, match="same token_dim and n_outputs"):
+        model.distance(random_attention(rng, 4, 1))
+    with pytest.raises(ValueError, match="finite"):
+        MultiHeadLinearAttention(np.full((1, 1, 2), np.nan), np.ones((1, 2, 2)))

@@ -1,0 +1,257 @@
+"""LinearAttentionRegressor: recovery, minimum norm, consistency, sklearn use, errors."""
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from conftest import n_lifted, random_attention, random_sequences
+from sklearn.base import clone
+from sklearn.linear_model import Ridge
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sklearn_linattn import LinearAttentionRegressor
+from sklearn_linattn._lift import lifted_features
+
+
+@parametrize_with_checks([LinearAttentionRegressor()])
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+def relative_distance(model, truth):
+    return model.distance(truth) / np.linalg.norm(truth.lifted_coef())
+
+
+@pytest.mark.parametrize("token_dim", [4, 5, 6])
+@pytest.mark.parametrize("n_heads", [1, 2, 3])
+def test_exact_recovery_of_a_generating_model(rng, token_dim, n_heads):
+    truth = random_attention(rng, token_dim, n_heads)
+    X = random_sequences(rng, 3 * n_lifted(token_dim), 20, token_dim)
+    y = truth.predict(X)[:, 0]
+    model = LinearAttentionRegressor().fit(X, y)
+
+    assert model.certificate_.identifiable
+    assert relative_distance(model.attention_, truth) < 1e-8
+    for n_tokens in (1, 7, 50):  # other sequence lengths than in training
+        X_new = random_sequences(rng, 30, n_tokens, token_dim)
+        expected = truth.predict(X_new)[:, 0]
+        np.testing.assert_allclose(
+            model.predict(X_new), expected, rtol=1e-8, atol=1e-8 * np.abs(expected).max()
+        )
+    assert model.coef_.shape == (n_lifted(token_dim),)
+    assert model.intercept_ == 0.0
+    assert model.token_dim_ == token_dim
+    assert model.value_matrices_.shape == (model.n_heads_, 1, token_dim)
+    assert model.query_matrices_.shape == (model.n_heads_, token_dim, token_dim)
+
+
+def test_multi_output_recovery_with_intercept(rng):
+    truth = random_attention(rng, 4, n_heads=2, n_outputs=3)
+    X = random_sequences(rng, 3 * n_lifted(4), 12, 4)
+    offset = np.array([1.0, -2.0, 0.5])
+    model = LinearAttentionRegressor(fit_intercept=True).fit(X, truth.predict(X) + offset)
+    assert model.coef_.shape == (3, n_lifted(4))
+    np.testing.assert_allclose(model.intercept_, offset, rtol=1e-9)
+    assert relative_distance(model.attention_, truth) < 1e-8
+    assert model.certificate_.identifiable
+
+
+def test_underdetermined_fit_is_minimum_norm(rng):
+    d = 4
+    p = n_lifted(d)
+    truth = random_attention(rng, d, 2)
+    X = random_sequences(rng, p // 2, 10, d)
+    y = truth.predict(X)[:, 0]
+    model = LinearAttentionRegressor().fit(X, y)
+
+    minimum_norm = np.linalg.pinv(lifted_features(X)) @ y  # independent reference
+    np.testing.assert_allclose(model.coef_, minimum_norm, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(model.predict(X), y, rtol=1e-8, atol=1e-10)
+    certificate = model.certificate_
+    assert not certificate.identifiable
+    assert certificate.rank == p // 2 and certificate.n_samples == p // 2
+    assert certificate.covers(X).all()
+    assert not certificate.covers(random_sequences(rng, 5, 10, d)).any()
+
+
+def test_ridge_matches_closed_form(rng):
+    X = random_sequences(rng, 60, 8, 3)
+    y = rng.normal(size=60)
+    Phi = lifted_features(X)
+    expected = np.linalg.solve(Phi.T @ Phi + 0.3 * np.eye(Phi.shape[1]), Phi.T @ y)
+    model = LinearAttentionRegressor(alpha=0.3).fit(X, y)
+    np.testing.assert_allclose(model.coef_, expected, rtol=1e-7)
+    # The lifted features in any sklearn linear model give the same fit.
+    sklearn_ridge = Ridge(alpha=0.3, fit_intercept=True).fit(Phi, y)
+    ours = LinearAttentionRegressor(alpha=0.3, fit_intercept=True).fit(X, y)
+    np.testing.assert_allclose(ours.coef_, sklearn_ridge.coef_, rtol=1e-6)
+    assert ours.intercept_ == pytest.approx(sklearn_ridge.intercept_, rel=1e-6)
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_predict_attention_and_lifted_coefficients_agree(rng, fit_intercept):
+    X = random_sequences(rng, 80, 6, 3)
+    y = rng.normal(size=(80, 2))
+    model = LinearAttentionRegressor(fit_intercept=fit_intercept, alpha=1e-3).fit(X, y)
+    X_new = random_sequences(rng, 10, 9, 3)
+    by_lift = lifted_features(X_new) @ model.coef_.T + model.intercept_
+    by_heads = model.attention_.predict(X_new) + model.intercept_
+    np.testing.assert_allclose(model.predict(X_new), by_lift, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(by_heads, by_lift, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(model.attention_.lifted_coef(), model.coef_, atol=1e-14)
+
+
+def test_two_dimensional_input_equals_three_dimensional(rng):
+    X = random_sequences(rng, 70, 5, 3)
+    y = rng.normal(size=70)
+    from_3d = LinearAttentionRegressor().fit(X, y)
+    from_2d = LinearAttentionRegressor(token_dim=3).fit(X.reshape(70, -1), y)
+    np.testing.assert_allclose(from_2d.coef_, from_3d.coef_, rtol=1e-10)
+    assert from_2d.n_features_in_ == from_3d.n_features_in_ == 15
+    np.testing.assert_allclose(from_2d.predict(X), from_3d.predict(X.reshape(70, -1)))
+
+
+def test_chunking_and_threads_do_not_change_the_fit(rng):
+    X = random_sequences(rng, 103, 5, 3)
+    y = rng.normal(size=103)
+    reference = LinearAttentionRegressor().fit(X, y)
+    chunked = LinearAttentionRegressor(batch_size=7, n_jobs=2).fit(X, y)
+    np.testing.assert_allclose(chunked.coef_, reference.coef_, rtol=1e-9)
+    np.testing.assert_allclose(chunked.predict(X), reference.predict(X), rtol=1e-9)
+
+
+def test_input_is_not_modified_and_read_only_works(rng):
+    X = random_sequences(rng, 50, 5, 3)
+    y = rng.normal(size=50)
+    X_copy, y_copy = X.copy(), y.copy()
+    X.setflags(write=False)
+    y.setflags(write=False)
+    LinearAttentionRegressor(fit_intercept=True).fit(X, y).predict(X)
+    np.testing.assert_array_equal(X, X_copy)
+    np.testing.assert_array_equal(y, y_copy)
+
+
+def test_paper_read_out_heads_are_deterministic(rng):
+    X = random_sequences(rng, 100, 6, 3)
+    y = rng.normal(size=100)
+    first = LinearAttentionRegressor().fit(X, y)
+    second = LinearAttentionRegressor().fit(X.copy(), y.copy())
+    np.testing.assert_array_equal(first.value_matrices_, second.value_matrices_)
+    np.testing.assert_array_equal(first.query_matrices_, second.query_matrices_)
+    strengths = [np.linalg.norm(V) for V in first.value_matrices_]
+    assert strengths == sorted(strengths, reverse=True)
+    for V, Q in zip(first.value_matrices_, first.query_matrices_):
+        assert np.linalg.norm(V) == pytest.approx(np.linalg.norm(Q))
+        assert V.flat[np.argmax(np.abs(V))] > 0
+
+
+def test_sklearn_tools(rng):
+    truth = random_attention(rng, 3, 1)
+    X = random_sequences(rng, 120, 6, 3)
+    y = truth.predict(X)[:, 0] + 0.001 * rng.normal(size=120)
+    flat = X.reshape(120, -1)
+
+    pipeline = make_pipeline(
+        FunctionTransformer(lambda rows: 2.0 * rows), LinearAttentionRegressor(token_dim=3)
+    )
+    pipeline.fit(flat, y)
+    assert pipeline.score(flat, y) > 0.99
+
+    search = GridSearchCV(
+        LinearAttentionRegressor(token_dim=3), {"alpha": [0.0, 1e-4, 100.0]}, cv=3
+    ).fit(flat, y)
+    assert search.best_params_["alpha"] < 100.0
+
+    scores = cross_val_score(LinearAttentionRegressor(), X, y, cv=3)
+    assert scores.min() > 0.99
+
+    fitted = LinearAttentionRegressor(alpha=1e-6).fit(X, y)
+    unfitted = clone(fitted)
+    assert not hasattr(unfitted, "coef_") and unfitted.alpha == 1e-6
+    restored = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(restored.predict(X), fitted.predict(X))
+    assert restored.certificate_ == fitted.certificate_
+    assert restored.attention_.distance(fitted.attention_) == 0.0
+
+
+def test_pandas_column_names(rng):
+    pd = pytest.importorskip("pandas")
+    X = random_sequences(rng, 40, 2, 2).reshape(40, -1)
+    frame = pd.DataFrame(X, columns=["k0", "v0", "k1", "v1"])
+    model = LinearAttentionRegressor(token_dim=2).fit(frame, rng.normal(size=40))
+    assert list(model.feature_names_in_) == ["k0", "v0", "k1", "v1"]
+    model.fit(X.reshape(40, 2, 2), rng.normal(size=40))
+    assert not hasattr(model, "feature_names_in_")
+
+
+@pytest.mark.parametrize(
+    "X, error, match",
+    [
+        (np.full((5, 3, 2), np.nan), ValueError, "NaN"),
+        (np.full((5, 3, 2), np.inf), ValueError, "infinity"),
+        (np.ones(6), ValueError, r"got an array with 1 dimension\(s\)"),
+        (np.ones((5, 3, 2, 1)), ValueError, r"got an array with 4 dimension\(s\)"),
+        (np.ones((5, 7)), ValueError, "7 columns, which is not a multiple of token_dim=2"),
+        (np.ones((5, 3, 3)), ValueError, "token dimension 3"),
+        (np.ones((0, 3, 2)), ValueError, "0 sample"),
+        (np.ones((5, 0, 2)), ValueError, "at least one token"),
+        (np.ones((5, 3, 2)) * 1j, ValueError, "Complex data not supported"),
+        (np.array([[["a", "b"]]] * 5, dtype=object), ValueError, "could not convert"),
+        (sp.random(5, 6, format="csr"), TypeError, "Sparse input is not supported"),
+    ],
+)
+def test_bad_training_input(X, error, match):
+    with pytest.raises(error, match=match):
+        LinearAttentionRegressor(token_dim=2).fit(X, np.ones(X.shape[0]))
+
+
+@pytest.mark.parametrize(
+    "y, match",
+    [
+        (np.ones(4), "X has 5 samples but y has 4"),
+        (np.ones((5, 2, 2)), r"y must have shape \(n_samples,\)"),
+        (None, "requires y to be passed"),
+        (np.array([1, 2, np.nan, 4, 5]), "Input y contains NaN"),
+    ],
+)
+def test_bad_targets(y, match):
+    with pytest.raises(ValueError, match=match):
+        LinearAttentionRegressor().fit(np.ones((5, 3, 2)), y)
+
+
+def test_bad_predict_input(rng):
+    X = random_sequences(rng, 30, 4, 3)
+    model = LinearAttentionRegressor().fit(X, rng.normal(size=30))
+    with pytest.raises(ValueError, match="token dimension 2"):
+        model.predict(np.ones((4, 4, 2)))
+    with pytest.raises(ValueError, match="X has 9 features, but LinearAttentionRegressor is expecting 12"):
+        model.predict(np.ones((4, 9)))
+    assert model.predict(np.ones((4, 9, 3))).shape == (4,)  # any sequence length
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"alpha": -1.0}, "alpha"),
+        ({"token_dim": 0}, "token_dim"),
+        ({"solver": "svd"}, "solver"),
+        ({"n_heads": "auto"}, "n_heads"),
+        ({"tol": 1.5}, "tol"),
+        ({"batch_size": 0}, "batch_size"),
+    ],
+)
+def test_bad_parameters(rng, params, match):
+    with pytest.raises(ValueError, match=match):
+        LinearAttentionRegressor(**params).fit(random_sequences(rng, 10, 3, 2), np.ones(10))
+
+
+def test_verbose_reports_progress(rng, capsys):
+    LinearAttentionRegressor(verbose=1, batch_size=10).fit(
+        random_sequences(rng, 25, 3, 2), np.ones(25)
+    )
+    out = capsys.readouterr().out
+    assert "lifted 25/25 samples" in out and "fit done" in out
