@@ -1,0 +1,126 @@
+"""Core costs of LinearAttentionRegressor: compile time, fit time, peak memory.
+
+Run: ``python benchmarks/bench_core.py [--n-samples 20000 --n-tokens 32 --token-dim 8]``
+
+Reports, in one run:
+- first-call Numba compile time, cold (empty cache) and warm (cache on disk), each in a
+  fresh interpreter;
+- fit time (median of repeats) of the streamed normal-equations fit, next to the baseline
+  "materialize all lifted features, then Phi.T @ Phi and solve" measured in the same run;
+- peak memory allocated during each (tracemalloc, which sees numpy buffers) relative to
+  the size of X.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+
+import numpy as np
+import scipy.linalg
+
+from sklearn_linattn import LinearAttentionRegressor
+from sklearn_linattn._lift import lifted_features
+
+_FIRST_CALL = """
+import time, numpy as np
+start = time.perf_counter()
+from sklearn_linattn import LinearAttentionRegressor
+imported = time.perf_counter()
+X = np.random.default_rng(0).normal(size=(50, 4, 3))
+LinearAttentionRegressor().fit(X, X[:, 0, 0])
+print(imported - start, time.perf_counter() - imported)
+"""
+
+
+def first_call_seconds(cache_dir):
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
+    out = subprocess.run(
+        [sys.executable, "-c", _FIRST_CALL], env=env, capture_output=True, text=True,
+        check=True,
+    ).stdout.split()
+    return float(out[0]), float(out[1])
+
+
+def timed(function, repeats):
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def peak_bytes(function):
+    tracemalloc.start()
+    function()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak
+
+
+def naive_fit(X, y):
+    """Materialize Phi, then solve the normal equations: the baseline."""
+    Phi = lifted_features(X)
+    factor = scipy.linalg.cho_factor(Phi.T @ Phi)
+    return scipy.linalg.cho_solve(factor, Phi.T @ y)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n-samples", type=int, default=20000)
+    parser.add_argument("--n-tokens", type=int, default=32)
+    parser.add_argument("--token-dim", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--json", help="also write the results to this file")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as cache_dir:
+        cold_import, cold_call = first_call_seconds(cache_dir)
+        warm_import, warm_call = first_call_seconds(cache_dir)
+
+    rng = np.random.default_rng(0)
+    n, t, d = args.n_samples, args.n_tokens, args.token_dim
+    X = rng.normal(scale=1 / np.sqrt(t), size=(n, t, d))
+    y = rng.normal(size=n)
+    model = LinearAttentionRegressor()
+    model.fit(X[:10], y[:10])  # compile outside the timings
+
+    fit_seconds = timed(lambda: model.fit(X, y), args.repeats)
+    naive_seconds = timed(lambda: naive_fit(X, y), args.repeats)
+    fit_peak = peak_bytes(lambda: model.fit(X, y))
+    naive_peak = peak_bytes(lambda: naive_fit(X, y))
+    np.testing.assert_allclose(model.coef_, naive_fit(X, y), rtol=1e-6)
+
+    results = {
+        "n_samples": n, "n_tokens": t, "token_dim": d,
+        "n_lifted_features": d * d * (d + 1) // 2,
+        "import_seconds_cold": cold_import, "first_fit_seconds_cold": cold_call,
+        "import_seconds_warm": warm_import, "first_fit_seconds_warm": warm_call,
+        "fit_seconds_median": fit_seconds, "naive_fit_seconds_median": naive_seconds,
+        "x_megabytes": X.nbytes / 2**20,
+        "fit_peak_megabytes": fit_peak / 2**20, "naive_peak_megabytes": naive_peak / 2**20,
+    }
+    print(f"n_samples={n}, n_tokens={t}, token_dim={d}, p={results['n_lifted_features']}")
+    print("| measure | sklearn-linattn | baseline (materialize Phi) | ratio |")
+    print("| --- | --- | --- | --- |")
+    print(f"| fit time, median of {args.repeats} | {fit_seconds:.3f} s | "
+          f"{naive_seconds:.3f} s | {fit_seconds / naive_seconds:.2f} |")
+    print(f"| peak memory beyond X ({X.nbytes / 2**20:.0f} MiB) | {fit_peak / 2**20:.1f} MiB "
+          f"({fit_peak / X.nbytes:.2f} x X) | {naive_peak / 2**20:.1f} MiB "
+          f"({naive_peak / X.nbytes:.2f} x X) | {fit_peak / naive_peak:.2f} |")
+    print(f"\nfirst call in a fresh interpreter: import {cold_import:.2f} s, first fit "
+          f"{cold_call:.2f} s with an empty Numba cache; import {warm_import:.2f} s, "
+          f"first fit {warm_call:.2f} s with the cache on disk")
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(results, handle, indent=2)
+
+
+if __name__ == "__main__":
+    main()
