@@ -3,10 +3,11 @@
 Run: ``python benchmarks/bench_core.py [--n-samples 20000 --n-tokens 32 --token-dim 8]``
 
 Reports, in one run:
-- first-call Numba compile time, cold (empty cache) and warm (cache on disk), each in a
-  fresh interpreter;
-- fit time (median of repeats) of the streamed normal-equations fit, next to the baseline
-  "materialize all lifted features, then Phi.T @ Phi and solve" measured in the same run;
+- first-call Numba compile time, cold (empty cache) and warm (cache on disk), each
+  in a fresh interpreter;
+- fit time (median of repeats) of the streamed normal-equations fit, next to the
+  baseline "materialize all lifted features, then Phi.T @ Phi and solve", measured
+  in the same run;
 - peak memory allocated during each (tracemalloc, which sees numpy buffers) relative to
   the size of X.
 """
@@ -41,7 +42,10 @@ print(imported - start, time.perf_counter() - imported)
 def first_call_seconds(cache_dir):
     env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
     out = subprocess.run(
-        [sys.executable, "-c", _FIRST_CALL], env=env, capture_output=True, text=True,
+        [sys.executable, "-c", _FIRST_CALL],
+        env=env,
+        capture_output=True,
+        text=True,
         check=True,
     ).stdout.split()
     return float(out[0]), float(out[1])
@@ -98,25 +102,40 @@ def main():
     np.testing.assert_allclose(model.coef_, naive_fit(X, y), rtol=1e-6)
 
     results = {
-        "n_samples": n, "n_tokens": t, "token_dim": d,
+        "n_samples": n,
+        "n_tokens": t,
+        "token_dim": d,
         "n_lifted_features": d * d * (d + 1) // 2,
-        "import_seconds_cold": cold_import, "first_fit_seconds_cold": cold_call,
-        "import_seconds_warm": warm_import, "first_fit_seconds_warm": warm_call,
-        "fit_seconds_median": fit_seconds, "naive_fit_seconds_median": naive_seconds,
+        "import_seconds_cold": cold_import,
+        "first_fit_seconds_cold": cold_call,
+        "import_seconds_warm": warm_import,
+        "first_fit_seconds_warm": warm_call,
+        "fit_seconds_median": fit_seconds,
+        "naive_fit_seconds_median": naive_seconds,
         "x_megabytes": X.nbytes / 2**20,
-        "fit_peak_megabytes": fit_peak / 2**20, "naive_peak_megabytes": naive_peak / 2**20,
+        "fit_peak_megabytes": fit_peak / 2**20,
+        "naive_peak_megabytes": naive_peak / 2**20,
     }
-    print(f"n_samples={n}, n_tokens={t}, token_dim={d}, p={results['n_lifted_features']}")
+    print(
+        f"n_samples={n}, n_tokens={t}, token_dim={d}, p={results['n_lifted_features']}"
+    )
     print("| measure | sklearn-linattn | baseline (materialize Phi) | ratio |")
     print("| --- | --- | --- | --- |")
-    print(f"| fit time, median of {args.repeats} | {fit_seconds:.3f} s | "
-          f"{naive_seconds:.3f} s | {fit_seconds / naive_seconds:.2f} |")
-    print(f"| peak memory beyond X ({X.nbytes / 2**20:.0f} MiB) | {fit_peak / 2**20:.1f} MiB "
-          f"({fit_peak / X.nbytes:.2f} x X) | {naive_peak / 2**20:.1f} MiB "
-          f"({naive_peak / X.nbytes:.2f} x X) | {fit_peak / naive_peak:.2f} |")
-    print(f"\nfirst call in a fresh interpreter: import {cold_import:.2f} s, first fit "
-          f"{cold_call:.2f} s with an empty Numba cache; import {warm_import:.2f} s, "
-          f"first fit {warm_call:.2f} s with the cache on disk")
+    print(
+        f"| fit time, median of {args.repeats} | {fit_seconds:.3f} s | "
+        f"{naive_seconds:.3f} s | {fit_seconds / naive_seconds:.2f} |"
+    )
+    print(
+        f"| peak memory beyond X ({X.nbytes / 2**20:.0f} MiB) | "
+        f"{fit_peak / 2**20:.1f} MiB "
+        f"({fit_peak / X.nbytes:.2f} x X) | {naive_peak / 2**20:.1f} MiB "
+        f"({naive_peak / X.nbytes:.2f} x X) | {fit_peak / naive_peak:.2f} |"
+    )
+    print(
+        f"\nfirst call in a fresh interpreter: import {cold_import:.2f} s, first fit "
+        f"{cold_call:.2f} s with an empty Numba cache; import {warm_import:.2f} s, "
+        f"first fit {warm_call:.2f} s with the cache on disk"
+    )
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(results, handle, indent=2)

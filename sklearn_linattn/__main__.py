@@ -22,7 +22,9 @@ def _random_mhla(rng, token_dim, n_heads):
 
 
 def _sequences(rng, n_samples, n_tokens, token_dim):
-    return rng.normal(scale=1 / np.sqrt(n_tokens), size=(n_samples, n_tokens, token_dim))
+    return rng.normal(
+        scale=1 / np.sqrt(n_tokens), size=(n_samples, n_tokens, token_dim)
+    )
 
 
 def run(token_dim=6, n_heads=2, n_tokens=20, seed=0):
@@ -40,11 +42,15 @@ def run(token_dim=6, n_heads=2, n_tokens=20, seed=0):
     p = token_dim * token_dim * (token_dim + 1) // 2
     X_test = _sequences(rng, 500, 2 * n_tokens, token_dim)
     y_test = truth.predict(X_test)[:, 0]
-    print(f"sklearn-linattn {__version__}: learning a random {n_heads}-head linear "
-          f"attention layer, d={token_dim}, {n_tokens} tokens, p={p} lifted features")
+    print(
+        f"sklearn-linattn {__version__}: learning a random {n_heads}-head linear "
+        f"attention layer, d={token_dim}, {n_tokens} tokens, p={p} lifted features"
+    )
     print("test sequences are twice as long as the training ones\n")
-    header = (f"{'n_samples':>9}  {'test rel. error':>15}  {'rel. distance':>13}  "
-              f"{'certificate':>16}  {'heads':>5}  {'time':>7}")
+    header = (
+        f"{'n_samples':>9}  {'test rel. error':>15}  {'rel. distance':>13}  "
+        f"{'certificate':>16}  {'heads':>5}  {'time':>7}"
+    )
     print(header)
     print("-" * len(header))
     rows = []
@@ -57,8 +63,9 @@ def run(token_dim=6, n_heads=2, n_tokens=20, seed=0):
         cert = model.certificate_
         row = {
             "n_samples": n_samples,
-            "test_error": float(np.linalg.norm(model.predict(X_test) - y_test)
-                                / np.linalg.norm(y_test)),
+            "test_error": float(
+                np.linalg.norm(model.predict(X_test) - y_test) / np.linalg.norm(y_test)
+            ),
             "distance": model.attention_.distance(truth)
             / np.linalg.norm(truth.lifted_coef()),
             "identifiable": cert.identifiable,
@@ -68,10 +75,14 @@ def run(token_dim=6, n_heads=2, n_tokens=20, seed=0):
         }
         rows.append(row)
         verdict = "identifiable" if cert.identifiable else "not identif."
-        print(f"{n_samples:>9}  {row['test_error']:>15.2e}  {row['distance']:>13.2e}  "
-              f"{verdict:>12} {cert.rank:>3}  {row['n_heads']:>5}  {seconds:>6.2f}s")
-    print(f"\nThe generating model has {n_heads} heads; the paper's SVD read-out "
-          f"returns up to d={token_dim} heads that compute the same function.")
+        print(
+            f"{n_samples:>9}  {row['test_error']:>15.2e}  {row['distance']:>13.2e}  "
+            f"{verdict:>12} {cert.rank:>3}  {row['n_heads']:>5}  {seconds:>6.2f}s"
+        )
+    print(
+        f"\nThe generating model has {n_heads} heads; the paper's SVD read-out "
+        f"returns up to d={token_dim} heads that compute the same function."
+    )
     return rows
 
 

@@ -146,8 +146,11 @@ def lifted_features(sequences, out=None, n_threads=1):
         return out
     bounds = np.linspace(0, n_samples, n_threads + 1).astype(int)
     with ThreadPoolExecutor(n_threads) as pool:
-        list(pool.map(
-            lambda start, stop: kernel(sequences[start:stop], out[start:stop]),
-            bounds[:-1], bounds[1:],
-        ))
+        list(
+            pool.map(
+                lambda start, stop: kernel(sequences[start:stop], out[start:stop]),
+                bounds[:-1],
+                bounds[1:],
+            )
+        )
     return out

@@ -64,7 +64,12 @@ class LiftedStatistics:
         # Symmetric rank-m update of the upper triangle; features.T is Fortran-ordered,
         # so BLAS reads it in place.
         self.gram_upper = dsyrk(
-            1.0, features.T, beta=1.0, c=self.gram_upper, trans=0, lower=0,
+            1.0,
+            features.T,
+            beta=1.0,
+            c=self.gram_upper,
+            trans=0,
+            lower=0,
             overwrite_c=1,
         )
         self.moment += features.T @ targets

@@ -29,9 +29,10 @@ def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
     token_dim : int or None
         The token dimension the caller expects; None accepts any (at fit time).
     estimator : estimator instance, optional
-        When given, 2-D input goes through :func:`sklearn.utils.validation.validate_data`
-        so that ``n_features_in_`` and ``feature_names_in_`` are set (``reset=True``)
-        or checked (``reset=False``). 3-D input sets ``n_features_in_`` to
+        When given, 2-D input goes through
+        :func:`sklearn.utils.validation.validate_data` so that ``n_features_in_``
+        and ``feature_names_in_`` are set (``reset=True``) or checked
+        (``reset=False``). 3-D input sets ``n_features_in_`` to
         ``n_tokens * token_dim`` on reset and accepts any ``n_tokens`` afterwards.
     reset : bool
         Whether this call fits the estimator.
@@ -50,7 +51,11 @@ def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
     ndim = X.ndim
     if ndim == 3:
         sequences = check_array(
-            X, allow_nd=True, dtype=np.float64, order="C", input_name="X",
+            X,
+            allow_nd=True,
+            dtype=np.float64,
+            order="C",
+            input_name="X",
             estimator=estimator,
         )
         n_samples, n_tokens, found_dim = sequences.shape
@@ -79,9 +84,7 @@ def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
     if estimator is None:
         rows = check_array(X, dtype=np.float64, order="C", input_name="X")
     else:
-        rows = validate_data(
-            estimator, X, reset=reset, dtype=np.float64, order="C"
-        )
+        rows = validate_data(estimator, X, reset=reset, dtype=np.float64, order="C")
     n_samples, n_features = rows.shape
     if token_dim is None:
         token_dim = n_features

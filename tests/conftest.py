@@ -15,7 +15,9 @@ def random_attention(rng, token_dim, n_heads, n_outputs=1):
 
 def random_sequences(rng, n_samples, n_tokens, token_dim):
     """Gaussian tokens with entries N(0, 1/n_tokens), as in the paper."""
-    return rng.normal(scale=1.0 / np.sqrt(n_tokens), size=(n_samples, n_tokens, token_dim))
+    return rng.normal(
+        scale=1.0 / np.sqrt(n_tokens), size=(n_samples, n_tokens, token_dim)
+    )
 
 
 def n_lifted(token_dim):

@@ -13,12 +13,14 @@ def naive_predict(model, sequences):
     """sum_h V_h (Z^T Z) Q_h q, one sequence and one head at a time."""
     out = np.zeros((len(sequences), model.n_outputs))
     for i, Z in enumerate(sequences):
-        for V, Q in zip(model.value_matrices, model.query_matrices):
+        for V, Q in zip(model.value_matrices, model.query_matrices, strict=True):
             out[i] += V @ (Z.T @ Z) @ Q @ Z[-1]
     return out
 
 
-@pytest.mark.parametrize("token_dim, n_heads, n_outputs", [(1, 1, 1), (3, 2, 1), (4, 3, 2)])
+@pytest.mark.parametrize(
+    "token_dim, n_heads, n_outputs", [(1, 1, 1), (3, 2, 1), (4, 3, 2)]
+)
 def test_predict_is_the_definition(rng, token_dim, n_heads, n_outputs):
     model = random_attention(rng, token_dim, n_heads, n_outputs)
     Z = rng.normal(size=(9, 6, token_dim))
@@ -41,18 +43,22 @@ def test_distance_ignores_trivial_symmetries(rng):
     model = random_attention(rng, d, n_heads=2, n_outputs=2)
     V, Q = model.value_matrices, model.query_matrices
     # rescaling V_h -> c V_h, Q_h -> Q_h / c, and reordering heads
-    rescaled = MultiHeadLinearAttention(V[::-1] * [[[3.0]], [[-0.5]]], Q[::-1] / [[[3.0]], [[-0.5]]])
+    rescaled = MultiHeadLinearAttention(
+        V[::-1] * [[[3.0]], [[-0.5]]], Q[::-1] / [[[3.0]], [[-0.5]]]
+    )
     # splitting a head into two halves
-    split = MultiHeadLinearAttention(np.concatenate([V, V[:1]]) * 1.0,
-                                     np.concatenate([Q[:1] / 2, Q[1:], Q[:1] / 2]))
+    split = MultiHeadLinearAttention(
+        np.concatenate([V, V[:1]]) * 1.0, np.concatenate([Q[:1] / 2, Q[1:], Q[:1] / 2])
+    )
     # adding two heads whose W is antisymmetric in (b, c)
     u, r = rng.normal(size=2), rng.normal(size=d)
     V_anti = np.zeros((2, 2, d))
     Q_anti = np.zeros((2, d, d))
-    V_anti[0, :, 0], Q_anti[0, 1, :] = u, r    # W[a,0,1,e] = u_a r_e
-    V_anti[1, :, 1], Q_anti[1, 0, :] = -u, r   # W[a,1,0,e] = -u_a r_e
-    antisymmetric = MultiHeadLinearAttention(np.concatenate([V, V_anti]),
-                                             np.concatenate([Q, Q_anti]))
+    V_anti[0, :, 0], Q_anti[0, 1, :] = u, r  # W[a,0,1,e] = u_a r_e
+    V_anti[1, :, 1], Q_anti[1, 0, :] = -u, r  # W[a,1,0,e] = -u_a r_e
+    antisymmetric = MultiHeadLinearAttention(
+        np.concatenate([V, V_anti]), np.concatenate([Q, Q_anti])
+    )
     Z = rng.normal(size=(5, 7, d))
     scale = np.linalg.norm(model.lifted_coef())
     for same in (rescaled, split, antisymmetric):
@@ -81,8 +87,16 @@ def test_zero_heads_predict_zero(rng):
 @pytest.mark.parametrize(
     "value_shape, query_shape, match",
     [
-        ((2, 3), (1, 3, 3), r"value_matrices must have shape \(n_heads, n_outputs, token_dim\)"),
-        ((1, 1, 3), (1, 3, 2), r"query_matrices must have shape \(n_heads, token_dim, token_dim\)"),
+        (
+            (2, 3),
+            (1, 3, 3),
+            r"value_matrices must have shape \(n_heads, n_outputs, token_dim\)",
+        ),
+        (
+            (1, 1, 3),
+            (1, 3, 2),
+            r"query_matrices must have shape \(n_heads, token_dim, token_dim\)",
+        ),
         ((2, 1, 3), (1, 3, 3), "2 heads but query_matrices has 1"),
         ((1, 1, 4), (1, 3, 3), "token_dim 4 but query_matrices has token_dim 3"),
     ],

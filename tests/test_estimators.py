@@ -1,4 +1,4 @@
-"""LinearAttentionRegressor: recovery, minimum norm, consistency, sklearn use, errors."""
+"""LinearAttentionRegressor: recovery, minimum norm, sklearn use, errors."""
 
 import pickle
 
@@ -40,7 +40,10 @@ def test_exact_recovery_of_a_generating_model(rng, token_dim, n_heads):
         X_new = random_sequences(rng, 30, n_tokens, token_dim)
         expected = truth.predict(X_new)[:, 0]
         np.testing.assert_allclose(
-            model.predict(X_new), expected, rtol=1e-8, atol=1e-8 * np.abs(expected).max()
+            model.predict(X_new),
+            expected,
+            rtol=1e-8,
+            atol=1e-8 * np.abs(expected).max(),
         )
     assert model.coef_.shape == (n_lifted(token_dim),)
     assert model.intercept_ == 0.0
@@ -53,7 +56,9 @@ def test_multi_output_recovery_with_intercept(rng):
     truth = random_attention(rng, 4, n_heads=2, n_outputs=3)
     X = random_sequences(rng, 3 * n_lifted(4), 12, 4)
     offset = np.array([1.0, -2.0, 0.5])
-    model = LinearAttentionRegressor(fit_intercept=True).fit(X, truth.predict(X) + offset)
+    model = LinearAttentionRegressor(fit_intercept=True).fit(
+        X, truth.predict(X) + offset
+    )
     assert model.coef_.shape == (3, n_lifted(4))
     np.testing.assert_allclose(model.intercept_, offset, rtol=1e-9)
     assert relative_distance(model.attention_, truth) < 1e-8
@@ -144,7 +149,7 @@ def test_paper_read_out_heads_are_deterministic(rng):
     np.testing.assert_array_equal(first.query_matrices_, second.query_matrices_)
     strengths = [np.linalg.norm(V) for V in first.value_matrices_]
     assert strengths == sorted(strengths, reverse=True)
-    for V, Q in zip(first.value_matrices_, first.query_matrices_):
+    for V, Q in zip(first.value_matrices_, first.query_matrices_, strict=True):
         assert np.linalg.norm(V) == pytest.approx(np.linalg.norm(Q))
         assert V.flat[np.argmax(np.abs(V))] > 0
 
@@ -156,7 +161,8 @@ def test_sklearn_tools(rng):
     flat = X.reshape(120, -1)
 
     pipeline = make_pipeline(
-        FunctionTransformer(lambda rows: 2.0 * rows), LinearAttentionRegressor(token_dim=3)
+        FunctionTransformer(lambda rows: 2.0 * rows),
+        LinearAttentionRegressor(token_dim=3),
     )
     pipeline.fit(flat, y)
     assert pipeline.score(flat, y) > 0.99
@@ -195,7 +201,11 @@ def test_pandas_column_names(rng):
         (np.full((5, 3, 2), np.inf), ValueError, "infinity"),
         (np.ones(6), ValueError, r"got an array with 1 dimension\(s\)"),
         (np.ones((5, 3, 2, 1)), ValueError, r"got an array with 4 dimension\(s\)"),
-        (np.ones((5, 7)), ValueError, "7 columns, which is not a multiple of token_dim=2"),
+        (
+            np.ones((5, 7)),
+            ValueError,
+            "7 columns, which is not a multiple of token_dim=2",
+        ),
         (np.ones((5, 3, 3)), ValueError, "token dimension 3"),
         (np.ones((0, 3, 2)), ValueError, "0 sample"),
         (np.ones((5, 0, 2)), ValueError, "at least one token"),
@@ -228,7 +238,10 @@ def test_bad_predict_input(rng):
     model = LinearAttentionRegressor().fit(X, rng.normal(size=30))
     with pytest.raises(ValueError, match="token dimension 2"):
         model.predict(np.ones((4, 4, 2)))
-    with pytest.raises(ValueError, match="X has 9 features, but LinearAttentionRegressor is expecting 12"):
+    with pytest.raises(
+        ValueError,
+        match="X has 9 features, but LinearAttentionRegressor is expecting 12",
+    ):
         model.predict(np.ones((4, 9)))
     assert model.predict(np.ones((4, 9, 3))).shape == (4,)  # any sequence length
 
@@ -246,7 +259,9 @@ def test_bad_predict_input(rng):
 )
 def test_bad_parameters(rng, params, match):
     with pytest.raises(ValueError, match=match):
-        LinearAttentionRegressor(**params).fit(random_sequences(rng, 10, 3, 2), np.ones(10))
+        LinearAttentionRegressor(**params).fit(
+            random_sequences(rng, 10, 3, 2), np.ones(10)
+        )
 
 
 def test_verbose_reports_progress(rng, capsys):

@@ -19,6 +19,9 @@ def test_demo_numbers(capsys):
 def test_module_entry_point():
     result = subprocess.run(
         [sys.executable, "-m", "sklearn_linattn", "--token-dim", "3", "--seed", "1"],
-        capture_output=True, text=True, timeout=300, check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
     )
     assert "identifiable" in result.stdout and "p=18" in result.stdout
