@@ -15,7 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._attention import MultiHeadLinearAttention
 from ._certificate import IdentifiabilityCertificate
-from ._heads import paper_heads
+from ._heads import fixed_heads, minimal_heads, paper_heads
 from ._lift import n_lifted_features
 from ._solvers import (
     accumulate_statistics,
@@ -48,19 +48,36 @@ class LinearAttentionRegressor(RegressorMixin, BaseEstimator):
     alpha : float, default=0.0
         Ridge penalty on the lifted coefficients. ``0`` gives the minimum-norm
         least-squares solution, also when the lifted Gram matrix is singular.
-    n_heads : None, default=None
-        Head read-out. None is the paper's read-out: SVD of the folded
-        coefficients, up to ``min(n_outputs, d) * d`` heads.
+    n_heads : "auto", int or None, default="auto"
+        How heads are read out of the lifted solution.
+
+        - ``"auto"``: the fewest heads that reproduce the lifted solution within
+          ``tol``. The lifted coefficients fix only the part of
+          ``W[a,b,c,e] = sum_h V_h[a,b] Q_h[c,e]`` symmetric in ``(b, c)``; the
+          antisymmetric part is chosen (alternating projections, bisection over the
+          number of heads) to make ``W`` low rank. On noiseless data from a generic
+          ``H``-head model this returns ``H`` heads computing the same function; on
+          noisy data (or when a generic function needs them) it returns as many
+          heads as ``tol`` demands, up to the paper's count.
+        - int ``k``: the best model with at most ``k`` heads for the training
+          objective (least squares plus the ``alpha`` penalty): the lifted solution
+          when ``k`` heads reproduce it within ``tol``, else refined from it in head
+          space (L-BFGS). Predictions then come from those ``k`` heads.
+        - None: the paper's read-out, the SVD of the symmetric split of ``W``; up
+          to ``n_outputs * d`` heads (at most ``d * d``).
     fit_intercept : bool, default=False
         Fit an unpenalized bias (MHLA itself has none).
     solver : {"auto", "normal"}, default="auto"
         ``"normal"`` streams the normal equations ``Phi^T Phi``, ``Phi^T y`` over
         chunks of samples and solves them by Cholesky (minimum-norm solve from the
         eigen-decomposition when singular). ``"auto"`` picks ``"normal"``.
-    tol : float, default=1e-10
-        Relative Frobenius tolerance of the head read-out: the weakest heads are
-        dropped while the dropped part stays below ``tol`` of the coefficients.
-        ``coef_`` is always the function the returned heads compute.
+    tol : float, default=1e-8
+        Relative Frobenius tolerance of the head read-out: heads may differ from the
+        lifted solution by at most ``tol * ||lifted solution||`` in lifted
+        coefficients (the paper's model distance). Larger values trade fidelity for
+        fewer heads: on noisy data, ``tol`` near the noise level of the coefficients
+        gives about as many heads as the signal has. ``coef_`` is always the
+        function the returned heads compute.
     batch_size : int, default=None
         Samples per chunk while streaming; None picks chunks of about 32 MiB of
         lifted features. Memory beyond the input is one chunk plus ``O(p^2)``.
@@ -127,7 +144,11 @@ class LinearAttentionRegressor(RegressorMixin, BaseEstimator):
     _parameter_constraints = {
         "token_dim": [Interval(Integral, 1, None, closed="left"), None],
         "alpha": [Interval(Real, 0, None, closed="left")],
-        "n_heads": [None],
+        "n_heads": [
+            StrOptions({"auto"}),
+            Interval(Integral, 1, None, closed="left"),
+            None,
+        ],
         "fit_intercept": ["boolean"],
         "solver": [StrOptions({"auto", "normal"})],
         "tol": [Interval(Real, 0, 1, closed="left")],
@@ -140,10 +161,10 @@ class LinearAttentionRegressor(RegressorMixin, BaseEstimator):
         self,
         token_dim=None,
         alpha=0.0,
-        n_heads=None,
+        n_heads="auto",
         fit_intercept=False,
         solver="auto",
-        tol=1e-10,
+        tol=1e-8,
         batch_size=None,
         n_jobs=None,
         verbose=0,
@@ -212,7 +233,15 @@ class LinearAttentionRegressor(RegressorMixin, BaseEstimator):
         )
         spectrum = gram_spectrum(gram, default_rank_tol(n_lifted_features(token_dim)))
         lifted_coef = solve_normal_equations(gram, moment, self.alpha, spectrum)
-        value, query = paper_heads(lifted_coef, token_dim, self.tol)
+        if self.n_heads is None:
+            value, query = paper_heads(lifted_coef, token_dim, self.tol)
+        elif self.n_heads == "auto":
+            value, query = minimal_heads(lifted_coef, token_dim, self.tol)
+        else:
+            weight = gram + self.alpha * np.eye(gram.shape[0])
+            value, query = fixed_heads(
+                lifted_coef, token_dim, self.n_heads, weight, self.tol
+            )
         attention = MultiHeadLinearAttention(value, query)
         coef = attention.lifted_coef()
         intercept = target_mean - coef @ feature_mean

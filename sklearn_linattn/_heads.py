@@ -1,17 +1,27 @@
 """Reading attention heads out of lifted coefficients (PAPER.md, Algorithm 1 step 3).
 
+The lifted coefficients fix only the part of ``W[a,b,c,e]`` symmetric in ``(b, c)``;
+heads are a factorization ``W[(a,b),(c,e)] = sum_h V_h[a,b] Q_h[c,e]`` of any ``W``
+with that symmetric part, so the number of heads is the rank of the chosen ``W``.
+
+- :func:`paper_heads`: the paper's read-out, the SVD of the symmetric split.
+- :func:`minimal_heads`: the fewest heads, by choosing the free antisymmetric part.
+- :func:`fixed_heads`: the best model with at most ``k`` heads for a weighted
+  least-squares objective (the training loss), refined in head space.
+
 Heads come in one canonical form so that two fits of the same data give the same
-arrays: sorted by strength (singular value, largest first), scale balanced
+arrays: sorted by strength (singular value of ``W``, largest first), scale balanced
 (``||V_h||_F = ||Q_h||_F``), and signs fixed so that the entry of largest magnitude
 in each ``V_h`` is positive.
 """
 
 import numpy as np
 import scipy.linalg
+import scipy.optimize
 
-from ._attention import fold_lifted_coef
+from ._attention import fold_lifted_coef, unfold_lifted_coef
 
-__all__ = ["paper_heads"]
+__all__ = ["fixed_heads", "minimal_heads", "paper_heads"]
 
 
 def _canonical_signs(left, right):
@@ -55,15 +65,314 @@ def paper_heads(lifted_coef, token_dim, tol):
     value_matrices : ndarray of shape (n_heads, n_outputs, token_dim)
     query_matrices : ndarray of shape (n_heads, token_dim, token_dim)
     """
-    d = token_dim
-    n_outputs = lifted_coef.shape[0]
-    folded = fold_lifted_coef(lifted_coef, d)
-    left, singular_values, right_t = scipy.linalg.svd(
-        folded, full_matrices=False, check_finite=False
+    folded = fold_lifted_coef(lifted_coef, token_dim)
+    _, singular_values, _ = _svd(folded)
+    return heads_of_folded(
+        folded, n_heads_within(singular_values, tol), lifted_coef.shape[0], token_dim
     )
-    n_heads = n_heads_within(singular_values, tol)
+
+
+def _svd(matrix):
+    try:
+        return scipy.linalg.svd(matrix, full_matrices=False, check_finite=False)
+    except np.linalg.LinAlgError:  # gesdd can fail to converge; gesvd is robust
+        return scipy.linalg.svd(
+            matrix, full_matrices=False, check_finite=False, lapack_driver="gesvd"
+        )
+
+
+def heads_of_folded(folded, n_heads, n_outputs, token_dim):
+    """Canonical heads of the rank-``n_heads`` truncation of a folded matrix ``W``.
+
+    Returns
+    -------
+    value_matrices : ndarray of shape (n_heads, n_outputs, token_dim)
+    query_matrices : ndarray of shape (n_heads, token_dim, token_dim)
+    """
+    d = token_dim
+    left, singular_values, right_t = _svd(folded)
     root = np.sqrt(singular_values[:n_heads])
     left, right = _canonical_signs(left[:, :n_heads], right_t[:n_heads].T)
     value = (left * root).T.reshape(n_heads, n_outputs, d)
     query = (right * root).T.reshape(n_heads, d, d)
     return value, query
+
+
+def _truncate(matrix, rank):
+    """Best rank-``rank`` approximation (Eckart-Young)."""
+    left, singular_values, right_t = _svd(matrix)
+    return (left[:, :rank] * singular_values[:rank]) @ right_t[:rank]
+
+
+def _project_rank(matrix, rank):
+    """Best rank-``rank`` approximation from the eigenvectors of the smaller Gram
+    matrix: three to four times faster than an SVD on the small, wide matrices
+    of the head search. The projector is accurate to about
+    ``eps * (s_1 / s_rank)^2``, ample unless heads differ in strength by orders
+    of magnitude."""
+    if matrix.shape[0] <= matrix.shape[1]:
+        top = np.linalg.eigh(matrix @ matrix.T)[1][:, -rank:]
+        return top @ (top.T @ matrix)
+    top = np.linalg.eigh(matrix.T @ matrix)[1][:, -rank:]
+    return (matrix @ top) @ top.T
+
+
+# Alternating projections: iterations between progress checks; the relative
+# progress per window above which the iteration counts as stalled (converged, or
+# stuck at a point that is not a solution); the cap on iterations per start, and
+# the iteration after which a start is abandoned when its current linear rate
+# would not reach the tolerance within the cap (slow phases before that are
+# common on the way to a solution); how many extra starts (seeded, antisymmetric
+# perturbations) to try when one stalls.
+_WINDOW = 25
+_STALL = 1.0 - 1e-3
+_MAX_ITER = 5000
+_PATIENCE = 1000
+# A start that reaches POLISH * tol has done enough: this is accurate far beyond
+# the tolerance, without the long tail of slow linear convergence.
+_POLISH = 1e-3
+_RESTARTS = 8
+_RESTART_SEED = 20251129
+
+
+def _alternating_projections(lifted_coef, token_dim, rank, start, tol, max_iter):
+    """Alternate between rank-``rank`` matrices and the affine set of folded ``W``
+    with the fitted symmetric part, from ``start``; return the best rank-``rank``
+    iterate and its relative error on the lifted coefficients."""
+    norm = np.linalg.norm(lifted_coef)
+    current = start
+    window_start = np.inf
+    best, best_error = None, np.inf
+    for iteration in range(max_iter):
+        low_rank = _project_rank(current, rank)
+        gap = unfold_lifted_coef(low_rank, token_dim) - lifted_coef
+        error = np.linalg.norm(gap) / norm
+        if error < best_error:
+            best, best_error = low_rank, error
+        if error <= _POLISH * tol:
+            break
+        if iteration % _WINDOW == 0:
+            progress = error / window_start
+            if progress > _STALL:
+                break
+            window_start = error
+            if iteration >= _PATIENCE and error > tol:
+                # Linear convergence at the current rate needs about this many
+                # more iterations to reach tol.
+                needed = _WINDOW * np.log(tol / error) / np.log(progress)
+                if iteration + needed > max_iter:
+                    break
+        # Affine projection: swap the symmetric part of low_rank for the fitted one.
+        current = low_rank - fold_lifted_coef(gap, token_dim)
+    return best, best_error
+
+
+def low_rank_fold(lifted_coef, token_dim, rank, tol, max_iter=_MAX_ITER, restarts=0):
+    """A folded ``W`` of rank ``rank`` whose symmetric part is ``lifted_coef``.
+
+    Alternating projections between the matrices of rank ``rank`` (SVD truncation)
+    and the affine set of ``W`` with the fitted symmetric part (keep the
+    antisymmetric part, replace the symmetric one), started from the symmetric
+    split. The iteration runs until it stalls, so a solution is as accurate as the
+    iteration allows, not just within ``tol``. When it stalls above ``tol`` it can
+    be restarted from the symmetric split plus an antisymmetric part drawn from a
+    fixed seed (so results never change between runs).
+
+    Parameters
+    ----------
+    lifted_coef : ndarray of shape (n_outputs, n_lifted_features)
+    token_dim, rank : int
+    tol : float
+        Relative Frobenius tolerance on the lifted coefficients.
+    max_iter : int
+        Cap on iterations per start.
+    restarts : int
+        Extra starts to try when the previous ones stalled above ``tol``.
+
+    Returns
+    -------
+    folded : ndarray of shape (n_outputs * token_dim, token_dim ** 2) or None
+        None when no start reached ``tol``.
+    relative_error : float
+        ``||unfold(folded) - lifted_coef|| / ||lifted_coef||``, of the best
+        iterate seen.
+    """
+    split = fold_lifted_coef(lifted_coef, token_dim)
+    if not np.any(split):
+        return split, 0.0
+    random_state = np.random.default_rng(_RESTART_SEED)
+    best, best_error = None, np.inf
+    for attempt in range(1 + restarts):
+        start = split
+        if attempt:
+            shape = (lifted_coef.shape[0], token_dim, token_dim, token_dim)
+            noise = random_state.normal(size=shape)
+            antisymmetric = (noise - noise.transpose(0, 2, 1, 3)).reshape(split.shape)
+            start = split + antisymmetric * (
+                np.linalg.norm(split) / np.linalg.norm(antisymmetric)
+            )
+        folded, error = _alternating_projections(
+            lifted_coef, token_dim, rank, start, tol, max_iter
+        )
+        if error < best_error:
+            best, best_error = folded, error
+        if best_error <= tol:
+            return best, best_error
+    return None, best_error
+
+
+def _fewest_heads_bound(lifted_coef, token_dim, tol):
+    """A lower bound on the heads needed to reproduce ``lifted_coef`` within tol.
+
+    For any ``r``-head model the slices ``S_{a,e}[b, c] = W_sym[a, b, c, e]`` are
+    ``sym(sum_h V_h[a, b] Q_h[c, e])``, of rank at most ``2 r``; so the part of the
+    slices beyond their ``2 r`` largest eigenvalues is within the model's distance
+    to ``lifted_coef``.
+    """
+    d = token_dim
+    slices = fold_lifted_coef(lifted_coef, d).reshape(-1, d, d, d)
+    slices = slices.transpose(0, 3, 1, 2).reshape(-1, d, d)  # one per (a, e)
+    squared = np.sort(np.linalg.eigvalsh(slices) ** 2, axis=1)  # ascending
+    # tails[j]: squared Frobenius norm left after keeping the j largest eigenvalues
+    tails = np.concatenate(
+        [np.cumsum(squared, axis=1)[:, ::-1], np.zeros((len(squared), 1))], axis=1
+    ).sum(axis=0)
+    allowed = (tol * np.linalg.norm(lifted_coef)) ** 2
+    kept = int(np.argmax(tails <= allowed))
+    return max(1, -(-kept // 2))
+
+
+def minimal_heads(lifted_coef, token_dim, tol, max_iter=_MAX_ITER):
+    """The fewest heads that reproduce ``lifted_coef`` within ``tol``.
+
+    The paper's read-out (the SVD of the symmetric split, truncated within
+    ``tol``) needs ``n`` heads, and no model with fewer than
+    :func:`_fewest_heads_bound` heads can work. Between the two, a bisection with
+    one start of :func:`low_rank_fold` per candidate finds a feasible count
+    (feasibility is monotone in the number of heads); then counts below it are
+    tried with restarts, one at a time, until one fails.
+
+    Returns
+    -------
+    value_matrices : ndarray of shape (n_heads, n_outputs, token_dim)
+    query_matrices : ndarray of shape (n_heads, token_dim, token_dim)
+    """
+    n_outputs = lifted_coef.shape[0]
+    best = fold_lifted_coef(lifted_coef, token_dim)
+    _, singular_values, _ = _svd(best)
+    high = n_heads_within(singular_values, tol)  # `high` heads suffice
+    low = min(_fewest_heads_bound(lifted_coef, token_dim, tol), high)
+    while low < high:
+        middle = (low + high) // 2
+        folded, _ = low_rank_fold(lifted_coef, token_dim, middle, tol, max_iter)
+        if folded is None:
+            low = middle + 1
+        else:
+            best, high = folded, middle
+    lower_bound = min(_fewest_heads_bound(lifted_coef, token_dim, tol), high)
+    while high > lower_bound:
+        folded, _ = low_rank_fold(
+            lifted_coef, token_dim, high - 1, tol, max_iter, restarts=_RESTARTS
+        )
+        if folded is None:
+            break
+        best, high = folded, high - 1
+    return heads_of_folded(best, high, n_outputs, token_dim)
+
+
+# L-BFGS refinement of k heads: cap on iterations and the relative tolerances.
+_REFINE_MAX_ITER = 3000
+_REFINE_FTOL = 1e-15
+_REFINE_GTOL = 1e-12
+
+
+def _weighted_loss(lifted_coef, target, weight):
+    """``sum_a (theta_a - target_a)^T weight (theta_a - target_a)`` and its
+    gradient in ``theta``."""
+    residual = lifted_coef - target
+    weighted = residual @ weight
+    return float(np.sum(weighted * residual)), 2.0 * weighted
+
+
+def fixed_heads(lifted_coef, token_dim, n_heads, weight, tol, max_iter=_MAX_ITER):
+    """The best model with at most ``n_heads`` heads for a weighted objective.
+
+    Minimizes ``sum_a (theta_a - lifted_coef_a)^T weight (theta_a - lifted_coef_a)``
+    over the lifted coefficients ``theta`` of ``n_heads``-head models. With
+    ``weight = Phi^T Phi + alpha I`` (centered when fitting an intercept) and
+    ``lifted_coef`` the lifted minimizer this is the training objective, up to a
+    constant. When ``n_heads`` heads reproduce ``lifted_coef`` within ``tol``
+    (:func:`low_rank_fold`) those heads are returned; otherwise the better of that
+    rank-``n_heads`` iterate and the paper's read-out truncated to ``n_heads`` heads
+    is refined by L-BFGS over the heads, which never increases the objective.
+
+    Parameters
+    ----------
+    lifted_coef : ndarray of shape (n_outputs, n_lifted_features)
+    token_dim, n_heads : int
+    weight : ndarray of shape (n_lifted_features, n_lifted_features)
+        Symmetric positive semi-definite.
+    tol : float
+
+    Returns
+    -------
+    value_matrices : ndarray of shape (h, n_outputs, token_dim), ``h <= n_heads``
+    query_matrices : ndarray of shape (h, token_dim, token_dim)
+    """
+    d = token_dim
+    n_outputs = lifted_coef.shape[0]
+    split = fold_lifted_coef(lifted_coef, d)
+    _, singular_values, _ = _svd(split)
+    paper_count = n_heads_within(singular_values, tol)
+    if n_heads >= paper_count:
+        return heads_of_folded(split, paper_count, n_outputs, d)
+    folded, _ = low_rank_fold(lifted_coef, d, n_heads, tol, max_iter, _RESTARTS)
+    if folded is not None:
+        return heads_of_folded(folded, n_heads, n_outputs, d)
+
+    candidates = [
+        _alternating_projections(lifted_coef, d, n_heads, split, np.inf, max_iter)[0],
+        _truncate(split, n_heads),
+    ]
+    scale = max(
+        _weighted_loss(np.zeros_like(lifted_coef), lifted_coef, weight)[0],
+        np.finfo(float).tiny,
+    )
+    losses = [
+        _weighted_loss(unfold_lifted_coef(c, d), lifted_coef, weight)[0]
+        for c in candidates
+    ]
+    start = candidates[int(np.argmin(losses))]
+    left, values, right_t = _svd(start)
+    root = np.sqrt(values[:n_heads])
+    value_rows = (left[:, :n_heads] * root).T  # (n_heads, n_outputs * d)
+    query_rows = right_t[:n_heads] * root[:, None]  # (n_heads, d * d)
+    split_at = value_rows.size
+
+    def objective(parameters):
+        value = parameters[:split_at].reshape(value_rows.shape)
+        query = parameters[split_at:].reshape(query_rows.shape)
+        folded = value.T @ query  # W[(a,b),(c,e)] = sum_h V_h[a,b] Q_h[c,e]
+        loss, gradient = _weighted_loss(
+            unfold_lifted_coef(folded, d), lifted_coef, weight
+        )
+        # fold is the adjoint of unfold, so this is the gradient in W.
+        gradient_folded = fold_lifted_coef(gradient, d) / scale
+        return loss / scale, np.concatenate(
+            [(query @ gradient_folded.T).ravel(), (value @ gradient_folded).ravel()]
+        )
+
+    result = scipy.optimize.minimize(
+        objective,
+        np.concatenate([value_rows.ravel(), query_rows.ravel()]),
+        jac=True,
+        method="L-BFGS-B",
+        options={
+            "maxiter": _REFINE_MAX_ITER,
+            "ftol": _REFINE_FTOL,
+            "gtol": _REFINE_GTOL,
+        },
+    )
+    value = result.x[:split_at].reshape(value_rows.shape)
+    query = result.x[split_at:].reshape(query_rows.shape)
+    return heads_of_folded(value.T @ query, n_heads, n_outputs, d)
