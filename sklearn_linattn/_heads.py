@@ -156,7 +156,7 @@ def _alternating_projections(lifted_coef, token_dim, rank, start, tol, max_iter)
             if progress > _STALL:
                 break
             window_start = error
-            if iteration >= _PATIENCE and error > tol:
+            if iteration >= _PATIENCE and error > tol > 0:
                 # Linear convergence at the current rate needs about this many
                 # more iterations to reach tol.
                 needed = _WINDOW * np.log(tol / error) / np.log(progress)
@@ -245,12 +245,15 @@ def _fewest_heads_bound(lifted_coef, token_dim, tol):
 def minimal_heads(lifted_coef, token_dim, tol, max_iter=_MAX_ITER):
     """The fewest heads that reproduce ``lifted_coef`` within ``tol``.
 
-    The paper's read-out (the SVD of the symmetric split, truncated within
-    ``tol``) needs ``n`` heads, and no model with fewer than
-    :func:`_fewest_heads_bound` heads can work. Between the two, a bisection with
-    one start of :func:`low_rank_fold` per candidate finds a feasible count
-    (feasibility is monotone in the number of heads); then counts below it are
-    tried with restarts, one at a time, until one fails.
+    No model with fewer than :func:`_fewest_heads_bound` heads can work, and the
+    paper's read-out (the SVD of the symmetric split, truncated within ``tol``)
+    always does. Counts from the bound upwards get one start of
+    :func:`low_rank_fold` each, until one succeeds; counts below that one are then
+    retried with restarts, one at a time, until one fails.
+
+    The search goes upwards because alternating projections converge quickly to a
+    solution of exactly the probed rank but slowly to one of lower rank, so a
+    probe above the minimal count is no reliable test of feasibility.
 
     Returns
     -------
@@ -260,24 +263,21 @@ def minimal_heads(lifted_coef, token_dim, tol, max_iter=_MAX_ITER):
     n_outputs = lifted_coef.shape[0]
     best = fold_lifted_coef(lifted_coef, token_dim)
     _, singular_values, _ = _svd(best)
-    high = n_heads_within(singular_values, tol)  # `high` heads suffice
-    low = min(_fewest_heads_bound(lifted_coef, token_dim, tol), high)
-    while low < high:
-        middle = (low + high) // 2
-        folded, _ = low_rank_fold(lifted_coef, token_dim, middle, tol, max_iter)
-        if folded is None:
-            low = middle + 1
-        else:
-            best, high = folded, middle
-    lower_bound = min(_fewest_heads_bound(lifted_coef, token_dim, tol), high)
-    while high > lower_bound:
+    n_heads = n_heads_within(singular_values, tol)  # always enough
+    lower_bound = min(_fewest_heads_bound(lifted_coef, token_dim, tol), n_heads)
+    for candidate in range(lower_bound, n_heads):
+        folded, _ = low_rank_fold(lifted_coef, token_dim, candidate, tol, max_iter)
+        if folded is not None:
+            best, n_heads = folded, candidate
+            break
+    while n_heads > lower_bound:
         folded, _ = low_rank_fold(
-            lifted_coef, token_dim, high - 1, tol, max_iter, restarts=_RESTARTS
+            lifted_coef, token_dim, n_heads - 1, tol, max_iter, restarts=_RESTARTS
         )
         if folded is None:
             break
-        best, high = folded, high - 1
-    return heads_of_folded(best, high, n_outputs, token_dim)
+        best, n_heads = folded, n_heads - 1
+    return heads_of_folded(best, n_heads, n_outputs, token_dim)
 
 
 # L-BFGS refinement of k heads: cap on iterations and the relative tolerances.
@@ -301,10 +301,11 @@ def fixed_heads(lifted_coef, token_dim, n_heads, weight, tol, max_iter=_MAX_ITER
     over the lifted coefficients ``theta`` of ``n_heads``-head models. With
     ``weight = Phi^T Phi + alpha I`` (centered when fitting an intercept) and
     ``lifted_coef`` the lifted minimizer this is the training objective, up to a
-    constant. When ``n_heads`` heads reproduce ``lifted_coef`` within ``tol``
-    (:func:`low_rank_fold`) those heads are returned; otherwise the better of that
-    rank-``n_heads`` iterate and the paper's read-out truncated to ``n_heads`` heads
-    is refined by L-BFGS over the heads, which never increases the objective.
+    constant. When at most ``n_heads`` heads reproduce ``lifted_coef`` within
+    ``tol`` (:func:`minimal_heads`) those heads are returned; otherwise the better
+    of the alternating-projection iterate of rank ``n_heads`` and the paper's
+    read-out truncated to ``n_heads`` heads is refined by L-BFGS over the heads,
+    which never increases the objective.
 
     Parameters
     ----------
@@ -321,17 +322,13 @@ def fixed_heads(lifted_coef, token_dim, n_heads, weight, tol, max_iter=_MAX_ITER
     """
     d = token_dim
     n_outputs = lifted_coef.shape[0]
-    split = fold_lifted_coef(lifted_coef, d)
-    _, singular_values, _ = _svd(split)
-    paper_count = n_heads_within(singular_values, tol)
-    if n_heads >= paper_count:
-        return heads_of_folded(split, paper_count, n_outputs, d)
-    folded, _ = low_rank_fold(lifted_coef, d, n_heads, tol, max_iter, _RESTARTS)
-    if folded is not None:
-        return heads_of_folded(folded, n_heads, n_outputs, d)
+    value, query = minimal_heads(lifted_coef, d, tol, max_iter)
+    if len(value) <= n_heads:
+        return value, query
 
+    split = fold_lifted_coef(lifted_coef, d)
     candidates = [
-        _alternating_projections(lifted_coef, d, n_heads, split, np.inf, max_iter)[0],
+        _alternating_projections(lifted_coef, d, n_heads, split, 0.0, max_iter)[0],
         _truncate(split, n_heads),
     ]
     scale = max(

@@ -12,6 +12,7 @@ def test_demo_numbers(capsys):
     assert not below["identifiable"] and below["rank"] == below["n_samples"]
     assert above["identifiable"] and above["rank"] == 40
     assert above["test_error"] < 1e-8 and above["distance"] < 1e-8
+    assert above["n_heads"] == 2 <= above["paper_n_heads"]
     assert below["test_error"] > 1e-3  # too few samples to pin the function down
     assert "identifiable" in capsys.readouterr().out
 
