@@ -6,12 +6,18 @@ arXiv:2410.10101) as scikit-learn estimators.
 
 from ._attention import MultiHeadLinearAttention
 from ._certificate import IdentifiabilityCertificate, certify
-from ._estimators import LinearAttentionRegressor
+from ._estimators import (
+    LiftedAttentionFeatures,
+    LinearAttentionClassifier,
+    LinearAttentionRegressor,
+)
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "IdentifiabilityCertificate",
+    "LiftedAttentionFeatures",
+    "LinearAttentionClassifier",
     "LinearAttentionRegressor",
     "MultiHeadLinearAttention",
     "certify",

@@ -9,14 +9,26 @@ from numbers import Integral, Real
 
 import numpy as np
 from joblib import effective_n_jobs
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.base import (
+    BaseEstimator,
+    ClassifierMixin,
+    RegressorMixin,
+    TransformerMixin,
+    _fit_context,
+)
+from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import (
+    check_consistent_length,
+    check_is_fitted,
+    column_or_1d,
+)
 
 from ._attention import MultiHeadLinearAttention
 from ._certificate import IdentifiabilityCertificate
 from ._heads import fixed_heads, minimal_heads, paper_heads
-from ._lift import n_lifted_features
+from ._lift import lifted_feature_pairs, lifted_features, n_lifted_features
 from ._solvers import (
     accumulate_statistics,
     default_rank_tol,
@@ -26,10 +38,132 @@ from ._solvers import (
 )
 from ._validation import validate_sequences, validate_targets
 
-__all__ = ["LinearAttentionRegressor"]
+__all__ = [
+    "LiftedAttentionFeatures",
+    "LinearAttentionClassifier",
+    "LinearAttentionRegressor",
+]
 
 
-class LinearAttentionRegressor(RegressorMixin, BaseEstimator):
+class _LinearAttentionBase(BaseEstimator):
+    """Shared machinery: lifted statistics, solve, head read-out, certificate."""
+
+    _parameter_constraints = {
+        "token_dim": [Interval(Integral, 1, None, closed="left"), None],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "n_heads": [
+            StrOptions({"auto"}),
+            Interval(Integral, 1, None, closed="left"),
+            None,
+        ],
+        "fit_intercept": ["boolean"],
+        "solver": [StrOptions({"auto", "normal"})],
+        "tol": [Interval(Real, 0, 1, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left"), None],
+        "n_jobs": [Integral, None],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        token_dim=None,
+        alpha=0.0,
+        n_heads="auto",
+        fit_intercept=False,
+        solver="auto",
+        tol=1e-8,
+        batch_size=None,
+        n_jobs=None,
+        verbose=0,
+    ):
+        self.token_dim = token_dim
+        self.alpha = alpha
+        self.n_heads = n_heads
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.tol = tol
+        self.batch_size = batch_size
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.three_d_array = True
+        return tags
+
+    def _log(self, message):
+        if self.verbose:
+            print(f"[{type(self).__name__}] {message}")
+
+    def _fit_lifted(self, sequences, targets, was_1d):
+        """Fit on validated sequences and 2-D float targets; set every attribute."""
+        start = time.perf_counter()
+
+        def progress(n_done, n_total):
+            self._log(f"lifted {n_done}/{n_total} samples")
+
+        statistics = accumulate_statistics(
+            sequences,
+            targets,
+            batch_size=self.batch_size,
+            n_threads=effective_n_jobs(self.n_jobs),
+            progress=progress if self.verbose else None,
+        )
+        self._log(f"statistics accumulated in {time.perf_counter() - start:.2f} s")
+        self._solve(statistics, sequences.shape[2], was_1d)
+        self._log(f"fit done in {time.perf_counter() - start:.2f} s")
+        return self
+
+    def _solve(self, statistics, token_dim, was_1d):
+        """Solve the normal equations and set every fitted attribute."""
+        gram, moment, feature_mean, target_mean = statistics.normal_equations(
+            self.fit_intercept
+        )
+        spectrum = gram_spectrum(gram, default_rank_tol(n_lifted_features(token_dim)))
+        lifted_coef = solve_normal_equations(gram, moment, self.alpha, spectrum)
+        if self.n_heads is None:
+            value, query = paper_heads(lifted_coef, token_dim, self.tol)
+        elif self.n_heads == "auto":
+            value, query = minimal_heads(lifted_coef, token_dim, self.tol)
+        else:
+            weight = gram + self.alpha * np.eye(gram.shape[0])
+            value, query = fixed_heads(
+                lifted_coef, token_dim, self.n_heads, weight, self.tol
+            )
+        attention = MultiHeadLinearAttention(value, query)
+        coef = attention.lifted_coef()
+        intercept = target_mean - coef @ feature_mean
+
+        self.attention_ = attention
+        self.value_matrices_ = attention.value_matrices
+        self.query_matrices_ = attention.query_matrices
+        self.n_heads_ = attention.n_heads
+        self.coef_ = coef[0] if was_1d else coef
+        self.intercept_ = float(intercept[0]) if was_1d else intercept
+        self.certificate_ = IdentifiabilityCertificate.from_spectrum(
+            spectrum,
+            statistics.n_samples,
+            token_dim,
+            feature_mean=feature_mean if self.fit_intercept else None,
+        )
+        self.token_dim_ = token_dim
+
+    def _lifted_output(self, X):
+        """Validated ``X`` through the fitted lifted model, shape (n, n_outputs)."""
+        check_is_fitted(self)
+        sequences = validate_sequences(
+            X, token_dim=self.token_dim_, estimator=self, reset=False
+        )
+        return lifted_predict(
+            sequences,
+            np.atleast_2d(self.coef_),
+            np.atleast_1d(self.intercept_),
+            batch_size=self.batch_size,
+            n_threads=effective_n_jobs(self.n_jobs),
+        )
+
+
+class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     """Multi-head linear attention learned by convex least squares (Algorithm 1).
 
     A single layer of multi-head linear attention ``y(Z) = sum_h V_h (Z^T Z) Q_h q``
@@ -141,53 +275,10 @@ class LinearAttentionRegressor(RegressorMixin, BaseEstimator):
     True
     """
 
-    _parameter_constraints = {
-        "token_dim": [Interval(Integral, 1, None, closed="left"), None],
-        "alpha": [Interval(Real, 0, None, closed="left")],
-        "n_heads": [
-            StrOptions({"auto"}),
-            Interval(Integral, 1, None, closed="left"),
-            None,
-        ],
-        "fit_intercept": ["boolean"],
-        "solver": [StrOptions({"auto", "normal"})],
-        "tol": [Interval(Real, 0, 1, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left"), None],
-        "n_jobs": [Integral, None],
-        "verbose": ["verbose"],
-    }
-
-    def __init__(
-        self,
-        token_dim=None,
-        alpha=0.0,
-        n_heads="auto",
-        fit_intercept=False,
-        solver="auto",
-        tol=1e-8,
-        batch_size=None,
-        n_jobs=None,
-        verbose=0,
-    ):
-        self.token_dim = token_dim
-        self.alpha = alpha
-        self.n_heads = n_heads
-        self.fit_intercept = fit_intercept
-        self.solver = solver
-        self.tol = tol
-        self.batch_size = batch_size
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.three_d_array = True
         tags.target_tags.multi_output = True
         return tags
-
-    def _log(self, message):
-        if self.verbose:
-            print(f"[{type(self).__name__}] {message}")
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -209,56 +300,7 @@ class LinearAttentionRegressor(RegressorMixin, BaseEstimator):
             X, token_dim=self.token_dim, estimator=self, reset=True
         )
         targets, was_1d = validate_targets(y, sequences.shape[0], type(self).__name__)
-        start = time.perf_counter()
-
-        def progress(n_done, n_total):
-            self._log(f"lifted {n_done}/{n_total} samples")
-
-        statistics = accumulate_statistics(
-            sequences,
-            targets,
-            batch_size=self.batch_size,
-            n_threads=effective_n_jobs(self.n_jobs),
-            progress=progress if self.verbose else None,
-        )
-        self._log(f"statistics accumulated in {time.perf_counter() - start:.2f} s")
-        self._solve(statistics, sequences.shape[2], was_1d)
-        self._log(f"fit done in {time.perf_counter() - start:.2f} s")
-        return self
-
-    def _solve(self, statistics, token_dim, was_1d):
-        """Solve the normal equations and set every fitted attribute."""
-        gram, moment, feature_mean, target_mean = statistics.normal_equations(
-            self.fit_intercept
-        )
-        spectrum = gram_spectrum(gram, default_rank_tol(n_lifted_features(token_dim)))
-        lifted_coef = solve_normal_equations(gram, moment, self.alpha, spectrum)
-        if self.n_heads is None:
-            value, query = paper_heads(lifted_coef, token_dim, self.tol)
-        elif self.n_heads == "auto":
-            value, query = minimal_heads(lifted_coef, token_dim, self.tol)
-        else:
-            weight = gram + self.alpha * np.eye(gram.shape[0])
-            value, query = fixed_heads(
-                lifted_coef, token_dim, self.n_heads, weight, self.tol
-            )
-        attention = MultiHeadLinearAttention(value, query)
-        coef = attention.lifted_coef()
-        intercept = target_mean - coef @ feature_mean
-
-        self.attention_ = attention
-        self.value_matrices_ = attention.value_matrices
-        self.query_matrices_ = attention.query_matrices
-        self.n_heads_ = attention.n_heads
-        self.coef_ = coef[0] if was_1d else coef
-        self.intercept_ = float(intercept[0]) if was_1d else intercept
-        self.certificate_ = IdentifiabilityCertificate.from_spectrum(
-            spectrum,
-            statistics.n_samples,
-            token_dim,
-            feature_mean=feature_mean if self.fit_intercept else None,
-        )
-        self.token_dim_ = token_dim
+        return self._fit_lifted(sequences, targets, was_1d)
 
     def predict(self, X):
         """Predict with the fitted heads.
@@ -273,16 +315,269 @@ class LinearAttentionRegressor(RegressorMixin, BaseEstimator):
         -------
         y : ndarray of shape (n_samples,) or (n_samples, n_outputs)
         """
+        predictions = self._lifted_output(X)
+        return predictions[:, 0] if self.coef_.ndim == 1 else predictions
+
+
+class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
+    """Classify sequences with multi-head linear attention learned by least squares.
+
+    Like :class:`~sklearn.linear_model.RidgeClassifier`: the labels are one-hot
+    encoded as +1/-1 targets (one column for two classes), a
+    :class:`LinearAttentionRegressor` model is fitted to them, and the predicted class
+    is the largest output (the sign of the single output for two classes). The
+    attention heads and the certificate are those of that regression.
+
+    Parameters
+    ----------
+    token_dim : int, default=None
+        Dimension ``d`` of a token; needed for 2-D ``X`` (see
+        :class:`LinearAttentionRegressor`).
+    alpha : float, default=0.0
+        Ridge penalty on the lifted coefficients (0: minimum-norm least squares).
+    n_heads : "auto", int or None, default="auto"
+        Head read-out: fewest heads within ``tol``, best model with at most that
+        many heads, or the paper's SVD read-out (see
+        :class:`LinearAttentionRegressor`).
+    fit_intercept : bool, default=False
+        Fit an unpenalized bias per class.
+    solver : {"auto", "normal"}, default="auto"
+        Streamed normal equations.
+    tol : float, default=1e-8
+        Relative Frobenius tolerance of the head read-out.
+    batch_size : int, default=None
+        Samples per chunk while streaming.
+    n_jobs : int, default=None
+        Threads computing lifted features.
+    verbose : int, default=0
+        Print progress and timings when positive.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (1, n_lifted_features) or (n_classes, n_lifted_features)
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    value_matrices_ : ndarray of shape (n_heads_, n_outputs, token_dim)
+        ``n_outputs`` is 1 for two classes, else ``n_classes``.
+    query_matrices_ : ndarray of shape (n_heads_, token_dim, token_dim)
+    n_heads_ : int
+    attention_ : MultiHeadLinearAttention
+    certificate_ : IdentifiabilityCertificate
+    token_dim_ : int
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Only when ``X`` had string column names.
+
+    See Also
+    --------
+    LinearAttentionRegressor : The regression this classifier is built on.
+
+    Examples
+    --------
+    Associative recall: tokens ``[key; sign]`` store a +1/-1 value with each key,
+    the query token repeats one key; which sign was stored with it?
+
+    >>> import numpy as np
+    >>> from sklearn_linattn import LinearAttentionClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> n = 600
+    >>> keys = rng.normal(size=(n, 3, 4))  # 3 stored keys per sequence
+    >>> signs = rng.choice([-1.0, 1.0], size=(n, 3, 1))
+    >>> asked = rng.integers(0, 3, size=n)  # which key the query repeats
+    >>> query = np.concatenate([keys[np.arange(n), asked], np.zeros((n, 1))], axis=1)
+    >>> context = np.concatenate([keys, signs], axis=2)  # tokens [key; sign]
+    >>> X = np.concatenate([context, query[:, None]], axis=1)
+    >>> y = np.where(signs[np.arange(n), asked, 0] > 0, "yes", "no")
+    >>> clf = LinearAttentionClassifier().fit(X[:400], y[:400])
+    >>> clf.classes_
+    array(['no', 'yes'], dtype='<U3')
+    >>> clf.score(X[400:], y[400:]) > 0.8
+    True
+    """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = True
+        return tags
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the lifted least-squares model to +1/-1 encoded labels.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_tokens, token_dim) or \
+(n_samples, n_tokens * token_dim)
+            Training sequences, tokens as rows, the query last.
+        y : array-like of shape (n_samples,)
+            Class labels (numbers or strings).
+
+        Returns
+        -------
+        self : LinearAttentionClassifier
+        """
+        sequences = validate_sequences(
+            X, token_dim=self.token_dim, estimator=self, reset=True
+        )
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y "
+                "is None."
+            )
+        labels = column_or_1d(y, warn=True)
+        check_consistent_length(sequences, labels)
+        check_classification_targets(labels)
+        if np.unique(labels).size < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs samples of at least two classes; "
+                f"got 1 class ({labels[0]!r})."
+            )
+        binarizer = LabelBinarizer(pos_label=1, neg_label=-1)
+        targets = binarizer.fit_transform(labels).astype(np.float64)
+        self.classes_ = binarizer.classes_
+        return self._fit_lifted(sequences, targets, was_1d=False)
+
+    def decision_function(self, X):
+        """Lifted model outputs: one score per class (a single one for two).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_tokens, token_dim) or \
+(n_samples, n_tokens * token_dim)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+            For two classes, positive scores mean ``classes_[1]``.
+        """
+        scores = self._lifted_output(X)
+        return scores[:, 0] if scores.shape[1] == 1 else scores
+
+    def predict(self, X):
+        """Predict class labels.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_tokens, token_dim) or \
+(n_samples, n_tokens * token_dim)
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+        """
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+
+class LiftedAttentionFeatures(TransformerMixin, BaseEstimator):
+    """The lifted features of multi-head linear attention, for any linear model.
+
+    Each sequence ``Z`` (tokens as rows, query ``q = Z[-1]``) becomes the
+    ``p = d * d * (d + 1) / 2`` features ``w_bc S[b, c] q[e]`` of ``S = Z^T Z``,
+    ``b <= c``, with ``w_bc = sqrt(2)`` off the diagonal (so the map is an isometry
+    for the paper's kernel ``<S, S'>_F <q, q'>``). A linear model on them is exactly
+    a multi-head linear attention layer with any number of heads; the same kernel
+    as :class:`LinearAttentionRegressor`.
+
+    Parameters
+    ----------
+    token_dim : int, default=None
+        Dimension ``d`` of a token; needed for 2-D ``X`` (rows flattened token by
+        token). With None a 2-D row is one token; 3-D input gives it itself.
+    n_jobs : int, default=None
+        Threads computing the features (None means 1, -1 all cores).
+
+    Attributes
+    ----------
+    token_dim_ : int
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Only when ``X`` had string column names.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import RidgeCV
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn_linattn import LiftedAttentionFeatures
+    >>> features = LiftedAttentionFeatures(token_dim=2)
+    >>> features.fit_transform(np.array([[1.0, 2.0, 3.0, 4.0]])).shape  # 2 tokens
+    (1, 6)
+    >>> features.get_feature_names_out()[:3].tolist()
+    ['S[0,0]*q[0]', 'S[0,0]*q[1]', 'S[0,1]*q[0]']
+    >>> model = make_pipeline(LiftedAttentionFeatures(token_dim=4), RidgeCV())
+    """
+
+    _parameter_constraints = {
+        "token_dim": [Interval(Integral, 1, None, closed="left"), None],
+        "n_jobs": [Integral, None],
+    }
+
+    def __init__(self, token_dim=None, n_jobs=None):
+        self.token_dim = token_dim
+        self.n_jobs = n_jobs
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.three_d_array = True
+        return tags
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Check ``X`` and remember its token dimension.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_tokens, token_dim) or \
+(n_samples, n_tokens * token_dim)
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : LiftedAttentionFeatures
+        """
+        sequences = validate_sequences(
+            X, token_dim=self.token_dim, estimator=self, reset=True
+        )
+        self.token_dim_ = sequences.shape[2]
+        return self
+
+    def transform(self, X):
+        """Lifted features of each sequence.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_tokens, token_dim) or \
+(n_samples, n_tokens * token_dim)
+
+        Returns
+        -------
+        features : ndarray of shape (n_samples, n_lifted_features)
+        """
         check_is_fitted(self)
         sequences = validate_sequences(
             X, token_dim=self.token_dim_, estimator=self, reset=False
         )
-        coef = np.atleast_2d(self.coef_)
-        predictions = lifted_predict(
-            sequences,
-            coef,
-            np.atleast_1d(self.intercept_),
-            batch_size=self.batch_size,
-            n_threads=effective_n_jobs(self.n_jobs),
+        return lifted_features(sequences, n_threads=effective_n_jobs(self.n_jobs))
+
+    def get_feature_names_out(self, input_features=None):
+        """Names ``S[b,c]*q[e]`` of the lifted features, in their order.
+
+        Parameters
+        ----------
+        input_features : None
+            Ignored (the names describe the attention features, not the columns).
+
+        Returns
+        -------
+        names : ndarray of str, shape (n_lifted_features,)
+        """
+        check_is_fitted(self)
+        b, c, e = lifted_feature_pairs(self.token_dim_)
+        return np.asarray(
+            [f"S[{i},{j}]*q[{k}]" for i, j, k in zip(b, c, e, strict=True)],
+            dtype=object,
         )
-        return predictions[:, 0] if self.coef_.ndim == 1 else predictions

@@ -13,11 +13,17 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_linattn import LinearAttentionRegressor
+from sklearn_linattn import (
+    LiftedAttentionFeatures,
+    LinearAttentionClassifier,
+    LinearAttentionRegressor,
+)
 from sklearn_linattn._lift import lifted_features
 
 
-@parametrize_with_checks([LinearAttentionRegressor()])
+@parametrize_with_checks(
+    [LinearAttentionRegressor(), LinearAttentionClassifier(), LiftedAttentionFeatures()]
+)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 

@@ -59,7 +59,9 @@ def test_tolerance_trades_heads_for_fidelity():
     d = 6
     truth = random_attention(rng, d, 2)
     coef = truth.lifted_coef()
-    noisy = coef + 1e-4 * np.linalg.norm(coef) * rng.normal(size=coef.shape) / np.sqrt(coef.size)
+    noisy = coef + 1e-4 * np.linalg.norm(coef) * rng.normal(size=coef.shape) / np.sqrt(
+        coef.size
+    )
     many, _ = minimal_heads(noisy, d, tol=1e-8)
     few_value, few_query = minimal_heads(noisy, d, tol=1e-3)
     assert len(few_value) == 2 < len(many)
@@ -72,10 +74,14 @@ def test_every_read_out_keeps_coef_and_heads_consistent(rng):
     y = rng.normal(size=(150, 2))
     for n_heads in (None, "auto", 1, 2):
         model = LinearAttentionRegressor(n_heads=n_heads, fit_intercept=True).fit(X, y)
-        np.testing.assert_allclose(model.attention_.lifted_coef(), model.coef_, atol=1e-13)
+        np.testing.assert_allclose(
+            model.attention_.lifted_coef(), model.coef_, atol=1e-13
+        )
         by_heads = model.attention_.predict(X) + model.intercept_
         np.testing.assert_allclose(model.predict(X), by_heads, rtol=1e-8, atol=1e-10)
-        assert model.n_heads_ == len(model.value_matrices_) == len(model.query_matrices_)
+        assert (
+            model.n_heads_ == len(model.value_matrices_) == len(model.query_matrices_)
+        )
         if isinstance(n_heads, int):
             assert model.n_heads_ <= n_heads
 

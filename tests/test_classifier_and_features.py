@@ -1,0 +1,126 @@
+"""LinearAttentionClassifier and LiftedAttentionFeatures."""
+
+import pickle
+
+import numpy as np
+import pytest
+from conftest import n_lifted, random_attention, random_sequences
+from sklearn.linear_model import Ridge, RidgeCV
+from sklearn.pipeline import make_pipeline
+
+from sklearn_linattn import (
+    LiftedAttentionFeatures,
+    LinearAttentionClassifier,
+    LinearAttentionRegressor,
+)
+from test_lift import naive_lifted_features
+
+
+def labelled_data(rng, n_classes, n_samples=300, d=3):
+    """Labels from the argmax of a generating MHLA with one output per class."""
+    truth = random_attention(rng, d, n_heads=2, n_outputs=n_classes)
+    X = random_sequences(rng, n_samples, 6, d)
+    return X, np.argmax(truth.predict(X), axis=1), truth
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 5])
+def test_classifier_is_regression_on_signed_one_hot_targets(rng, n_classes):
+    X, labels, _ = labelled_data(rng, n_classes)
+    names = np.array(["ant", "bee", "cat", "dog", "eel"])[:n_classes]
+    y = names[labels]
+    clf = LinearAttentionClassifier(alpha=1e-3, fit_intercept=True).fit(X, y)
+    np.testing.assert_array_equal(clf.classes_, np.sort(names))
+
+    # Independent reference: +1/-1 targets built by hand, fitted by the regressor.
+    order = np.searchsorted(np.sort(names), y)
+    targets = -np.ones((len(y), n_classes))
+    targets[np.arange(len(y)), order] = 1.0
+    if n_classes == 2:
+        targets = targets[:, 1]
+    reg = LinearAttentionRegressor(alpha=1e-3, fit_intercept=True).fit(X, targets)
+    scores = clf.decision_function(X)
+    np.testing.assert_allclose(scores, reg.predict(X), rtol=1e-8, atol=1e-8)
+    expected = np.where(scores > 0, 1, 0) if n_classes == 2 else scores.argmax(axis=1)
+    np.testing.assert_array_equal(clf.predict(X), np.sort(names)[expected])
+    assert clf.coef_.shape == (1 if n_classes == 2 else n_classes, n_lifted(3))
+    assert clf.value_matrices_.shape[1] == (1 if n_classes == 2 else n_classes)
+
+
+def test_classifier_learns_an_attention_labelling(rng):
+    X, labels, _ = labelled_data(rng, 3, n_samples=600)
+    clf = LinearAttentionClassifier().fit(X[:400], labels[:400])
+    assert clf.score(X[400:], labels[400:]) > 0.8
+    assert clf.certificate_.identifiable
+    restored = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(restored.predict(X), clf.predict(X))
+
+
+def test_classifier_rejects_bad_targets(rng):
+    X = random_sequences(rng, 10, 4, 2)
+    with pytest.raises(ValueError, match="at least two classes"):
+        LinearAttentionClassifier().fit(X, np.zeros(10))
+    with pytest.raises(ValueError, match="Unknown label type"):
+        LinearAttentionClassifier().fit(X, np.linspace(0, 1, 10))
+    with pytest.raises(ValueError, match="requires y"):
+        LinearAttentionClassifier().fit(X, None)
+
+
+@pytest.mark.parametrize("token_dim", [1, 3, 4])
+def test_features_match_the_definition(rng, token_dim):
+    X = random_sequences(rng, 20, 5, token_dim)
+    features = LiftedAttentionFeatures().fit(X)
+    np.testing.assert_allclose(
+        features.transform(X), naive_lifted_features(X), rtol=1e-12
+    )
+    flat = LiftedAttentionFeatures(token_dim=token_dim).fit(X.reshape(20, -1))
+    np.testing.assert_allclose(
+        flat.transform(X.reshape(20, -1)), naive_lifted_features(X), rtol=1e-12
+    )
+    assert features.get_feature_names_out().shape == (n_lifted(token_dim),)
+
+
+def test_feature_names_describe_the_columns(rng):
+    X = random_sequences(rng, 8, 4, 3)
+    features = LiftedAttentionFeatures().fit(X)
+    values = features.transform(X)
+    S = np.einsum("nti,ntj->nij", X, X)
+    q = X[:, -1]
+    for column, name in enumerate(features.get_feature_names_out()):
+        b, c, e = (
+            int(ch)
+            for ch in name.replace("S[", "")
+            .replace("]*q[", ",")
+            .replace("]", "")
+            .split(",")
+        )
+        weight = 1.0 if b == c else np.sqrt(2.0)
+        np.testing.assert_allclose(values[:, column], weight * S[:, b, c] * q[:, e])
+
+
+def test_pandas_output(rng):
+    pytest.importorskip("pandas")
+    X = random_sequences(rng, 6, 3, 2).reshape(6, -1)
+    frame = LiftedAttentionFeatures(token_dim=2).set_output(transform="pandas")
+    out = frame.fit_transform(X)
+    assert list(out.columns) == list(frame.get_feature_names_out())
+    assert out.shape == (6, 6)
+
+
+def test_features_in_a_linear_model_equal_the_regressor(rng):
+    truth = random_attention(rng, 3, 2)
+    X = random_sequences(rng, 200, 6, 3)
+    y = truth.predict(X)[:, 0] + 0.01 * rng.normal(size=200)
+    flat = X.reshape(200, -1)
+    pipeline = make_pipeline(
+        LiftedAttentionFeatures(token_dim=3), Ridge(alpha=0.1, fit_intercept=False)
+    ).fit(flat, y)
+    ours = LinearAttentionRegressor(alpha=0.1, n_heads=None, tol=0.0).fit(X, y)
+    np.testing.assert_allclose(pipeline[-1].coef_, ours.coef_, rtol=1e-7, atol=1e-12)
+    cv = make_pipeline(LiftedAttentionFeatures(token_dim=3), RidgeCV()).fit(flat, y)
+    assert cv.score(flat, y) > 0.99
+
+
+def test_features_reject_other_token_dims(rng):
+    features = LiftedAttentionFeatures().fit(random_sequences(rng, 5, 3, 2))
+    with pytest.raises(ValueError, match="token dimension 3"):
+        features.transform(np.ones((2, 3, 3)))
