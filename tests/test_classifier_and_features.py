@@ -4,7 +4,12 @@ import pickle
 
 import numpy as np
 import pytest
-from conftest import n_lifted, random_attention, random_sequences
+from conftest import (
+    n_lifted,
+    naive_lifted_features,
+    random_attention,
+    random_sequences,
+)
 from sklearn.linear_model import Ridge, RidgeCV
 from sklearn.pipeline import make_pipeline
 
@@ -13,7 +18,6 @@ from sklearn_linattn import (
     LinearAttentionClassifier,
     LinearAttentionRegressor,
 )
-from test_lift import naive_lifted_features
 
 
 def labelled_data(rng, n_classes, n_samples=300, d=3):

@@ -2,25 +2,10 @@
 
 import numpy as np
 import pytest
+from conftest import naive_lifted_features
 
 from sklearn_linattn._lift import lifted_feature_pairs, lifted_features
 from sklearn_linattn._validation import validate_sequences
-
-
-def naive_lifted_features(sequences):
-    """phi(Z) from the definition: full d^3 map S[b,c] q[e], then the entries with
-    b <= c, off-diagonal ones times sqrt(2), in triu order with e fastest."""
-    d = sequences.shape[2]
-    S = np.einsum("nti,ntj->nij", sequences, sequences)
-    q = sequences[:, -1, :]
-    full = np.einsum("nbc,ne->nbce", S, q)
-    columns = []
-    for b in range(d):
-        for c in range(b, d):
-            weight = 1.0 if b == c else np.sqrt(2.0)
-            for e in range(d):
-                columns.append(weight * full[:, b, c, e])
-    return np.stack(columns, axis=1)
 
 
 @pytest.mark.parametrize("token_dim", range(1, 9))
