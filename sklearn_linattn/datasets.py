@@ -1,0 +1,394 @@
+"""Synthetic tasks from the paper: random MHLA targets, associative recall, automata.
+
+Every generator takes ``random_state`` and returns 3-D sequences ``X`` of shape
+``(n_samples, n_tokens, token_dim)`` (tokens as rows, the query last), the targets,
+and the generating :class:`~sklearn_linattn.MultiHeadLinearAttention`, so that
+recovery can be measured with ``fitted.attention_.distance(model)``.
+"""
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from ._attention import MultiHeadLinearAttention
+
+__all__ = [
+    "associative_recall_attention",
+    "automaton_lookup_attention",
+    "encode_automaton_lookup",
+    "execute_automaton",
+    "make_associative_recall",
+    "make_automaton",
+    "make_automaton_lookups",
+    "make_random_mhla",
+]
+
+
+def _check_int(name, value, minimum=1):
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")
+    return int(value)
+
+
+def _check_nonnegative(name, value):
+    if isinstance(value, bool) or not isinstance(value, Real) or not value >= 0:
+        raise ValueError(f"{name} must be a real number >= 0, got {value!r}.")
+    return float(value)
+
+
+def make_random_mhla(
+    n_samples,
+    n_tokens,
+    token_dim,
+    n_heads=1,
+    n_outputs=1,
+    noise=0.0,
+    random_state=None,
+):
+    """Sequences labelled by a random multi-head linear attention layer.
+
+    The paper's first experiment: token entries ``N(0, 1 / n_tokens)``, value and
+    query matrices with entries ``N(0, 1 / token_dim)``.
+
+    Parameters
+    ----------
+    n_samples, n_tokens, token_dim : int
+    n_heads : int, default=1
+        Heads of the generating model.
+    n_outputs : int, default=1
+        With 1, ``y`` is 1-D.
+    noise : float, default=0.0
+        Standard deviation of Gaussian noise added to the targets.
+    random_state : int, RandomState instance or None, default=None
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_tokens, token_dim)
+    y : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        The generating model's output plus noise.
+    model : MultiHeadLinearAttention
+        The generating model.
+
+    Examples
+    --------
+    >>> from sklearn_linattn.datasets import make_random_mhla
+    >>> X, y, model = make_random_mhla(100, 10, 3, n_heads=2, random_state=0)
+    >>> X.shape, y.shape, model.n_heads
+    ((100, 10, 3), (100,), 2)
+    """
+    n_samples = _check_int("n_samples", n_samples)
+    n_tokens = _check_int("n_tokens", n_tokens)
+    token_dim = _check_int("token_dim", token_dim)
+    n_heads = _check_int("n_heads", n_heads)
+    n_outputs = _check_int("n_outputs", n_outputs)
+    noise = _check_nonnegative("noise", noise)
+    rng = check_random_state(random_state)
+    scale = 1.0 / np.sqrt(token_dim)
+    model = MultiHeadLinearAttention(
+        rng.normal(scale=scale, size=(n_heads, n_outputs, token_dim)),
+        rng.normal(scale=scale, size=(n_heads, token_dim, token_dim)),
+    )
+    X = rng.normal(scale=1.0 / np.sqrt(n_tokens), size=(n_samples, n_tokens, token_dim))
+    y = model.predict(X)
+    if noise:
+        y = y + rng.normal(scale=noise, size=y.shape)
+    return X, (y[:, 0] if n_outputs == 1 else y), model
+
+
+def associative_recall_attention(key_dim):
+    """The one-head MHLA that reads the value stored under the query's key.
+
+    For tokens ``[k_j ; v_j]`` and query ``[q ; zeta]`` it returns
+    ``sum_j <q, k_j> v_j + ||q||^2 zeta`` (the query token is part of the context):
+    ``V = [0, I]``, ``Q = [[I, 0], [0, 0]]``.
+
+    Parameters
+    ----------
+    key_dim : int
+
+    Returns
+    -------
+    model : MultiHeadLinearAttention
+        ``token_dim = 2 * key_dim``, ``n_outputs = key_dim``.
+    """
+    key_dim = _check_int("key_dim", key_dim)
+    identity = np.eye(key_dim)
+    zeros = np.zeros((key_dim, key_dim))
+    value = np.hstack([zeros, identity])[None]
+    query = np.block([[identity, zeros], [zeros, zeros]])[None]
+    return MultiHeadLinearAttention(value, query)
+
+
+def _random_orthogonal(rng, n_matrices, dim):
+    """Haar-distributed orthogonal matrices (QR of Gaussian ones, signs fixed)."""
+    q, r = np.linalg.qr(rng.normal(size=(n_matrices, dim, dim)))
+    return q * np.sign(np.diagonal(r, axis1=1, axis2=2))[:, None, :]
+
+
+def make_associative_recall(
+    n_samples, key_dim, n_pairs, distribution="gaussian", random_state=None
+):
+    """Key-value recall: return the value stored under the query's key.
+
+    Each sequence holds ``n_pairs`` tokens ``[k_j ; v_j]`` and ends with the query
+    ``[k_i ; zeta]`` for a stored key ``k_i`` chosen at random; ``zeta`` is noise in
+    the query's value slot. Targets are the output of
+    :func:`associative_recall_attention`, ``sum_j <k_i, k_j> v_j + ||k_i||^2 zeta``.
+
+    Parameters
+    ----------
+    n_samples, key_dim, n_pairs : int
+    distribution : {"gaussian", "orthogonal"}, default="gaussian"
+        ``"gaussian"``: keys, values and ``zeta`` with entries ``N(0, 1/key_dim)``,
+        the paper's identifiable distribution. ``"orthogonal"``: the tokens
+        ``[k_j ; v_j]`` are rows of a random orthogonal matrix of size
+        ``2 * key_dim`` drawn per sample (needs ``n_pairs <= 2 * key_dim``), ``zeta``
+        as before. With ``n_pairs = 2 * key_dim`` the context is a whole orthonormal
+        basis, so ``S = I + q q^T`` for every sequence and the certificate fails
+        (``lambda_min = 0``): the paper's non-identifiable example.
+    random_state : int, RandomState instance or None, default=None
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_pairs + 1, 2 * key_dim)
+    y : ndarray of shape (n_samples, key_dim)
+    model : MultiHeadLinearAttention
+        :func:`associative_recall_attention` of ``key_dim``.
+
+    Examples
+    --------
+    >>> from sklearn_linattn.datasets import make_associative_recall
+    >>> X, y, model = make_associative_recall(50, key_dim=3, n_pairs=4, random_state=0)
+    >>> X.shape, y.shape
+    ((50, 5, 6), (50, 3))
+    """
+    n_samples = _check_int("n_samples", n_samples)
+    key_dim = _check_int("key_dim", key_dim)
+    n_pairs = _check_int("n_pairs", n_pairs)
+    if distribution not in ("gaussian", "orthogonal"):
+        raise ValueError(
+            f"distribution must be 'gaussian' or 'orthogonal', got {distribution!r}."
+        )
+    if distribution == "orthogonal" and n_pairs > 2 * key_dim:
+        raise ValueError(
+            f"distribution='orthogonal' needs n_pairs <= 2 * key_dim, got n_pairs="
+            f"{n_pairs} and key_dim={key_dim}."
+        )
+    rng = check_random_state(random_state)
+    scale = 1.0 / np.sqrt(key_dim)
+    if distribution == "gaussian":
+        context = rng.normal(scale=scale, size=(n_samples, n_pairs, 2 * key_dim))
+    else:
+        context = _random_orthogonal(rng, n_samples, 2 * key_dim)[:, :n_pairs]
+    keys = context[:, :, :key_dim]
+    asked = rng.randint(0, n_pairs, size=n_samples)
+    zeta = rng.normal(scale=scale, size=(n_samples, key_dim))
+    query = np.concatenate([keys[np.arange(n_samples), asked], zeta], axis=1)
+    X = np.concatenate([context, query[:, None, :]], axis=1)
+    model = associative_recall_attention(key_dim)
+    return X, model.predict(X), model
+
+
+def make_automaton(n_states, n_symbols, random_state=None):
+    """A random deterministic finite automaton.
+
+    Parameters
+    ----------
+    n_states, n_symbols : int
+    random_state : int, RandomState instance or None, default=None
+
+    Returns
+    -------
+    transitions : ndarray of int, shape (n_states, n_symbols)
+        ``transitions[state, symbol]`` is the next state.
+    """
+    n_states = _check_int("n_states", n_states)
+    n_symbols = _check_int("n_symbols", n_symbols)
+    rng = check_random_state(random_state)
+    return rng.randint(0, n_states, size=(n_states, n_symbols))
+
+
+def _check_transitions(transitions):
+    table = np.asarray(transitions)
+    if table.ndim != 2 or table.size == 0 or table.dtype.kind not in "iu":
+        raise ValueError(
+            "transitions must be a non-empty integer array of shape "
+            f"(n_states, n_symbols), got {table.dtype} array of shape {table.shape}."
+        )
+    if table.min() < 0 or table.max() >= table.shape[0]:
+        raise ValueError(
+            f"transitions must hold states in [0, {table.shape[0]}), got values in "
+            f"[{table.min()}, {table.max()}]."
+        )
+    return table
+
+
+def automaton_lookup_attention(n_states, n_symbols):
+    """The one-head MHLA that looks up a transition table given in its context.
+
+    Tokens are ``[onehot(state, symbol) ; onehot(next_state)]`` and the query
+    ``[onehot(state, symbol) ; 0]``; the head matches the query's (state, symbol)
+    against each token's and returns that token's next state, one-hot.
+
+    Returns
+    -------
+    model : MultiHeadLinearAttention
+        ``token_dim = n_states * n_symbols + n_states``, ``n_outputs = n_states``.
+    """
+    n_states = _check_int("n_states", n_states)
+    n_symbols = _check_int("n_symbols", n_symbols)
+    n_keys = n_states * n_symbols
+    d = n_keys + n_states
+    value = np.zeros((1, n_states, d))
+    value[0, :, n_keys:] = np.eye(n_states)
+    query = np.zeros((1, d, d))
+    query[0, :n_keys, :n_keys] = np.eye(n_keys)
+    return MultiHeadLinearAttention(value, query)
+
+
+def encode_automaton_lookup(transitions, state, symbol, rows=None, random_state=None):
+    """One lookup as a sequence: the transition table, then the query.
+
+    Parameters
+    ----------
+    transitions : array-like of int, shape (n_states, n_symbols)
+    state, symbol : int
+        The query.
+    rows : array-like of int, shape (n_rows, 2), optional
+        The (state, symbol) entries of the table to put in the context, in order;
+        repeats and omissions make out-of-distribution contexts. Default: every
+        entry once, shuffled.
+    random_state : int, RandomState instance or None, default=None
+        Shuffles the default rows.
+
+    Returns
+    -------
+    sequence : ndarray of shape (n_rows + 1, n_states * n_symbols + n_states)
+    """
+    table = _check_transitions(transitions)
+    n_states, n_symbols = table.shape
+    if not (0 <= state < n_states and 0 <= symbol < n_symbols):
+        raise ValueError(
+            f"(state, symbol) must lie in [0, {n_states}) x [0, {n_symbols}), got "
+            f"({state}, {symbol})."
+        )
+    if rows is None:
+        every = np.indices(table.shape).reshape(2, -1).T
+        rows = check_random_state(random_state).permutation(every)
+    rows = np.asarray(rows, dtype=int).reshape(-1, 2)
+    n_keys = n_states * n_symbols
+    sequence = np.zeros((len(rows) + 1, n_keys + n_states))
+    positions = np.arange(len(rows))
+    sequence[positions, rows[:, 0] * n_symbols + rows[:, 1]] = 1.0
+    sequence[positions, n_keys + table[rows[:, 0], rows[:, 1]]] = 1.0
+    sequence[-1, state * n_symbols + symbol] = 1.0
+    return sequence
+
+
+def make_automaton_lookups(
+    n_samples, n_states, n_symbols, token_noise=0.0, random_state=None
+):
+    """Transition lookups on random automata, one fresh automaton per sample.
+
+    Each sequence is :func:`encode_automaton_lookup` of a new random automaton and
+    a random (state, symbol) query, plus optional Gaussian noise on every token.
+    Noise is what makes the data identifiable: clean one-hot tokens leave most
+    lifted directions unseen.
+
+    Parameters
+    ----------
+    n_samples, n_states, n_symbols : int
+    token_noise : float, default=0.0
+        Standard deviation of Gaussian noise added to every token entry.
+    random_state : int, RandomState instance or None, default=None
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_states * n_symbols + 1, token_dim)
+        ``token_dim = n_states * n_symbols + n_states``.
+    y : ndarray of shape (n_samples, n_states)
+        The generating model's output on the (noisy) tokens.
+    labels : ndarray of int, shape (n_samples,)
+        The true next state.
+    model : MultiHeadLinearAttention
+        :func:`automaton_lookup_attention`.
+
+    Examples
+    --------
+    >>> from sklearn_linattn.datasets import make_automaton_lookups
+    >>> X, y, labels, model = make_automaton_lookups(20, 3, 2, random_state=0)
+    >>> X.shape, y.shape, bool((y.argmax(axis=1) == labels).all())
+    ((20, 7, 9), (20, 3), True)
+    """
+    n_samples = _check_int("n_samples", n_samples)
+    n_states = _check_int("n_states", n_states)
+    n_symbols = _check_int("n_symbols", n_symbols)
+    token_noise = _check_nonnegative("token_noise", token_noise)
+    rng = check_random_state(random_state)
+    n_keys = n_states * n_symbols
+    X = np.empty((n_samples, n_keys + 1, n_keys + n_states))
+    labels = np.empty(n_samples, dtype=int)
+    for i in range(n_samples):
+        table = make_automaton(n_states, n_symbols, rng)
+        state, symbol = rng.randint(0, n_states), rng.randint(0, n_symbols)
+        X[i] = encode_automaton_lookup(table, state, symbol, random_state=rng)
+        labels[i] = table[state, symbol]
+    if token_noise:
+        X += rng.normal(scale=token_noise, size=X.shape)
+    model = automaton_lookup_attention(n_states, n_symbols)
+    return X, model.predict(X), labels, model
+
+
+def execute_automaton(model, transitions, word, start=0):
+    """Run an automaton over a word by repeated attention lookups.
+
+    At each symbol the current state and the symbol form a query, the transition
+    table the context (:func:`encode_automaton_lookup`, rows in table order), and
+    the model's answer becomes the next state: the predicted label of a
+    classifier, else the largest output of a regressor or a
+    :class:`~sklearn_linattn.MultiHeadLinearAttention`.
+
+    Parameters
+    ----------
+    model : fitted estimator or MultiHeadLinearAttention
+        Trained on lookups of automata with the same numbers of states and symbols.
+    transitions : array-like of int, shape (n_states, n_symbols)
+    word : array-like of int
+        Symbols to read.
+    start : int, default=0
+        Initial state.
+
+    Returns
+    -------
+    states : ndarray of int, shape (len(word) + 1,)
+        The visited states, ``start`` first.
+
+    Examples
+    --------
+    >>> from sklearn_linattn.datasets import (
+    ...     automaton_lookup_attention, execute_automaton)
+    >>> table = [[1, 0], [0, 1]]  # parity of the number of 0 symbols
+    >>> execute_automaton(automaton_lookup_attention(2, 2), table, [0, 1, 0, 0])
+    array([0, 1, 1, 0, 1])
+    """
+    table = _check_transitions(transitions)
+    n_states, n_symbols = table.shape
+    symbols = np.asarray(word, dtype=int).ravel()
+    if symbols.size and (symbols.min() < 0 or symbols.max() >= n_symbols):
+        raise ValueError(f"word symbols must lie in [0, {n_symbols}).")
+    if not 0 <= start < n_states:
+        raise ValueError(f"start must lie in [0, {n_states}), got {start}.")
+    rows = np.indices(table.shape).reshape(2, -1).T
+    states = [int(start)]
+    for symbol in symbols:
+        sequence = encode_automaton_lookup(table, states[-1], symbol, rows=rows)
+        states.append(_next_state(model, sequence[None]))
+    return np.asarray(states)
+
+
+def _next_state(model, sequence):
+    if hasattr(model, "classes_"):
+        return int(model.predict(sequence)[0])
+    output = np.asarray(model.predict(sequence)).reshape(-1)
+    return int(np.argmax(output))
