@@ -9,7 +9,6 @@ recovery can be measured with ``fitted.attention_.distance(model)``.
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.utils import check_random_state
 
 from ._attention import MultiHeadLinearAttention
 
@@ -23,6 +22,19 @@ __all__ = [
     "make_automaton_lookups",
     "make_random_mhla",
 ]
+
+
+def _generator(random_state):
+    """A numpy Generator from an int, None, a Generator or a RandomState."""
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**31 - 1))
+    try:
+        return np.random.default_rng(random_state)
+    except (TypeError, ValueError) as error:
+        raise ValueError(
+            "random_state must be None, an int, a numpy Generator or a RandomState, "
+            f"got {random_state!r}."
+        ) from error
 
 
 def _check_int(name, value, minimum=1):
@@ -60,7 +72,7 @@ def make_random_mhla(
         With 1, ``y`` is 1-D.
     noise : float, default=0.0
         Standard deviation of Gaussian noise added to the targets.
-    random_state : int, RandomState instance or None, default=None
+    random_state : int, numpy Generator, RandomState or None, default=None
 
     Returns
     -------
@@ -83,7 +95,7 @@ def make_random_mhla(
     n_heads = _check_int("n_heads", n_heads)
     n_outputs = _check_int("n_outputs", n_outputs)
     noise = _check_nonnegative("noise", noise)
-    rng = check_random_state(random_state)
+    rng = _generator(random_state)
     scale = 1.0 / np.sqrt(token_dim)
     model = MultiHeadLinearAttention(
         rng.normal(scale=scale, size=(n_heads, n_outputs, token_dim)),
@@ -147,7 +159,7 @@ def make_associative_recall(
         as before. With ``n_pairs = 2 * key_dim`` the context is a whole orthonormal
         basis, so ``S = I + q q^T`` for every sequence and the certificate fails
         (``lambda_min = 0``): the paper's non-identifiable example.
-    random_state : int, RandomState instance or None, default=None
+    random_state : int, numpy Generator, RandomState or None, default=None
 
     Returns
     -------
@@ -175,14 +187,14 @@ def make_associative_recall(
             f"distribution='orthogonal' needs n_pairs <= 2 * key_dim, got n_pairs="
             f"{n_pairs} and key_dim={key_dim}."
         )
-    rng = check_random_state(random_state)
+    rng = _generator(random_state)
     scale = 1.0 / np.sqrt(key_dim)
     if distribution == "gaussian":
         context = rng.normal(scale=scale, size=(n_samples, n_pairs, 2 * key_dim))
     else:
         context = _random_orthogonal(rng, n_samples, 2 * key_dim)[:, :n_pairs]
     keys = context[:, :, :key_dim]
-    asked = rng.randint(0, n_pairs, size=n_samples)
+    asked = rng.integers(0, n_pairs, size=n_samples)
     zeta = rng.normal(scale=scale, size=(n_samples, key_dim))
     query = np.concatenate([keys[np.arange(n_samples), asked], zeta], axis=1)
     X = np.concatenate([context, query[:, None, :]], axis=1)
@@ -196,7 +208,7 @@ def make_automaton(n_states, n_symbols, random_state=None):
     Parameters
     ----------
     n_states, n_symbols : int
-    random_state : int, RandomState instance or None, default=None
+    random_state : int, numpy Generator, RandomState or None, default=None
 
     Returns
     -------
@@ -205,8 +217,8 @@ def make_automaton(n_states, n_symbols, random_state=None):
     """
     n_states = _check_int("n_states", n_states)
     n_symbols = _check_int("n_symbols", n_symbols)
-    rng = check_random_state(random_state)
-    return rng.randint(0, n_states, size=(n_states, n_symbols))
+    rng = _generator(random_state)
+    return rng.integers(0, n_states, size=(n_states, n_symbols))
 
 
 def _check_transitions(transitions):
@@ -259,7 +271,7 @@ def encode_automaton_lookup(transitions, state, symbol, rows=None, random_state=
         The (state, symbol) entries of the table to put in the context, in order;
         repeats and omissions make out-of-distribution contexts. Default: every
         entry once, shuffled.
-    random_state : int, RandomState instance or None, default=None
+    random_state : int, numpy Generator, RandomState or None, default=None
         Shuffles the default rows.
 
     Returns
@@ -275,7 +287,7 @@ def encode_automaton_lookup(transitions, state, symbol, rows=None, random_state=
         )
     if rows is None:
         every = np.indices(table.shape).reshape(2, -1).T
-        rows = check_random_state(random_state).permutation(every)
+        rows = _generator(random_state).permutation(every)
     rows = np.asarray(rows, dtype=int).reshape(-1, 2)
     n_keys = n_states * n_symbols
     sequence = np.zeros((len(rows) + 1, n_keys + n_states))
@@ -301,7 +313,7 @@ def make_automaton_lookups(
     n_samples, n_states, n_symbols : int
     token_noise : float, default=0.0
         Standard deviation of Gaussian noise added to every token entry.
-    random_state : int, RandomState instance or None, default=None
+    random_state : int, numpy Generator, RandomState or None, default=None
 
     Returns
     -------
@@ -325,13 +337,13 @@ def make_automaton_lookups(
     n_states = _check_int("n_states", n_states)
     n_symbols = _check_int("n_symbols", n_symbols)
     token_noise = _check_nonnegative("token_noise", token_noise)
-    rng = check_random_state(random_state)
+    rng = _generator(random_state)
     n_keys = n_states * n_symbols
     X = np.empty((n_samples, n_keys + 1, n_keys + n_states))
     labels = np.empty(n_samples, dtype=int)
     for i in range(n_samples):
         table = make_automaton(n_states, n_symbols, rng)
-        state, symbol = rng.randint(0, n_states), rng.randint(0, n_symbols)
+        state, symbol = rng.integers(0, n_states), rng.integers(0, n_symbols)
         X[i] = encode_automaton_lookup(table, state, symbol, random_state=rng)
         labels[i] = table[state, symbol]
     if token_noise:
