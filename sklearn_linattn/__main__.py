@@ -274,10 +274,7 @@ def _plot(results, directory):
     ax.set_ylabel("relative error")
     ax.set_title("Learning a random MHLA")
     ax.legend(fontsize=8)
-    paths.append(os.path.join(directory, "random_mhla.png"))
-    fig.tight_layout()
-    fig.savefig(paths[-1], dpi=120)
-    plt.close(fig)
+    paths.append(_save(fig, directory, "random_mhla.png"))
 
     fig, ax = plt.subplots(figsize=(5, 3.5))
     recall = results["recall"]["rows"]
@@ -308,10 +305,7 @@ def _plot(results, directory):
     ax.set_ylabel("relative error")
     ax.set_title("Associative recall: the certificate")
     ax.legend(fontsize=8)
-    paths.append(os.path.join(directory, "associative_recall.png"))
-    fig.tight_layout()
-    fig.savefig(paths[-1], dpi=120)
-    plt.close(fig)
+    paths.append(_save(fig, directory, "associative_recall.png"))
 
     fig, ax = plt.subplots(figsize=(5, 3.5))
     automata = results["automata"]["rows"]
@@ -333,11 +327,18 @@ def _plot(results, directory):
             fontsize=8,
         )
     ax.set_title("Automata: clean vs noisy training tokens")
-    paths.append(os.path.join(directory, "automata.png"))
-    fig.tight_layout()
-    fig.savefig(paths[-1], dpi=120)
-    plt.close(fig)
+    paths.append(_save(fig, directory, "automata.png"))
     return paths
+
+
+def _save(figure, directory, name):
+    import matplotlib.pyplot as plt
+
+    path = os.path.join(directory, name)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
 
 
 def run(quick=False, seed=0):

@@ -146,20 +146,6 @@ def test_input_is_not_modified_and_read_only_works(rng):
     np.testing.assert_array_equal(y, y_copy)
 
 
-def test_paper_read_out_heads_are_deterministic(rng):
-    X = random_sequences(rng, 100, 6, 3)
-    y = rng.normal(size=100)
-    first = LinearAttentionRegressor().fit(X, y)
-    second = LinearAttentionRegressor().fit(X.copy(), y.copy())
-    np.testing.assert_array_equal(first.value_matrices_, second.value_matrices_)
-    np.testing.assert_array_equal(first.query_matrices_, second.query_matrices_)
-    strengths = [np.linalg.norm(V) for V in first.value_matrices_]
-    assert strengths == sorted(strengths, reverse=True)
-    for V, Q in zip(first.value_matrices_, first.query_matrices_, strict=True):
-        assert np.linalg.norm(V) == pytest.approx(np.linalg.norm(Q))
-        assert V.flat[np.argmax(np.abs(V))] > 0
-
-
 def test_sklearn_tools(rng):
     truth = random_attention(rng, 3, 1)
     X = random_sequences(rng, 120, 6, 3)

@@ -139,12 +139,13 @@ def test_k_heads_minimize_the_weighted_objective(rng):
         assert objective(value + dv, query + dq) >= best * (1 - 1e-9)
 
 
-def test_heads_are_canonical_and_deterministic(rng):
+@pytest.mark.parametrize("n_heads", ["auto", None, 2])
+def test_heads_are_canonical_and_deterministic(rng, n_heads):
     truth = random_attention(rng, 5, 3)
     X = random_sequences(rng, 300, 8, 5)
-    y = truth.predict(X)[:, 0]
-    first = LinearAttentionRegressor().fit(X, y)
-    second = LinearAttentionRegressor().fit(X.copy(), y.copy())
+    y = truth.predict(X)[:, 0] + 0.01 * rng.normal(size=300)
+    first = LinearAttentionRegressor(n_heads=n_heads).fit(X, y)
+    second = LinearAttentionRegressor(n_heads=n_heads).fit(X.copy(), y.copy())
     np.testing.assert_array_equal(first.value_matrices_, second.value_matrices_)
     np.testing.assert_array_equal(first.query_matrices_, second.query_matrices_)
     strengths = [np.linalg.norm(V) for V in first.value_matrices_]
