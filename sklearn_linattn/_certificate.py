@@ -12,14 +12,69 @@ from numbers import Real
 
 import numpy as np
 
-from ._lift import lifted_features, n_lifted_features
+from ._lift import (
+    lifted_features,
+    lifted_kernel,
+    n_lifted_features,
+    pair_statistics,
+)
 from ._solvers import accumulate_statistics, default_rank_tol, gram_spectrum
 from ._validation import validate_sequences
 
 __all__ = ["IdentifiabilityCertificate", "certify"]
 
-# Relative size of the null-space component below which `covers` says True.
+# Relative size of the component outside the training span below which `covers`
+# says True.
 _COVERS_RTOL = 1e-6
+
+
+class _FeatureSpan:
+    """The span of the training features, by an orthonormal basis of the null space
+    of the lifted Gram matrix or of its range (whichever is smaller)."""
+
+    def __init__(self, basis, spans_range, feature_mean):
+        self.basis, self.spans_range, self.feature_mean = (
+            basis,
+            spans_range,
+            feature_mean,
+        )
+
+    def outside_fraction(self, sequences):
+        features = lifted_features(sequences) - self.feature_mean
+        projection = features @ self.basis
+        outside = (
+            features - projection @ self.basis.T if self.spans_range else projection
+        )
+        return _ratio(np.linalg.norm(outside, axis=1), np.linalg.norm(features, axis=1))
+
+
+class _KernelSpan:
+    """The span of the training features through the kernel (dual solver): the
+    squared distance of ``phi(x)`` to the span is ``k(x, x) - k_x^T pinv(K) k_x``,
+    with the kernel centered when an intercept was fitted."""
+
+    def __init__(self, pairs, queries, weights, row_means, grand_mean, centered):
+        self.pairs, self.queries, self.weights = pairs, queries, weights
+        self.row_means, self.grand_mean, self.centered = row_means, grand_mean, centered
+
+    def outside_fraction(self, sequences):
+        pairs, queries = pair_statistics(sequences)
+        cross = lifted_kernel(pairs, queries, self.pairs, self.queries)
+        own = np.einsum("nk,nk->n", pairs, pairs) * np.einsum(
+            "ne,ne->n", queries, queries
+        )
+        if self.centered:
+            cross_means = cross.mean(axis=1)
+            own = own - 2 * cross_means + self.grand_mean
+            cross = cross - cross_means[:, None] - self.row_means + self.grand_mean
+        inside = np.einsum("nr,nr->n", *(2 * [cross @ self.weights]))
+        return _ratio(
+            np.sqrt(np.maximum(own - inside, 0.0)), np.sqrt(np.maximum(own, 0.0))
+        )
+
+
+def _ratio(outside, total):
+    return np.divide(outside, total, out=np.zeros_like(outside), where=total > 0)
 
 
 @dataclass(frozen=True)
@@ -38,30 +93,34 @@ class IdentifiabilityCertificate:
     min_eigenvalue, max_eigenvalue : float
         Extreme eigenvalues of ``Lambda = Phi^T Phi / n_samples`` (centered when
         the estimator fits an intercept).
-    rank : int
-        Number of eigenvalues above ``tol * max_eigenvalue``.
+    rank : int or None
+        Number of eigenvalues above ``tol * max_eigenvalue``; None when only
+        estimates of the extreme eigenvalues are known (``exact=False``) and they
+        do not show full rank.
     n_lifted_features : int
         ``p = d * d * (d + 1) / 2``, the rank needed for identifiability.
     n_samples : int
     tol : float
         Relative eigenvalue tolerance used.
     token_dim : int
+    exact : bool
+        True when the eigenvalues come from a decomposition (``certify``, solvers
+        ``"normal"`` and ``"dual"``); False for the iterative (Lanczos) estimates
+        of solver ``"cg"``, accurate to about ``tol`` of ``max_eigenvalue``.
     """
 
     identifiable: bool
     min_eigenvalue: float
     max_eigenvalue: float
-    rank: int
+    rank: int | None
     n_lifted_features: int
     n_samples: int
     tol: float
     token_dim: int
-    # Orthonormal basis of the null space of Lambda (shape (p, p - rank)), or of its
-    # range when that is smaller (``basis_spans_range``), and the feature mean that
-    # was subtracted (zero unless an intercept was fitted).
-    _basis: np.ndarray = field(repr=False, compare=False)
-    _basis_spans_range: bool = field(repr=False, compare=False)
-    _feature_mean: np.ndarray = field(repr=False, compare=False)
+    exact: bool = True
+    # How `covers` tests membership in the span of the training features; None when
+    # every input is covered (identifiable) or the span is unknown (estimates).
+    _span: object = field(default=None, repr=False, compare=False)
 
     def __bool__(self):
         return bool(self.identifiable)
@@ -71,15 +130,14 @@ class IdentifiabilityCertificate:
         """Certificate of a lifted Gram matrix ``N * Lambda`` from its spectrum."""
         p = spectrum.eigenvalues.size
         rank = spectrum.rank
-        if feature_mean is None:
-            feature_mean = np.zeros(p)
-        if rank == p:
-            basis, spans_range = np.empty((p, 0)), False
-        else:
+        span = None
+        if rank < p:
             kept = spectrum.eigenvalues > spectrum.threshold
             spans_range = rank < p - rank
             columns = kept if spans_range else ~kept
             basis = np.ascontiguousarray(spectrum.eigenvectors[:, columns])
+            mean = np.zeros(p) if feature_mean is None else feature_mean
+            span = _FeatureSpan(basis, spans_range, mean)
         scale = 1.0 / max(n_samples, 1)
         return cls(
             identifiable=rank == p,
@@ -90,9 +148,63 @@ class IdentifiabilityCertificate:
             n_samples=int(n_samples),
             tol=float(spectrum.tol),
             token_dim=int(token_dim),
-            _basis=basis,
-            _basis_spans_range=spans_range,
-            _feature_mean=feature_mean,
+            _span=span,
+        )
+
+    @classmethod
+    def from_kernel(cls, solution, pairs, queries, tol, centered):
+        """Certificate from the spectrum of the kernel matrix (dual solver).
+
+        The non-zero eigenvalues of ``Phi Phi^T`` and ``Phi^T Phi`` coincide, so the
+        ``p`` eigenvalues of ``Lambda`` are the ``p`` largest of the kernel's
+        (padded with zeros when there are fewer samples than features).
+        """
+        n_samples, d = queries.shape
+        p = n_lifted_features(d)
+        eigenvalues = solution.eigenvalues  # ascending
+        largest = max(eigenvalues[-1], 0.0)
+        kept = eigenvalues > tol * largest
+        rank = int(np.count_nonzero(kept))
+        smallest = eigenvalues[n_samples - p] if n_samples >= p else 0.0
+        span = None
+        if rank < p:
+            weights = solution.eigenvectors[:, kept] / np.sqrt(eigenvalues[kept])
+            span = _KernelSpan(
+                pairs,
+                queries,
+                weights,
+                solution.kernel_row_means,
+                solution.kernel_mean,
+                centered,
+            )
+        return cls(
+            identifiable=rank == p,
+            min_eigenvalue=float(smallest / n_samples),
+            max_eigenvalue=float(largest / n_samples),
+            rank=rank,
+            n_lifted_features=p,
+            n_samples=int(n_samples),
+            tol=float(tol),
+            token_dim=int(d),
+            _span=span,
+        )
+
+    @classmethod
+    def from_estimates(cls, smallest, largest, n_samples, token_dim, tol):
+        """Certificate from Lanczos estimates of the extreme eigenvalues of
+        ``Lambda`` (solver ``"cg"``)."""
+        p = n_lifted_features(token_dim)
+        identifiable = n_samples >= p and smallest > tol * largest
+        return cls(
+            identifiable=bool(identifiable),
+            min_eigenvalue=float(smallest),
+            max_eigenvalue=float(largest),
+            rank=p if identifiable else None,
+            n_lifted_features=p,
+            n_samples=int(n_samples),
+            tol=float(tol),
+            token_dim=int(token_dim),
+            exact=False,
         )
 
     def covers(self, X):
@@ -111,18 +223,23 @@ class IdentifiabilityCertificate:
         Returns
         -------
         covered : ndarray of shape (n_samples,), bool
+
+        Raises
+        ------
+        ValueError
+            For a certificate of estimated eigenvalues (``exact=False``) that does
+            not show identifiability: the span of the training features is unknown.
         """
         sequences = validate_sequences(X, token_dim=self.token_dim)
         if self.identifiable:
             return np.ones(sequences.shape[0], dtype=bool)
-        features = lifted_features(sequences) - self._feature_mean
-        projection = features @ self._basis
-        if self._basis_spans_range:
-            outside = features - projection @ self._basis.T
-        else:
-            outside = projection
-        outside_norm = np.linalg.norm(outside, axis=1)
-        return outside_norm <= _COVERS_RTOL * np.linalg.norm(features, axis=1)
+        if self._span is None:
+            raise ValueError(
+                "covers needs the span of the training features, which an estimated "
+                "certificate (solver='cg', exact=False) does not have; use certify(X) "
+                "or fit with solver='normal' or 'dual'."
+            )
+        return self._span.outside_fraction(sequences) <= _COVERS_RTOL
 
 
 def certify(X, token_dim=None, tol=None):

@@ -5,6 +5,7 @@ solve, read out heads and the certificate, set fitted attributes.
 """
 
 import time
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -16,6 +17,7 @@ from sklearn.base import (
     TransformerMixin,
     _fit_context,
 )
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
@@ -28,13 +30,25 @@ from sklearn.utils.validation import (
 from ._attention import MultiHeadLinearAttention
 from ._certificate import IdentifiabilityCertificate
 from ._heads import fixed_heads, minimal_heads, paper_heads
-from ._lift import lifted_feature_pairs, lifted_features, n_lifted_features
+from ._lift import (
+    lifted_feature_pairs,
+    lifted_features,
+    n_lifted_features,
+    pair_statistics,
+)
+from ._progress import ChunkProgress
 from ._solvers import (
+    LiftedStatistics,
     accumulate_statistics,
+    choose_solver,
     default_rank_tol,
+    estimate_extreme_eigenvalues,
     gram_spectrum,
     lifted_predict,
+    solve_dual,
+    solve_iterative,
     solve_normal_equations,
+    structured_weight,
 )
 from ._validation import validate_sequences, validate_targets
 
@@ -57,8 +71,10 @@ class _LinearAttentionBase(BaseEstimator):
             None,
         ],
         "fit_intercept": ["boolean"],
-        "solver": [StrOptions({"auto", "normal"})],
+        "solver": [StrOptions({"auto", "normal", "dual", "cg"})],
         "tol": [Interval(Real, 0, 1, closed="left")],
+        "solver_tol": [Interval(Real, 0, 1, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left"), None],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
         "n_jobs": [Integral, None],
         "verbose": ["verbose"],
@@ -72,6 +88,8 @@ class _LinearAttentionBase(BaseEstimator):
         fit_intercept=False,
         solver="auto",
         tol=1e-8,
+        solver_tol=1e-10,
+        max_iter=None,
         batch_size=None,
         n_jobs=None,
         verbose=0,
@@ -82,6 +100,8 @@ class _LinearAttentionBase(BaseEstimator):
         self.fit_intercept = fit_intercept
         self.solver = solver
         self.tol = tol
+        self.solver_tol = solver_tol
+        self.max_iter = max_iter
         self.batch_size = batch_size
         self.n_jobs = n_jobs
         self.verbose = verbose
@@ -97,38 +117,142 @@ class _LinearAttentionBase(BaseEstimator):
 
     def _fit_lifted(self, sequences, targets, was_1d):
         """Fit on validated sequences and 2-D float targets; set every attribute."""
+        n_samples, _, token_dim = sequences.shape
+        n_lifted = n_lifted_features(token_dim)
+        if hasattr(self, "_lifted_statistics"):  # from partial_fit: fit starts over
+            del self._lifted_statistics
+        solver = self.solver
+        if solver == "auto":
+            solver = choose_solver(n_samples, n_lifted)
+        self.solver_ = solver
+        self.n_iter_ = 1  # a direct solve; LSQR sets its iteration counts
         start = time.perf_counter()
-
-        def progress(n_done, n_total):
-            self._log(f"lifted {n_done}/{n_total} samples")
-
-        statistics = accumulate_statistics(
-            sequences,
-            targets,
-            batch_size=self.batch_size,
-            n_threads=effective_n_jobs(self.n_jobs),
-            progress=progress if self.verbose else None,
-        )
-        self._log(f"statistics accumulated in {time.perf_counter() - start:.2f} s")
-        self._solve(statistics, sequences.shape[2], was_1d)
+        self._log(f"solver {solver!r}: {n_samples} sequences, p={n_lifted}")
+        if solver == "normal":
+            statistics = accumulate_statistics(
+                sequences,
+                targets,
+                batch_size=self.batch_size,
+                n_threads=effective_n_jobs(self.n_jobs),
+                progress=ChunkProgress("lifting") if self.verbose else None,
+            )
+            self._solve_normal(statistics, token_dim, was_1d)
+        else:
+            pairs, queries = pair_statistics(
+                sequences, n_threads=effective_n_jobs(self.n_jobs)
+            )
+            if solver == "dual":
+                self._solve_dual(pairs, queries, targets, was_1d)
+            else:
+                self._solve_iterative(pairs, queries, targets, was_1d)
         self._log(f"fit done in {time.perf_counter() - start:.2f} s")
         return self
 
-    def _solve(self, statistics, token_dim, was_1d):
-        """Solve the normal equations and set every fitted attribute."""
+    def _solve_normal(self, statistics, token_dim, was_1d):
         gram, moment, feature_mean, target_mean = statistics.normal_equations(
             self.fit_intercept
         )
         spectrum = gram_spectrum(gram, default_rank_tol(n_lifted_features(token_dim)))
         lifted_coef = solve_normal_equations(gram, moment, self.alpha, spectrum)
+        certificate = IdentifiabilityCertificate.from_spectrum(
+            spectrum,
+            statistics.n_samples,
+            token_dim,
+            feature_mean=feature_mean if self.fit_intercept else None,
+        )
+
+        def apply_weight(residual):
+            return residual @ gram + self.alpha * residual
+
+        self._set_model(
+            lifted_coef,
+            feature_mean,
+            target_mean,
+            apply_weight,
+            certificate,
+            token_dim,
+            was_1d,
+        )
+
+    def _solve_dual(self, pairs, queries, targets, was_1d):
+        token_dim = queries.shape[1]
+        tol = default_rank_tol(n_lifted_features(token_dim))
+        solution = solve_dual(
+            pairs, queries, targets, self.alpha, self.fit_intercept, tol
+        )
+        certificate = IdentifiabilityCertificate.from_kernel(
+            solution, pairs, queries, tol, centered=self.fit_intercept
+        )
+        apply_weight = structured_weight(
+            pairs, queries, solution.feature_mean, self.alpha
+        )
+        self._set_model(
+            solution.coef,
+            solution.feature_mean,
+            solution.target_mean,
+            apply_weight,
+            certificate,
+            token_dim,
+            was_1d,
+        )
+
+    def _solve_iterative(self, pairs, queries, targets, was_1d):
+        n_samples, token_dim = queries.shape
+        n_lifted = n_lifted_features(token_dim)
+        max_iter = self.max_iter if self.max_iter is not None else 2 * n_lifted
+        coef, feature_mean, target_mean, operator, converged, n_iter = solve_iterative(
+            pairs,
+            queries,
+            targets,
+            self.alpha,
+            self.fit_intercept,
+            self.solver_tol,
+            max_iter,
+        )
+        if not converged:
+            warnings.warn(
+                f"LSQR did not reach solver_tol={self.solver_tol} within "
+                f"max_iter={max_iter} iterations; increase max_iter, or alpha.",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+        tol = default_rank_tol(n_lifted)
+        smallest, largest = estimate_extreme_eigenvalues(
+            operator, n_samples, tol=1e-6, max_iter=max_iter
+        )
+        certificate = IdentifiabilityCertificate.from_estimates(
+            smallest, largest, n_samples, token_dim, max(tol, 1e-6)
+        )
+        apply_weight = structured_weight(pairs, queries, feature_mean, self.alpha)
+        self.n_iter_ = int(n_iter[0]) if was_1d else n_iter
+        self._set_model(
+            coef,
+            feature_mean,
+            target_mean,
+            apply_weight,
+            certificate,
+            token_dim,
+            was_1d,
+        )
+
+    def _set_model(
+        self,
+        lifted_coef,
+        feature_mean,
+        target_mean,
+        apply_weight,
+        certificate,
+        token_dim,
+        was_1d,
+    ):
+        """Read heads out of the lifted solution and set every fitted attribute."""
         if self.n_heads is None:
             value, query = paper_heads(lifted_coef, token_dim, self.tol)
         elif self.n_heads == "auto":
             value, query = minimal_heads(lifted_coef, token_dim, self.tol)
         else:
-            weight = gram + self.alpha * np.eye(gram.shape[0])
             value, query = fixed_heads(
-                lifted_coef, token_dim, self.n_heads, weight, self.tol
+                lifted_coef, token_dim, self.n_heads, apply_weight, self.tol
             )
         attention = MultiHeadLinearAttention(value, query)
         coef = attention.lifted_coef()
@@ -140,12 +264,7 @@ class _LinearAttentionBase(BaseEstimator):
         self.n_heads_ = attention.n_heads
         self.coef_ = coef[0] if was_1d else coef
         self.intercept_ = float(intercept[0]) if was_1d else intercept
-        self.certificate_ = IdentifiabilityCertificate.from_spectrum(
-            spectrum,
-            statistics.n_samples,
-            token_dim,
-            feature_mean=feature_mean if self.fit_intercept else None,
-        )
+        self.certificate_ = certificate
         self.token_dim_ = token_dim
 
     def _lifted_output(self, X):
@@ -201,10 +320,21 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           to ``n_outputs * d`` heads (at most ``d * d``).
     fit_intercept : bool, default=False
         Fit an unpenalized bias (MHLA itself has none).
-    solver : {"auto", "normal"}, default="auto"
-        ``"normal"`` streams the normal equations ``Phi^T Phi``, ``Phi^T y`` over
-        chunks of samples and solves them by Cholesky (minimum-norm solve from the
-        eigen-decomposition when singular). ``"auto"`` picks ``"normal"``.
+    solver : {"auto", "normal", "dual", "cg"}, default="auto"
+        - ``"normal"``: streams the normal equations ``Phi^T Phi``, ``Phi^T y`` over
+          chunks of samples (a BLAS symmetric rank-k update per chunk) and solves
+          them by Cholesky, or from the eigen-decomposition (minimum norm) when
+          singular. Memory: one chunk plus ``O(p^2)``.
+        - ``"dual"``: the kernel form ``(K + alpha I) a = y`` with
+          ``K_ij = <S_i, S_j>_F <q_i, q_j>``, coefficients ``Phi^T a``; for fewer
+          samples than lifted features. Memory ``O(n_samples^2)``.
+        - ``"cg"``: LSQR on the lifted problem with structured products, never
+          forming ``Phi`` or a Gram matrix: ``O(n_samples d^3)`` work per iteration,
+          ``O(n_samples d^2)`` memory; for large ``d``. Its certificate uses Lanczos
+          estimates of the extreme eigenvalues (``certificate_.exact`` is False).
+        - ``"auto"``: ``"dual"`` when ``n_samples < p`` and three
+          ``n_samples x n_samples`` matrices fit in a quarter of the free memory,
+          else ``"normal"`` when three ``p x p`` matrices do, else ``"cg"``.
     tol : float, default=1e-8
         Relative Frobenius tolerance of the head read-out: heads may differ from the
         lifted solution by at most ``tol * ||lifted solution||`` in lifted
@@ -212,13 +342,20 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         fewer heads: on noisy data, ``tol`` near the noise level of the coefficients
         gives about as many heads as the signal has. ``coef_`` is always the
         function the returned heads compute.
+    solver_tol : float, default=1e-10
+        Stopping tolerance of LSQR (``atol`` and ``btol``) for ``solver="cg"``.
+    max_iter : int, default=None
+        Iteration cap of LSQR and of the Lanczos eigenvalue estimates for
+        ``solver="cg"``; None means ``2 * p``. A ``ConvergenceWarning`` is issued
+        when LSQR stops at the cap.
     batch_size : int, default=None
         Samples per chunk while streaming; None picks chunks of about 32 MiB of
         lifted features. Memory beyond the input is one chunk plus ``O(p^2)``.
     n_jobs : int, default=None
         Threads computing lifted features (None means 1, -1 all cores).
     verbose : int, default=0
-        Print progress and timings when positive.
+        Print the solver and timings when positive, and a progress bar (tqdm when
+        installed) over chunks for fits longer than two seconds.
 
     Attributes
     ----------
@@ -237,7 +374,12 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     attention_ : MultiHeadLinearAttention
         The fitted heads as a model (without the intercept).
     certificate_ : IdentifiabilityCertificate
-        Computed from the same lifted Gram matrix as the solution.
+        Computed from the same lifted Gram (or kernel) matrix as the solution.
+    solver_ : str
+        The solver used (``"auto"`` resolved).
+    n_iter_ : int or ndarray of shape (n_outputs,)
+        LSQR iterations (per output for 2-D ``y``) with ``solver="cg"``; 1 for the
+        direct solvers.
     token_dim_ : int
     n_features_in_ : int
         Columns of 2-D ``X`` (``n_tokens * token_dim`` of the training sequences
@@ -313,6 +455,68 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         )
         targets, was_1d = validate_targets(y, sequences.shape[0], type(self).__name__)
         return self._fit_lifted(sequences, targets, was_1d)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y):
+        """Add a batch of sequences to the normal equations and refit.
+
+        The sufficient statistics (``Phi^T Phi``, ``Phi^T y``, sums, count) add up
+        over batches, so after any sequence of calls the model equals ``fit`` on
+        all the batches together. Each call solves the ``p x p`` system and reads
+        out heads again (``O(p^3)``), so batches should not be tiny for large
+        ``d``. Always uses the normal equations.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_tokens, token_dim) or \
+(n_samples, n_tokens * token_dim)
+            A batch of sequences; the token dimension (and for 2-D ``X`` the width)
+            must match earlier batches.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Targets, with the same number of outputs as earlier batches.
+
+        Returns
+        -------
+        self : LinearAttentionRegressor
+        """
+        if self.solver not in ("auto", "normal"):
+            raise ValueError(
+                "partial_fit accumulates the normal equations; use solver='normal' or "
+                f"'auto', got solver={self.solver!r}."
+            )
+        first_call = not hasattr(self, "_lifted_statistics")
+        sequences = validate_sequences(
+            X,
+            token_dim=self.token_dim if first_call else self.token_dim_,
+            estimator=self,
+            reset=first_call,
+        )
+        targets, was_1d = validate_targets(y, sequences.shape[0], type(self).__name__)
+        n_lifted = n_lifted_features(sequences.shape[2])
+        if first_call:
+            self._lifted_statistics = LiftedStatistics(n_lifted, targets.shape[1])
+            self._targets_were_1d = was_1d
+        elif targets.shape[1] != self._lifted_statistics.moment.shape[1] or (
+            was_1d != self._targets_were_1d
+        ):
+            raise ValueError(
+                f"y has {targets.shape[1]} output(s) (shape {np.shape(y)}) but earlier "
+                f"batches had {self._lifted_statistics.moment.shape[1]}; every batch "
+                "needs the same shape of targets."
+            )
+        accumulate_statistics(
+            sequences,
+            targets,
+            batch_size=self.batch_size,
+            statistics=self._lifted_statistics,
+            n_threads=effective_n_jobs(self.n_jobs),
+        )
+        self.solver_ = "normal"
+        self.n_iter_ = 1
+        self._solve_normal(
+            self._lifted_statistics, sequences.shape[2], self._targets_were_1d
+        )
+        return self
 
     def predict(self, X):
         """Predict with the fitted heads.

@@ -286,15 +286,15 @@ _REFINE_FTOL = 1e-15
 _REFINE_GTOL = 1e-12
 
 
-def _weighted_loss(lifted_coef, target, weight):
+def _weighted_loss(lifted_coef, target, apply_weight):
     """``sum_a (theta_a - target_a)^T weight (theta_a - target_a)`` and its
     gradient in ``theta``."""
     residual = lifted_coef - target
-    weighted = residual @ weight
+    weighted = apply_weight(residual)
     return float(np.sum(weighted * residual)), 2.0 * weighted
 
 
-def fixed_heads(lifted_coef, token_dim, n_heads, weight, tol, max_iter=_MAX_ITER):
+def fixed_heads(lifted_coef, token_dim, n_heads, apply_weight, tol, max_iter=_MAX_ITER):
     """The best model with at most ``n_heads`` heads for a weighted objective.
 
     Minimizes ``sum_a (theta_a - lifted_coef_a)^T weight (theta_a - lifted_coef_a)``
@@ -311,8 +311,11 @@ def fixed_heads(lifted_coef, token_dim, n_heads, weight, tol, max_iter=_MAX_ITER
     ----------
     lifted_coef : ndarray of shape (n_outputs, n_lifted_features)
     token_dim, n_heads : int
-    weight : ndarray of shape (n_lifted_features, n_lifted_features)
-        Symmetric positive semi-definite.
+    apply_weight : callable
+        ``apply_weight(R)`` is ``R @ weight`` for ``R`` of shape
+        ``(n_outputs, n_lifted_features)``, ``weight`` symmetric positive
+        semi-definite (a matrix product, or structured products that never form
+        ``weight``).
     tol : float
 
     Returns
@@ -332,11 +335,11 @@ def fixed_heads(lifted_coef, token_dim, n_heads, weight, tol, max_iter=_MAX_ITER
         _truncate(split, n_heads),
     ]
     scale = max(
-        _weighted_loss(np.zeros_like(lifted_coef), lifted_coef, weight)[0],
+        _weighted_loss(np.zeros_like(lifted_coef), lifted_coef, apply_weight)[0],
         np.finfo(float).tiny,
     )
     losses = [
-        _weighted_loss(unfold_lifted_coef(c, d), lifted_coef, weight)[0]
+        _weighted_loss(unfold_lifted_coef(c, d), lifted_coef, apply_weight)[0]
         for c in candidates
     ]
     start = candidates[int(np.argmin(losses))]
@@ -351,7 +354,7 @@ def fixed_heads(lifted_coef, token_dim, n_heads, weight, tol, max_iter=_MAX_ITER
         query = parameters[split_at:].reshape(query_rows.shape)
         folded = value.T @ query  # W[(a,b),(c,e)] = sum_h V_h[a,b] Q_h[c,e]
         loss, gradient = _weighted_loss(
-            unfold_lifted_coef(folded, d), lifted_coef, weight
+            unfold_lifted_coef(folded, d), lifted_coef, apply_weight
         )
         # fold is the adjoint of unfold, so this is the gradient in W.
         gradient_folded = fold_lifted_coef(gradient, d) / scale

@@ -11,6 +11,13 @@ upper triangle, the order of ``numpy.triu_indices(d)``; ``e`` runs fastest. Ther
 ``p = d * d * (d + 1) / 2`` features. This ordering is used everywhere in the package
 (``coef_``, ``lifted_coef``, feature names).
 
+Since ``phi(Z)`` is the Kronecker product of the weighted pair statistics
+``s[k] = w_bc S[b, c]`` (``m = d (d + 1) / 2`` of them) and ``q``, products with the
+lifted feature matrix ``Phi`` never need ``Phi`` itself: ``Phi @ w`` is
+``rowsum((s @ W) * q)`` with ``W = w.reshape(m, d)``, ``Phi.T @ r`` is
+``(s * r).T @ q``, and the kernel is ``(s s'^T) * (q q'^T)``; all matrix products,
+``O(n_samples d^3)`` work and ``O(n_samples d^2)`` memory.
+
 All Numba code of the package lives in this module. Callers convert inputs to
 float64 C-ordered arrays first (``_validation.py`` does); the kernels never check for
 NaN.
@@ -26,7 +33,11 @@ from numba import njit, types
 __all__ = [
     "lifted_feature_pairs",
     "lifted_features",
+    "lifted_kernel",
+    "lifted_matvec",
+    "lifted_rmatvec",
     "n_lifted_features",
+    "pair_statistics",
 ]
 
 _SQRT2 = math.sqrt(2.0)
@@ -154,3 +165,116 @@ def lifted_features(sequences, out=None, n_threads=1):
             )
         )
     return out
+
+
+@_jit
+def _pair_statistics_into(sequences, pairs, queries):  # pragma: no cover - Numba
+    n_samples, n_tokens, d = sequences.shape
+    for i in range(n_samples):
+        k = 0
+        for b in range(d):
+            for c in range(b, d):
+                total = 0.0
+                for t in range(n_tokens):
+                    total += sequences[i, t, b] * sequences[i, t, c]
+                pairs[i, k] = total if b == c else _SQRT2 * total
+                k += 1
+        for e in range(d):
+            queries[i, e] = sequences[i, n_tokens - 1, e]
+
+
+def pair_statistics(sequences, n_threads=1):
+    """The compact form of the lifted features: weighted ``S`` entries and ``q``.
+
+    Parameters
+    ----------
+    sequences : ndarray of shape (n_samples, n_tokens, token_dim), float64, C-ordered
+    n_threads : int, default=1
+
+    Returns
+    -------
+    pairs : ndarray of shape (n_samples, token_dim * (token_dim + 1) // 2)
+        ``w_bc S[b, c]`` for ``b <= c`` in ``numpy.triu_indices`` order.
+    queries : ndarray of shape (n_samples, token_dim)
+        The last token of each sequence.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_linattn._lift import lifted_features, pair_statistics
+    >>> Z = np.random.default_rng(0).normal(size=(4, 3, 2))
+    >>> pairs, queries = pair_statistics(Z)
+    >>> kron = np.einsum("nk,ne->nke", pairs, queries).reshape(4, -1)
+    >>> np.allclose(kron, lifted_features(Z))
+    True
+    """
+    n_samples, _, d = sequences.shape
+    pairs = np.empty((n_samples, d * (d + 1) // 2))
+    queries = np.empty((n_samples, d))
+    kernel = _compiled(
+        _pair_statistics_into, (_READONLY_3D, _WRITABLE_2D, _WRITABLE_2D)
+    )
+    bounds = np.linspace(0, n_samples, max(1, min(n_threads, n_samples)) + 1).astype(
+        int
+    )
+    if len(bounds) == 2:
+        if n_samples:
+            kernel(sequences, pairs, queries)
+        return pairs, queries
+    with ThreadPoolExecutor(len(bounds) - 1) as pool:
+        list(
+            pool.map(
+                lambda lo, hi: kernel(sequences[lo:hi], pairs[lo:hi], queries[lo:hi]),
+                bounds[:-1],
+                bounds[1:],
+            )
+        )
+    return pairs, queries
+
+
+def lifted_matvec(pairs, queries, coef):
+    """``Phi @ coef.T`` without forming ``Phi``.
+
+    Parameters
+    ----------
+    pairs, queries : ndarrays from :func:`pair_statistics`
+    coef : ndarray of shape (n_outputs, n_lifted_features)
+
+    Returns
+    -------
+    products : ndarray of shape (n_samples, n_outputs)
+    """
+    m, d = pairs.shape[1], queries.shape[1]
+    out = np.empty((pairs.shape[0], coef.shape[0]))
+    for output, row in enumerate(coef):
+        out[:, output] = np.einsum("ne,ne->n", pairs @ row.reshape(m, d), queries)
+    return out
+
+
+def lifted_rmatvec(pairs, queries, residuals):
+    """``Phi.T @ residuals`` without forming ``Phi``, one row per output.
+
+    Parameters
+    ----------
+    pairs, queries : ndarrays from :func:`pair_statistics`
+    residuals : ndarray of shape (n_samples, n_outputs)
+
+    Returns
+    -------
+    products : ndarray of shape (n_outputs, n_lifted_features)
+    """
+    return np.stack(
+        [((pairs * column[:, None]).T @ queries).ravel() for column in residuals.T]
+    )
+
+
+def lifted_kernel(pairs, queries, other_pairs=None, other_queries=None):
+    """The kernel ``<phi(Z_i), phi(Z'_j)> = <S_i, S'_j>_F <q_i, q'_j>``.
+
+    Returns
+    -------
+    kernel : ndarray of shape (n_samples, n_other_samples)
+    """
+    if other_pairs is None:
+        other_pairs, other_queries = pairs, queries
+    return (pairs @ other_pairs.T) * (queries @ other_queries.T)

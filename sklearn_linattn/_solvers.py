@@ -1,26 +1,47 @@
-"""Sufficient statistics of the lifted least-squares problem and its solvers.
+"""The lifted least-squares problem (Algorithm 1 of PAPER.md) and its three solvers.
 
-Algorithm 1 of PAPER.md is ordinary least squares (or ridge) on the lifted features
-``Phi``. The normal equations need only ``Phi^T Phi``, ``Phi^T y``, the column sums and
-the sample count, which add up over chunks of samples; so the data is streamed chunk by
-chunk and memory stays at one chunk of features plus ``O(p^2)``.
+- ``"normal"``: the normal equations need only ``Phi^T Phi``, ``Phi^T y``, the column
+  sums and the sample count, which add up over chunks of samples; the data is streamed
+  chunk by chunk and memory stays at one chunk of features plus ``O(p^2)``.
+- ``"dual"``: the kernel form, ``n_samples x n_samples``, for fewer samples than
+  lifted features.
+- ``"cg"``: LSQR with structured products, never forming ``Phi`` or a Gram matrix,
+  for token dimensions where ``p x p`` does not fit in memory.
 """
+
+import os
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse.linalg
 from scipy.linalg.blas import dsyrk
 
-from ._lift import lifted_features, n_lifted_features
+from ._lift import (
+    lifted_features,
+    lifted_kernel,
+    lifted_matvec,
+    lifted_rmatvec,
+    n_lifted_features,
+)
 
 __all__ = [
+    "CenteredLiftedOperator",
     "GramSpectrum",
+    "KernelSolution",
     "LiftedStatistics",
     "accumulate_statistics",
+    "available_memory",
+    "choose_solver",
     "default_batch_size",
     "default_rank_tol",
+    "estimate_extreme_eigenvalues",
     "gram_spectrum",
     "lifted_predict",
+    "solve_dual",
+    "solve_iterative",
     "solve_normal_equations",
+    "structured_weight",
 ]
 
 # Memory for one chunk of lifted features when batch_size=None.
@@ -268,3 +289,230 @@ def solve_normal_equations(gram, moment, alpha, spectrum):
     kept = spectrum.eigenvalues > spectrum.threshold
     basis = spectrum.eigenvectors[:, kept]
     return ((basis / spectrum.eigenvalues[kept]) @ (basis.T @ moment)).T
+
+
+# --- solver choice -----------------------------------------------------------------
+
+# Share of the available memory the p x p (normal) or n x n (dual) matrices and their
+# decomposition may take (three copies: the matrix, its factor, workspace).
+_MEMORY_SHARE = 0.25
+_COPIES = 3
+_FALLBACK_MEMORY = 4 * 2**30
+
+
+def available_memory():
+    """Free physical memory in bytes (4 GiB when the system does not say)."""
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return _FALLBACK_MEMORY
+
+
+def choose_solver(n_samples, n_lifted, memory=None):
+    """The solver ``solver="auto"`` uses.
+
+    ``"dual"`` when there are fewer samples than lifted features and the
+    ``n_samples x n_samples`` kernel fits; else ``"normal"`` when the ``p x p`` Gram
+    matrix fits; else ``"cg"``. "Fits" means three such float64 matrices take at
+    most a quarter of the free memory.
+    """
+    budget = _MEMORY_SHARE * (available_memory() if memory is None else memory)
+    if n_samples < n_lifted and _COPIES * 8 * n_samples**2 <= budget:
+        return "dual"
+    if _COPIES * 8 * n_lifted**2 <= budget:
+        return "normal"
+    return "cg"
+
+
+# --- dual (kernel) solver ------------------------------------------------------------
+
+
+@dataclass
+class KernelSolution:
+    """Lifted coefficients from the kernel form, with what the certificate needs.
+
+    ``eigenvalues`` and ``eigenvectors`` are the spectrum of the (centered) kernel
+    matrix; ``kernel_row_means`` and ``kernel_mean`` its centering terms (zero
+    without an intercept).
+    """
+
+    coef: np.ndarray
+    feature_mean: np.ndarray
+    target_mean: np.ndarray
+    eigenvalues: np.ndarray
+    eigenvectors: np.ndarray
+    kernel_row_means: np.ndarray
+    kernel_mean: float
+
+
+def solve_dual(pairs, queries, targets, alpha, fit_intercept, tol):
+    """Least squares / ridge on the lifted features in kernel form.
+
+    With ``K = Phi_c Phi_c^T`` (centered when fitting an intercept), the coefficients
+    are ``Phi_c^T a`` with ``a = (K + alpha I)^{-1} y_c``, or ``a = pinv(K) y_c`` for
+    ``alpha = 0``, which gives the minimum-norm least-squares solution.
+
+    Parameters
+    ----------
+    pairs, queries : ndarrays from :func:`~sklearn_linattn._lift.pair_statistics`
+    targets : ndarray of shape (n_samples, n_outputs)
+    alpha : float
+    fit_intercept : bool
+    tol : float
+        Relative eigenvalue tolerance of the minimum-norm solve.
+
+    Returns
+    -------
+    solution : KernelSolution
+    """
+    n_samples = pairs.shape[0]
+    kernel = lifted_kernel(pairs, queries)
+    if fit_intercept:
+        row_means = kernel.mean(axis=0)
+        grand_mean = row_means.mean()
+        kernel = kernel - row_means[:, None] - row_means[None, :] + grand_mean
+        target_mean = targets.mean(axis=0)
+        feature_mean = lifted_rmatvec(pairs, queries, np.ones((n_samples, 1)))[0]
+        feature_mean /= n_samples
+    else:
+        row_means, grand_mean = np.zeros(n_samples), 0.0
+        target_mean = np.zeros(targets.shape[1])
+        feature_mean = np.zeros(pairs.shape[1] * queries.shape[1])
+    centered_targets = targets - target_mean
+    eigenvalues, eigenvectors = scipy.linalg.eigh(kernel, check_finite=False)
+    if alpha > 0:
+        weights = eigenvectors @ (
+            (eigenvectors.T @ centered_targets) / (eigenvalues + alpha)[:, None]
+        )
+    else:
+        kept = eigenvalues > tol * max(eigenvalues[-1], 0.0)
+        basis = eigenvectors[:, kept]
+        weights = basis @ ((basis.T @ centered_targets) / eigenvalues[kept][:, None])
+    # Phi_c^T a = Phi^T a - mean * sum(a)
+    coef = lifted_rmatvec(pairs, queries, weights) - np.outer(
+        weights.sum(axis=0), feature_mean
+    )
+    return KernelSolution(
+        coef,
+        feature_mean,
+        target_mean,
+        eigenvalues,
+        eigenvectors,
+        row_means,
+        float(grand_mean),
+    )
+
+
+# --- matrix-free (LSQR) solver -------------------------------------------------------
+
+
+class CenteredLiftedOperator(scipy.sparse.linalg.LinearOperator):
+    """``Phi - 1 mean^T`` as a linear operator, from the compact statistics."""
+
+    def __init__(self, pairs, queries, feature_mean):
+        self.pairs, self.queries, self.feature_mean = pairs, queries, feature_mean
+        super().__init__(np.float64, (pairs.shape[0], feature_mean.size))
+
+    def _matvec(self, vector):
+        vector = np.ravel(vector)
+        products = lifted_matvec(self.pairs, self.queries, vector[None])[:, 0]
+        return products - self.feature_mean @ vector
+
+    def _rmatvec(self, vector):
+        vector = np.ravel(vector)
+        products = lifted_rmatvec(self.pairs, self.queries, vector[:, None])[0]
+        return products - self.feature_mean * vector.sum()
+
+
+def solve_iterative(
+    pairs, queries, targets, alpha, fit_intercept, solver_tol, max_iter
+):
+    """Least squares / ridge by LSQR on the lifted problem, never forming ``Phi``.
+
+    Each iteration costs two structured products, ``O(n_samples d^3)``; memory is the
+    compact statistics, ``O(n_samples d^2)``. Started from zero, LSQR converges to the
+    minimum-norm solution when ``alpha = 0``.
+
+    Returns
+    -------
+    coef : ndarray of shape (n_outputs, p)
+    feature_mean, target_mean : ndarrays (zero without an intercept)
+    operator : CenteredLiftedOperator
+    converged : bool
+        False when some output stopped at ``max_iter``.
+    n_iter : ndarray of int, shape (n_outputs,)
+        LSQR iterations per output.
+    """
+    n_samples = pairs.shape[0]
+    n_lifted = pairs.shape[1] * queries.shape[1]
+    if fit_intercept:
+        feature_mean = lifted_rmatvec(pairs, queries, np.ones((n_samples, 1)))[0]
+        feature_mean /= n_samples
+        target_mean = targets.mean(axis=0)
+    else:
+        feature_mean = np.zeros(n_lifted)
+        target_mean = np.zeros(targets.shape[1])
+    operator = CenteredLiftedOperator(pairs, queries, feature_mean)
+    coef = np.empty((targets.shape[1], n_lifted))
+    n_iter = np.zeros(targets.shape[1], dtype=int)
+    converged = True
+    for output, column in enumerate((targets - target_mean).T):
+        result = scipy.sparse.linalg.lsqr(
+            operator,
+            column,
+            damp=np.sqrt(alpha),
+            atol=solver_tol,
+            btol=solver_tol,
+            iter_lim=max_iter,
+        )
+        coef[output], n_iter[output] = result[0], result[2]
+        converged &= result[1] != 7  # 7: the iteration limit was reached
+    return coef, feature_mean, target_mean, operator, converged, n_iter
+
+
+def estimate_extreme_eigenvalues(operator, n_samples, tol, max_iter):
+    """Smallest and largest eigenvalue of ``Phi_c^T Phi_c / n_samples`` by Lanczos.
+
+    The largest comes directly; the smallest as ``largest - top eigenvalue of
+    (largest I - Lambda)``, which converges far faster than asking Lanczos for the
+    bottom of the spectrum. With fewer samples than features the smallest is 0.
+    """
+    n_lifted = operator.shape[1]
+
+    def second_moment(vector):
+        return operator.rmatvec(operator.matvec(vector)) / n_samples
+
+    gram = scipy.sparse.linalg.LinearOperator(
+        (n_lifted, n_lifted), matvec=second_moment, dtype=np.float64
+    )
+    options = {"k": 1, "which": "LA", "tol": tol, "maxiter": max_iter}
+    largest = float(
+        scipy.sparse.linalg.eigsh(gram, **options, return_eigenvectors=False)[0]
+    )
+    if n_samples < n_lifted:
+        return 0.0, largest
+    flipped = scipy.sparse.linalg.LinearOperator(
+        (n_lifted, n_lifted),
+        matvec=lambda vector: largest * np.ravel(vector) - second_moment(vector),
+        dtype=np.float64,
+    )
+    top = float(
+        scipy.sparse.linalg.eigsh(flipped, **options, return_eigenvectors=False)[0]
+    )
+    return max(largest - top, 0.0), largest
+
+
+def structured_weight(pairs, queries, feature_mean, alpha):
+    """``R -> R @ (Phi_c^T Phi_c + alpha I)`` by structured products.
+
+    The training objective's weight for :func:`~sklearn_linattn._heads.fixed_heads`
+    when the Gram matrix is not formed (solvers ``"dual"`` and ``"cg"``).
+    """
+
+    def apply_weight(residual):
+        # Phi_c r = Phi r - (mean . r) 1 and Phi_c^T v = Phi^T v - mean (1 . v)
+        products = lifted_matvec(pairs, queries, residual) - residual @ feature_mean
+        back = lifted_rmatvec(pairs, queries, products)
+        return back - np.outer(products.sum(axis=0), feature_mean) + alpha * residual
+
+    return apply_weight

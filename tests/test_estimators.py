@@ -257,9 +257,9 @@ def test_bad_parameters(rng, params, match):
         )
 
 
-def test_verbose_reports_progress(rng, capsys):
+def test_verbose_reports_solver_and_time(rng, capsys):
     LinearAttentionRegressor(verbose=1, batch_size=10).fit(
         random_sequences(rng, 25, 3, 2), np.ones(25)
     )
     out = capsys.readouterr().out
-    assert "lifted 25/25 samples" in out and "fit done" in out
+    assert "solver 'dual'" in out and "fit done" in out
