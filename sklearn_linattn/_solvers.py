@@ -10,12 +10,14 @@
 """
 
 import os
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
 import scipy.sparse.linalg
 from scipy.linalg.blas import dsyrk
+from sklearn.exceptions import ConvergenceWarning
 
 from ._lift import (
     lifted_features,
@@ -476,29 +478,53 @@ def estimate_extreme_eigenvalues(operator, n_samples, tol, max_iter):
     The largest comes directly; the smallest as ``largest - top eigenvalue of
     (largest I - Lambda)``, which converges far faster than asking Lanczos for the
     bottom of the spectrum. With fewer samples than features the smallest is 0.
+    At least 1000 Lanczos iterations are allowed; when that is not enough a
+    ``ConvergenceWarning`` is issued and the smallest eigenvalue is reported as 0
+    (no claim of identifiability).
+
+    Returns
+    -------
+    smallest, largest : float
     """
     n_lifted = operator.shape[1]
 
     def second_moment(vector):
         return operator.rmatvec(operator.matvec(vector)) / n_samples
 
-    gram = scipy.sparse.linalg.LinearOperator(
-        (n_lifted, n_lifted), matvec=second_moment, dtype=np.float64
-    )
-    options = {"k": 1, "which": "LA", "tol": tol, "maxiter": max_iter}
-    largest = float(
-        scipy.sparse.linalg.eigsh(gram, **options, return_eigenvectors=False)[0]
-    )
+    def top_eigenvalue(matvec):
+        linear = scipy.sparse.linalg.LinearOperator(
+            (n_lifted, n_lifted), matvec=matvec, dtype=np.float64
+        )
+        try:
+            return float(
+                scipy.sparse.linalg.eigsh(
+                    linear,
+                    k=1,
+                    which="LA",
+                    tol=tol,
+                    maxiter=max(max_iter, 1000),
+                    return_eigenvectors=False,
+                )[0]
+            )
+        except scipy.sparse.linalg.ArpackNoConvergence:
+            warnings.warn(
+                "The Lanczos estimate of the certificate's eigenvalues did not "
+                "converge; the certificate claims no identifiability.",
+                ConvergenceWarning,
+                stacklevel=5,
+            )
+            return None
+
+    largest = top_eigenvalue(second_moment)
+    if largest is None:
+        return 0.0, float("nan")
     if n_samples < n_lifted:
         return 0.0, largest
-    flipped = scipy.sparse.linalg.LinearOperator(
-        (n_lifted, n_lifted),
-        matvec=lambda vector: largest * np.ravel(vector) - second_moment(vector),
-        dtype=np.float64,
+    top = top_eigenvalue(
+        lambda vector: largest * np.ravel(vector) - second_moment(vector)
     )
-    top = float(
-        scipy.sparse.linalg.eigsh(flipped, **options, return_eigenvectors=False)[0]
-    )
+    if top is None:
+        return 0.0, largest
     return max(largest - top, 0.0), largest
 
 

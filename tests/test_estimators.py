@@ -262,4 +262,4 @@ def test_verbose_reports_solver_and_time(rng, capsys):
         random_sequences(rng, 25, 3, 2), np.ones(25)
     )
     out = capsys.readouterr().out
-    assert "solver 'dual'" in out and "fit done" in out
+    assert "solver 'normal'" in out and "fit done" in out

@@ -126,7 +126,7 @@ def test_k_heads_minimize_the_weighted_objective(rng):
     coef = rng.normal(size=(1, n_lifted(d)))
     features = lifted_features(random_sequences(rng, 60, 5, d))
     weight = features.T @ features + 0.1 * np.eye(n_lifted(d))
-    value, query = fixed_heads(coef, d, 2, weight, tol=1e-8)
+    value, query = fixed_heads(coef, d, 2, lambda residual: residual @ weight, tol=1e-8)
 
     def objective(v, q):
         residual = MultiHeadLinearAttention(v, q).lifted_coef() - coef

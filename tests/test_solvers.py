@@ -1,0 +1,209 @@
+"""The three solvers agree; partial_fit equals fit; solver choice; concurrency."""
+
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from conftest import n_lifted, naive_lifted_features, random_attention, random_sequences
+from joblib import parallel_backend
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import GridSearchCV
+
+from sklearn_linattn import LinearAttentionRegressor
+from sklearn_linattn._lift import (
+    lifted_kernel,
+    lifted_matvec,
+    lifted_rmatvec,
+    pair_statistics,
+)
+from sklearn_linattn._progress import ChunkProgress
+from sklearn_linattn._solvers import choose_solver
+
+
+def test_structured_products_match_the_feature_matrix(rng):
+    X = random_sequences(rng, 30, 5, 4)
+    Phi = naive_lifted_features(X)
+    pairs, queries = pair_statistics(X)
+    coef = rng.normal(size=(2, Phi.shape[1]))
+    residuals = rng.normal(size=(30, 2))
+    np.testing.assert_allclose(
+        lifted_matvec(pairs, queries, coef), Phi @ coef.T, rtol=1e-11
+    )
+    np.testing.assert_allclose(
+        lifted_rmatvec(pairs, queries, residuals), (Phi.T @ residuals).T, rtol=1e-11
+    )
+    other = random_sequences(rng, 7, 3, 4)
+    np.testing.assert_allclose(
+        lifted_kernel(pairs, queries, *pair_statistics(other)),
+        Phi @ naive_lifted_features(other).T,
+        rtol=1e-11,
+    )
+
+
+CASES = [
+    # n_samples, fit_intercept, alpha: underdetermined, determined, ridge
+    (20, False, 0.0),
+    (20, True, 0.0),
+    (200, False, 0.0),
+    (200, True, 0.1),
+    (35, True, 1e-3),
+]
+
+
+@pytest.mark.parametrize("n_samples, fit_intercept, alpha", CASES)
+def test_dual_and_cg_equal_normal(rng, n_samples, fit_intercept, alpha):
+    truth = random_attention(rng, 4, 2, n_outputs=2)
+    X = random_sequences(rng, n_samples, 6, 4)
+    y = truth.predict(X) + 0.01 * rng.normal(size=(n_samples, 2))
+    params = dict(n_heads=None, tol=0.0, fit_intercept=fit_intercept, alpha=alpha)
+    normal = LinearAttentionRegressor(solver="normal", **params).fit(X, y)
+    dual = LinearAttentionRegressor(solver="dual", **params).fit(X, y)
+    cg = LinearAttentionRegressor(solver="cg", solver_tol=1e-14, **params).fit(X, y)
+    scale = np.linalg.norm(normal.coef_)
+    assert np.linalg.norm(dual.coef_ - normal.coef_) < 1e-8 * scale
+    assert np.linalg.norm(cg.coef_ - normal.coef_) < 1e-8 * scale
+    np.testing.assert_allclose(dual.intercept_, normal.intercept_, atol=1e-8)
+    np.testing.assert_allclose(cg.intercept_, normal.intercept_, atol=1e-8)
+    assert (normal.solver_, dual.solver_, cg.solver_) == ("normal", "dual", "cg")
+
+    exact, kernel, estimate = normal.certificate_, dual.certificate_, cg.certificate_
+    assert exact.identifiable == kernel.identifiable == estimate.identifiable
+    assert kernel.rank == exact.rank and kernel.exact and not estimate.exact
+    assert kernel.max_eigenvalue == pytest.approx(exact.max_eigenvalue, rel=1e-10)
+    assert estimate.max_eigenvalue == pytest.approx(exact.max_eigenvalue, rel=1e-6)
+    if exact.identifiable:
+        assert kernel.min_eigenvalue == pytest.approx(exact.min_eigenvalue, rel=1e-8)
+        assert estimate.min_eigenvalue == pytest.approx(exact.min_eigenvalue, rel=1e-4)
+    else:
+        assert kernel.min_eigenvalue == estimate.min_eigenvalue == 0.0
+        probe = np.concatenate([X[:4], random_sequences(rng, 4, 6, 4)])
+        expected = [True] * 4 + [False] * 4
+        assert exact.covers(probe).tolist() == expected
+        assert kernel.covers(probe).tolist() == expected
+        with pytest.raises(ValueError, match="estimated certificate"):
+            estimate.covers(probe)
+
+
+@pytest.mark.parametrize("solver", ["dual", "cg"])
+def test_k_heads_agree_across_solvers(rng, solver):
+    truth = random_attention(rng, 3, 3)
+    X = random_sequences(rng, 120, 6, 3)
+    y = truth.predict(X)[:, 0] + 0.05 * rng.normal(size=120)
+    normal = LinearAttentionRegressor(n_heads=1, solver="normal").fit(X, y)
+    other = LinearAttentionRegressor(n_heads=1, solver=solver, solver_tol=1e-14).fit(
+        X, y
+    )
+    loss = [np.sum((m.predict(X) - y) ** 2) for m in (normal, other)]
+    assert loss[1] == pytest.approx(loss[0], rel=1e-6)
+
+
+def test_cg_warns_when_it_stops_early(rng):
+    X = random_sequences(rng, 100, 5, 4)
+    with pytest.warns(ConvergenceWarning, match="max_iter=2"):
+        model = LinearAttentionRegressor(solver="cg", max_iter=2).fit(
+            X, rng.normal(size=100)
+        )
+    assert model.n_iter_ == 2
+
+
+def test_partial_fit_equals_fit_on_all_batches(rng):
+    truth = random_attention(rng, 3, 2, n_outputs=2)
+    X = random_sequences(rng, 150, 5, 3)
+    y = truth.predict(X) + 0.01 * rng.normal(size=(150, 2))
+    batches = [slice(0, 7), slice(7, 60), slice(60, 61), slice(61, 150)]
+    for fit_intercept in (False, True):
+        streamed = LinearAttentionRegressor(fit_intercept=fit_intercept, alpha=1e-3)
+        for batch in batches:
+            streamed.partial_fit(X[batch], y[batch])
+        whole = LinearAttentionRegressor(
+            fit_intercept=fit_intercept, alpha=1e-3, solver="normal"
+        ).fit(X, y)
+        np.testing.assert_allclose(streamed.coef_, whole.coef_, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(streamed.intercept_, whole.intercept_, atol=1e-10)
+        for field in ("identifiable", "rank", "n_samples"):
+            assert getattr(streamed.certificate_, field) == getattr(
+                whole.certificate_, field
+            )
+        assert streamed.certificate_.min_eigenvalue == pytest.approx(
+            whole.certificate_.min_eigenvalue, rel=1e-9
+        )
+        assert streamed.n_heads_ == whole.n_heads_
+    flat = LinearAttentionRegressor(token_dim=3)
+    for batch in batches:
+        flat.partial_fit(X[batch].reshape(-1, 15), y[batch])
+    whole = LinearAttentionRegressor(token_dim=3).fit(X.reshape(-1, 15), y)
+    np.testing.assert_allclose(flat.coef_, whole.coef_, rtol=1e-9, atol=1e-12)
+
+
+def test_partial_fit_rejects_inconsistent_batches(rng):
+    X = random_sequences(rng, 20, 4, 3)
+    model = LinearAttentionRegressor().partial_fit(X, rng.normal(size=20))
+    with pytest.raises(ValueError, match="token dimension 2"):
+        model.partial_fit(random_sequences(rng, 5, 4, 2), np.ones(5))
+    with pytest.raises(ValueError, match="same shape of targets"):
+        model.partial_fit(X, np.ones((20, 2)))
+    with pytest.raises(
+        ValueError, match="partial_fit accumulates the normal equations"
+    ):
+        LinearAttentionRegressor(solver="dual").partial_fit(X, np.ones(20))
+    # fit starts over, and partial_fit after it starts a new accumulation
+    model.fit(X, np.ones(20))
+    assert not hasattr(model, "_lifted_statistics")
+
+
+def test_auto_picks_by_size_and_memory():
+    gib = 2**30
+    assert choose_solver(100, 288, memory=8 * gib) == "dual"
+    assert choose_solver(10_000, 288, memory=8 * gib) == "normal"
+    # d = 32, p = 16896: the 10000 x 10000 kernel (3 x 0.8 GB) fits in a quarter of
+    # 24 GiB, not of 8 GiB; the p x p Gram (3 x 2.3 GB) never does.
+    assert choose_solver(10_000, 16_896, memory=24 * gib) == "dual"
+    assert choose_solver(10_000, 16_896, memory=8 * gib) == "cg"
+    assert choose_solver(30_000, 16_896, memory=24 * gib) == "cg"
+    assert choose_solver(30_000, 16_896, memory=64 * gib) == "normal"
+
+
+@pytest.mark.parametrize("backend", ["threading", "loky"])
+def test_grid_search_in_parallel(rng, backend):
+    truth = random_attention(rng, 3, 1)
+    X = random_sequences(rng, 90, 5, 3).reshape(90, -1)
+    y = truth.predict(X.reshape(90, 5, 3))[:, 0]
+    grid = {"alpha": [0.0, 1e-3], "solver": ["normal", "dual", "cg"]}
+    with parallel_backend(backend, n_jobs=2):
+        search = GridSearchCV(LinearAttentionRegressor(token_dim=3), grid, cv=3).fit(
+            X, y
+        )
+    serial = GridSearchCV(
+        LinearAttentionRegressor(token_dim=3), grid, cv=3, n_jobs=1
+    ).fit(X, y)
+    np.testing.assert_allclose(
+        search.cv_results_["mean_test_score"],
+        serial.cv_results_["mean_test_score"],
+        rtol=1e-8,
+    )
+
+
+def test_progress_lines_without_tqdm(monkeypatch, capsys):
+    monkeypatch.setattr("sklearn_linattn._progress._DELAY", 0.0)
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # import fails
+    progress = ChunkProgress("lifting")
+    progress(50, 100)
+    progress(100, 100)
+    out = capsys.readouterr().out
+    assert "lifting: 100/100 sequences" in out
+
+
+def test_no_progress_for_short_fits(capsys):
+    progress = ChunkProgress("lifting")
+    progress(100, 100)
+    assert capsys.readouterr().out == ""
+
+
+def test_fits_agree_for_every_solver_on_warning_free_data(rng):
+    X = random_sequences(rng, n_lifted(3) * 3, 5, 3)
+    y = random_attention(rng, 3, 1).predict(X)[:, 0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for solver in ("normal", "dual", "cg"):
+            LinearAttentionRegressor(solver=solver).fit(X, y)
