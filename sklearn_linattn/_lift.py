@@ -55,10 +55,12 @@ def _jit(function):
     directory (a read-only install without a writable home); then we compile without
     the on-disk cache rather than fail at import.
     """
+    # fastmath lets the dot products of S vectorize; inputs are validated finite
+    # before any kernel runs.
     try:
-        return njit(cache=True, nogil=True)(function)
+        return njit(cache=True, nogil=True, fastmath=True)(function)
     except RuntimeError:  # pragma: no cover - depends on the file system
-        return njit(cache=False, nogil=True)(function)
+        return njit(cache=False, nogil=True, fastmath=True)(function)
 
 
 def _compiled(dispatcher, signature):
@@ -93,26 +95,34 @@ def lifted_feature_pairs(token_dim):
 
 
 @_jit
+def _weighted_pairs(sequence, transposed, pairs):  # pragma: no cover - Numba
+    """``pairs[k] = w_bc S[b, c]`` for one sequence; ``transposed`` is scratch."""
+    n_tokens, d = sequence.shape
+    for t in range(n_tokens):  # tokens as columns, so each S[b, c] is a dot product
+        for b in range(d):
+            transposed[b, t] = sequence[t, b]
+    k = 0
+    for b in range(d):
+        for c in range(b, d):
+            total = 0.0
+            for t in range(n_tokens):
+                total += transposed[b, t] * transposed[c, t]
+            pairs[k] = total if b == c else _SQRT2 * total
+            k += 1
+
+
+@_jit
 def _lift_into(sequences, out):  # pragma: no cover - compiled by Numba
     n_samples, n_tokens, d = sequences.shape
-    gram = np.empty((d, d))
+    transposed = np.empty((d, n_tokens))
+    pairs = np.empty(d * (d + 1) // 2)
     for i in range(n_samples):
-        # S = Z^T Z, upper triangle only (S is symmetric).
-        for b in range(d):
-            for c in range(b, d):
-                gram[b, c] = 0.0
-        for t in range(n_tokens):
-            for b in range(d):
-                z_b = sequences[i, t, b]
-                for c in range(b, d):
-                    gram[b, c] += z_b * sequences[i, t, c]
+        _weighted_pairs(sequences[i], transposed, pairs)
         j = 0
-        for b in range(d):
-            for c in range(b, d):
-                s = gram[b, c] if b == c else _SQRT2 * gram[b, c]
-                for e in range(d):
-                    out[i, j] = s * sequences[i, n_tokens - 1, e]
-                    j += 1
+        for k in range(pairs.size):  # phi = pairs (x) q, q running fastest
+            for e in range(d):
+                out[i, j] = pairs[k] * sequences[i, n_tokens - 1, e]
+                j += 1
 
 
 def lifted_features(sequences, out=None, n_threads=1):
@@ -170,15 +180,9 @@ def lifted_features(sequences, out=None, n_threads=1):
 @_jit
 def _pair_statistics_into(sequences, pairs, queries):  # pragma: no cover - Numba
     n_samples, n_tokens, d = sequences.shape
+    transposed = np.empty((d, n_tokens))
     for i in range(n_samples):
-        k = 0
-        for b in range(d):
-            for c in range(b, d):
-                total = 0.0
-                for t in range(n_tokens):
-                    total += sequences[i, t, b] * sequences[i, t, c]
-                pairs[i, k] = total if b == c else _SQRT2 * total
-                k += 1
+        _weighted_pairs(sequences[i], transposed, pairs[i])
         for e in range(d):
             queries[i, e] = sequences[i, n_tokens - 1, e]
 
