@@ -128,9 +128,11 @@ _WINDOW = 25
 _STALL = 1.0 - 1e-3
 _MAX_ITER = 5000
 _PATIENCE = 1000
-# A start that reaches POLISH * tol has done enough: this is accurate far beyond
-# the tolerance, without the long tail of slow linear convergence.
-_POLISH = 1e-3
+# Within tol a start goes on polishing while each window still gains a factor
+# POLISH_RATE, down to POLISH * tol: full accuracy where convergence is fast,
+# without the long tail where it is slow.
+_POLISH = 1e-6
+_POLISH_RATE = 0.5
 _RESTARTS = 8
 _RESTART_SEED = 20251129
 
@@ -153,7 +155,7 @@ def _alternating_projections(lifted_coef, token_dim, rank, start, tol, max_iter)
             break
         if iteration % _WINDOW == 0:
             progress = error / window_start
-            if progress > _STALL:
+            if progress > (_POLISH_RATE if error <= tol else _STALL):
                 break
             window_start = error
             if iteration >= _PATIENCE and error > tol > 0:

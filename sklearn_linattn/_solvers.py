@@ -46,13 +46,17 @@ __all__ = [
     "structured_weight",
 ]
 
-# Memory for one chunk of lifted features when batch_size=None.
-_CHUNK_BYTES = 32 * 2**20
+# Memory for one chunk of lifted features when batch_size=None: at least 32 MiB, at
+# most 256 MiB, and within that 2 p rows, which the symmetric rank-k update needs to
+# run near BLAS speed (measured in benchmarks/bench_solvers.py, section 2).
+_CHUNK_BYTES = (32 * 2**20, 256 * 2**20)
 
 
 def default_batch_size(n_lifted):
-    """Samples per chunk so that one chunk of lifted features takes about 32 MiB."""
-    return max(1, _CHUNK_BYTES // (8 * n_lifted))
+    """Samples per chunk: ``2 p`` rows, kept between 32 and 256 MiB of features."""
+    row_bytes = 8 * n_lifted
+    low, high = (bound // row_bytes for bound in _CHUNK_BYTES)
+    return max(1, min(max(2 * n_lifted, low), high))
 
 
 class LiftedStatistics:
@@ -95,8 +99,12 @@ class LiftedStatistics:
             lower=0,
             overwrite_c=1,
         )
-        self.moment += features.T @ targets
-        self.feature_sum += features.sum(axis=0)
+        # Phi^T y and the column sums in one pass: Phi^T [y, 1].
+        augmented = np.ones((targets.shape[0], targets.shape[1] + 1))
+        augmented[:, :-1] = targets
+        products = features.T @ augmented
+        self.moment += products[:, :-1]
+        self.feature_sum += products[:, -1]
         self.target_sum += targets.sum(axis=0)
         self.n_samples += features.shape[0]
 
