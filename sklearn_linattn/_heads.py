@@ -128,10 +128,10 @@ _WINDOW = 25
 _STALL = 1.0 - 1e-3
 _MAX_ITER = 5000
 _PATIENCE = 1000
-# Within tol a start goes on polishing while each window still gains a factor
-# POLISH_RATE, down to POLISH * tol: full accuracy where convergence is fast,
-# without the long tail where it is slow.
-_POLISH = 1e-6
+# Within tol a start polishes on to POLISH[0] * tol in any case, and on to
+# POLISH[1] * tol while each window still gains a factor POLISH_RATE: full
+# accuracy where convergence is fast, without the long tail where it is slow.
+_POLISH = (1e-3, 1e-6)
 _POLISH_RATE = 0.5
 _RESTARTS = 8
 _RESTART_SEED = 20251129
@@ -151,11 +151,11 @@ def _alternating_projections(lifted_coef, token_dim, rank, start, tol, max_iter)
         error = np.linalg.norm(gap) / norm
         if error < best_error:
             best, best_error = low_rank, error
-        if error <= _POLISH * tol:
+        if error <= _POLISH[1] * tol:
             break
         if iteration % _WINDOW == 0:
             progress = error / window_start
-            if progress > (_POLISH_RATE if error <= tol else _STALL):
+            if progress > (_POLISH_RATE if error <= _POLISH[0] * tol else _STALL):
                 break
             window_start = error
             if iteration >= _PATIENCE and error > tol > 0:
