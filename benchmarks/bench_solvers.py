@@ -79,8 +79,12 @@ def features_section(quick, repeats):
             )
             numpy = median_seconds(lambda: einsum_features(X), repeats)
             write = median_seconds(lambda: out.fill(1.0), repeats)
+            reference = einsum_features(X)
             np.testing.assert_allclose(
-                lifted_features(X), einsum_features(X), rtol=1e-10
+                lifted_features(X),
+                reference,
+                rtol=1e-9,
+                atol=1e-12 * np.abs(reference).max(),
             )
             rows.append(
                 {
@@ -231,7 +235,7 @@ def scaling_section(quick):
         X = rng.normal(scale=0.25, size=(n, 16, d))
         y = rng.normal(size=n)
         for solver in ("auto", "normal", "dual", "cg"):
-            if solver == "dual" and n > 20000:
+            if solver == "dual" and n > 5000:
                 continue  # n x n kernel
             if solver == "cg" and n > 10**5:
                 continue  # minutes of LSQR iterations

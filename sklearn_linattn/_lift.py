@@ -69,6 +69,8 @@ def _compiled(dispatcher, signature):
     Inputs are declared read-only: writable arrays convert to that type, so user
     arrays of either kind share one compiled version instead of two.
     """
+    if not hasattr(dispatcher, "signatures"):  # NUMBA_DISABLE_JIT=1: plain Python
+        return dispatcher
     if not dispatcher.signatures:
         with _compile_lock:
             if not dispatcher.signatures:
