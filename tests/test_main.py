@@ -65,3 +65,12 @@ def test_plot_without_matplotlib_is_a_clear_error(monkeypatch, capsys):
         main(["--quick", "--plot", "figures"])
     assert exit_info.value.code == 2
     assert "--plot needs matplotlib" in capsys.readouterr().err
+
+
+def test_bad_command_line_arguments(capsys):
+    for argv in (["--seed", "abc"], ["--unknown"]):
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid int value: 'abc'" in err and "unrecognized arguments" in err
