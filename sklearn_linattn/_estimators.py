@@ -365,11 +365,11 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         ``b == c`` else ``sqrt(2)``. 1-D for 1-D ``y``.
     intercept_ : float or ndarray of shape (n_outputs,)
         0.0 when ``fit_intercept=False``.
-    value_matrices_ : ndarray of shape (n_heads_, n_outputs, token_dim)
+    value_matrices_ : ndarray of shape (`n_heads_`, n_outputs, token_dim)
         Heads in canonical form: sorted by strength (largest first), scale balanced
         (``||V_h||_F = ||Q_h||_F``), the largest-magnitude entry of each ``V_h``
         positive; two fits of the same data give the same arrays.
-    query_matrices_ : ndarray of shape (n_heads_, token_dim, token_dim)
+    query_matrices_ : ndarray of shape (`n_heads_`, token_dim, token_dim)
     n_heads_ : int
     attention_ : MultiHeadLinearAttention
         The fitted heads as a model (without the intercept).
@@ -384,7 +384,7 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     n_features_in_ : int
         Columns of 2-D ``X`` (``n_tokens * token_dim`` of the training sequences
         for 3-D ``X``; 3-D input of any length is accepted at predict time).
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Only when ``X`` had string column names.
 
     See Also
@@ -573,15 +573,15 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
     classes_ : ndarray of shape (n_classes,)
     coef_ : ndarray of shape (1, n_lifted_features) or (n_classes, n_lifted_features)
     intercept_ : ndarray of shape (1,) or (n_classes,)
-    value_matrices_ : ndarray of shape (n_heads_, n_outputs, token_dim)
+    value_matrices_ : ndarray of shape (`n_heads_`, n_outputs, token_dim)
         ``n_outputs`` is 1 for two classes, else ``n_classes``.
-    query_matrices_ : ndarray of shape (n_heads_, token_dim, token_dim)
+    query_matrices_ : ndarray of shape (`n_heads_`, token_dim, token_dim)
     n_heads_ : int
     attention_ : MultiHeadLinearAttention
     certificate_ : IdentifiabilityCertificate
     token_dim_ : int
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Only when ``X`` had string column names.
 
     See Also
@@ -709,7 +709,7 @@ class LiftedAttentionFeatures(TransformerMixin, BaseEstimator):
     ----------
     token_dim_ : int
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Only when ``X`` had string column names.
 
     Examples
