@@ -2,7 +2,8 @@
 
 Run: ``python benchmarks/bench_heads.py [--seeds 10] [--dims 4 6 8 12 16]``
 
-For each token dimension d and number of generating heads H in {1, 2, d/2, d}, and
+For each token dimension d and number of generating heads H in
+{1, 2, d/2, 3d/4, d-1, d}, and
 each seed: draw a random H-head MHLA (parameters N(0, 1/d)), 3p Gaussian training
 sequences (16 tokens, entries N(0, 1/16)), fit the lifted regression once, then read
 heads out of the same coefficients both ways. Reports the fraction of fits where the
@@ -134,7 +135,7 @@ def main():
     table = []
     for noise in (0.0, 0.01):
         for d in args.dims:
-            for n_heads in sorted({1, 2, d // 2, d}):
+            for n_heads in sorted({1, 2, d // 2, (3 * d) // 4, d - 1, d}):
                 rows = [one_fit(d, n_heads, seed, noise) for seed in range(args.seeds)]
                 entry = {"noise": noise, "d": d, "H": n_heads}
                 for name in ("auto", "paper", "auto_tol_1e-2"):

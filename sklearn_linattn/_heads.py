@@ -169,6 +169,98 @@ def _alternating_projections(lifted_coef, token_dim, rank, start, tol, max_iter)
     return best, best_error
 
 
+# Gauss-Newton on isotropic subspaces (one output): iteration cap per start, the
+# Levenberg-Marquardt damping beyond which a start is abandoned, extra random starts.
+_GN_MAX_ITER = 60
+_GN_MAX_DAMPING = 1e8
+_GN_STARTS = 40
+
+
+def _isotropy_residual(slices, null_basis):
+    """``N^T S_e N`` for every slice, upper triangles in the Frobenius metric."""
+    k = null_basis.shape[1]
+    rows, cols = np.triu_indices(k)
+    weights = np.where(rows == cols, 1.0, np.sqrt(2.0))
+    products = np.einsum("bi,ebc,cj->eij", null_basis, slices, null_basis)
+    return (products[:, rows, cols] * weights).ravel()
+
+
+def _isotropy_jacobian(slices, null_basis, complement):
+    """Derivative of the residual for ``N -> N + complement @ X``, columns over X."""
+    k = null_basis.shape[1]
+    rows, cols = np.triu_indices(k)
+    weights = np.where(rows == cols, 1.0, np.sqrt(2.0))
+    mixed = np.einsum("bi,ebc,cj->eij", complement, slices, null_basis)  # (e, r, k)
+    identity = np.eye(k)
+    # d(N^T S N)[a, b] / dX[i, j] = [a == j] T[i, b] + [b == j] T[i, a]
+    change = np.einsum("aj,eib->ijeab", identity, mixed)
+    change = change + np.einsum("bj,eia->ijeab", identity, mixed)
+    change = change[..., rows, cols] * weights
+    return change.reshape(complement.shape[1] * k, -1).T
+
+
+def _isotropic_subspace(slices, start):
+    """Levenberg-Marquardt for an orthonormal ``N`` with ``N^T S_e N = 0`` for all e.
+
+    Returns the basis reached and ``sum_e ||N^T S_e N||_F^2``.
+    """
+    d, k = start.shape
+    basis = np.linalg.qr(start)[0]
+    value = float(np.sum(_isotropy_residual(slices, basis) ** 2))
+    damping = 1e-3
+    for _ in range(_GN_MAX_ITER):
+        complement = np.linalg.qr(basis, mode="complete")[0][:, k:]
+        jacobian = _isotropy_jacobian(slices, basis, complement)
+        gradient = jacobian.T @ _isotropy_residual(slices, basis)
+        curvature = jacobian.T @ jacobian
+        while True:
+            step = np.linalg.solve(
+                curvature + damping * np.eye(len(gradient)), -gradient
+            )
+            trial = np.linalg.qr(basis + complement @ step.reshape(d - k, k))[0]
+            trial_value = float(np.sum(_isotropy_residual(slices, trial) ** 2))
+            if trial_value < value:
+                basis, damping = trial, max(damping / 3, 1e-12)
+                improvement, value = value - trial_value, trial_value
+                break
+            damping *= 4
+            if damping > _GN_MAX_DAMPING:
+                return basis, value
+        if improvement <= 1e-30 + 1e-12 * value:
+            break
+    return basis, value
+
+
+def _isotropic_fold(lifted_coef, token_dim, rank, tol, warm_start):
+    """A rank-``rank`` folded ``W`` for one output, from an isotropic subspace.
+
+    With one output, ``W`` has rank at most ``r`` exactly when the slices
+    ``S_e = W_sym[:, :, e]`` all vanish on a common ``(d - r)``-dimensional subspace
+    ``N`` (``N^T S_e N = 0``); then ``X_e = 2 P S_e - P S_e P`` with ``P`` the
+    projector onto ``N``'s complement has the fitted symmetric part and rank ``<= r``,
+    and the relative error is ``sqrt(sum_e ||N^T S_e N||^2) / ||lifted_coef||``.
+    ``N`` is found by Levenberg-Marquardt from the null space of ``warm_start`` and
+    from seeded random starts.
+    """
+    d = token_dim
+    k = d - rank
+    norm = np.linalg.norm(lifted_coef)
+    slices = fold_lifted_coef(lifted_coef, d).reshape(d, d, d).transpose(2, 0, 1)
+    random_state = np.random.default_rng(_RESTART_SEED)
+    starts = [np.linalg.svd(warm_start)[0][:, rank:]] if warm_start is not None else []
+    starts += [random_state.normal(size=(d, k)) for _ in range(_GN_STARTS)]
+    for start in starts:
+        basis, value = _isotropic_subspace(slices, start)
+        if np.sqrt(value) <= tol * norm:
+            complement = np.linalg.qr(basis, mode="complete")[0][:, k:]
+            projector = complement @ complement.T
+            slices_in = 2 * np.einsum("bc,ecf->ebf", projector, slices) - np.einsum(
+                "bc,ecf,fg->ebg", projector, slices, projector
+            )
+            return slices_in.transpose(1, 2, 0).reshape(d, d * d)
+    return None
+
+
 def low_rank_fold(lifted_coef, token_dim, rank, tol, max_iter=_MAX_ITER, restarts=0):
     """A folded ``W`` of rank ``rank`` whose symmetric part is ``lifted_coef``.
 
@@ -220,6 +312,14 @@ def low_rank_fold(lifted_coef, token_dim, rank, tol, max_iter=_MAX_ITER, restart
             best, best_error = folded, error
         if best_error <= tol:
             return best, best_error
+        if attempt == 0 and restarts and lifted_coef.shape[0] == 1:
+            # One output: alternating projections often stall when more than half
+            # of the d heads are needed; Gauss-Newton on the isotropic subspace
+            # does not, and costs less than the restarts.
+            folded = _isotropic_fold(lifted_coef, token_dim, rank, tol, best)
+            if folded is not None:
+                gap = unfold_lifted_coef(folded, token_dim) - lifted_coef
+                return folded, np.linalg.norm(gap) / np.linalg.norm(lifted_coef)
     return None, best_error
 
 
