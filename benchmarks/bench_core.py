@@ -17,15 +17,13 @@ Reports, in one run:
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
-import tracemalloc
 
 import numpy as np
 import scipy.linalg
+from _measure import median_seconds, peak_bytes
 
 from sklearn_linattn import LinearAttentionRegressor
 from sklearn_linattn._lift import lifted_features
@@ -51,23 +49,6 @@ def first_call_seconds(cache_dir):
         check=True,
     ).stdout.split()
     return float(out[0]), float(out[1])
-
-
-def timed(function, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def peak_bytes(function):
-    tracemalloc.start()
-    function()
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return peak
 
 
 def naive_fit(X, y):
@@ -97,11 +78,11 @@ def main():
     model = LinearAttentionRegressor(n_heads=None, solver="normal")
     model.fit(X[:10], y[:10])  # compile outside the timings
 
-    fit_seconds = timed(lambda: model.fit(X, y), args.repeats)
-    auto_seconds = timed(
+    fit_seconds = median_seconds(lambda: model.fit(X, y), args.repeats)
+    auto_seconds = median_seconds(
         lambda: LinearAttentionRegressor(solver="normal").fit(X, y), args.repeats
     )
-    naive_seconds = timed(lambda: naive_fit(X, y), args.repeats)
+    naive_seconds = median_seconds(lambda: naive_fit(X, y), args.repeats)
     fit_peak = peak_bytes(lambda: model.fit(X, y))
     naive_peak = peak_bytes(lambda: naive_fit(X, y))
     np.testing.assert_allclose(model.coef_, naive_fit(X, y), rtol=1e-6)

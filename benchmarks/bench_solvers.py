@@ -21,11 +21,10 @@ Gradient training of MHLA (the paper's baseline) is in ``bench_gradient.py``.
 
 import argparse
 import json
-import statistics
 import time
-import tracemalloc
 
 import numpy as np
+from _measure import median_seconds, peak_bytes
 from scipy.linalg.blas import dsyrk
 from sklearn.linear_model import Ridge
 from sklearn.pipeline import make_pipeline
@@ -37,21 +36,8 @@ from sklearn_linattn._solvers import accumulate_statistics, choose_solver
 from sklearn_linattn.datasets import make_random_mhla
 
 
-def median_seconds(function, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def peak_megabytes(function):
-    tracemalloc.start()
-    function()
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return peak / 2**20
+    return peak_bytes(function) / 2**20
 
 
 def einsum_features(sequences):

@@ -3,9 +3,9 @@ Attention in scikit-learn's tools
 =================================
 
 The estimators take 2-D rows (each a sequence flattened token by token, with
-``token_dim``) so they fit in ``Pipeline``, ``GridSearchCV`` and ``cross_val_score`` like
-any regressor; and :class:`~sklearn_linattn.LiftedAttentionFeatures` hands the lifted
-features to any linear model.
+``token_dim``) so they fit in ``Pipeline``, ``GridSearchCV`` and ``cross_val_score``
+like any regressor; and :class:`~sklearn_linattn.LiftedAttentionFeatures` hands the
+lifted features to any linear model.
 """
 
 import matplotlib.pyplot as plt

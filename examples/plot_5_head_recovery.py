@@ -3,10 +3,10 @@ Head recovery: the paper's read-out against minimal heads
 ==========================================================
 
 The lifted fit determines only the part of ``W[a,b,c,e] = sum_h V_h[a,b] Q_h[c,e]``
-symmetric in ``(b, c)``. The paper reads heads out of the SVD of the symmetric split,
-which has rank ``d`` almost always, so it returns ``d`` heads even when the data came from
-one. ``n_heads="auto"`` chooses the free antisymmetric part to make ``W`` low rank and
-returns the fewest heads; both compute the same function.
+symmetric in ``(b, c)``. The paper reads heads out of the SVD of the symmetric
+split, which has rank ``d`` almost always, so it returns ``d`` heads even when the data
+came from one. ``n_heads="auto"`` chooses the free antisymmetric part to make ``W`` low
+rank and returns the fewest heads; both compute the same function.
 """
 
 import matplotlib.pyplot as plt

@@ -160,3 +160,15 @@ def test_zero_function_has_no_heads():
     model = LinearAttentionRegressor().fit(X, np.zeros(50))
     assert model.n_heads_ == 0
     np.testing.assert_array_equal(model.predict(X), 0.0)
+
+
+@pytest.mark.parametrize("token_dim, n_heads", [(4, 3), (6, 4), (6, 5), (8, 6)])
+def test_more_than_half_of_the_heads(token_dim, n_heads):
+    # Past d/2 heads alternating projections stall; the isotropic-subspace
+    # Gauss-Newton fallback (one output) still finds the generating count.
+    truth = random_attention(
+        np.random.default_rng(31 * token_dim + n_heads), token_dim, n_heads
+    )
+    value, query = minimal_heads(truth.lifted_coef(), token_dim, tol=1e-8)
+    assert len(value) == n_heads
+    assert relative_distance(MultiHeadLinearAttention(value, query), truth) < 1e-8
