@@ -5,7 +5,9 @@ heads are a factorization ``W[(a,b),(c,e)] = sum_h V_h[a,b] Q_h[c,e]`` of any ``
 with that symmetric part, so the number of heads is the rank of the chosen ``W``.
 
 - :func:`paper_heads`: the paper's read-out, the SVD of the symmetric split.
-- :func:`minimal_heads`: the fewest heads, by choosing the free antisymmetric part.
+- :func:`minimal_heads`: the fewest heads, by choosing the free antisymmetric part
+  (alternating projections; with one output also Gauss-Newton on the common isotropic
+  subspace of the coefficient slices).
 - :func:`fixed_heads`: the best model with at most ``k`` heads for a weighted
   least-squares objective (the training loss), refined in head space.
 
@@ -268,9 +270,12 @@ def low_rank_fold(lifted_coef, token_dim, rank, tol, max_iter=_MAX_ITER, restart
     and the affine set of ``W`` with the fitted symmetric part (keep the
     antisymmetric part, replace the symmetric one), started from the symmetric
     split. The iteration runs until it stalls, so a solution is as accurate as the
-    iteration allows, not just within ``tol``. When it stalls above ``tol`` it can
-    be restarted from the symmetric split plus an antisymmetric part drawn from a
-    fixed seed (so results never change between runs).
+    iteration allows, not just within ``tol``. When it stalls above ``tol`` and
+    ``restarts`` are allowed, a single-output problem goes to
+    :func:`_isotropic_fold` (Gauss-Newton, which succeeds where alternating
+    projections stall past ``d / 2`` heads), then alternating projections restart from
+    the symmetric split plus antisymmetric parts drawn from a fixed seed (so results
+    never change between runs).
 
     Parameters
     ----------
