@@ -311,7 +311,18 @@ _FALLBACK_MEMORY = 4 * 2**30
 
 
 def available_memory():
-    """Free physical memory in bytes (4 GiB when the system does not say)."""
+    """Memory available to a new allocation, in bytes.
+
+    Linux's ``MemAvailable`` (free memory plus reclaimable page cache), else the
+    free physical pages, else 4 GiB.
+    """
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):  # pragma: no cover - not Linux
+        pass
     try:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
@@ -324,7 +335,7 @@ def choose_solver(n_samples, n_lifted, memory=None):
     ``"dual"`` when there are fewer samples than lifted features and the
     ``n_samples x n_samples`` kernel fits; else ``"normal"`` when the ``p x p`` Gram
     matrix fits; else ``"cg"``. "Fits" means three such float64 matrices take at
-    most a quarter of the free memory.
+    most a quarter of :func:`available_memory`.
     """
     budget = _MEMORY_SHARE * (available_memory() if memory is None else memory)
     if n_samples < n_lifted and _COPIES * 8 * n_samples**2 <= budget:

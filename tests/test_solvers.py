@@ -207,3 +207,9 @@ def test_fits_agree_for_every_solver_on_warning_free_data(rng):
         warnings.simplefilter("error")
         for solver in ("normal", "dual", "cg"):
             LinearAttentionRegressor(solver=solver).fit(X, y)
+
+
+def test_available_memory_is_plausible():
+    from sklearn_linattn._solvers import available_memory
+
+    assert 2**20 < available_memory() < 2**50
