@@ -307,9 +307,10 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         - ``"auto"``: the fewest heads that reproduce the lifted solution within
           ``tol``. The lifted coefficients fix only the part of
           ``W[a,b,c,e] = sum_h V_h[a,b] Q_h[c,e]`` symmetric in ``(b, c)``; the
-          antisymmetric part is chosen (alternating projections, bisection over the
-          number of heads) to make ``W`` low rank. On noiseless data from a generic
-          ``H``-head model this returns ``H`` heads computing the same function; on
+          antisymmetric part is chosen (alternating projections, and with one output
+          Gauss-Newton on an isotropic subspace, trying counts upwards from a lower
+          bound) to make ``W`` low rank. On noiseless data from a generic ``H``-head
+          model this returns ``H`` heads computing the same function; on
           noisy data (or when a generic function needs them) it returns as many
           heads as ``tol`` demands, up to the paper's count.
         - int ``k``: the best model with at most ``k`` heads for the training
