@@ -12,6 +12,7 @@ from numbers import Real
 
 import numpy as np
 
+from ._distributed import block_statistics, is_dask_array
 from ._lift import (
     lifted_features,
     lifted_kernel,
@@ -252,7 +253,8 @@ def certify(X, token_dim=None, tol=None):
     ----------
     X : array-like of shape (n_samples, n_tokens, token_dim) or \
 (n_samples, n_tokens * token_dim)
-        Sequences, tokens as rows, the query last.
+        Sequences, tokens as rows, the query last. A Dask array chunked along samples
+        is processed blockwise on its workers.
     token_dim : int, optional
         Needed for 2-D ``X``; without it a 2-D row is one token.
     tol : float, optional
@@ -282,13 +284,17 @@ def certify(X, token_dim=None, tol=None):
     >>> certify(rng.normal(size=(10, 5, 3))).rank  # fewer samples than p
     10
     """
-    sequences = validate_sequences(X, token_dim=token_dim)
-    n_samples, _, d = sequences.shape
+    if is_dask_array(X):
+        statistics, d, _ = block_statistics(X, None, token_dim)
+    else:
+        sequences = validate_sequences(X, token_dim=token_dim)
+        d = sequences.shape[2]
+        statistics = accumulate_statistics(sequences, np.zeros((len(sequences), 0)))
+    n_samples = statistics.n_samples
     if tol is None:
         tol = default_rank_tol(n_lifted_features(d))
     elif not (isinstance(tol, Real) and 0 <= tol < 1):
         raise ValueError(f"tol must be a real number in [0, 1), got {tol!r}.")
-    statistics = accumulate_statistics(sequences, np.zeros((n_samples, 0)))
     gram, _, _, _ = statistics.normal_equations(fit_intercept=False)
     return IdentifiabilityCertificate.from_spectrum(
         gram_spectrum(gram, tol), n_samples, d

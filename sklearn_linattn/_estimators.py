@@ -29,6 +29,7 @@ from sklearn.utils.validation import (
 
 from ._attention import MultiHeadLinearAttention
 from ._certificate import IdentifiabilityCertificate
+from ._distributed import block_statistics, is_dask_array, predict_blocks
 from ._heads import fixed_heads, minimal_heads, paper_heads
 from ._lift import (
     lifted_feature_pairs,
@@ -273,6 +274,10 @@ class _LinearAttentionBase(BaseEstimator):
         sequences = validate_sequences(
             X, token_dim=self.token_dim_, estimator=self, reset=False
         )
+        return self._predict_sequences(sequences)
+
+    def _predict_sequences(self, sequences):
+        """Validated 3-D sequences through the fitted lifted model."""
         return lifted_predict(
             sequences,
             np.atleast_2d(self.coef_),
@@ -453,11 +458,36 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         -------
         self : LinearAttentionRegressor
         """
+        if is_dask_array(X):
+            if hasattr(self, "_lifted_statistics"):
+                del self._lifted_statistics
+            self._fit_dask(X, y, statistics=None)
+            return self
         sequences = validate_sequences(
             X, token_dim=self.token_dim, estimator=self, reset=True
         )
         targets, was_1d = validate_targets(y, sequences.shape[0], type(self).__name__)
         return self._fit_lifted(sequences, targets, was_1d)
+
+    def _fit_dask(self, X, y, statistics):
+        """Fit on a Dask array: blockwise statistics on the workers, solve here."""
+        if self.solver not in ("auto", "normal"):
+            raise ValueError(
+                "Dask arrays are fitted with the normal equations (blockwise "
+                f"statistics); use solver='auto' or 'normal', got {self.solver!r}."
+            )
+        first_call = statistics is None
+        token_dim = self.token_dim if first_call else self.token_dim_
+        statistics, token_dim, was_1d = block_statistics(
+            X, y, token_dim, batch_size=self.batch_size, statistics=statistics
+        )
+        if first_call:
+            self.n_features_in_ = int(np.prod(X.shape[1:]))
+            if hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+        self.solver_, self.n_iter_ = "normal", 1
+        self._solve_normal(statistics, token_dim, was_1d)
+        return statistics
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y):
@@ -488,6 +518,12 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
                 f"'auto', got solver={self.solver!r}."
             )
         first_call = not hasattr(self, "_lifted_statistics")
+        if is_dask_array(X):
+            self._lifted_statistics = self._fit_dask(
+                X, y, None if first_call else self._lifted_statistics
+            )
+            self._targets_were_1d = np.ndim(y) == 1
+            return self
         sequences = validate_sequences(
             X,
             token_dim=self.token_dim if first_call else self.token_dim_,
@@ -534,7 +570,11 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         -------
         y : ndarray of shape (n_samples,) or (n_samples, n_outputs)
         """
-        predictions = self._lifted_output(X)
+        if is_dask_array(X):
+            check_is_fitted(self)
+            predictions = predict_blocks(X, self.token_dim_, self._predict_sequences)
+        else:
+            predictions = self._lifted_output(X)
         return predictions[:, 0] if self.coef_.ndim == 1 else predictions
 
 

@@ -108,6 +108,15 @@ class LiftedStatistics:
         self.target_sum += targets.sum(axis=0)
         self.n_samples += features.shape[0]
 
+    def merge(self, other):
+        """Add the statistics of other samples (sums add up): returns ``self``."""
+        self.gram_upper += other.gram_upper
+        self.moment += other.moment
+        self.feature_sum += other.feature_sum
+        self.target_sum += other.target_sum
+        self.n_samples += other.n_samples
+        return self
+
     def normal_equations(self, fit_intercept):
         """The (centered, when fitting an intercept) normal equations.
 

@@ -1,0 +1,145 @@
+"""Fitting on Dask arrays: per-block sufficient statistics, reduced as a tree.
+
+The lifted normal equations (``Phi^T Phi``, ``Phi^T y``, sums, count) add up over
+samples, so each block of a Dask array chunked along samples is lifted where it lives,
+with the same Numba kernels, and only ``O(p^2)`` statistics travel. Dask is imported
+lazily: the core package never needs it.
+"""
+
+import numpy as np
+
+from ._solvers import accumulate_statistics
+from ._validation import validate_sequences, validate_targets
+
+__all__ = ["block_statistics", "is_dask_array", "predict_blocks", "require_dask"]
+
+
+def is_dask_array(X):
+    """Whether ``X`` is a Dask array, without importing Dask."""
+    return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "chunks")
+
+
+def require_dask():
+    """The ``dask`` and ``dask.array`` modules, or a clear error."""
+    try:
+        import dask
+        import dask.array
+    except ImportError as error:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "A Dask array was passed but Dask is not installed: "
+            "python -m pip install 'sklearn-linattn[dask]'"
+        ) from error
+    return dask, dask.array
+
+
+def _sequence_shape(X, token_dim):
+    """Check a Dask array's shape (not its values) like ``validate_sequences``."""
+    if X.ndim == 3:
+        if token_dim is not None and X.shape[2] != token_dim:
+            raise ValueError(
+                f"X has token dimension {X.shape[2]} (shape {X.shape}) but "
+                f"token_dim={token_dim} was expected."
+            )
+        return X.shape[2]
+    if X.ndim != 2:
+        raise ValueError(
+            "Expected a Dask array of shape (n_samples, n_tokens, token_dim) or "
+            f"(n_samples, n_tokens * token_dim), got shape {X.shape}."
+        )
+    token_dim = X.shape[1] if token_dim is None else token_dim
+    if X.shape[1] % token_dim:
+        raise ValueError(
+            f"X has {X.shape[1]} columns, which is not a multiple of "
+            f"token_dim={token_dim}."
+        )
+    return token_dim
+
+
+def _one_block(X_block, y_block, token_dim, batch_size):
+    sequences = validate_sequences(X_block, token_dim=token_dim)
+    if y_block is None:  # certify: no targets
+        targets = np.zeros((sequences.shape[0], 0))
+    else:
+        targets, _ = validate_targets(y_block, sequences.shape[0])
+    return accumulate_statistics(sequences, targets, batch_size=batch_size)
+
+
+def _merge(*parts):
+    total = parts[0]
+    for part in parts[1:]:
+        total.merge(part)
+    return total
+
+
+def block_statistics(X, y, token_dim, batch_size=None, statistics=None):
+    """Lifted statistics of a Dask array, computed blockwise and tree-reduced.
+
+    Parameters
+    ----------
+    X : dask array of shape (n_samples, n_tokens, token_dim) or \
+(n_samples, n_tokens * token_dim)
+        Chunked along samples (other axes are merged into single chunks).
+    y : array-like, dask array or None
+        Shape (n_samples,) or (n_samples, n_outputs); None for statistics of ``X``
+        alone (the certificate).
+    token_dim : int or None
+    batch_size : int, optional
+        Chunk size of the lifting inside each block.
+    statistics : LiftedStatistics, optional
+        Statistics to add to (``partial_fit``).
+
+    Returns
+    -------
+    statistics : LiftedStatistics
+    token_dim : int
+    was_1d : bool
+    """
+    dask, da = require_dask()
+    token_dim = _sequence_shape(X, token_dim)
+    X = X.rechunk({axis: -1 for axis in range(1, X.ndim)})
+    X_blocks = X.to_delayed().ravel()
+    if y is None:
+        y_blocks, was_1d = [None] * len(X_blocks), False
+    else:
+        y = da.asarray(y)
+        if y.ndim not in (1, 2) or y.shape[0] != X.shape[0]:
+            raise ValueError(
+                f"y must have shape (n_samples,) or (n_samples, n_outputs) with "
+                f"n_samples={X.shape[0]}, got shape {y.shape}."
+            )
+        y = y.rechunk((X.chunks[0],) + ((-1,) if y.ndim == 2 else ()))
+        y_blocks, was_1d = y.to_delayed().ravel(), y.ndim == 1
+    parts = [
+        dask.delayed(_one_block)(X_block, y_block, token_dim, batch_size)
+        for X_block, y_block in zip(X_blocks, y_blocks, strict=True)
+    ]
+    while len(parts) > 1:  # a tree of pairwise sums: only p x p matrices travel
+        pairs = range(0, len(parts), 2)
+        parts = [dask.delayed(_merge)(*parts[i : i + 2]) for i in pairs]
+    (total,) = dask.compute(parts[0])
+    if statistics is not None:
+        total = statistics.merge(total)
+    return total, token_dim, was_1d
+
+
+def predict_blocks(X, token_dim, predict_sequences):
+    """Lazy predictions of a Dask array, one block at a time.
+
+    ``predict_sequences`` maps validated 3-D sequences to an array of shape
+    ``(n, n_outputs)``; the result has shape ``(n_samples, n_outputs)``.
+    """
+    _, da = require_dask()
+    _sequence_shape(X, token_dim)
+    X = X.rechunk({axis: -1 for axis in range(1, X.ndim)})
+    n_outputs = predict_sequences(np.zeros((1, 1, token_dim))).shape[1]
+
+    def one_block(block):
+        return predict_sequences(validate_sequences(block, token_dim=token_dim))
+
+    return X.map_blocks(
+        one_block,
+        dtype=np.float64,
+        drop_axis=list(range(1, X.ndim)),
+        new_axis=1,
+        chunks=(X.chunks[0], (n_outputs,)),
+    )

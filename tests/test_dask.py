@@ -1,0 +1,117 @@
+"""Fitting on Dask arrays on a local cluster equals the in-memory fit."""
+
+import numpy as np
+import pytest
+from conftest import random_attention, random_sequences
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+from joblib import parallel_backend  # noqa: E402
+from sklearn.model_selection import GridSearchCV  # noqa: E402
+
+from sklearn_linattn import LinearAttentionRegressor, certify  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    with distributed.Client(cluster) as client:
+        yield client
+    cluster.close()
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(7)
+    truth = random_attention(rng, 4, 2, n_outputs=2)
+    X = random_sequences(rng, 900, 6, 4)
+    y = truth.predict(X) + 0.01 * rng.normal(size=(900, 2))
+    return X, y
+
+
+def test_fit_predict_and_certify_equal_in_memory(client, data):
+    X, y = data
+    X_dask = da.from_array(X, chunks=(200, 6, 4))
+    y_dask = da.from_array(y, chunks=(300, 2))  # other chunks than X: realigned
+    params = dict(fit_intercept=True, alpha=1e-3)
+    local = LinearAttentionRegressor(**params).fit(X, y)
+    remote = LinearAttentionRegressor(**params).fit(X_dask, y_dask)
+    scale = np.linalg.norm(local.coef_)
+    assert np.linalg.norm(remote.coef_ - local.coef_) < 1e-10 * scale
+    np.testing.assert_allclose(remote.intercept_, local.intercept_, atol=1e-10)
+    assert remote.n_heads_ == local.n_heads_ and remote.n_features_in_ == 24
+
+    predictions = remote.predict(X_dask)
+    assert isinstance(predictions, da.Array) and predictions.shape == (900, 2)
+    np.testing.assert_allclose(predictions.compute(), local.predict(X), rtol=1e-9)
+
+    certificate = certify(X_dask)
+    exact = certify(X)
+    assert certificate.identifiable == exact.identifiable
+    assert certificate.rank == exact.rank
+    assert certificate.min_eigenvalue == pytest.approx(exact.min_eigenvalue, rel=1e-10)
+
+
+def test_flat_rows_and_partial_fit(client, data):
+    X, y = data
+    rows = da.from_array(X.reshape(900, -1), chunks=(250, 24))
+    flat = LinearAttentionRegressor(token_dim=4).fit(rows, y[:, 0])
+    local = LinearAttentionRegressor(token_dim=4).fit(X.reshape(900, -1), y[:, 0])
+    np.testing.assert_allclose(flat.coef_, local.coef_, rtol=1e-10, atol=1e-13)
+    assert flat.predict(rows).shape == (900,)
+
+    streamed = LinearAttentionRegressor()
+    X_dask = da.from_array(X, chunks=(100, 6, 4))
+    for start in (0, 300, 600):
+        streamed.partial_fit(X_dask[start : start + 300], y[start : start + 300])
+    whole = LinearAttentionRegressor().fit(X, y)
+    np.testing.assert_allclose(streamed.coef_, whole.coef_, rtol=1e-10, atol=1e-13)
+
+
+def test_bad_dask_input_is_a_clear_error(client, data):
+    X, y = data
+    X_dask = da.from_array(X, chunks=(300, 6, 4))
+    with pytest.raises(ValueError, match="normal equations"):
+        LinearAttentionRegressor(solver="cg").fit(X_dask, y)
+    with pytest.raises(ValueError, match="token dimension 4"):
+        LinearAttentionRegressor(token_dim=3).fit(X_dask, y)
+    bad = X.copy()
+    bad[5, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        LinearAttentionRegressor().fit(da.from_array(bad, chunks=(300, 6, 4)), y)
+
+
+def test_grid_search_on_the_dask_joblib_backend(client, data):
+    X, y = data
+    rows = X.reshape(900, -1)
+    grid = {"alpha": [0.0, 1e-2]}
+    with parallel_backend("dask"):
+        remote = GridSearchCV(LinearAttentionRegressor(token_dim=4), grid, cv=3).fit(
+            rows, y
+        )
+    local = GridSearchCV(LinearAttentionRegressor(token_dim=4), grid, cv=3).fit(rows, y)
+    np.testing.assert_allclose(
+        remote.cv_results_["mean_test_score"],
+        local.cv_results_["mean_test_score"],
+        rtol=1e-9,
+    )
+
+
+def test_missing_dask_is_explained(monkeypatch):
+    import sys
+
+    from sklearn_linattn import _distributed
+
+    class FakeDaskArray:
+        __module__ = "dask.array.core"
+        chunks = ((1,),)
+        ndim = 3
+        shape = (1, 1, 1)
+
+    monkeypatch.setitem(sys.modules, "dask", None)
+    assert _distributed.is_dask_array(FakeDaskArray())
+    with pytest.raises(ImportError, match=r"sklearn-linattn\[dask\]"):
+        LinearAttentionRegressor().fit(FakeDaskArray(), np.ones(1))
