@@ -7,11 +7,20 @@ lazily: the core package never needs it.
 """
 
 import numpy as np
+import scipy.sparse.linalg
 
+from ._lift import lifted_matvec, lifted_rmatvec, pair_statistics
 from ._solvers import accumulate_statistics
 from ._validation import validate_sequences, validate_targets
 
-__all__ = ["block_statistics", "is_dask_array", "predict_blocks", "require_dask"]
+__all__ = [
+    "DaskLiftedOperator",
+    "block_statistics",
+    "is_dask_array",
+    "predict_blocks",
+    "require_dask",
+    "sequence_shape",
+]
 
 
 def is_dask_array(X):
@@ -32,7 +41,7 @@ def require_dask():
     return dask, dask.array
 
 
-def _sequence_shape(X, token_dim):
+def sequence_shape(X, token_dim):
     """Check a Dask array's shape (not its values) like ``validate_sequences``."""
     if X.ndim == 3:
         if token_dim is not None and X.shape[2] != token_dim:
@@ -95,7 +104,7 @@ def block_statistics(X, y, token_dim, batch_size=None, statistics=None):
     was_1d : bool
     """
     dask, da = require_dask()
-    token_dim = _sequence_shape(X, token_dim)
+    token_dim = sequence_shape(X, token_dim)
     X = X.rechunk({axis: -1 for axis in range(1, X.ndim)})
     X_blocks = X.to_delayed().ravel()
     if y is None:
@@ -129,7 +138,7 @@ def predict_blocks(X, token_dim, predict_sequences):
     ``(n, n_outputs)``; the result has shape ``(n_samples, n_outputs)``.
     """
     _, da = require_dask()
-    _sequence_shape(X, token_dim)
+    sequence_shape(X, token_dim)
     X = X.rechunk({axis: -1 for axis in range(1, X.ndim)})
     n_outputs = predict_sequences(np.zeros((1, 1, token_dim))).shape[1]
 
@@ -143,3 +152,62 @@ def predict_blocks(X, token_dim, predict_sequences):
         new_axis=1,
         chunks=(X.chunks[0], (n_outputs,)),
     )
+
+
+def _stacked_statistics(block, token_dim):
+    pairs, queries = pair_statistics(validate_sequences(block, token_dim=token_dim))
+    return np.hstack([pairs, queries])
+
+
+class DaskLiftedOperator(scipy.sparse.linalg.LinearOperator):
+    """``Phi - 1 mean^T`` of a Dask array for LSQR, never forming ``Phi``.
+
+    The compact statistics (``S`` pairs and ``q``, ``O(n_samples d^2)``) are computed
+    once and kept on the workers (``persist``); each product runs blockwise there, and
+    only ``n_samples``- or ``p``-vectors travel.
+    """
+
+    def __init__(self, X, token_dim):
+        _, da = require_dask()
+        X = X.rechunk({axis: -1 for axis in range(1, X.ndim)})
+        m = token_dim * (token_dim + 1) // 2
+        self.statistics = X.map_blocks(
+            _stacked_statistics,
+            token_dim,
+            dtype=np.float64,
+            drop_axis=list(range(1, X.ndim)),
+            new_axis=1,
+            chunks=(X.chunks[0], (m + token_dim,)),
+        ).persist()
+        self.n_pairs = m
+        self.feature_mean = np.zeros(m * token_dim)
+        super().__init__(np.float64, (X.shape[0], m * token_dim))
+
+    def _split(self, block):
+        return block[:, : self.n_pairs], block[:, self.n_pairs :]
+
+    def _matvec(self, vector):
+        vector = np.ravel(vector)
+
+        def products(block):
+            return lifted_matvec(*self._split(block), vector[None])[:, 0]
+
+        out = self.statistics.map_blocks(products, drop_axis=1, dtype=np.float64)
+        return out.compute() - self.feature_mean @ vector
+
+    def _rmatvec(self, vector):
+        _, da = require_dask()
+        vector = np.ravel(vector)
+        weights = da.from_array(vector, chunks=(self.statistics.chunks[0],))
+
+        def products(block, weight):  # weight: this block's (n_block, 1) slice
+            return lifted_rmatvec(*self._split(block), weight)
+
+        partial = da.map_blocks(
+            products,
+            self.statistics,
+            weights[:, None],
+            dtype=np.float64,
+            chunks=((1,) * len(self.statistics.chunks[0]), (self.shape[1],)),
+        )
+        return partial.sum(axis=0).compute() - self.feature_mean * vector.sum()

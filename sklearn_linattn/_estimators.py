@@ -29,7 +29,13 @@ from sklearn.utils.validation import (
 
 from ._attention import MultiHeadLinearAttention
 from ._certificate import IdentifiabilityCertificate
-from ._distributed import block_statistics, is_dask_array, predict_blocks
+from ._distributed import (
+    DaskLiftedOperator,
+    block_statistics,
+    is_dask_array,
+    predict_blocks,
+    sequence_shape,
+)
 from ._heads import fixed_heads, minimal_heads, paper_heads
 from ._lift import (
     lifted_feature_pairs,
@@ -39,6 +45,7 @@ from ._lift import (
 )
 from ._progress import ChunkProgress
 from ._solvers import (
+    CenteredLiftedOperator,
     LiftedStatistics,
     accumulate_statistics,
     choose_solver,
@@ -46,10 +53,10 @@ from ._solvers import (
     estimate_extreme_eigenvalues,
     gram_spectrum,
     lifted_predict,
+    operator_weight,
     solve_dual,
     solve_iterative,
     solve_normal_equations,
-    structured_weight,
 )
 from ._validation import validate_sequences, validate_targets
 
@@ -145,7 +152,8 @@ class _LinearAttentionBase(BaseEstimator):
             if solver == "dual":
                 self._solve_dual(pairs, queries, targets, was_1d)
             else:
-                self._solve_iterative(pairs, queries, targets, was_1d)
+                operator = CenteredLiftedOperator(pairs, queries)
+                self._solve_iterative(operator, targets, queries.shape[1], was_1d)
         self._log(f"fit done in {time.perf_counter() - start:.2f} s")
         return self
 
@@ -184,8 +192,8 @@ class _LinearAttentionBase(BaseEstimator):
         certificate = IdentifiabilityCertificate.from_kernel(
             solution, pairs, queries, tol, centered=self.fit_intercept
         )
-        apply_weight = structured_weight(
-            pairs, queries, solution.feature_mean, self.alpha
+        apply_weight = operator_weight(
+            CenteredLiftedOperator(pairs, queries, solution.feature_mean), self.alpha
         )
         self._set_model(
             solution.coef,
@@ -197,13 +205,11 @@ class _LinearAttentionBase(BaseEstimator):
             was_1d,
         )
 
-    def _solve_iterative(self, pairs, queries, targets, was_1d):
-        n_samples, token_dim = queries.shape
-        n_lifted = n_lifted_features(token_dim)
+    def _solve_iterative(self, operator, targets, token_dim, was_1d):
+        n_samples, n_lifted = operator.shape
         max_iter = self.max_iter if self.max_iter is not None else 2 * n_lifted
-        coef, feature_mean, target_mean, operator, converged, n_iter = solve_iterative(
-            pairs,
-            queries,
+        coef, feature_mean, target_mean, converged, n_iter = solve_iterative(
+            operator,
             targets,
             self.alpha,
             self.fit_intercept,
@@ -224,13 +230,12 @@ class _LinearAttentionBase(BaseEstimator):
         certificate = IdentifiabilityCertificate.from_estimates(
             smallest, largest, n_samples, token_dim, max(tol, 1e-6)
         )
-        apply_weight = structured_weight(pairs, queries, feature_mean, self.alpha)
         self.n_iter_ = int(n_iter[0]) if was_1d else n_iter
         self._set_model(
             coef,
             feature_mean,
             target_mean,
-            apply_weight,
+            operator_weight(operator, self.alpha),
             certificate,
             token_dim,
             was_1d,
@@ -470,23 +475,40 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         return self._fit_lifted(sequences, targets, was_1d)
 
     def _fit_dask(self, X, y, statistics):
-        """Fit on a Dask array: blockwise statistics on the workers, solve here."""
-        if self.solver not in ("auto", "normal"):
+        """Fit on a Dask array, the work done blockwise on the workers.
+
+        ``"normal"`` (and ``"auto"``) reduce blockwise statistics and solve on the
+        client; ``"cg"`` keeps the compact statistics on the workers and runs LSQR
+        with blockwise products. Returns the statistics (None for ``"cg"``).
+        """
+        if self.solver not in ("auto", "normal", "cg") or (
+            statistics is not None and self.solver == "cg"
+        ):
             raise ValueError(
                 "Dask arrays are fitted with the normal equations (blockwise "
-                f"statistics); use solver='auto' or 'normal', got {self.solver!r}."
+                "statistics) or, in fit, with solver='cg' (blockwise products); got "
+                f"solver={self.solver!r}."
             )
         first_call = statistics is None
         token_dim = self.token_dim if first_call else self.token_dim_
-        statistics, token_dim, was_1d = block_statistics(
-            X, y, token_dim, batch_size=self.batch_size, statistics=statistics
-        )
+        if self.solver == "cg":
+            token_dim = sequence_shape(X, token_dim)
+            targets, was_1d = validate_targets(
+                np.asarray(y), X.shape[0], type(self).__name__
+            )
+            operator = DaskLiftedOperator(X, token_dim)
+            self.solver_ = "cg"
+            self._solve_iterative(operator, targets, token_dim, was_1d)
+        else:
+            statistics, token_dim, was_1d = block_statistics(
+                X, y, token_dim, batch_size=self.batch_size, statistics=statistics
+            )
+            self.solver_, self.n_iter_ = "normal", 1
+            self._solve_normal(statistics, token_dim, was_1d)
         if first_call:
             self.n_features_in_ = int(np.prod(X.shape[1:]))
             if hasattr(self, "feature_names_in_"):
                 del self.feature_names_in_
-        self.solver_, self.n_iter_ = "normal", 1
-        self._solve_normal(statistics, token_dim, was_1d)
         return statistics
 
     @_fit_context(prefer_skip_nested_validation=True)

@@ -43,7 +43,7 @@ __all__ = [
     "solve_dual",
     "solve_iterative",
     "solve_normal_equations",
-    "structured_weight",
+    "operator_weight",
 ]
 
 # Memory for one chunk of lifted features when batch_size=None: at least 32 MiB, at
@@ -437,11 +437,17 @@ def solve_dual(pairs, queries, targets, alpha, fit_intercept, tol):
 
 
 class CenteredLiftedOperator(scipy.sparse.linalg.LinearOperator):
-    """``Phi - 1 mean^T`` as a linear operator, from the compact statistics."""
+    """``Phi - 1 mean^T`` as a linear operator, from the compact statistics.
 
-    def __init__(self, pairs, queries, feature_mean):
-        self.pairs, self.queries, self.feature_mean = pairs, queries, feature_mean
-        super().__init__(np.float64, (pairs.shape[0], feature_mean.size))
+    ``feature_mean`` starts at zero (plain ``Phi``); :func:`solve_iterative` sets it
+    when an intercept is fitted.
+    """
+
+    def __init__(self, pairs, queries, feature_mean=None):
+        n_lifted = pairs.shape[1] * queries.shape[1]
+        self.pairs, self.queries = pairs, queries
+        self.feature_mean = np.zeros(n_lifted) if feature_mean is None else feature_mean
+        super().__init__(np.float64, (pairs.shape[0], n_lifted))
 
     def _matvec(self, vector):
         vector = np.ravel(vector)
@@ -454,35 +460,37 @@ class CenteredLiftedOperator(scipy.sparse.linalg.LinearOperator):
         return products - self.feature_mean * vector.sum()
 
 
-def solve_iterative(
-    pairs, queries, targets, alpha, fit_intercept, solver_tol, max_iter
-):
+def solve_iterative(operator, targets, alpha, fit_intercept, solver_tol, max_iter):
     """Least squares / ridge by LSQR on the lifted problem, never forming ``Phi``.
 
     Each iteration costs two structured products, ``O(n_samples d^3)``; memory is the
     compact statistics, ``O(n_samples d^2)``. Started from zero, LSQR converges to the
     minimum-norm solution when ``alpha = 0``.
 
+    Parameters
+    ----------
+    operator : CenteredLiftedOperator or DaskLiftedOperator
+        ``Phi`` with ``feature_mean`` zero; set to the column means with an intercept.
+    targets : ndarray of shape (n_samples, n_outputs)
+    alpha, solver_tol : float
+    fit_intercept : bool
+    max_iter : int
+
     Returns
     -------
     coef : ndarray of shape (n_outputs, p)
     feature_mean, target_mean : ndarrays (zero without an intercept)
-    operator : CenteredLiftedOperator
     converged : bool
         False when some output stopped at ``max_iter``.
     n_iter : ndarray of int, shape (n_outputs,)
         LSQR iterations per output.
     """
-    n_samples = pairs.shape[0]
-    n_lifted = pairs.shape[1] * queries.shape[1]
+    n_samples, n_lifted = operator.shape
     if fit_intercept:
-        feature_mean = lifted_rmatvec(pairs, queries, np.ones((n_samples, 1)))[0]
-        feature_mean /= n_samples
+        operator.feature_mean = operator.rmatvec(np.ones(n_samples)) / n_samples
         target_mean = targets.mean(axis=0)
     else:
-        feature_mean = np.zeros(n_lifted)
         target_mean = np.zeros(targets.shape[1])
-    operator = CenteredLiftedOperator(pairs, queries, feature_mean)
     coef = np.empty((targets.shape[1], n_lifted))
     n_iter = np.zeros(targets.shape[1], dtype=int)
     converged = True
@@ -497,7 +505,7 @@ def solve_iterative(
         )
         coef[output], n_iter[output] = result[0], result[2]
         converged &= result[1] != 7  # 7: the iteration limit was reached
-    return coef, feature_mean, target_mean, operator, converged, n_iter
+    return coef, operator.feature_mean, target_mean, converged, n_iter
 
 
 def estimate_extreme_eigenvalues(operator, n_samples, tol, max_iter):
@@ -556,17 +564,16 @@ def estimate_extreme_eigenvalues(operator, n_samples, tol, max_iter):
     return max(largest - top, 0.0), largest
 
 
-def structured_weight(pairs, queries, feature_mean, alpha):
-    """``R -> R @ (Phi_c^T Phi_c + alpha I)`` by structured products.
+def operator_weight(operator, alpha):
+    """``R -> R @ (Phi_c^T Phi_c + alpha I)`` through a lifted linear operator.
 
     The training objective's weight for :func:`~sklearn_linattn._heads.fixed_heads`
     when the Gram matrix is not formed (solvers ``"dual"`` and ``"cg"``).
     """
 
     def apply_weight(residual):
-        # Phi_c r = Phi r - (mean . r) 1 and Phi_c^T v = Phi^T v - mean (1 . v)
-        products = lifted_matvec(pairs, queries, residual) - residual @ feature_mean
-        back = lifted_rmatvec(pairs, queries, products)
-        return back - np.outer(products.sum(axis=0), feature_mean) + alpha * residual
+        return np.stack(
+            [operator.rmatvec(operator.matvec(row)) + alpha * row for row in residual]
+        )
 
     return apply_weight

@@ -75,13 +75,30 @@ def test_bad_dask_input_is_a_clear_error(client, data):
     X, y = data
     X_dask = da.from_array(X, chunks=(300, 6, 4))
     with pytest.raises(ValueError, match="normal equations"):
-        LinearAttentionRegressor(solver="cg").fit(X_dask, y)
+        LinearAttentionRegressor(solver="dual").fit(X_dask, y)
+    with pytest.raises(ValueError, match="normal equations"):
+        LinearAttentionRegressor(solver="cg").partial_fit(X_dask, y)
     with pytest.raises(ValueError, match="token dimension 4"):
         LinearAttentionRegressor(token_dim=3).fit(X_dask, y)
     bad = X.copy()
     bad[5, 0, 0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         LinearAttentionRegressor().fit(da.from_array(bad, chunks=(300, 6, 4)), y)
+
+
+def test_cg_with_blockwise_products(client, data):
+    X, y = data
+    X_dask = da.from_array(X, chunks=(300, 6, 4))
+    params = dict(solver="cg", solver_tol=1e-14, fit_intercept=True, n_heads=None)
+    remote = LinearAttentionRegressor(**params).fit(X_dask, y)
+    local = LinearAttentionRegressor(**params).fit(X, y)
+    exact = LinearAttentionRegressor(solver="normal", fit_intercept=True, n_heads=None)
+    exact.fit(X, y)
+    scale = np.linalg.norm(exact.coef_)
+    assert np.linalg.norm(remote.coef_ - local.coef_) < 1e-8 * scale
+    assert np.linalg.norm(remote.coef_ - exact.coef_) < 1e-8 * scale
+    assert remote.solver_ == "cg" and not remote.certificate_.exact
+    assert remote.certificate_.identifiable == exact.certificate_.identifiable
 
 
 def test_grid_search_on_the_dask_joblib_backend(client, data):
