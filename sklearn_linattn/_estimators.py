@@ -455,9 +455,11 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         ----------
         X : array-like of shape (n_samples, n_tokens, token_dim) or \
 (n_samples, n_tokens * token_dim)
-            Training sequences, tokens as rows, the query last.
+            Training sequences, tokens as rows, the query last. A Dask array chunked
+            along samples is lifted blockwise on its workers (solvers ``"auto"``,
+            ``"normal"``, ``"cg"``).
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
-            Targets.
+            Targets (a Dask array too).
 
         Returns
         -------
@@ -586,7 +588,8 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         ----------
         X : array-like of shape (n_samples, n_tokens, token_dim) or \
 (n_samples, n_tokens * token_dim)
-            Sequences of any length (3-D); 2-D rows as wide as at fit time.
+            Sequences of any length (3-D); 2-D rows as wide as at fit time. A Dask
+            array gives a lazy Dask array of predictions, computed blockwise.
 
         Returns
         -------
