@@ -483,13 +483,11 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         client; ``"cg"`` keeps the compact statistics on the workers and runs LSQR
         with blockwise products. Returns the statistics (None for ``"cg"``).
         """
-        if self.solver not in ("auto", "normal", "cg") or (
-            statistics is not None and self.solver == "cg"
-        ):
+        if self.solver == "dual":
             raise ValueError(
-                "Dask arrays are fitted with the normal equations (blockwise "
-                "statistics) or, in fit, with solver='cg' (blockwise products); got "
-                f"solver={self.solver!r}."
+                "Dask arrays are fitted blockwise, with solver 'auto' or 'normal' "
+                "(statistics) or 'cg' (products); solver='dual' needs the whole "
+                "n_samples x n_samples kernel."
             )
         first_call = statistics is None
         token_dim = self.token_dim if first_call else self.token_dim_
@@ -542,6 +540,16 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
                 f"'auto', got solver={self.solver!r}."
             )
         first_call = not hasattr(self, "_lifted_statistics")
+        if not first_call:
+            n_outputs = 1 if np.ndim(y) == 1 else np.shape(y)[-1]
+            if n_outputs != self._lifted_statistics.moment.shape[1] or (
+                (np.ndim(y) == 1) != self._targets_were_1d
+            ):
+                raise ValueError(
+                    f"y has shape {np.shape(y)} but earlier batches had "
+                    f"{self._lifted_statistics.moment.shape[1]} output(s); every "
+                    "batch needs the same shape of targets."
+                )
         if is_dask_array(X):
             self._lifted_statistics = self._fit_dask(
                 X, y, None if first_call else self._lifted_statistics
@@ -559,14 +567,6 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         if first_call:
             self._lifted_statistics = LiftedStatistics(n_lifted, targets.shape[1])
             self._targets_were_1d = was_1d
-        elif targets.shape[1] != self._lifted_statistics.moment.shape[1] or (
-            was_1d != self._targets_were_1d
-        ):
-            raise ValueError(
-                f"y has {targets.shape[1]} output(s) (shape {np.shape(y)}) but earlier "
-                f"batches had {self._lifted_statistics.moment.shape[1]}; every batch "
-                "needs the same shape of targets."
-            )
         accumulate_statistics(
             sequences,
             targets,

@@ -69,12 +69,15 @@ def test_flat_rows_and_partial_fit(client, data):
         streamed.partial_fit(X_dask[start : start + 300], y[start : start + 300])
     whole = LinearAttentionRegressor().fit(X, y)
     np.testing.assert_allclose(streamed.coef_, whole.coef_, rtol=1e-10, atol=1e-13)
+    streamed.partial_fit(X[:50], y[:50])  # in-memory batches mix with Dask ones
+    with pytest.raises(ValueError, match="same shape of targets"):
+        streamed.partial_fit(X_dask[:100], y[:100, 0])
 
 
 def test_bad_dask_input_is_a_clear_error(client, data):
     X, y = data
     X_dask = da.from_array(X, chunks=(300, 6, 4))
-    with pytest.raises(ValueError, match="normal equations"):
+    with pytest.raises(ValueError, match="fitted blockwise"):
         LinearAttentionRegressor(solver="dual").fit(X_dask, y)
     with pytest.raises(ValueError, match="normal equations"):
         LinearAttentionRegressor(solver="cg").partial_fit(X_dask, y)
