@@ -273,9 +273,47 @@ class _LinearAttentionBase(BaseEstimator):
         self.certificate_ = certificate
         self.token_dim_ = token_dim
 
+    def _fit_dask(self, X, y, statistics):
+        """Fit on a Dask array, the work done blockwise on the workers.
+
+        ``"normal"`` (and ``"auto"``) reduce blockwise statistics and solve on the
+        client; ``"cg"`` keeps the compact statistics on the workers and runs LSQR
+        with blockwise products. Returns the statistics (None for ``"cg"``).
+        """
+        if self.solver == "dual":
+            raise ValueError(
+                "Dask arrays are fitted blockwise, with solver 'auto' or 'normal' "
+                "(statistics) or 'cg' (products); solver='dual' needs the whole "
+                "n_samples x n_samples kernel."
+            )
+        first_call = statistics is None
+        token_dim = self.token_dim if first_call else self.token_dim_
+        if self.solver == "cg":
+            token_dim = sequence_shape(X, token_dim)
+            targets, was_1d = validate_targets(
+                np.asarray(y), X.shape[0], type(self).__name__
+            )
+            operator = DaskLiftedOperator(X, token_dim)
+            self.solver_ = "cg"
+            self._solve_iterative(operator, targets, token_dim, was_1d)
+        else:
+            statistics, token_dim, was_1d = block_statistics(
+                X, y, token_dim, batch_size=self.batch_size, statistics=statistics
+            )
+            self.solver_, self.n_iter_ = "normal", 1
+            self._solve_normal(statistics, token_dim, was_1d)
+        if first_call:
+            self.n_features_in_ = int(np.prod(X.shape[1:]))
+            if hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+        return statistics
+
     def _lifted_output(self, X):
-        """Validated ``X`` through the fitted lifted model, shape (n, n_outputs)."""
+        """``X`` through the fitted lifted model, shape (n, n_outputs); lazy and
+        blockwise for a Dask array."""
         check_is_fitted(self)
+        if is_dask_array(X):
+            return predict_blocks(X, self.token_dim_, self._predict_sequences)
         sequences = validate_sequences(
             X, token_dim=self.token_dim_, estimator=self, reset=False
         )
@@ -476,41 +514,6 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         targets, was_1d = validate_targets(y, sequences.shape[0], type(self).__name__)
         return self._fit_lifted(sequences, targets, was_1d)
 
-    def _fit_dask(self, X, y, statistics):
-        """Fit on a Dask array, the work done blockwise on the workers.
-
-        ``"normal"`` (and ``"auto"``) reduce blockwise statistics and solve on the
-        client; ``"cg"`` keeps the compact statistics on the workers and runs LSQR
-        with blockwise products. Returns the statistics (None for ``"cg"``).
-        """
-        if self.solver == "dual":
-            raise ValueError(
-                "Dask arrays are fitted blockwise, with solver 'auto' or 'normal' "
-                "(statistics) or 'cg' (products); solver='dual' needs the whole "
-                "n_samples x n_samples kernel."
-            )
-        first_call = statistics is None
-        token_dim = self.token_dim if first_call else self.token_dim_
-        if self.solver == "cg":
-            token_dim = sequence_shape(X, token_dim)
-            targets, was_1d = validate_targets(
-                np.asarray(y), X.shape[0], type(self).__name__
-            )
-            operator = DaskLiftedOperator(X, token_dim)
-            self.solver_ = "cg"
-            self._solve_iterative(operator, targets, token_dim, was_1d)
-        else:
-            statistics, token_dim, was_1d = block_statistics(
-                X, y, token_dim, batch_size=self.batch_size, statistics=statistics
-            )
-            self.solver_, self.n_iter_ = "normal", 1
-            self._solve_normal(statistics, token_dim, was_1d)
-        if first_call:
-            self.n_features_in_ = int(np.prod(X.shape[1:]))
-            if hasattr(self, "feature_names_in_"):
-                del self.feature_names_in_
-        return statistics
-
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y):
         """Add a batch of sequences to the normal equations and refit.
@@ -595,11 +598,7 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         -------
         y : ndarray of shape (n_samples,) or (n_samples, n_outputs)
         """
-        if is_dask_array(X):
-            check_is_fitted(self)
-            predictions = predict_blocks(X, self.token_dim_, self._predict_sequences)
-        else:
-            predictions = self._lifted_output(X)
+        predictions = self._lifted_output(X)
         return predictions[:, 0] if self.coef_.ndim == 1 else predictions
 
 
@@ -700,16 +699,18 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         -------
         self : LinearAttentionClassifier
         """
-        sequences = validate_sequences(
-            X, token_dim=self.token_dim, estimator=self, reset=True
-        )
+        dask_input = is_dask_array(X)
+        if not dask_input:
+            X = validate_sequences(
+                X, token_dim=self.token_dim, estimator=self, reset=True
+            )
         if y is None:
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y "
                 "is None."
             )
-        labels = column_or_1d(y, warn=True)
-        check_consistent_length(sequences, labels)
+        labels = column_or_1d(np.asarray(y), warn=True)  # labels are small: computed
+        check_consistent_length(X, labels)
         check_classification_targets(labels)
         if np.unique(labels).size < 2:
             raise ValueError(
@@ -719,7 +720,10 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         binarizer = LabelBinarizer(pos_label=1, neg_label=-1)
         targets = binarizer.fit_transform(labels).astype(np.float64)
         self.classes_ = binarizer.classes_
-        return self._fit_lifted(sequences, targets, was_1d=False)
+        if dask_input:
+            self._fit_dask(X, targets, statistics=None)
+            return self
+        return self._fit_lifted(X, targets, was_1d=False)
 
     def decision_function(self, X):
         """Lifted model outputs: one score per class (a single one for two).
@@ -750,9 +754,12 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         labels : ndarray of shape (n_samples,)
         """
         scores = self.decision_function(X)
-        if scores.ndim == 1:
-            return self.classes_[(scores > 0).astype(int)]
-        return self.classes_[np.argmax(scores, axis=1)]
+        indices = (
+            (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
+        )
+        if is_dask_array(indices):
+            return indices.map_blocks(self.classes_.take, dtype=self.classes_.dtype)
+        return self.classes_[indices]
 
 
 class LiftedAttentionFeatures(TransformerMixin, BaseEstimator):

@@ -10,7 +10,11 @@ distributed = pytest.importorskip("distributed")
 from joblib import parallel_backend  # noqa: E402
 from sklearn.model_selection import GridSearchCV  # noqa: E402
 
-from sklearn_linattn import LinearAttentionRegressor, certify  # noqa: E402
+from sklearn_linattn import (  # noqa: E402
+    LinearAttentionClassifier,
+    LinearAttentionRegressor,
+    certify,
+)
 
 
 @pytest.fixture(scope="module")
@@ -135,3 +139,15 @@ def test_missing_dask_is_explained(monkeypatch):
     assert _distributed.is_dask_array(FakeDaskArray())
     with pytest.raises(ImportError, match=r"sklearn-linattn\[dask\]"):
         LinearAttentionRegressor().fit(FakeDaskArray(), np.ones(1))
+
+
+def test_classifier_on_dask_arrays(client, data):
+    X, y = data
+    labels = np.where(y[:, 0] > np.median(y[:, 0]), "high", "low")
+    X_dask = da.from_array(X, chunks=(300, 6, 4))
+    local = LinearAttentionClassifier(alpha=1e-3).fit(X, labels)
+    remote = LinearAttentionClassifier(alpha=1e-3).fit(X_dask, da.from_array(labels))
+    np.testing.assert_allclose(remote.coef_, local.coef_, rtol=1e-10, atol=1e-13)
+    predicted = remote.predict(X_dask)
+    assert isinstance(predicted, da.Array)
+    np.testing.assert_array_equal(predicted.compute(), local.predict(X))
