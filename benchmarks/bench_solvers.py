@@ -212,6 +212,23 @@ def timed_fit(model, X, y):
     return time.perf_counter() - start, peak
 
 
+def scaling_row(axis, model, X, y, solver):
+    """Fit ``model`` once and describe the fit: time, peak memory, solver used."""
+    seconds, peak = timed_fit(model, X, y)
+    n, _, d = X.shape
+    return {
+        "axis": axis,
+        "d": d,
+        "p": n_lifted_features(d),
+        "n_samples": n,
+        "solver": solver,
+        "used": model.solver_,
+        "seconds": seconds,
+        "peak_mb": peak,
+        "x_mb": X.nbytes / 2**20,
+    }
+
+
 def scaling_section(quick):
     rows = []
     rng = np.random.default_rng(2)
@@ -226,19 +243,7 @@ def scaling_section(quick):
             if solver == "cg" and n > 10**5:
                 continue  # minutes of LSQR iterations
             model = LinearAttentionRegressor(solver=solver, n_heads=None)
-            seconds, peak = timed_fit(model, X, y)
-            rows.append(
-                {
-                    "axis": "n_samples",
-                    "d": d,
-                    "n_samples": n,
-                    "solver": solver,
-                    "used": model.solver_,
-                    "seconds": seconds,
-                    "peak_mb": peak,
-                    "x_mb": X.nbytes / 2**20,
-                }
-            )
+            rows.append(scaling_row("n_samples", model, X, y, solver))
     dims = [4, 8, 16, 24] if quick else [4, 8, 16, 24, 32, 48]
     for d in dims:
         p = n_lifted_features(d)
@@ -249,20 +254,7 @@ def scaling_section(quick):
             if solver == "normal" and p > 6000:
                 continue  # p x p Gram of > 300 MB and its O(p^3) solve
             model = LinearAttentionRegressor(solver=solver, n_heads=None, max_iter=200)
-            seconds, peak = timed_fit(model, X, y)
-            rows.append(
-                {
-                    "axis": "d",
-                    "d": d,
-                    "p": p,
-                    "n_samples": n,
-                    "solver": solver,
-                    "used": model.solver_,
-                    "seconds": seconds,
-                    "peak_mb": peak,
-                    "x_mb": X.nbytes / 2**20,
-                }
-            )
+            rows.append(scaling_row("d", model, X, y, solver))
     print("\n## 4. Scaling (n_heads=None, so only the regression is timed)\n")
     print(
         "| axis | d | n | solver | used | fit time | peak MiB (tracemalloc) | X MiB |"

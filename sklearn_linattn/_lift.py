@@ -162,21 +162,30 @@ def lifted_features(sequences, out=None, n_threads=1):
             f"{out.dtype} array of shape {out.shape}."
         )
     kernel = _compiled(_lift_into, (_READONLY_3D, _WRITABLE_2D))
+    _run_by_rows(kernel, n_threads, sequences, out)
+    return out
+
+
+def _run_by_rows(kernel, n_threads, *arrays):
+    """``kernel(*arrays)``, the rows (first axis) shared among ``n_threads`` threads.
+
+    The kernels release the GIL and write disjoint rows, so threads need no lock.
+    """
+    n_samples = arrays[0].shape[0]
     n_threads = max(1, min(n_threads, n_samples))
     if n_threads == 1:
         if n_samples:
-            kernel(sequences, out)
-        return out
+            kernel(*arrays)
+        return
     bounds = np.linspace(0, n_samples, n_threads + 1).astype(int)
     with ThreadPoolExecutor(n_threads) as pool:
         list(
             pool.map(
-                lambda start, stop: kernel(sequences[start:stop], out[start:stop]),
+                lambda start, stop: kernel(*(a[start:stop] for a in arrays)),
                 bounds[:-1],
                 bounds[1:],
             )
         )
-    return out
 
 
 @_jit
@@ -220,21 +229,7 @@ def pair_statistics(sequences, n_threads=1):
     kernel = _compiled(
         _pair_statistics_into, (_READONLY_3D, _WRITABLE_2D, _WRITABLE_2D)
     )
-    bounds = np.linspace(0, n_samples, max(1, min(n_threads, n_samples)) + 1).astype(
-        int
-    )
-    if len(bounds) == 2:
-        if n_samples:
-            kernel(sequences, pairs, queries)
-        return pairs, queries
-    with ThreadPoolExecutor(len(bounds) - 1) as pool:
-        list(
-            pool.map(
-                lambda lo, hi: kernel(sequences[lo:hi], pairs[lo:hi], queries[lo:hi]),
-                bounds[:-1],
-                bounds[1:],
-            )
-        )
+    _run_by_rows(kernel, n_threads, sequences, pairs, queries)
     return pairs, queries
 
 
