@@ -19,7 +19,7 @@ __all__ = [
     "is_dask_array",
     "predict_blocks",
     "require_dask",
-    "sequence_shape",
+    "sample_chunked",
 ]
 
 
@@ -41,8 +41,18 @@ def require_dask():
     return dask, dask.array
 
 
-def sequence_shape(X, token_dim):
-    """Check a Dask array's shape (not its values) like ``validate_sequences``."""
+def sample_chunked(X, token_dim):
+    """A Dask array of sequences chunked along samples only, and its token dimension.
+
+    Checks the shape (not the values, which each block checks with
+    ``validate_sequences``) and merges every other axis into one chunk, so that no
+    sequence is split between blocks.
+    """
+    token_dim = _token_dim_of_shape(X, token_dim)
+    return X.rechunk({axis: -1 for axis in range(1, X.ndim)}), token_dim
+
+
+def _token_dim_of_shape(X, token_dim):
     if X.ndim == 3:
         if token_dim is not None and X.shape[2] != token_dim:
             raise ValueError(
@@ -104,8 +114,7 @@ def block_statistics(X, y, token_dim, batch_size=None, statistics=None):
     was_1d : bool
     """
     dask, da = require_dask()
-    token_dim = sequence_shape(X, token_dim)
-    X = X.rechunk({axis: -1 for axis in range(1, X.ndim)})
+    X, token_dim = sample_chunked(X, token_dim)
     X_blocks = X.to_delayed().ravel()
     if y is None:
         y_blocks, was_1d = [None] * len(X_blocks), False
@@ -131,16 +140,13 @@ def block_statistics(X, y, token_dim, batch_size=None, statistics=None):
     return total, token_dim, was_1d
 
 
-def predict_blocks(X, token_dim, predict_sequences):
+def predict_blocks(X, token_dim, n_outputs, predict_sequences):
     """Lazy predictions of a Dask array, one block at a time.
 
     ``predict_sequences`` maps validated 3-D sequences to an array of shape
     ``(n, n_outputs)``; the result has shape ``(n_samples, n_outputs)``.
     """
-    _, da = require_dask()
-    sequence_shape(X, token_dim)
-    X = X.rechunk({axis: -1 for axis in range(1, X.ndim)})
-    n_outputs = predict_sequences(np.zeros((1, 1, token_dim))).shape[1]
+    X, token_dim = sample_chunked(X, token_dim)
 
     def one_block(block):
         return predict_sequences(validate_sequences(block, token_dim=token_dim))
@@ -167,9 +173,9 @@ class DaskLiftedOperator(scipy.sparse.linalg.LinearOperator):
     only ``n_samples``- or ``p``-vectors travel.
     """
 
-    def __init__(self, X, token_dim):
-        _, da = require_dask()
-        X = X.rechunk({axis: -1 for axis in range(1, X.ndim)})
+    def __init__(self, X, token_dim=None):
+        X, token_dim = sample_chunked(X, token_dim)
+        self.token_dim = token_dim
         m = token_dim * (token_dim + 1) // 2
         self.statistics = X.map_blocks(
             _stacked_statistics,

@@ -34,7 +34,6 @@ from ._distributed import (
     block_statistics,
     is_dask_array,
     predict_blocks,
-    sequence_shape,
 )
 from ._heads import fixed_heads, minimal_heads, paper_heads
 from ._lift import (
@@ -289,11 +288,11 @@ class _LinearAttentionBase(BaseEstimator):
         first_call = statistics is None
         token_dim = self.token_dim if first_call else self.token_dim_
         if self.solver == "cg":
-            token_dim = sequence_shape(X, token_dim)
             targets, was_1d = validate_targets(
                 np.asarray(y), X.shape[0], type(self).__name__
             )
-            operator = DaskLiftedOperator(X, token_dim)
+            operator = DaskLiftedOperator(X, token_dim)  # statistics kept on workers
+            token_dim = operator.token_dim
             self.solver_ = "cg"
             self._solve_iterative(operator, targets, token_dim, was_1d)
         else:
@@ -313,7 +312,10 @@ class _LinearAttentionBase(BaseEstimator):
         blockwise for a Dask array."""
         check_is_fitted(self)
         if is_dask_array(X):
-            return predict_blocks(X, self.token_dim_, self._predict_sequences)
+            n_outputs = np.atleast_2d(self.coef_).shape[0]
+            return predict_blocks(
+                X, self.token_dim_, n_outputs, self._predict_sequences
+            )
         sequences = validate_sequences(
             X, token_dim=self.token_dim_, estimator=self, reset=False
         )
