@@ -59,6 +59,10 @@ from ._solvers import (
 )
 from ._validation import validate_sequences, validate_targets
 
+# Relative accuracy of the Lanczos eigenvalue estimates behind solver="cg"'s
+# certificate.
+_LANCZOS_TOL = 1e-6
+
 __all__ = [
     "LiftedAttentionFeatures",
     "LinearAttentionClassifier",
@@ -222,12 +226,17 @@ class _LinearAttentionBase(BaseEstimator):
                 ConvergenceWarning,
                 stacklevel=4,
             )
-        tol = default_rank_tol(n_lifted)
         smallest, largest = estimate_extreme_eigenvalues(
-            operator, n_samples, tol=1e-6, max_iter=max_iter
+            operator, n_samples, tol=_LANCZOS_TOL, max_iter=max_iter
         )
+        # The estimates are good to about _LANCZOS_TOL, so the certificate cannot
+        # resolve eigenvalues below that (relative to the largest).
         certificate = IdentifiabilityCertificate.from_estimates(
-            smallest, largest, n_samples, token_dim, max(tol, 1e-6)
+            smallest,
+            largest,
+            n_samples,
+            token_dim,
+            max(default_rank_tol(n_lifted), _LANCZOS_TOL),
         )
         self.n_iter_ = int(n_iter[0]) if was_1d else n_iter
         self._set_model(
@@ -693,9 +702,11 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         ----------
         X : array-like of shape (n_samples, n_tokens, token_dim) or \
 (n_samples, n_tokens * token_dim)
-            Training sequences, tokens as rows, the query last.
+            Training sequences, tokens as rows, the query last. A Dask array chunked
+            along samples is lifted blockwise on its workers.
         y : array-like of shape (n_samples,)
-            Class labels (numbers or strings).
+            Class labels (numbers or strings); computed on the client when a Dask
+            array.
 
         Returns
         -------
@@ -738,7 +749,8 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         Returns
         -------
         scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
-            For two classes, positive scores mean ``classes_[1]``.
+            For two classes, positive scores mean ``classes_[1]``. A lazy Dask array
+            for Dask input.
         """
         scores = self._lifted_output(X)
         return scores[:, 0] if scores.shape[1] == 1 else scores
@@ -754,6 +766,7 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         Returns
         -------
         labels : ndarray of shape (n_samples,)
+            A lazy Dask array for Dask input.
         """
         scores = self.decision_function(X)
         indices = (
