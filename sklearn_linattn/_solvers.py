@@ -39,6 +39,7 @@ __all__ = [
     "default_rank_tol",
     "estimate_extreme_eigenvalues",
     "gram_spectrum",
+    "lifted_chunks",
     "lifted_predict",
     "solve_dual",
     "solve_iterative",
@@ -166,9 +167,23 @@ def accumulate_statistics(
     statistics : LiftedStatistics
     """
     n_samples, _, token_dim = sequences.shape
-    n_lifted = n_lifted_features(token_dim)
     if statistics is None:
-        statistics = LiftedStatistics(n_lifted, targets.shape[1])
+        statistics = LiftedStatistics(n_lifted_features(token_dim), targets.shape[1])
+    for start, stop, features in lifted_chunks(sequences, batch_size, n_threads):
+        statistics.add(features, targets[start:stop])
+        if progress is not None:
+            progress(stop, n_samples)
+    return statistics
+
+
+def lifted_chunks(sequences, batch_size=None, n_threads=1):
+    """Yield ``(start, stop, lifted features of sequences[start:stop])`` by chunks.
+
+    One buffer of ``batch_size`` rows (default :func:`default_batch_size`) is reused,
+    so each yielded array is overwritten by the next.
+    """
+    n_samples, _, token_dim = sequences.shape
+    n_lifted = n_lifted_features(token_dim)
     if batch_size is None:
         batch_size = default_batch_size(n_lifted)
     batch_size = max(1, min(batch_size, n_samples))
@@ -178,10 +193,7 @@ def accumulate_statistics(
         features = lifted_features(
             sequences[start:stop], out=buffer[: stop - start], n_threads=n_threads
         )
-        statistics.add(features, targets[start:stop])
-        if progress is not None:
-            progress(stop, n_samples)
-    return statistics
+        yield start, stop, features
 
 
 def lifted_predict(sequences, coef, intercept, batch_size=None, n_threads=1):
@@ -197,18 +209,8 @@ def lifted_predict(sequences, coef, intercept, batch_size=None, n_threads=1):
     -------
     predictions : ndarray of shape (n_samples, n_outputs)
     """
-    n_samples = sequences.shape[0]
-    n_lifted = coef.shape[1]
-    if batch_size is None:
-        batch_size = default_batch_size(n_lifted)
-    batch_size = max(1, min(batch_size, n_samples))
-    buffer = np.empty((batch_size, n_lifted))
-    predictions = np.empty((n_samples, coef.shape[0]))
-    for start in range(0, n_samples, batch_size):
-        stop = min(start + batch_size, n_samples)
-        features = lifted_features(
-            sequences[start:stop], out=buffer[: stop - start], n_threads=n_threads
-        )
+    predictions = np.empty((sequences.shape[0], coef.shape[0]))
+    for start, stop, features in lifted_chunks(sequences, batch_size, n_threads):
         np.matmul(features, coef.T, out=predictions[start:stop])
     return predictions + intercept
 
