@@ -1,47 +1,118 @@
-"""The identifiability certificate of PAPER.md.
+"""The identifiability certificate (Yau et al. 2025; the docs' theory page).
 
-``Lambda = (1/N) sum_i phi(Z_i) phi(Z_i)^T``, the uncentered second moment of the
-lifted features. If its smallest eigenvalue is positive, every minimizer of the lifted
-least-squares problem (any number of heads) computes the same function on all inputs.
-When it is singular, an input still gets the same prediction from every minimizer iff
-its lifted features lie in the span of the training features (``covers``).
+``Lambda = (1/N) sum_i w_i phi_i phi_i^T``, the (weighted) uncentered second moment of
+the lifted training rows. If its smallest eigenvalue is positive, every minimizer of
+the lifted least-squares problem (any number of heads) computes the same function on
+all inputs. When it is singular, an input still gets the same prediction from every
+minimizer iff its lifted features lie in the span of the training features
+(``covers``).
+
+The eigenvalues come from the solver's own factorization: the Gram matrix
+(``"normal"``), the kernel matrix (``"dual"``) or Lanczos estimates (``"cg"``).
 """
 
+import warnings
 from dataclasses import dataclass, field
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
+import scipy.linalg
+import scipy.sparse.linalg
+from sklearn.exceptions import ConvergenceWarning
 
-from ._distributed import block_statistics, is_dask_array
-from ._lift import (
-    lifted_features,
-    lifted_kernel,
-    n_lifted_features,
-    pair_statistics,
-)
-from ._solvers import accumulate_statistics, default_rank_tol, gram_spectrum
+from ._data import Rescaling, _RowLayout, lifted_data, power_of_two_scale
+from ._lift import lifted_kernel, n_lifted_features
 from ._validation import validate_sequences
 
-__all__ = ["IdentifiabilityCertificate", "certify"]
+__all__ = [
+    "GramSpectrum",
+    "IdentifiabilityCertificate",
+    "certify",
+    "default_rank_tol",
+    "estimate_extreme_eigenvalues",
+    "gram_spectrum",
+    "kernel_spectrum",
+]
 
 # Relative size of the component outside the training span below which `covers`
 # says True.
 _COVERS_RTOL = 1e-6
+# Up to this many lifted features, solver="cg" forms the Gram from p products and
+# decomposes it exactly instead of estimating its extreme eigenvalues by Lanczos.
+_DENSE_CERTIFICATE_FEATURES = 64
+
+
+class GramSpectrum:
+    """Eigenvalues of a Gram or kernel matrix, with eigenvectors when needed.
+
+    Parameters
+    ----------
+    eigenvalues : ndarray, ascending
+    eigenvectors : ndarray or None
+    tol : float
+        Relative tolerance: eigenvalues at most ``tol`` times the largest count as
+        zero.
+    """
+
+    def __init__(self, eigenvalues, eigenvectors, tol):
+        self.eigenvalues = eigenvalues
+        self.eigenvectors = eigenvectors
+        self.tol = tol
+
+    @property
+    def threshold(self):
+        return self.tol * max(self.eigenvalues[-1], 0.0)
+
+    @property
+    def rank(self):
+        return int(np.count_nonzero(self.eigenvalues > self.threshold))
+
+    @property
+    def full_rank(self):
+        return self.rank == self.eigenvalues.size
+
+
+def default_rank_tol(n_lifted):
+    """Relative eigenvalue tolerance used when none is given: ``p * eps``.
+
+    An eigenvalue of the lifted Gram at most ``tol * largest eigenvalue`` counts as
+    zero, as in :func:`numpy.linalg.matrix_rank`: rounding in the Gram is of order
+    ``eps * largest eigenvalue`` per entry.
+    """
+    return n_lifted * np.finfo(np.float64).eps
+
+
+def gram_spectrum(gram, tol):
+    """Spectrum of a symmetric positive semi-definite Gram matrix; eigenvectors
+    only when it is singular (null space for ``covers``, minimum-norm solve)."""
+    spectrum = GramSpectrum(scipy.linalg.eigvalsh(gram, check_finite=False), None, tol)
+    if spectrum.full_rank:
+        return spectrum
+    eigenvalues, eigenvectors = scipy.linalg.eigh(gram, check_finite=False)
+    return GramSpectrum(eigenvalues, eigenvectors, tol)
+
+
+def kernel_spectrum(kernel, tol):
+    """Full eigen-decomposition of a kernel matrix (the dual solve needs it)."""
+    eigenvalues, eigenvectors = scipy.linalg.eigh(kernel, check_finite=False)
+    return GramSpectrum(eigenvalues, eigenvectors, tol)
 
 
 class _FeatureSpan:
     """The span of the training features, by an orthonormal basis of the null space
     of the lifted Gram matrix or of its range (whichever is smaller)."""
 
-    def __init__(self, basis, spans_range, feature_mean):
-        self.basis, self.spans_range, self.feature_mean = (
-            basis,
-            spans_range,
+    def __init__(self, basis, spans_range, feature_mean, layout, token_scale):
+        self.basis, self.spans_range = basis, spans_range
+        self.feature_mean, self.layout, self.token_scale = (
             feature_mean,
+            layout,
+            token_scale,
         )
 
     def outside_fraction(self, sequences):
-        features = lifted_features(sequences) - self.feature_mean
+        features = self.layout.features(_span_scaled(sequences, self))
+        features -= self.feature_mean
         projection = features @ self.basis
         outside = (
             features - projection @ self.basis.T if self.spans_range else projection
@@ -52,26 +123,47 @@ class _FeatureSpan:
 class _KernelSpan:
     """The span of the training features through the kernel (dual solver): the
     squared distance of ``phi(x)`` to the span is ``k(x, x) - k_x^T pinv(K) k_x``,
-    with the kernel centered when an intercept was fitted."""
+    the kernel centered (with the row weights) when an intercept was fitted."""
 
-    def __init__(self, pairs, queries, weights, row_means, grand_mean, centered):
+    def __init__(self, pairs, queries, weights, centering, layout, token_scale):
         self.pairs, self.queries, self.weights = pairs, queries, weights
-        self.row_means, self.grand_mean, self.centered = row_means, grand_mean, centered
+        self.centering, self.layout, self.token_scale = centering, layout, token_scale
+
+    @property
+    def centered(self):
+        return self.centering is not None
 
     def outside_fraction(self, sequences):
-        pairs, queries = pair_statistics(sequences)
+        pairs, queries = self.layout.pairs(_span_scaled(sequences, self))
         cross = lifted_kernel(pairs, queries, self.pairs, self.queries)
         own = np.einsum("nk,nk->n", pairs, pairs) * np.einsum(
             "ne,ne->n", queries, queries
         )
-        if self.centered:
-            cross_means = cross.mean(axis=1)
-            own = own - 2 * cross_means + self.grand_mean
-            cross = cross - cross_means[:, None] - self.row_means + self.grand_mean
+        if self.centering is not None:
+            row_scale, row_terms, grand = self.centering
+            total = row_scale @ row_scale
+            mean_products = cross @ row_scale / total  # mean^T phi_x
+            own = own - 2 * mean_products + grand
+            cross = (
+                cross
+                - np.outer(mean_products, row_scale)
+                - row_terms
+                + grand * row_scale
+            )
         inside = np.einsum("nr,nr->n", *(2 * [cross @ self.weights]))
         return _ratio(
             np.sqrt(np.maximum(own - inside, 0.0)), np.sqrt(np.maximum(own, 0.0))
         )
+
+
+def _span_scaled(sequences, span):
+    """Inputs scaled for a span test: the fraction outside the span does not depend
+    on the scale of the input, so each is brought near 1 (a power of two), unless
+    features are centered by the training mean, which fixes the training scale."""
+    if span.centered:
+        return sequences * span.token_scale
+    largest = max(sequences.max(initial=0.0), -sequences.min(initial=0.0))
+    return sequences * power_of_two_scale(largest)
 
 
 def _ratio(outside, total):
@@ -92,8 +184,9 @@ class IdentifiabilityCertificate:
         positive definite, so every empirical risk minimizer computes the same
         function on all inputs.
     min_eigenvalue, max_eigenvalue : float
-        Extreme eigenvalues of ``Lambda = Phi^T Phi / n_samples`` (centered when
-        the estimator fits an intercept).
+        Extreme eigenvalues of ``Lambda = Phi^T W Phi / sum(w)`` (centered when the
+        estimator fits an intercept; ``W`` the sample weights, all ones by
+        default).
     rank : int or None
         Number of eigenvalues above ``tol * max_eigenvalue``; None when only
         estimates of the extreme eigenvalues are known (``exact=False``) and they
@@ -101,13 +194,16 @@ class IdentifiabilityCertificate:
     n_lifted_features : int
         ``p = d * d * (d + 1) / 2``, the rank needed for identifiability.
     n_samples : int
+        Training rows with a positive weight: sequences, or positions (without
+        left padding) for a fit with ``positions="all"``.
     tol : float
         Relative eigenvalue tolerance used.
     token_dim : int
     exact : bool
         True when the eigenvalues come from a decomposition (``certify``, solvers
-        ``"normal"`` and ``"dual"``); False for the iterative (Lanczos) estimates
-        of solver ``"cg"``, accurate to about ``tol`` of ``max_eigenvalue``.
+        ``"normal"`` and ``"dual"``, and ``"cg"`` for ``p <= 64``); False for the
+        Lanczos estimates of solver ``"cg"``, accurate to about ``tol`` of
+        ``max_eigenvalue``.
     """
 
     identifiable: bool
@@ -122,15 +218,27 @@ class IdentifiabilityCertificate:
     # How `covers` tests membership in the span of the training features; None when
     # every input is covered (identifiable) or the span is unknown (estimates).
     _span: object = field(default=None, repr=False, compare=False)
+    _positions: str = field(default="last", repr=False, compare=False)
 
     def __bool__(self):
         return bool(self.identifiable)
 
     @classmethod
-    def from_spectrum(cls, spectrum, n_samples, token_dim, feature_mean=None):
-        """Certificate of a lifted Gram matrix ``N * Lambda`` from its spectrum."""
+    def _from_spectrum(
+        cls,
+        spectrum,
+        weight_sum,
+        n_observations,
+        token_dim,
+        rescaling,
+        feature_mean=None,
+        layout=None,
+    ):
+        """Certificate of a lifted Gram matrix ``sum(w) * Lambda`` (rescaled units)
+        from its spectrum."""
         p = spectrum.eigenvalues.size
         rank = spectrum.rank
+        layout = layout or _RowLayout("last", True, token_dim)
         span = None
         if rank < p:
             kept = spectrum.eigenvalues > spectrum.threshold
@@ -138,74 +246,65 @@ class IdentifiabilityCertificate:
             columns = kept if spans_range else ~kept
             basis = np.ascontiguousarray(spectrum.eigenvectors[:, columns])
             mean = np.zeros(p) if feature_mean is None else feature_mean
-            span = _FeatureSpan(basis, spans_range, mean)
-        scale = 1.0 / max(n_samples, 1)
+            span = _FeatureSpan(basis, spans_range, mean, layout, rescaling.token)
+            span.centered = feature_mean is not None
+        scale = rescaling.eigenvalue_factor / weight_sum if weight_sum > 0 else 0.0
         return cls(
             identifiable=rank == p,
-            min_eigenvalue=float(spectrum.eigenvalues[0] * scale),
-            max_eigenvalue=float(spectrum.eigenvalues[-1] * scale),
+            min_eigenvalue=float(max(spectrum.eigenvalues[0], 0.0) * scale),
+            max_eigenvalue=float(max(spectrum.eigenvalues[-1], 0.0) * scale),
             rank=rank,
             n_lifted_features=p,
-            n_samples=int(n_samples),
+            n_samples=int(n_observations),
             tol=float(spectrum.tol),
             token_dim=int(token_dim),
             _span=span,
+            _positions=layout.positions,
         )
 
     @classmethod
-    def from_kernel(cls, solution, pairs, queries, tol, centered):
+    def _from_kernel(
+        cls,
+        spectrum,
+        pairs,
+        queries,
+        rescaling,
+        weight_sum,
+        n_observations,
+        centering=None,
+        layout=None,
+    ):
         """Certificate from the spectrum of the kernel matrix (dual solver).
 
-        The non-zero eigenvalues of ``Phi Phi^T`` and ``Phi^T Phi`` coincide, so the
-        ``p`` eigenvalues of ``Lambda`` are the ``p`` largest of the kernel's
-        (padded with zeros when there are fewer samples than features).
+        The non-zero eigenvalues of ``A A^T`` and ``A^T A`` coincide, so the ``p``
+        eigenvalues of ``Lambda`` are the ``p`` largest of the kernel's (padded
+        with zeros when there are fewer rows than features).
         """
-        n_samples, d = queries.shape
+        n_rows, d = queries.shape
         p = n_lifted_features(d)
-        eigenvalues = solution.eigenvalues  # ascending
-        largest = max(eigenvalues[-1], 0.0)
-        kept = eigenvalues > tol * largest
+        layout = layout or _RowLayout("last", True, d)
+        eigenvalues = spectrum.eigenvalues  # ascending
+        kept = eigenvalues > spectrum.threshold
         rank = int(np.count_nonzero(kept))
-        smallest = eigenvalues[n_samples - p] if n_samples >= p else 0.0
+        smallest = eigenvalues[n_rows - p] if n_rows >= p else 0.0
         span = None
         if rank < p:
-            weights = solution.eigenvectors[:, kept] / np.sqrt(eigenvalues[kept])
+            weights = spectrum.eigenvectors[:, kept] / np.sqrt(eigenvalues[kept])
             span = _KernelSpan(
-                pairs,
-                queries,
-                weights,
-                solution.kernel_row_means,
-                solution.kernel_mean,
-                centered,
+                pairs, queries, weights, centering, layout, rescaling.token
             )
+        scale = rescaling.eigenvalue_factor / weight_sum if weight_sum > 0 else 0.0
         return cls(
             identifiable=rank == p,
-            min_eigenvalue=float(smallest / n_samples),
-            max_eigenvalue=float(largest / n_samples),
+            min_eigenvalue=float(max(smallest, 0.0) * scale),
+            max_eigenvalue=float(max(eigenvalues[-1], 0.0) * scale),
             rank=rank,
             n_lifted_features=p,
-            n_samples=int(n_samples),
-            tol=float(tol),
+            n_samples=int(n_observations),
+            tol=float(spectrum.tol),
             token_dim=int(d),
             _span=span,
-        )
-
-    @classmethod
-    def from_estimates(cls, smallest, largest, n_samples, token_dim, tol):
-        """Certificate from Lanczos estimates of the extreme eigenvalues of
-        ``Lambda`` (solver ``"cg"``)."""
-        p = n_lifted_features(token_dim)
-        identifiable = n_samples >= p and smallest > tol * largest
-        return cls(
-            identifiable=bool(identifiable),
-            min_eigenvalue=float(smallest),
-            max_eigenvalue=float(largest),
-            rank=p if identifiable else None,
-            n_lifted_features=p,
-            n_samples=int(n_samples),
-            tol=float(tol),
-            token_dim=int(token_dim),
-            exact=False,
+            _positions=layout.positions,
         )
 
     def covers(self, X):
@@ -223,7 +322,9 @@ class IdentifiabilityCertificate:
 
         Returns
         -------
-        covered : ndarray of shape (n_samples,), bool
+        covered : ndarray of shape (n_samples,) or (n_samples, n_tokens), bool
+            One entry per sequence, or per position for a certificate of a fit with
+            ``positions="all"``.
 
         Raises
         ------
@@ -232,22 +333,151 @@ class IdentifiabilityCertificate:
             not show identifiability: the span of the training features is unknown.
         """
         sequences = validate_sequences(X, token_dim=self.token_dim)
+        n_samples, n_tokens, _ = sequences.shape
+        shape = (n_samples,) if self._positions == "last" else (n_samples, n_tokens)
         if self.identifiable:
-            return np.ones(sequences.shape[0], dtype=bool)
+            return np.ones(shape, dtype=bool)
         if self._span is None:
             raise ValueError(
                 "covers needs the span of the training features, which an estimated "
                 "certificate (solver='cg', exact=False) does not have; use certify(X) "
                 "or fit with solver='normal' or 'dual'."
             )
-        return self._span.outside_fraction(sequences) <= _COVERS_RTOL
+        fraction = self._span.outside_fraction(sequences)
+        return (fraction <= _COVERS_RTOL).reshape(shape)
+
+
+def estimate_extreme_eigenvalues(
+    operator,
+    weight_sum,
+    n_observations,
+    token_dim,
+    rescaling,
+    tol,
+    max_iter,
+    trusted,
+    feature_mean=None,
+    layout=None,
+):
+    """Certificate of ``A^T A`` for a lifted operator ``A`` (solver ``"cg"``).
+
+    For ``p <= 64`` the Gram is formed from ``p`` products and decomposed
+    (``exact=True``). Otherwise the largest eigenvalue comes from Lanczos directly,
+    the smallest as ``largest - top eigenvalue of (largest I - A^T A)``, which
+    converges far faster than asking Lanczos for the bottom of the spectrum. When
+    Lanczos does not converge, or ``trusted`` is False (LSQR did not converge), the
+    certificate claims no identifiability.
+    """
+    n_lifted = operator.shape[1]
+    p_tol = default_rank_tol(n_lifted)
+    if n_lifted <= _DENSE_CERTIFICATE_FEATURES:
+        gram = np.stack(
+            [operator.rmatvec(operator.matvec(row)) for row in np.eye(n_lifted)]
+        )
+        spectrum = gram_spectrum((gram + gram.T) / 2, p_tol)
+        if trusted or not spectrum.full_rank:
+            return IdentifiabilityCertificate._from_spectrum(
+                spectrum,
+                weight_sum,
+                n_observations,
+                token_dim,
+                rescaling,
+                feature_mean=feature_mean,
+                layout=layout,
+            )
+        eigenvalues = spectrum.eigenvalues
+        return _estimated(eigenvalues[0], eigenvalues[-1], weight_sum, n_observations,
+                          token_dim, rescaling, p_tol, trusted=False)
+
+    def gram_product(vector):
+        return operator.rmatvec(operator.matvec(vector))
+
+    def top_eigenvalue(matvec):
+        linear = scipy.sparse.linalg.LinearOperator(
+            (n_lifted, n_lifted), matvec=matvec, dtype=np.float64
+        )
+        try:
+            return float(
+                scipy.sparse.linalg.eigsh(
+                    linear,
+                    k=1,
+                    which="LA",
+                    tol=tol,
+                    maxiter=max(max_iter, 1000),
+                    v0=np.ones(n_lifted),
+                    return_eigenvectors=False,
+                )[0]
+            )
+        except scipy.sparse.linalg.ArpackNoConvergence:
+            warnings.warn(
+                "The Lanczos estimate of the certificate's eigenvalues did not "
+                "converge; the certificate claims no identifiability.",
+                ConvergenceWarning,
+                stacklevel=5,
+            )
+            return None
+
+    certificate_tol = max(p_tol, tol)
+    largest = top_eigenvalue(gram_product)
+    if largest is None or largest <= 0:
+        return _estimated(0.0, largest or 0.0, weight_sum, n_observations, token_dim,
+                          rescaling, certificate_tol, trusted=False)
+    if n_observations < n_lifted:
+        return _estimated(0.0, largest, weight_sum, n_observations, token_dim,
+                          rescaling, certificate_tol, trusted)
+    top = top_eigenvalue(lambda vector: largest * np.ravel(vector) - gram_product(vector))
+    smallest = 0.0 if top is None else max(largest - top, 0.0)
+    return _estimated(smallest, largest, weight_sum, n_observations, token_dim,
+                      rescaling, certificate_tol, trusted and top is not None)
+
+
+def _estimated(smallest, largest, weight_sum, n_observations, token_dim, rescaling,
+               tol, trusted):
+    """Certificate from estimates of the extreme eigenvalues of ``A^T A``."""
+    p = n_lifted_features(token_dim)
+    identifiable = trusted and n_observations >= p and smallest > tol * largest
+    scale = rescaling.eigenvalue_factor / weight_sum if weight_sum > 0 else 0.0
+    return IdentifiabilityCertificate(
+        identifiable=bool(identifiable),
+        min_eigenvalue=float(smallest * scale),
+        max_eigenvalue=float(largest * scale),
+        rank=p if identifiable else None,
+        n_lifted_features=p,
+        n_samples=int(n_observations),
+        tol=float(tol),
+        token_dim=int(token_dim),
+        exact=False,
+    )
+
+
+def _check_tol(tol):
+    if tol is None:
+        return None
+    if isinstance(tol, bool) or not isinstance(tol, Real) or not 0 <= tol < 1:
+        raise ValueError(f"tol must be a real number in [0, 1), got {tol!r}.")
+    return float(tol)
+
+
+def _check_token_dim(token_dim):
+    if token_dim is None:
+        return None
+    if isinstance(token_dim, bool) or not isinstance(token_dim, Integral):
+        raise TypeError(
+            f"token_dim must be a positive int or None, got {token_dim!r} "
+            f"({type(token_dim).__name__})."
+        )
+    if token_dim < 1:
+        raise ValueError(f"token_dim must be a positive int or None, got {token_dim}.")
+    return int(token_dim)
 
 
 def certify(X, token_dim=None, tol=None):
     """Identifiability certificate of a data set, without fitting.
 
-    Computes ``Lambda = (1/N) sum_i phi(Z_i) phi(Z_i)^T`` over the lifted features
-    (streamed in chunks) and its eigenvalues.
+    Computes the eigenvalues of ``Lambda = (1/N) sum_i phi(Z_i) phi(Z_i)^T`` over
+    the lifted features, the way ``solver="auto"`` would: from the ``p x p`` Gram
+    (streamed in chunks) when there are at least ``p`` sequences, else from the
+    ``N x N`` kernel, without forming the Gram.
 
     Parameters
     ----------
@@ -272,7 +502,7 @@ def certify(X, token_dim=None, tol=None):
     (so every feature with ``b < c`` is zero) and the query's features ``S[b, b] q[e]``
     span at most the diagonal part, far fewer than ``p`` directions. Tokens confined to
     a subspace of dimension ``r < d``, or fewer samples than ``p``, are not identifiable
-    either.
+    either. The verdict does not depend on the scale of ``X``.
 
     Examples
     --------
@@ -284,18 +514,26 @@ def certify(X, token_dim=None, tol=None):
     >>> certify(rng.normal(size=(10, 5, 3))).rank  # fewer samples than p
     10
     """
-    if is_dask_array(X):
-        statistics, d, _ = block_statistics(X, None, token_dim)
-    else:
-        sequences = validate_sequences(X, token_dim=token_dim)
-        d = sequences.shape[2]
-        statistics = accumulate_statistics(sequences, np.zeros((len(sequences), 0)))
-    n_samples = statistics.n_samples
+    from ._solvers import choose_solver
+
+    token_dim = _check_token_dim(token_dim)
+    tol = _check_tol(tol)
+    data = lifted_data(validate_sequences(X, token_dim=token_dim))
     if tol is None:
-        tol = default_rank_tol(n_lifted_features(d))
-    elif not (isinstance(tol, Real) and 0 <= tol < 1):
-        raise ValueError(f"tol must be a real number in [0, 1), got {tol!r}.")
-    gram, _, _, _ = statistics.normal_equations(fit_intercept=False)
-    return IdentifiabilityCertificate.from_spectrum(
-        gram_spectrum(gram, tol), n_samples, d
+        tol = default_rank_tol(data.n_lifted)
+    solver = choose_solver(data.n_rows, data.n_lifted, distributed=data.is_distributed)
+    if solver == "dual":
+        pairs, queries = data.compact_rows()
+        spectrum = kernel_spectrum(lifted_kernel(pairs, queries), tol)
+        return IdentifiabilityCertificate._from_kernel(
+            spectrum, pairs, queries, data.rescaling, float(data.n_rows), data.n_rows
+        )
+    statistics = data.statistics()
+    gram = statistics.normal_equations(fit_intercept=False)[0]
+    return IdentifiabilityCertificate._from_spectrum(
+        gram_spectrum(gram, tol),
+        statistics.weight_sum,
+        statistics.n_observations,
+        data.token_dim,
+        data.rescaling,
     )

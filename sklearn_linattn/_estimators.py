@@ -1,11 +1,11 @@
 """scikit-learn estimators for learning multi-head linear attention (Algorithm 1).
 
-The estimators are thin: validate the input, stream the lifted sufficient statistics,
-solve, read out heads and the certificate, set fitted attributes.
+The estimators are thin: validate the input, make a data source, run the solver
+chosen once, read out heads, set fitted attributes. Every path (in memory or Dask,
+``fit`` or ``partial_fit``, last position or all) goes through :meth:`_fit_rows`.
 """
 
 import time
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -17,51 +17,32 @@ from sklearn.base import (
     TransformerMixin,
     _fit_context,
 )
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import accuracy_score, r2_score
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import (
-    check_consistent_length,
-    check_is_fitted,
-    column_or_1d,
-)
+from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ._attention import MultiHeadLinearAttention
-from ._certificate import IdentifiabilityCertificate
-from ._distributed import (
-    DaskLiftedOperator,
-    block_statistics,
+from ._data import (
+    StatisticsSource,
     is_dask_array,
-    predict_blocks,
-)
-from ._heads import fixed_heads, minimal_heads, paper_heads
-from ._lift import (
-    lifted_feature_pairs,
-    lifted_features,
-    n_lifted_features,
-    pair_statistics,
-)
-from ._progress import ChunkProgress
-from ._solvers import (
-    CenteredLiftedOperator,
-    LiftedStatistics,
-    accumulate_statistics,
-    choose_solver,
-    default_rank_tol,
-    estimate_extreme_eigenvalues,
-    gram_spectrum,
+    lifted_data,
     lifted_predict,
-    operator_weight,
-    solve_dual,
-    solve_iterative,
-    solve_normal_equations,
+    padding_row_mask,
+    predict_dask,
 )
-from ._validation import validate_sequences, validate_targets
-
-# Relative accuracy of the Lanczos eigenvalue estimates behind solver="cg"'s
-# certificate.
-_LANCZOS_TOL = 1e-6
+from ._heads import read_out_heads
+from ._lift import lifted_feature_pairs, lifted_features
+from ._progress import ChunkProgress
+from ._solvers import SOLVERS, resolve_solver, solve_normal
+from ._validation import (
+    reject_boolean_parameters,
+    validate_sample_weight,
+    validate_sequences,
+    validate_targets,
+)
 
 __all__ = [
     "LiftedAttentionFeatures",
@@ -69,9 +50,44 @@ __all__ = [
     "LinearAttentionRegressor",
 ]
 
+# The head search may take as long as the regression it reads, plus this (seconds).
+_HEAD_BUDGET_FLOOR = 0.04
+# Attributes that partial_fit leaves to be computed when first read.
+_MODEL_ATTRIBUTES = frozenset(
+    {
+        "coef_",
+        "intercept_",
+        "attention_",
+        "value_matrices_",
+        "query_matrices_",
+        "n_heads_",
+        "certificate_",
+        "head_search_",
+    }
+)
+_INTEGER_PARAMETERS = ("token_dim", "n_heads", "max_iter", "batch_size", "n_jobs")
+
+
+class _AtomicUpdate:
+    """Restore the estimator's attributes if the block raises (even on Ctrl-C), so
+    that a failed ``fit`` or ``partial_fit`` leaves it exactly as it was. Arrays are
+    never modified in place, so a shallow copy of ``__dict__`` suffices."""
+
+    def __init__(self, estimator):
+        self.estimator = estimator
+
+    def __enter__(self):
+        self.saved = dict(self.estimator.__dict__)
+
+    def __exit__(self, kind, error, traceback):
+        if kind is not None:
+            self.estimator.__dict__.clear()
+            self.estimator.__dict__.update(self.saved)
+        return False
+
 
 class _LinearAttentionBase(BaseEstimator):
-    """Shared machinery: lifted statistics, solve, head read-out, certificate."""
+    """Shared machinery: data source, solver, head read-out, certificate."""
 
     _parameter_constraints = {
         "token_dim": [Interval(Integral, 1, None, closed="left"), None],
@@ -86,8 +102,14 @@ class _LinearAttentionBase(BaseEstimator):
         "tol": [Interval(Real, 0, 1, closed="left")],
         "solver_tol": [Interval(Real, 0, 1, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "positions": [StrOptions({"last", "all"})],
+        "causal": ["boolean"],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
-        "n_jobs": [Integral, None],
+        "n_jobs": [
+            Interval(Integral, 1, None, closed="left"),
+            Interval(Integral, None, -1, closed="right"),
+            None,
+        ],
         "verbose": ["verbose"],
     }
 
@@ -101,6 +123,8 @@ class _LinearAttentionBase(BaseEstimator):
         tol=1e-8,
         solver_tol=1e-10,
         max_iter=None,
+        positions="last",
+        causal=True,
         batch_size=None,
         n_jobs=None,
         verbose=0,
@@ -113,6 +137,8 @@ class _LinearAttentionBase(BaseEstimator):
         self.tol = tol
         self.solver_tol = solver_tol
         self.max_iter = max_iter
+        self.positions = positions
+        self.causal = causal
         self.batch_size = batch_size
         self.n_jobs = n_jobs
         self.verbose = verbose
@@ -122,223 +148,211 @@ class _LinearAttentionBase(BaseEstimator):
         tags.input_tags.three_d_array = True
         return tags
 
+    def __getattr__(self, name):
+        # After partial_fit, the model is solved when an attribute of it is first
+        # read (partial_fit itself only adds to the statistics).
+        state = self.__dict__
+        if name in _MODEL_ATTRIBUTES and state.get("_model_pending"):
+            self._solve_pending()
+            return state[name]
+        raise AttributeError(
+            f"{type(self).__name__!r} object has no attribute {name!r}"
+        )
+
     def _log(self, message):
         if self.verbose:
             print(f"[{type(self).__name__}] {message}")
 
-    def _fit_lifted(self, sequences, targets, was_1d):
-        """Fit on validated sequences and 2-D float targets; set every attribute."""
-        n_samples, _, token_dim = sequences.shape
-        n_lifted = n_lifted_features(token_dim)
-        if hasattr(self, "_lifted_statistics"):  # from partial_fit: fit starts over
-            del self._lifted_statistics
-        solver = self.solver
-        if solver == "auto":
-            solver = choose_solver(n_samples, n_lifted)
-        self.solver_ = solver
-        self.n_iter_ = 1  # a direct solve; LSQR sets its iteration counts
+    def _check_parameters(self):
+        reject_boolean_parameters(self, _INTEGER_PARAMETERS)
+
+    # --- the one fitting path -------------------------------------------------
+
+    def _sequences(self, X, reset):
+        return validate_sequences(
+            X,
+            token_dim=self.token_dim if reset else self.token_dim_,
+            estimator=self,
+            reset=reset,
+        )
+
+    def _data_source(self, sequences, targets, sample_weight, rescaling=None):
+        return lifted_data(
+            sequences,
+            targets,
+            sample_weight,
+            positions=self.positions,
+            causal=self.causal,
+            batch_size=self.batch_size,
+            n_threads=effective_n_jobs(self.n_jobs),
+            rescaling=rescaling,
+        )
+
+    def _fit_rows(self, sequences, targets, sample_weight, single_output):
+        """Fit on validated sequences and target rows; set every attribute."""
+        data = self._data_source(sequences, targets, sample_weight)
+        solver = resolve_solver(self.solver, data)
+        self._log(
+            f"solver {solver!r}: {data.n_rows} rows, p={data.n_lifted}"
+            + (" (Dask)" if data.is_distributed else "")
+        )
         start = time.perf_counter()
-        self._log(f"solver {solver!r}: {n_samples} sequences, p={n_lifted}")
-        if solver == "normal":
-            statistics = accumulate_statistics(
-                sequences,
-                targets,
-                batch_size=self.batch_size,
-                n_threads=effective_n_jobs(self.n_jobs),
-                progress=ChunkProgress("lifting") if self.verbose else None,
-            )
-            self._solve_normal(statistics, token_dim, was_1d)
-        else:
-            pairs, queries = pair_statistics(
-                sequences, n_threads=effective_n_jobs(self.n_jobs)
-            )
-            if solver == "dual":
-                self._solve_dual(pairs, queries, targets, was_1d)
-            else:
-                operator = CenteredLiftedOperator(pairs, queries)
-                self._solve_iterative(operator, targets, queries.shape[1], was_1d)
+        solution = SOLVERS[solver](
+            data,
+            alpha=self.alpha,
+            fit_intercept=self.fit_intercept,
+            solver_tol=self.solver_tol,
+            max_iter=self.max_iter,
+            progress=ChunkProgress("lifting") if self.verbose else None,
+        )
+        self._set_model(solution, data, single_output, time.perf_counter() - start)
         self._log(f"fit done in {time.perf_counter() - start:.2f} s")
+        self.solver_ = solver
+        n_iter = solution.n_iter
+        self.n_iter_ = int(n_iter[0]) if single_output else n_iter
+        self.token_dim_ = data.token_dim
+        # partial_fit continues from these (solver "normal" only).
+        self._statistics = solution.statistics
+        self._rescaling = data.rescaling
+        self._layout = data.layout
+        self._single_output = single_output
+        self._model_pending = False
         return self
 
-    def _solve_normal(self, statistics, token_dim, was_1d):
-        gram, moment, feature_mean, target_mean = statistics.normal_equations(
-            self.fit_intercept
-        )
-        spectrum = gram_spectrum(gram, default_rank_tol(n_lifted_features(token_dim)))
-        lifted_coef = solve_normal_equations(gram, moment, self.alpha, spectrum)
-        certificate = IdentifiabilityCertificate.from_spectrum(
-            spectrum,
-            statistics.n_samples,
-            token_dim,
-            feature_mean=feature_mean if self.fit_intercept else None,
-        )
-
-        def apply_weight(residual):
-            return residual @ gram + self.alpha * residual
-
-        self._set_model(
-            lifted_coef,
-            feature_mean,
-            target_mean,
-            apply_weight,
-            certificate,
-            token_dim,
-            was_1d,
-        )
-
-    def _solve_dual(self, pairs, queries, targets, was_1d):
-        token_dim = queries.shape[1]
-        tol = default_rank_tol(n_lifted_features(token_dim))
-        solution = solve_dual(
-            pairs, queries, targets, self.alpha, self.fit_intercept, tol
-        )
-        certificate = IdentifiabilityCertificate.from_kernel(
-            solution, pairs, queries, tol, centered=self.fit_intercept
-        )
-        apply_weight = operator_weight(
-            CenteredLiftedOperator(pairs, queries, solution.feature_mean), self.alpha
-        )
-        self._set_model(
-            solution.coef,
-            solution.feature_mean,
-            solution.target_mean,
-            apply_weight,
-            certificate,
-            token_dim,
-            was_1d,
-        )
-
-    def _solve_iterative(self, operator, targets, token_dim, was_1d):
-        n_samples, n_lifted = operator.shape
-        max_iter = self.max_iter if self.max_iter is not None else 2 * n_lifted
-        coef, feature_mean, target_mean, converged, n_iter = solve_iterative(
-            operator,
-            targets,
-            self.alpha,
-            self.fit_intercept,
-            self.solver_tol,
-            max_iter,
-        )
-        if not converged:
-            warnings.warn(
-                f"LSQR did not reach solver_tol={self.solver_tol} within "
-                f"max_iter={max_iter} iterations; increase max_iter, or alpha.",
-                ConvergenceWarning,
-                stacklevel=4,
-            )
-        smallest, largest = estimate_extreme_eigenvalues(
-            operator, n_samples, tol=_LANCZOS_TOL, max_iter=max_iter
-        )
-        # The estimates are good to about _LANCZOS_TOL, so the certificate cannot
-        # resolve eigenvalues below that (relative to the largest).
-        certificate = IdentifiabilityCertificate.from_estimates(
-            smallest,
-            largest,
-            n_samples,
-            token_dim,
-            max(default_rank_tol(n_lifted), _LANCZOS_TOL),
-        )
-        self.n_iter_ = int(n_iter[0]) if was_1d else n_iter
-        self._set_model(
-            coef,
-            feature_mean,
-            target_mean,
-            operator_weight(operator, self.alpha),
-            certificate,
-            token_dim,
-            was_1d,
-        )
-
-    def _set_model(
-        self,
-        lifted_coef,
-        feature_mean,
-        target_mean,
-        apply_weight,
-        certificate,
-        token_dim,
-        was_1d,
+    def _partial_fit_rows(
+        self, sequences, targets, sample_weight, single_output, first_call
     ):
-        """Read heads out of the lifted solution and set every fitted attribute."""
-        if self.n_heads is None:
-            value, query = paper_heads(lifted_coef, token_dim, self.tol)
-        elif self.n_heads == "auto":
-            value, query = minimal_heads(lifted_coef, token_dim, self.tol)
-        else:
-            value, query = fixed_heads(
-                lifted_coef, token_dim, self.n_heads, apply_weight, self.tol
+        """Add a batch to the kept statistics; the model is solved when read."""
+        if not first_call and (
+            targets.shape[1] != self._statistics.n_outputs
+            or single_output != self._single_output
+        ):
+            raise ValueError(
+                f"y has {targets.shape[1]} output(s) per row but earlier batches had "
+                f"{self._statistics.n_outputs}; every batch needs the same shape of "
+                "targets."
             )
-        attention = MultiHeadLinearAttention(value, query)
-        coef = attention.lifted_coef()
-        intercept = target_mean - coef @ feature_mean
+        data = self._data_source(
+            sequences,
+            targets,
+            sample_weight,
+            rescaling=None if first_call else self._rescaling,
+        )
+        batch = data.statistics()
+        self._statistics = (
+            batch if first_call else self._statistics.copy().merge(batch)
+        )
+        if first_call:
+            self._rescaling, self._layout = data.rescaling, data.layout
+            self._single_output = single_output
+            self.token_dim_ = data.token_dim
+        self.solver_ = "normal"
+        self.n_iter_ = 1 if single_output else np.ones(targets.shape[1], dtype=int)
+        for name in _MODEL_ATTRIBUTES:
+            self.__dict__.pop(name, None)
+        self._model_pending = True
+        return self
 
+    def _check_partial_fit(self):
+        """Whether this is the first batch; a clear error when the estimator was
+        fitted by a solver that keeps no statistics."""
+        if self.solver not in ("auto", "normal"):
+            raise ValueError(
+                "partial_fit accumulates the normal equations; use solver='normal' or "
+                f"'auto', got solver={self.solver!r}."
+            )
+        if "_statistics" not in self.__dict__:
+            return True
+        if self._statistics is None:
+            raise ValueError(
+                f"This estimator was fitted with solver={self.solver_!r}, which keeps "
+                "no normal-equation statistics, so partial_fit cannot continue from "
+                "that fit. Fit with solver='normal' (or start with partial_fit) to "
+                "add batches later."
+            )
+        return False
+
+    def _solve_pending(self):
+        source = StatisticsSource(self._statistics, self._layout, self._rescaling)
+        start = time.perf_counter()
+        solution = solve_normal(
+            source, alpha=self.alpha, fit_intercept=self.fit_intercept
+        )
+        self._set_model(
+            solution, source, self._single_output, time.perf_counter() - start
+        )
+        self._model_pending = False
+
+    def _set_model(self, solution, data, single_output, solve_seconds):
+        """Read heads out of the lifted solution and set the model's attributes."""
+        rescaling = data.rescaling
+        start = time.perf_counter()
+        readout = read_out_heads(
+            solution.coef,
+            data.token_dim,
+            self.n_heads,
+            self.tol,
+            apply_weight=solution.apply_weight,
+            residual_sum_of_squares=solution.residual_sum_of_squares,
+            n_observations=solution.n_observations,
+            budget_seconds=solve_seconds + _HEAD_BUDGET_FLOOR,
+            verbose=self.verbose,
+        )
+        self._log(
+            f"{readout.value_matrices.shape[0]} head(s) read out in "
+            f"{time.perf_counter() - start:.2f} s (solve {solve_seconds:.2f} s)"
+        )
+        fitted = MultiHeadLinearAttention(
+            readout.value_matrices, readout.query_matrices
+        )
+        # Intercept in rescaled units, then everything back to the data's units:
+        # coefficients scale by c^3 / s, so each of V_h, Q_h by its square root.
+        intercept = (
+            solution.target_mean - fitted.lifted_coef() @ solution.feature_mean
+        ) / rescaling.target
+        root = np.sqrt(rescaling.coef_factor)
+        attention = MultiHeadLinearAttention(
+            readout.value_matrices * root, readout.query_matrices * root
+        )
+        coef = attention.lifted_coef()
         self.attention_ = attention
         self.value_matrices_ = attention.value_matrices
         self.query_matrices_ = attention.query_matrices
         self.n_heads_ = attention.n_heads
-        self.coef_ = coef[0] if was_1d else coef
-        self.intercept_ = float(intercept[0]) if was_1d else intercept
-        self.certificate_ = certificate
-        self.token_dim_ = token_dim
+        self.head_search_ = readout
+        self.coef_ = coef[0] if single_output else coef
+        self.intercept_ = float(intercept[0]) if single_output else intercept
+        self.certificate_ = solution.certificate
 
-    def _fit_dask(self, X, y, statistics):
-        """Fit on a Dask array, the work done blockwise on the workers.
-
-        ``"normal"`` (and ``"auto"``) reduce blockwise statistics and solve on the
-        client; ``"cg"`` keeps the compact statistics on the workers and runs LSQR
-        with blockwise products. Returns the statistics (None for ``"cg"``).
-        """
-        if self.solver == "dual":
-            raise ValueError(
-                "Dask arrays are fitted blockwise, with solver 'auto' or 'normal' "
-                "(statistics) or 'cg' (products); solver='dual' needs the whole "
-                "n_samples x n_samples kernel."
-            )
-        first_call = statistics is None
-        token_dim = self.token_dim if first_call else self.token_dim_
-        if self.solver == "cg":
-            targets, was_1d = validate_targets(
-                np.asarray(y), X.shape[0], type(self).__name__
-            )
-            operator = DaskLiftedOperator(X, token_dim)  # statistics kept on workers
-            token_dim = operator.token_dim
-            self.solver_ = "cg"
-            self._solve_iterative(operator, targets, token_dim, was_1d)
-        else:
-            statistics, token_dim, was_1d = block_statistics(
-                X, y, token_dim, batch_size=self.batch_size, statistics=statistics
-            )
-            self.solver_, self.n_iter_ = "normal", 1
-            self._solve_normal(statistics, token_dim, was_1d)
-        if first_call:
-            self.n_features_in_ = int(np.prod(X.shape[1:]))
-            if hasattr(self, "feature_names_in_"):
-                del self.feature_names_in_
-        return statistics
+    # --- prediction -----------------------------------------------------------
 
     def _lifted_output(self, X):
-        """``X`` through the fitted lifted model, shape (n, n_outputs); lazy and
+        """``X`` through the fitted lifted model: ``(n_samples, n_outputs)``, or
+        ``(n_samples, n_tokens, n_outputs)`` with ``positions="all"``; lazy and
         blockwise for a Dask array."""
         check_is_fitted(self)
-        if is_dask_array(X):
-            n_outputs = np.atleast_2d(self.coef_).shape[0]
-            return predict_blocks(
-                X, self.token_dim_, n_outputs, self._predict_sequences
-            )
         sequences = validate_sequences(
             X, token_dim=self.token_dim_, estimator=self, reset=False
         )
-        return self._predict_sequences(sequences)
-
-    def _predict_sequences(self, sequences):
-        """Validated 3-D sequences through the fitted lifted model."""
-        return lifted_predict(
-            sequences,
-            np.atleast_2d(self.coef_),
-            np.atleast_1d(self.intercept_),
-            batch_size=self.batch_size,
-            n_threads=effective_n_jobs(self.n_jobs),
-        )
+        coef = np.atleast_2d(self.coef_)
+        intercept = np.atleast_1d(self.intercept_)
+        if is_dask_array(sequences):
+            rows = predict_dask(
+                sequences, coef, intercept, self.positions, self.causal
+            )
+        else:
+            rows = lifted_predict(
+                sequences,
+                coef,
+                intercept,
+                self.positions,
+                self.causal,
+                batch_size=self.batch_size,
+                n_threads=effective_n_jobs(self.n_jobs),
+            )
+        if self.positions == "all":
+            return rows.reshape(sequences.shape[0], sequences.shape[1], -1)
+        return rows
 
 
 class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
@@ -408,6 +422,16 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         Iteration cap of LSQR and of the Lanczos eigenvalue estimates for
         ``solver="cg"``; None means ``2 * p``. A ``ConvergenceWarning`` is issued
         when LSQR stops at the cap.
+    positions : {"last", "all"}, default="last"
+        Where the model is read and trained. ``"last"``: one output per sequence,
+        at its last token (the query). ``"all"``: an output at every position t,
+        ``sum_h V_h S_t Q_h z_t``, trained on every position (targets per
+        position). Leading all-zero tokens are left padding: their positions are
+        left out of the loss, the certificate and ``score``.
+    causal : bool, default=True
+        With ``positions="all"``: ``S_t = sum_{s <= t} z_s z_s^T`` (causal
+        attention, each position sees its prefix) if True, ``S = Z^T Z`` (each
+        position sees the whole sequence) if False.
     batch_size : int, default=None
         Samples per chunk while streaming; None picks chunks of about 32 MiB of
         lifted features. Memory beyond the input is one chunk plus ``O(p^2)``.
@@ -435,6 +459,9 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         The fitted heads as a model (without the intercept).
     certificate_ : IdentifiabilityCertificate
         Computed from the same lifted Gram (or kernel) matrix as the solution.
+    head_search_ : HeadReadout
+        How the heads were read out (see ``n_heads``): whether the search for the
+        fewest heads finished within its budget, and what it tried.
     solver_ : str
         The solver used (``"auto"`` resolved).
     n_iter_ : int or ndarray of shape (n_outputs,)
@@ -496,8 +523,17 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         tags.target_tags.multi_output = True
         return tags
 
+    def _targets(self, y, sequences):
+        n_samples, n_tokens, _ = sequences.shape
+        return validate_targets(
+            y,
+            n_samples,
+            type(self).__name__,
+            n_tokens=n_tokens if self.positions == "all" else None,
+        )
+
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the lifted least-squares model and read out heads and certificate.
 
         Parameters
@@ -508,32 +544,37 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
             along samples is lifted blockwise on its workers (solvers ``"auto"``,
             ``"normal"``, ``"cg"``).
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
-            Targets (a Dask array too).
+            Targets (a Dask array too). With ``positions="all"``, one target per
+            position: shape (n_samples, n_tokens) or (n_samples, n_tokens,
+            n_outputs).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weight of each sequence in the least-squares objective
+            (and in the certificate: a zero weight removes a sequence).
 
         Returns
         -------
         self : LinearAttentionRegressor
         """
-        if is_dask_array(X):
-            if hasattr(self, "_lifted_statistics"):
-                del self._lifted_statistics
-            self._fit_dask(X, y, statistics=None)
-            return self
-        sequences = validate_sequences(
-            X, token_dim=self.token_dim, estimator=self, reset=True
-        )
-        targets, was_1d = validate_targets(y, sequences.shape[0], type(self).__name__)
-        return self._fit_lifted(sequences, targets, was_1d)
+        self._check_parameters()
+        with _AtomicUpdate(self):
+            sequences = self._sequences(X, reset=True)
+            targets, single_output = self._targets(y, sequences)
+            weights = validate_sample_weight(sample_weight, sequences.shape[0])
+            return self._fit_rows(sequences, targets, weights, single_output)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y):
-        """Add a batch of sequences to the normal equations and refit.
+    def partial_fit(self, X, y, sample_weight=None):
+        """Add a batch of sequences to the normal equations.
 
-        The sufficient statistics (``Phi^T Phi``, ``Phi^T y``, sums, count) add up
-        over batches, so after any sequence of calls the model equals ``fit`` on
-        all the batches together. Each call solves the ``p x p`` system and reads
-        out heads again (``O(p^3)``), so batches should not be tiny for large
-        ``d``. Always uses the normal equations.
+        The sufficient statistics (``Phi^T W Phi``, ``Phi^T W y``, sums, counts) add
+        up over batches, so after any sequence of calls the model equals ``fit`` on
+        all the batches together; after ``fit`` (with solver ``"normal"``, which
+        ``"auto"`` picks for at least ``p`` samples) the batches add to the fitted
+        data. A call only updates the statistics: the solve, the heads and the
+        certificate are computed when one of ``coef_``, ``intercept_``,
+        ``attention_``, the head attributes or ``certificate_`` is first read (or at
+        ``predict``), so that they always describe all batches so far. A call that
+        raises leaves the estimator as it was.
 
         Parameters
         ----------
@@ -542,61 +583,26 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
             A batch of sequences; the token dimension (and for 2-D ``X`` the width)
             must match earlier batches.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
-            Targets, with the same number of outputs as earlier batches.
+            Targets, with the same number of outputs as earlier batches (per
+            position with ``positions="all"``).
+        sample_weight : array-like of shape (n_samples,), default=None
 
         Returns
         -------
         self : LinearAttentionRegressor
         """
-        if self.solver not in ("auto", "normal"):
-            raise ValueError(
-                "partial_fit accumulates the normal equations; use solver='normal' or "
-                f"'auto', got solver={self.solver!r}."
+        self._check_parameters()
+        with _AtomicUpdate(self):
+            first_call = self._check_partial_fit()
+            sequences = self._sequences(X, reset=first_call)
+            targets, single_output = self._targets(y, sequences)
+            weights = validate_sample_weight(sample_weight, sequences.shape[0])
+            return self._partial_fit_rows(
+                sequences, targets, weights, single_output, first_call
             )
-        first_call = not hasattr(self, "_lifted_statistics")
-        if not first_call:
-            n_outputs = 1 if np.ndim(y) == 1 else np.shape(y)[-1]
-            if n_outputs != self._lifted_statistics.moment.shape[1] or (
-                (np.ndim(y) == 1) != self._targets_were_1d
-            ):
-                raise ValueError(
-                    f"y has shape {np.shape(y)} but earlier batches had "
-                    f"{self._lifted_statistics.moment.shape[1]} output(s); every "
-                    "batch needs the same shape of targets."
-                )
-        if is_dask_array(X):
-            self._lifted_statistics = self._fit_dask(
-                X, y, None if first_call else self._lifted_statistics
-            )
-            self._targets_were_1d = np.ndim(y) == 1
-            return self
-        sequences = validate_sequences(
-            X,
-            token_dim=self.token_dim if first_call else self.token_dim_,
-            estimator=self,
-            reset=first_call,
-        )
-        targets, was_1d = validate_targets(y, sequences.shape[0], type(self).__name__)
-        n_lifted = n_lifted_features(sequences.shape[2])
-        if first_call:
-            self._lifted_statistics = LiftedStatistics(n_lifted, targets.shape[1])
-            self._targets_were_1d = was_1d
-        accumulate_statistics(
-            sequences,
-            targets,
-            batch_size=self.batch_size,
-            statistics=self._lifted_statistics,
-            n_threads=effective_n_jobs(self.n_jobs),
-        )
-        self.solver_ = "normal"
-        self.n_iter_ = 1
-        self._solve_normal(
-            self._lifted_statistics, sequences.shape[2], self._targets_were_1d
-        )
-        return self
 
     def predict(self, X):
-        """Predict with the fitted heads.
+        """Predict with the fitted model.
 
         Parameters
         ----------
@@ -608,9 +614,40 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         Returns
         -------
         y : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            With ``positions="all"``: (n_samples, n_tokens) or (n_samples,
+            n_tokens, n_outputs), one prediction per position.
         """
         predictions = self._lifted_output(X)
-        return predictions[:, 0] if self.coef_.ndim == 1 else predictions
+        return predictions[..., 0] if np.ndim(self.coef_) == 1 else predictions
+
+    def score(self, X, y, sample_weight=None):
+        """Coefficient of determination R^2 of the predictions.
+
+        With ``positions="all"`` every position that is not left padding counts
+        as one observation (weighted by its sequence's weight).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_tokens, token_dim) or \
+(n_samples, n_tokens * token_dim)
+        y : array-like
+            True targets, shaped as for :meth:`fit`.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        score : float
+        """
+        if self.positions == "last":
+            return super().score(X, y, sample_weight=sample_weight)
+        predictions = self.predict(X)
+        kept = ~padding_row_mask(validate_sequences(X, token_dim=self.token_dim_))
+        weights = None
+        if sample_weight is not None:
+            weights = np.broadcast_to(
+                np.asarray(sample_weight, dtype=float)[:, None], kept.shape
+            )[kept]
+        return r2_score(np.asarray(y)[kept], predictions[kept], sample_weight=weights)
 
 
 class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
@@ -635,10 +672,24 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         :class:`LinearAttentionRegressor`).
     fit_intercept : bool, default=False
         Fit an unpenalized bias per class.
-    solver : {"auto", "normal"}, default="auto"
-        Streamed normal equations.
+    solver : {"auto", "normal", "dual", "cg"}, default="auto"
+        See :class:`LinearAttentionRegressor`.
     tol : float, default=1e-8
         Relative Frobenius tolerance of the head read-out.
+    positions : {"last", "all"}, default="last"
+        Where the model is read and trained. ``"last"``: one output per sequence,
+        at its last token (the query). ``"all"``: an output at every position t,
+        ``sum_h V_h S_t Q_h z_t``, trained on every position (targets per
+        position). Leading all-zero tokens are left padding: their positions are
+        left out of the loss, the certificate and ``score``.
+    causal : bool, default=True
+        With ``positions="all"``: ``S_t = sum_{s <= t} z_s z_s^T`` (causal
+        attention, each position sees its prefix) if True, ``S = Z^T Z`` (each
+        position sees the whole sequence) if False.
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes in the least-squares objective, multiplying
+        ``sample_weight``, as in :class:`~sklearn.linear_model.RidgeClassifier`:
+        ``"balanced"`` weighs each class by ``n_samples / (n_classes * count)``.
     batch_size : int, default=None
         Samples per chunk while streaming.
     n_jobs : int, default=None
@@ -657,6 +708,9 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
     n_heads_ : int
     attention_ : MultiHeadLinearAttention
     certificate_ : IdentifiabilityCertificate
+    head_search_ : HeadReadout
+    solver_ : str
+    n_iter_ : ndarray of shape (n_outputs,)
     token_dim_ : int
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -689,13 +743,97 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
     True
     """
 
+    _parameter_constraints = {
+        **_LinearAttentionBase._parameter_constraints,
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+    }
+
+    def __init__(
+        self,
+        token_dim=None,
+        alpha=0.0,
+        n_heads="auto",
+        fit_intercept=False,
+        solver="auto",
+        tol=1e-8,
+        solver_tol=1e-10,
+        max_iter=None,
+        positions="last",
+        causal=True,
+        class_weight=None,
+        batch_size=None,
+        n_jobs=None,
+        verbose=0,
+    ):
+        super().__init__(
+            token_dim=token_dim,
+            alpha=alpha,
+            n_heads=n_heads,
+            fit_intercept=fit_intercept,
+            solver=solver,
+            tol=tol,
+            solver_tol=solver_tol,
+            max_iter=max_iter,
+            positions=positions,
+            causal=causal,
+            batch_size=batch_size,
+            n_jobs=n_jobs,
+            verbose=verbose,
+        )
+        self.class_weight = class_weight
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = True
         return tags
 
+    def _labels(self, y, sequences):
+        """Labels as a 1-D array, one per row (per position with ``"all"``);
+        a Dask array of labels is computed (labels are small)."""
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y "
+                "is None."
+            )
+        n_samples, n_tokens, _ = sequences.shape
+        labels = np.asarray(y.compute() if is_dask_array(y) else y)
+        if self.positions == "all":
+            if labels.shape[:2] != (n_samples, n_tokens) or labels.ndim != 2:
+                raise ValueError(
+                    "With positions='all', y must hold one label per position, shape "
+                    f"(n_samples, n_tokens) = ({n_samples}, {n_tokens}); got shape "
+                    f"{labels.shape}."
+                )
+            labels = labels.ravel()
+        else:
+            labels = column_or_1d(labels, warn=True)
+            if labels.shape[0] != n_samples:
+                raise ValueError(
+                    f"X has {n_samples} samples but y has {labels.shape[0]}; they "
+                    "must match."
+                )
+        if labels.dtype.kind == "O":
+            missing = [label for label in labels if _is_missing(label)]
+            if missing:
+                raise ValueError("Input y contains NaN (a missing label).")
+        check_classification_targets(labels)
+        return labels
+
+    def _row_weights(self, labels, sample_weight, sequences):
+        """Sample weights times class weights: per sample, or per row when class
+        weights differ between the positions of a sequence."""
+        weights = validate_sample_weight(sample_weight, sequences.shape[0])
+        if self.class_weight is None:
+            return weights
+        class_weights = compute_sample_weight(self.class_weight, labels)
+        if self.positions == "all":
+            n_tokens = sequences.shape[1]
+            base = 1.0 if weights is None else np.repeat(weights, n_tokens)
+            return base * class_weights
+        return class_weights if weights is None else weights * class_weights
+
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the lifted least-squares model to +1/-1 encoded labels.
 
         Parameters
@@ -706,37 +844,94 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
             along samples is lifted blockwise on its workers.
         y : array-like of shape (n_samples,)
             Class labels (numbers or strings); computed on the client when a Dask
-            array.
+            array. With ``positions="all"``, one label per position: shape
+            (n_samples, n_tokens).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weight of each sequence (multiplied by ``class_weight``).
 
         Returns
         -------
         self : LinearAttentionClassifier
         """
-        dask_input = is_dask_array(X)
-        if not dask_input:
-            X = validate_sequences(
-                X, token_dim=self.token_dim, estimator=self, reset=True
+        self._check_parameters()
+        with _AtomicUpdate(self):
+            sequences = self._sequences(X, reset=True)
+            labels = self._labels(y, sequences)
+            if np.unique(labels).size < 2:
+                raise ValueError(
+                    f"{type(self).__name__} needs samples of at least two classes; "
+                    f"got 1 class ({labels[0]!r})."
+                )
+            binarizer = LabelBinarizer(pos_label=1, neg_label=-1).fit(labels)
+            self.classes_ = binarizer.classes_
+            targets = binarizer.transform(labels).astype(np.float64)
+            weights = self._row_weights(labels, sample_weight, sequences)
+            return self._fit_rows(sequences, targets, weights, single_output=False)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Add a batch of labelled sequences to the normal equations.
+
+        As :meth:`LinearAttentionRegressor.partial_fit`, on the +1/-1 encoded
+        labels: after any sequence of calls the model equals ``fit`` on all the
+        batches together (and continues a ``fit`` made with solver ``"normal"``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_tokens, token_dim) or \
+(n_samples, n_tokens * token_dim)
+        y : array-like of shape (n_samples,)
+            Labels of the batch, each one of ``classes``.
+        classes : array-like of shape (n_classes,), default=None
+            Every class of the problem; required on the first call (as in
+            scikit-learn's ``partial_fit``), optional afterwards (then it must
+            equal ``classes_``).
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : LinearAttentionClassifier
+        """
+        self._check_parameters()
+        with _AtomicUpdate(self):
+            first_call = self._check_partial_fit()
+            if self.class_weight == "balanced":
+                raise ValueError(
+                    "class_weight='balanced' needs the class counts of all the data, "
+                    "which partial_fit does not see; pass a dict of class weights."
+                )
+            if first_call and classes is None:
+                raise ValueError(
+                    "classes must be passed on the first call to partial_fit: every "
+                    "class the model will know."
+                )
+            if classes is not None:
+                classes = np.unique(np.asarray(classes))
+                if classes.size < 2:
+                    raise ValueError(
+                        f"classes must hold at least two classes, got {classes!r}."
+                    )
+                if not first_call and not np.array_equal(classes, self.classes_):
+                    raise ValueError(
+                        f"classes={classes!r} differs from the classes of the first "
+                        f"call, {self.classes_!r}."
+                    )
+            sequences = self._sequences(X, reset=first_call)
+            labels = self._labels(y, sequences)
+            known = classes if first_call else self.classes_
+            unknown = np.setdiff1d(labels, known)
+            if unknown.size:
+                raise ValueError(
+                    f"y contains labels {unknown.tolist()!r} that are not in "
+                    f"classes {known.tolist()!r}."
+                )
+            binarizer = LabelBinarizer(pos_label=1, neg_label=-1).fit(known)
+            self.classes_ = binarizer.classes_
+            targets = binarizer.transform(labels).astype(np.float64)
+            weights = self._row_weights(labels, sample_weight, sequences)
+            return self._partial_fit_rows(
+                sequences, targets, weights, False, first_call
             )
-        if y is None:
-            raise ValueError(
-                f"{type(self).__name__} requires y to be passed, but the target y "
-                "is None."
-            )
-        labels = column_or_1d(np.asarray(y), warn=True)  # labels are small: computed
-        check_consistent_length(X, labels)
-        check_classification_targets(labels)
-        if np.unique(labels).size < 2:
-            raise ValueError(
-                f"{type(self).__name__} needs samples of at least two classes; "
-                f"got 1 class ({labels[0]!r})."
-            )
-        binarizer = LabelBinarizer(pos_label=1, neg_label=-1)
-        targets = binarizer.fit_transform(labels).astype(np.float64)
-        self.classes_ = binarizer.classes_
-        if dask_input:
-            self._fit_dask(X, targets, statistics=None)
-            return self
-        return self._fit_lifted(X, targets, was_1d=False)
 
     def decision_function(self, X):
         """Lifted model outputs: one score per class (a single one for two).
@@ -749,11 +944,12 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         Returns
         -------
         scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
-            For two classes, positive scores mean ``classes_[1]``. A lazy Dask array
-            for Dask input.
+            For two classes, positive scores mean ``classes_[1]``. With
+            ``positions="all"`` a score per position: (n_samples, n_tokens) or
+            (n_samples, n_tokens, n_classes). A lazy Dask array for Dask input.
         """
         scores = self._lifted_output(X)
-        return scores[:, 0] if scores.shape[1] == 1 else scores
+        return scores[..., 0] if scores.shape[-1] == 1 else scores
 
     def predict(self, X):
         """Predict class labels.
@@ -766,15 +962,47 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         Returns
         -------
         labels : ndarray of shape (n_samples,)
-            A lazy Dask array for Dask input.
+            (n_samples, n_tokens) with ``positions="all"``. A lazy Dask array for
+            Dask input.
         """
         scores = self.decision_function(X)
-        indices = (
-            (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
-        )
+        single_column = len(self.classes_) == 2
+        indices = (scores > 0).astype(int) if single_column else scores.argmax(axis=-1)
         if is_dask_array(indices):
             return indices.map_blocks(self.classes_.take, dtype=self.classes_.dtype)
         return self.classes_[indices]
+
+    def score(self, X, y, sample_weight=None):
+        """Mean accuracy; with ``positions="all"`` over every position that is not
+        left padding.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_tokens, token_dim) or \
+(n_samples, n_tokens * token_dim)
+        y : array-like of shape (n_samples,) or (n_samples, n_tokens)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        score : float
+        """
+        if self.positions == "last":
+            return super().score(X, y, sample_weight=sample_weight)
+        predictions = self.predict(X)
+        kept = ~padding_row_mask(validate_sequences(X, token_dim=self.token_dim_))
+        weights = None
+        if sample_weight is not None:
+            weights = np.broadcast_to(
+                np.asarray(sample_weight, dtype=float)[:, None], kept.shape
+            )[kept]
+        return accuracy_score(
+            np.asarray(y)[kept], predictions[kept], sample_weight=weights
+        )
+
+
+def _is_missing(label):
+    return label is None or (isinstance(label, float) and np.isnan(label))
 
 
 class LiftedAttentionFeatures(TransformerMixin, BaseEstimator):

@@ -17,6 +17,8 @@ arrays: sorted by strength (singular value of ``W``, largest first), scale balan
 in each ``V_h`` is positive.
 """
 
+from dataclasses import dataclass
+
 import numpy as np
 import scipy.linalg
 import scipy.optimize
@@ -483,3 +485,42 @@ def fixed_heads(lifted_coef, token_dim, n_heads, apply_weight, tol, max_iter=_MA
     value = result.x[:split_at].reshape(value_rows.shape)
     query = result.x[split_at:].reshape(query_rows.shape)
     return heads_of_folded(value.T @ query, n_heads, n_outputs, d)
+
+
+@dataclass(frozen=True)
+class HeadReadout:
+    """Heads read out of a lifted solution, and how the read-out went."""
+
+    value_matrices: np.ndarray
+    query_matrices: np.ndarray
+    complete: bool = True
+
+
+def read_out_heads(
+    lifted_coef,
+    token_dim,
+    n_heads,
+    tol,
+    *,
+    apply_weight,
+    residual_sum_of_squares,
+    n_observations,
+    budget_seconds,
+    verbose=0,
+):
+    """Heads for a lifted solution, as the estimators' ``n_heads`` asks.
+
+    ``None``: :func:`paper_heads`; ``"auto"``: :func:`minimal_heads`; an int:
+    :func:`fixed_heads` for the training objective ``apply_weight`` describes.
+
+    Returns
+    -------
+    readout : HeadReadout
+    """
+    if n_heads is None:
+        value, query = paper_heads(lifted_coef, token_dim, tol)
+    elif n_heads == "auto":
+        value, query = minimal_heads(lifted_coef, token_dim, tol)
+    else:
+        value, query = fixed_heads(lifted_coef, token_dim, n_heads, apply_weight, tol)
+    return HeadReadout(value, query)

@@ -1,20 +1,34 @@
-"""Input handling: 3-D sequences or 2-D flattened rows, targets, clear errors.
+"""Input handling, for numpy and Dask alike: 3-D sequences or 2-D flattened rows,
+targets (one per sequence or one per position), sample weights, clear errors.
 
 Everything downstream receives sequences as a float64, C-ordered array of shape
 ``(n_samples, n_tokens, token_dim)`` (a view of the caller's data when it already is
-one; never written to).
+one; never written to), or a Dask array of that shape chunked along samples only,
+whose blocks are checked for values (NaN, infinity) by :func:`check_sequence_values`
+where they are computed.
 """
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils.validation import check_array, validate_data
+from sklearn.utils._param_validation import InvalidParameterError
+from sklearn.utils.validation import _check_sample_weight, check_array, validate_data
 
-__all__ = ["validate_sequences", "validate_targets"]
+__all__ = [
+    "check_sequence_values",
+    "reject_boolean_parameters",
+    "validate_sample_weight",
+    "validate_sequences",
+    "validate_targets",
+]
 
 _LAYOUT = (
     "Expected sequences of shape (n_samples, n_tokens, token_dim), or rows of shape "
     "(n_samples, n_tokens * token_dim) with token_dim given"
 )
+
+
+def _is_dask_array(X):
+    return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "chunks")
 
 
 def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
@@ -26,6 +40,8 @@ def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
 (n_samples, n_tokens * token_dim)
         Sequences, tokens as rows, the query last. A 2-D row is one sequence
         flattened token by token; with ``token_dim=None`` it is a single token.
+        A Dask array is checked for its shape here and for its values block by
+        block (:func:`check_sequence_values`).
     token_dim : int or None
         The token dimension the caller expects; None accepts any (at fit time).
     estimator : estimator instance, optional
@@ -39,17 +55,18 @@ def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
 
     Returns
     -------
-    sequences : ndarray of shape (n_samples, n_tokens, token_dim), float64
+    sequences : ndarray or dask array of shape (n_samples, n_tokens, token_dim)
     """
     if sp.issparse(X):
         raise TypeError(
             "Sparse input is not supported: sequences are dense token matrices. "
             f"{_LAYOUT}; convert with X.toarray()."
         )
+    if _is_dask_array(X):
+        return _validate_dask_sequences(X, token_dim, estimator, reset)
     if not hasattr(X, "ndim"):  # lists, or objects that only offer __array__
         X = np.asarray(X)
-    ndim = X.ndim
-    if ndim == 3:
+    if X.ndim == 3:
         sequences = check_array(
             X,
             allow_nd=True,
@@ -58,53 +75,128 @@ def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
             input_name="X",
             estimator=estimator,
         )
-        n_samples, n_tokens, found_dim = sequences.shape
-        if n_tokens == 0 or found_dim == 0:
-            raise ValueError(
-                f"X has shape {sequences.shape}: every sequence needs at least one "
-                "token of dimension at least 1."
-            )
-        if token_dim is not None and found_dim != token_dim:
-            raise ValueError(
-                f"X has token dimension {found_dim} (shape {sequences.shape}) but "
-                f"token_dim={token_dim} was expected: shape (n_samples, n_tokens, "
-                f"{token_dim})."
-            )
-        if estimator is not None and reset:
-            estimator.n_features_in_ = n_tokens * found_dim
-            if hasattr(estimator, "feature_names_in_"):
-                del estimator.feature_names_in_
+        _check_3d_shape(sequences.shape, token_dim, estimator, reset)
         return sequences
-    if ndim != 2:
-        raise ValueError(
-            f"{_LAYOUT}; got an array with {ndim} dimension(s) and shape "
-            f"{X.shape}. Reshape your data: a single sequence Z of shape "
-            "(n_tokens, token_dim) is Z[None]."
-        )
+    _check_ndim(X)
     if estimator is None:
         rows = check_array(X, dtype=np.float64, order="C", input_name="X")
     else:
         rows = validate_data(estimator, X, reset=reset, dtype=np.float64, order="C")
     n_samples, n_features = rows.shape
+    token_dim = _token_dim_of_width(n_features, token_dim)
+    return rows.reshape(n_samples, n_features // token_dim, token_dim)
+
+
+def _check_ndim(X):
+    if X.ndim != 2:
+        raise ValueError(
+            f"{_LAYOUT}; got an array with {X.ndim} dimension(s) and shape "
+            f"{X.shape}. Reshape your data: a single sequence Z of shape "
+            "(n_tokens, token_dim) is Z[None]."
+        )
+
+
+def _check_3d_shape(shape, token_dim, estimator, reset):
+    n_samples, n_tokens, found_dim = shape
+    if n_samples == 0:
+        raise ValueError(
+            f"Found array with 0 sample(s) (shape={shape}) while a minimum of 1 is "
+            "required."
+        )
+    if n_tokens == 0 or found_dim == 0:
+        raise ValueError(
+            f"X has shape {shape}: every sequence needs at least one token of "
+            "dimension at least 1."
+        )
+    if token_dim is not None and found_dim != token_dim:
+        raise ValueError(
+            f"X has token dimension {found_dim} (shape {shape}) but "
+            f"token_dim={token_dim} was expected: shape (n_samples, n_tokens, "
+            f"{token_dim})."
+        )
+    if estimator is not None and reset:
+        estimator.n_features_in_ = n_tokens * found_dim
+        if hasattr(estimator, "feature_names_in_"):
+            del estimator.feature_names_in_
+
+
+def _token_dim_of_width(n_features, token_dim):
     if token_dim is None:
-        token_dim = n_features
+        return n_features
     if n_features % token_dim:
         raise ValueError(
             f"X has {n_features} columns, which is not a multiple of "
             f"token_dim={token_dim}; rows must be sequences flattened token by token, "
             f"shape (n_samples, n_tokens * {token_dim})."
         )
-    return rows.reshape(n_samples, n_features // token_dim, token_dim)
+    return token_dim
 
 
-def validate_targets(y, n_samples, estimator_name="estimator"):
-    """Check regression targets and return them as a 2-D float64 array.
+def _validate_dask_sequences(X, token_dim, estimator, reset):
+    """Shape checks of a Dask array (the values are checked per block), the same
+    rules and messages as for numpy input; returns it 3-D, chunked along samples."""
+    if any(np.isnan(size) for size in X.chunks[0]):
+        raise ValueError(
+            "X is a Dask array with unknown chunk sizes (for example after boolean "
+            "indexing); call X = X.compute_chunk_sizes() before passing it."
+        )
+    if X.dtype.kind not in "biuf":
+        raise ValueError(
+            f"X has dtype {X.dtype}; sequences must be real numbers (float, int or "
+            "bool)."
+        )
+    if X.ndim == 3:
+        _check_3d_shape(X.shape, token_dim, estimator, reset)
+        return X.rechunk({1: -1, 2: -1})
+    _check_ndim(X)
+    n_samples, n_features = X.shape
+    if n_samples == 0:
+        raise ValueError(
+            f"Found array with 0 sample(s) (shape={X.shape}) while a minimum of 1 is "
+            "required."
+        )
+    if estimator is not None:
+        if reset:
+            estimator.n_features_in_ = n_features
+            if hasattr(estimator, "feature_names_in_"):
+                del estimator.feature_names_in_
+        elif n_features != estimator.n_features_in_:
+            raise ValueError(
+                f"X has {n_features} features, but {type(estimator).__name__} is "
+                f"expecting {estimator.n_features_in_} features as input."
+            )
+    token_dim = _token_dim_of_width(n_features, token_dim)
+    return X.rechunk({1: -1}).reshape(n_samples, n_features // token_dim, token_dim)
+
+
+def check_sequence_values(block):
+    """One block of a Dask array of sequences, checked like numpy input (finite
+    real numbers) and converted to float64 C-ordered."""
+    return check_array(
+        block, allow_nd=True, dtype=np.float64, order="C", input_name="X"
+    )
+
+
+def validate_targets(y, n_samples, estimator_name="estimator", n_tokens=None):
+    """Check regression targets and return them as rows of a 2-D float64 array.
+
+    Parameters
+    ----------
+    y : array-like or dask array
+        ``(n_samples,)`` or ``(n_samples, n_outputs)``; with ``n_tokens`` given (a
+        fit with ``positions="all"``), ``(n_samples, n_tokens)`` or
+        ``(n_samples, n_tokens, n_outputs)``.
+    n_samples : int
+    estimator_name : str
+    n_tokens : int or None
+        Tokens per sequence when there is a target per position.
 
     Returns
     -------
-    targets : ndarray of shape (n_samples, n_outputs)
-    was_1d : bool
-        Whether ``y`` was one-dimensional (then predictions are 1-D too).
+    targets : ndarray (or dask array) of shape (n_rows, n_outputs)
+        One row per sequence, or per position (sample-major).
+    single_output : bool
+        Whether ``y`` had no outputs axis (then predictions have none either).
     """
     if y is None:
         raise ValueError(
@@ -112,17 +204,61 @@ def validate_targets(y, n_samples, estimator_name="estimator"):
         )
     if sp.issparse(y):
         raise TypeError("Sparse targets are not supported; pass a dense array y.")
-    targets = check_array(
-        y, ensure_2d=False, allow_nd=True, dtype=np.float64, input_name="y"
+    per_position = n_tokens is not None
+    expected = (
+        f"(n_samples, n_tokens) or (n_samples, n_tokens, n_outputs) with n_samples="
+        f"{n_samples}, n_tokens={n_tokens}"
+        if per_position
+        else f"(n_samples,) or (n_samples, n_outputs) with n_samples={n_samples}"
     )
-    if targets.ndim not in (1, 2):
-        raise ValueError(
-            "y must have shape (n_samples,) or (n_samples, n_outputs), got shape "
-            f"{targets.shape}."
+    if _is_dask_array(y):
+        targets = y.astype(np.float64)
+    else:
+        targets = check_array(
+            y, ensure_2d=False, allow_nd=True, dtype=np.float64, input_name="y"
         )
-    if targets.shape[0] != n_samples:
+    if targets.ndim >= 1 and targets.shape[0] != n_samples:
         raise ValueError(
             f"X has {n_samples} samples but y has {targets.shape[0]}; they must match."
         )
-    was_1d = targets.ndim == 1
-    return targets.reshape(n_samples, -1), was_1d
+    dims = (2, 3) if per_position else (1, 2)
+    if targets.ndim not in dims or (per_position and targets.shape[1] != n_tokens):
+        raise ValueError(f"y must have shape {expected}, got shape {targets.shape}.")
+    single_output = targets.ndim == dims[0]
+    n_rows = n_samples * (n_tokens if per_position else 1)
+    return targets.reshape(n_rows, -1), single_output
+
+
+def validate_sample_weight(sample_weight, n_samples):
+    """Sample weights as a float64 array of shape ``(n_samples,)`` (None stays None).
+
+    Weights must be finite and non-negative; a scalar is broadcast. A Dask array is
+    checked for its shape only.
+    """
+    if sample_weight is None:
+        return None
+    if _is_dask_array(sample_weight):
+        if sample_weight.shape != (n_samples,):
+            raise ValueError(
+                f"sample_weight must have shape ({n_samples},), got "
+                f"{sample_weight.shape}."
+            )
+        return sample_weight.astype(np.float64)
+    return _check_sample_weight(
+        sample_weight,
+        np.empty((n_samples, 0)),
+        dtype=np.float64,
+        ensure_non_negative=True,
+    )
+
+
+def reject_boolean_parameters(estimator, names):
+    """scikit-learn's parameter check treats True as the integer 1; a boolean for an
+    integer parameter is a mistake, so say so as scikit-learn would."""
+    for name in names:
+        value = getattr(estimator, name)
+        if isinstance(value, (bool, np.bool_)):
+            raise InvalidParameterError(
+                f"The {name!r} parameter of {type(estimator).__name__} must be an "
+                f"int or None (not a bool). Got {value!r} instead."
+            )

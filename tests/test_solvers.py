@@ -10,7 +10,7 @@ from joblib import parallel_backend
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV
 
-from sklearn_linattn import LinearAttentionRegressor
+from sklearn_linattn import LinearAttentionRegressor, certify
 from sklearn_linattn._lift import (
     lifted_kernel,
     lifted_matvec,
@@ -69,7 +69,8 @@ def test_dual_and_cg_equal_normal(rng, n_samples, fit_intercept, alpha):
 
     exact, kernel, estimate = normal.certificate_, dual.certificate_, cg.certificate_
     assert exact.identifiable == kernel.identifiable == estimate.identifiable
-    assert kernel.rank == exact.rank and kernel.exact and not estimate.exact
+    # p = 40 <= 64: cg decomposes the Gram formed from p products (exact too).
+    assert kernel.rank == exact.rank and kernel.exact and estimate.exact
     assert kernel.max_eigenvalue == pytest.approx(exact.max_eigenvalue, rel=1e-10)
     assert estimate.max_eigenvalue == pytest.approx(exact.max_eigenvalue, rel=1e-6)
     if exact.identifiable:
@@ -81,8 +82,30 @@ def test_dual_and_cg_equal_normal(rng, n_samples, fit_intercept, alpha):
         expected = [True] * 4 + [False] * 4
         assert exact.covers(probe).tolist() == expected
         assert kernel.covers(probe).tolist() == expected
-        with pytest.raises(ValueError, match="estimated certificate"):
-            estimate.covers(probe)
+        assert estimate.covers(probe).tolist() == expected
+
+
+def test_lanczos_certificate_beyond_small_p(rng):
+    """Above p = 64, cg estimates the extreme eigenvalues by Lanczos: the estimates
+    match the exact spectrum, and `covers` needs a decomposition it does not have."""
+    truth = random_attention(rng, 5, 2)
+    for n_samples, identifiable in [(400, True), (60, False)]:
+        X = random_sequences(rng, n_samples, 8, 5)
+        y = truth.predict(X)[:, 0]
+        params = dict(n_heads=None, solver_tol=1e-14, max_iter=2000)
+        cg = LinearAttentionRegressor(solver="cg", **params).fit(X, y)
+        exact = certify(X)
+        estimate = cg.certificate_
+        assert not estimate.exact and estimate.identifiable is identifiable
+        assert exact.identifiable is identifiable
+        assert estimate.max_eigenvalue == pytest.approx(exact.max_eigenvalue, rel=1e-6)
+        if identifiable:
+            assert estimate.min_eigenvalue == pytest.approx(
+                exact.min_eigenvalue, rel=1e-4
+            )
+        else:
+            with pytest.raises(ValueError, match="estimated certificate"):
+                estimate.covers(X[:2])
 
 
 @pytest.mark.parametrize("solver", ["dual", "cg"])

@@ -1,0 +1,832 @@
+"""The lifted data source: one place that turns validated sequences into what the
+solvers need, in memory or on a Dask cluster.
+
+A data source holds the training *rows*: one per sequence (``positions="last"``, the
+query is the last token) or one per position (``positions="all"``, the query is the
+token at that position and ``S`` the prefix or whole-sequence second moment), each
+with a weight (the sample weight; zero for left-padding positions). It offers the
+solvers three views of the weighted lifted problem, all in the same (rescaled) units:
+
+- :meth:`statistics`: the sufficient statistics ``Phi^T W Phi``, ``Phi^T W y``, sums
+  and counts, streamed chunk by chunk (they add up over rows, chunks and blocks);
+- :meth:`compact_rows`: ``sqrt(w) S``-pairs and queries, ``O(n_rows d^2)``, from which
+  the structured products and the kernel come without forming ``Phi``;
+- :meth:`operator`: ``sqrt(W) Phi`` as a :class:`scipy.sparse.linalg.LinearOperator`.
+
+Rescaling: MHLA is homogeneous of degree 3 in the tokens, so the tokens are scaled by
+a power of two ``c`` (largest entry in [1/2, 1)), the targets by a power of two ``s``
+and the weights by a power of two ``omega`` before anything is lifted. The lifted
+coefficients then scale back exactly by ``c^3 / s`` (:class:`Rescaling`): the cubic
+features neither overflow nor underflow, whatever the scale of the data.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse.linalg
+from scipy.linalg.blas import dsyrk
+
+from ._lift import (
+    lifted_features,
+    lifted_matvec,
+    lifted_rmatvec,
+    n_lifted_features,
+    pair_statistics,
+)
+
+__all__ = [
+    "CenteredOperator",
+    "CompactOperator",
+    "DaskLiftedData",
+    "InMemoryLiftedData",
+    "LiftedStatistics",
+    "Rescaling",
+    "StatisticsSource",
+    "default_batch_size",
+    "is_dask_array",
+    "lifted_data",
+    "lifted_predict",
+]
+
+# Memory for one chunk of lifted features when batch_size=None: at least 32 MiB, at
+# most 256 MiB, and within that 2 p rows, which the symmetric rank-k update needs to
+# run near BLAS speed (measured in benchmarks/bench_solvers.py, section 2).
+_CHUNK_BYTES = (32 * 2**20, 256 * 2**20)
+
+
+def default_batch_size(n_lifted, rows_per_sample=1):
+    """Samples per chunk: ``2 p`` rows, kept between 32 and 256 MiB of features."""
+    row_bytes = 8 * n_lifted * rows_per_sample
+    low, high = (bound // row_bytes for bound in _CHUNK_BYTES)
+    return max(1, min(max(2 * n_lifted // rows_per_sample, low), high))
+
+
+def is_dask_array(X):
+    """Whether ``X`` is a Dask array, without importing Dask."""
+    return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "chunks")
+
+
+def power_of_two_scale(largest):
+    """The power of two ``c`` with ``c * largest`` in [1/2, 1) (1 for 0 or inf)."""
+    if not np.isfinite(largest) or largest <= 0:
+        return 1.0
+    return float(np.ldexp(1.0, -int(np.frexp(largest)[1])))
+
+
+@dataclass(frozen=True)
+class Rescaling:
+    """Powers of two applied to tokens, targets and weights before lifting.
+
+    A model fitted to the rescaled rows has lifted coefficients ``theta_s``; the
+    coefficients for the data as given are ``theta_s * coef_factor`` (exact: powers
+    of two). The ridge penalty ``alpha`` of the original problem is
+    ``alpha * omega * c^6`` in rescaled units, and the certificate's eigenvalues
+    divide by ``c^6``.
+    """
+
+    token: float = 1.0
+    target: float = 1.0
+    weight: float = 1.0
+
+    @property
+    def coef_factor(self):
+        return self.token**3 / self.target
+
+    def alpha(self, alpha):
+        """The ridge penalty in rescaled units (capped at the largest float)."""
+        with np.errstate(over="ignore"):
+            scaled = alpha * self.weight * self.token**6
+        return float(min(scaled, np.finfo(np.float64).max))
+
+    @property
+    def eigenvalue_factor(self):
+        """Multiply a rescaled eigenvalue of ``Lambda`` by this for the original."""
+        return self.token**-6
+
+
+class LiftedStatistics:
+    """Running weighted sums that determine the lifted least-squares problem.
+
+    Rows arrive scaled by the square roots of their weights (``sqrt(w) phi``,
+    ``sqrt(w) y`` and ``sqrt(w)`` itself), so every sum is a weighted one.
+
+    Parameters
+    ----------
+    n_lifted : int
+    n_outputs : int
+
+    Attributes
+    ----------
+    gram_upper : ndarray of shape (p, p), Fortran-ordered
+        Upper triangle of ``Phi^T W Phi`` (the lower triangle is not maintained).
+    moment : ndarray of shape (p, n_outputs)
+        ``Phi^T W y``.
+    feature_sum : ndarray of shape (p,)
+        ``Phi^T w``.
+    target_sum : ndarray of shape (n_outputs,)
+        ``y^T w``.
+    target_square_sum : ndarray of shape (n_outputs,)
+        ``sum_i w_i y_i^2``, for the residual sum of squares.
+    weight_sum : float
+    n_observations : int
+        Rows with a positive weight.
+    """
+
+    def __init__(self, n_lifted, n_outputs):
+        self.gram_upper = np.zeros((n_lifted, n_lifted), order="F")
+        self.moment = np.zeros((n_lifted, n_outputs))
+        self.feature_sum = np.zeros(n_lifted)
+        self.target_sum = np.zeros(n_outputs)
+        self.target_square_sum = np.zeros(n_outputs)
+        self.weight_sum = 0.0
+        self.n_observations = 0
+
+    @property
+    def n_lifted(self):
+        return self.gram_upper.shape[0]
+
+    @property
+    def n_outputs(self):
+        return self.moment.shape[1]
+
+    def add(self, features, targets, row_scale):
+        """Add a chunk of weighted rows.
+
+        Parameters
+        ----------
+        features : ndarray of shape (m, p), C-ordered
+            ``sqrt(w) phi`` of each row.
+        targets : ndarray of shape (m, n_outputs)
+            ``sqrt(w) y``.
+        row_scale : ndarray of shape (m,)
+            ``sqrt(w)``.
+        """
+        # Symmetric rank-m update of the upper triangle; features.T is Fortran-ordered,
+        # so BLAS reads it in place.
+        self.gram_upper = dsyrk(
+            1.0,
+            features.T,
+            beta=1.0,
+            c=self.gram_upper,
+            trans=0,
+            lower=0,
+            overwrite_c=1,
+        )
+        # Phi^T W y and Phi^T w in one pass: (sqrt(w) Phi)^T [sqrt(w) y, sqrt(w)].
+        augmented = np.empty((targets.shape[0], targets.shape[1] + 1))
+        augmented[:, :-1] = targets
+        augmented[:, -1] = row_scale
+        products = features.T @ augmented
+        self.moment += products[:, :-1]
+        self.feature_sum += products[:, -1]
+        self.target_sum += row_scale @ targets
+        self.target_square_sum += np.einsum("ij,ij->j", targets, targets)
+        self.weight_sum += float(row_scale @ row_scale)
+        self.n_observations += int(np.count_nonzero(row_scale))
+
+    def merge(self, other):
+        """Add the statistics of other rows (sums add up): returns ``self``."""
+        self.gram_upper += other.gram_upper
+        self.moment += other.moment
+        self.feature_sum += other.feature_sum
+        self.target_sum += other.target_sum
+        self.target_square_sum += other.target_square_sum
+        self.weight_sum += other.weight_sum
+        self.n_observations += other.n_observations
+        return self
+
+    def copy(self):
+        new = LiftedStatistics.__new__(LiftedStatistics)
+        new.__dict__.update(
+            {
+                key: value.copy() if isinstance(value, np.ndarray) else value
+                for key, value in self.__dict__.items()
+            }
+        )
+        new.gram_upper = np.asfortranarray(new.gram_upper)
+        return new
+
+    def normal_equations(self, fit_intercept):
+        """The weighted (and, with an intercept, centered) normal equations.
+
+        Returns
+        -------
+        gram : ndarray of shape (p, p)
+            ``Phi^T W Phi``, or ``(Phi - mean)^T W (Phi - mean)`` with an intercept.
+        moment : ndarray of shape (p, n_outputs)
+        target_square_sum : ndarray of shape (n_outputs,)
+            ``sum_i w_i (y_i - target_mean)^2``.
+        feature_mean : ndarray of shape (p,)
+            Weighted column means; zero without an intercept.
+        target_mean : ndarray of shape (n_outputs,)
+            Zero without an intercept.
+        """
+        upper = np.triu(self.gram_upper)
+        gram = upper + np.triu(upper, 1).T
+        moment = self.moment.copy()
+        squares = self.target_square_sum.copy()
+        if not fit_intercept or self.weight_sum == 0:
+            zeros = np.zeros(gram.shape[0]), np.zeros(moment.shape[1])
+            return gram, moment, squares, *zeros
+        total = self.weight_sum
+        feature_mean = self.feature_sum / total
+        target_mean = self.target_sum / total
+        gram -= total * np.outer(feature_mean, feature_mean)
+        moment -= total * np.outer(feature_mean, target_mean)
+        squares -= total * target_mean**2
+        return gram, moment, np.maximum(squares, 0.0), feature_mean, target_mean
+
+
+class CompactOperator(scipy.sparse.linalg.LinearOperator):
+    """``sqrt(W) Phi`` from the compact rows (weighted pairs and queries)."""
+
+    def __init__(self, pairs, queries):
+        self.pairs, self.queries = pairs, queries
+        n_lifted = pairs.shape[1] * queries.shape[1]
+        super().__init__(np.float64, (pairs.shape[0], n_lifted))
+
+    def _matvec(self, vector):
+        return lifted_matvec(self.pairs, self.queries, np.ravel(vector)[None])[:, 0]
+
+    def _rmatvec(self, vector):
+        return lifted_rmatvec(self.pairs, self.queries, np.ravel(vector)[:, None])[0]
+
+
+class CenteredOperator(scipy.sparse.linalg.LinearOperator):
+    """``sqrt(W) (Phi - 1 mean^T)`` from ``sqrt(W) Phi``: the intercept's centering,
+    immutable and shared by every solver's operator.
+
+    Parameters
+    ----------
+    operator : LinearOperator of shape (n_rows, p)
+        ``sqrt(W) Phi``.
+    row_scale : ndarray of shape (n_rows,)
+        ``sqrt(w)``.
+    feature_mean : ndarray of shape (p,)
+    """
+
+    def __init__(self, operator, row_scale, feature_mean):
+        self.operator, self.row_scale, self.feature_mean = (
+            operator,
+            row_scale,
+            feature_mean,
+        )
+        super().__init__(np.float64, operator.shape)
+
+    def _matvec(self, vector):
+        vector = np.ravel(vector)
+        return self.operator.matvec(vector) - self.row_scale * (
+            self.feature_mean @ vector
+        )
+
+    def _rmatvec(self, vector):
+        vector = np.ravel(vector)
+        return self.operator.rmatvec(vector) - self.feature_mean * (
+            self.row_scale @ vector
+        )
+
+
+def padding_row_mask(sequences):
+    """``(n_samples, n_tokens)`` bool: True for the leading all-zero tokens."""
+    nonzero = np.any(sequences != 0, axis=2)
+    return np.cumsum(nonzero, axis=1) == 0
+
+
+def _row_scale(sequences, sample_weight, positions, weight_scale):
+    """``sqrt(w)`` per row: the sample weight (times ``weight_scale``), and zero at
+    left-padding positions."""
+    n_samples, n_tokens, _ = sequences.shape
+    weights = (
+        np.ones(n_samples)
+        if sample_weight is None
+        else np.asarray(sample_weight, dtype=np.float64) * weight_scale
+    )
+    if positions == "last":
+        return np.sqrt(weights)
+    kept = ~padding_row_mask(sequences)
+    return np.sqrt((kept * weights[:, None]).ravel())
+
+
+class _RowLayout:
+    """Which rows a sequence contributes: its last token, or every position."""
+
+    def __init__(self, positions, causal, token_dim):
+        self.positions, self.causal = positions, causal
+        self.token_dim = token_dim
+        self.n_lifted = n_lifted_features(token_dim)
+
+    def rows_per_sample(self, n_tokens):
+        return 1 if self.positions == "last" else n_tokens
+
+    def features(self, sequences, out=None, n_threads=1):
+        if self.positions == "last":
+            return lifted_features(sequences, out=out, n_threads=n_threads)
+        from ._lift import lifted_position_features  # TODO(merge): top-level
+
+        return lifted_position_features(
+            sequences, causal=self.causal, out=out, n_threads=n_threads
+        )
+
+    def pairs(self, sequences, n_threads=1):
+        if self.positions == "last":
+            return pair_statistics(sequences, n_threads=n_threads)
+        from ._lift import position_pair_statistics  # TODO(merge): top-level
+
+        return position_pair_statistics(
+            sequences, causal=self.causal, n_threads=n_threads
+        )
+
+
+class InMemoryLiftedData:
+    """Lifted rows of an in-memory array of sequences.
+
+    Parameters
+    ----------
+    sequences : ndarray of shape (n_samples, n_tokens, token_dim), float64, C-ordered
+        Validated; never written to, never copied whole.
+    targets : ndarray of shape (n_rows, n_outputs) or None
+        One row per sequence (``"last"``) or per position (``"all"``, sample-major).
+    sample_weight : ndarray of shape (n_samples,) or None
+    positions : {"last", "all"}
+    causal : bool
+    batch_size : int or None
+        Samples per chunk.
+    n_threads : int
+    """
+
+    is_distributed = False
+
+    def __init__(
+        self,
+        sequences,
+        targets=None,
+        sample_weight=None,
+        positions="last",
+        causal=True,
+        batch_size=None,
+        n_threads=1,
+    ):
+        n_samples, n_tokens, token_dim = sequences.shape
+        self.sequences = sequences
+        self.layout = _RowLayout(positions, causal, token_dim)
+        self.n_lifted = self.layout.n_lifted
+        self.token_dim = token_dim
+        rows_per_sample = self.layout.rows_per_sample(n_tokens)
+        self.n_rows = n_samples * rows_per_sample
+        if batch_size is None:
+            batch_size = default_batch_size(self.n_lifted, rows_per_sample)
+        self.batch_size = max(1, min(batch_size, n_samples))
+        self.n_threads = n_threads
+        largest = max(sequences.max(initial=0.0), -sequences.min(initial=0.0))
+        weight_scale = 1.0
+        if sample_weight is not None:
+            weight_scale = power_of_two_scale(np.max(sample_weight, initial=0.0))
+        target_scale = 1.0
+        if targets is not None:
+            target_scale = power_of_two_scale(np.max(np.abs(targets), initial=0.0))
+        self.rescaling = Rescaling(
+            power_of_two_scale(largest), target_scale, weight_scale
+        )
+        self.row_scale = _row_scale(sequences, sample_weight, positions, weight_scale)
+        self.n_observations = int(np.count_nonzero(self.row_scale))
+        self.targets = None
+        self.n_outputs = 0
+        if targets is not None:
+            self.targets = targets * (self.row_scale * target_scale)[:, None]
+            self.n_outputs = targets.shape[1]
+
+    def set_rescaling(self, rescaling):
+        """Use other scales (``partial_fit`` keeps the first batch's, so that the
+        statistics of all batches add up); targets and weights follow."""
+        old = self.rescaling
+        weight_factor = np.sqrt(rescaling.weight / old.weight)
+        self.row_scale = self.row_scale * weight_factor
+        if self.targets is not None:
+            self.targets = self.targets * (weight_factor * rescaling.target / old.target)
+        self.rescaling = rescaling
+
+    def _chunks(self):
+        """Yield ``(row_start, row_stop, rescaled sequences of the chunk)``."""
+        n_samples, n_tokens, _ = self.sequences.shape
+        per_sample = self.layout.rows_per_sample(n_tokens)
+        token_scale = self.rescaling.token
+        for start in range(0, n_samples, self.batch_size):
+            stop = min(start + self.batch_size, n_samples)
+            chunk = self.sequences[start:stop]
+            if token_scale != 1.0:
+                chunk = chunk * token_scale
+            yield start * per_sample, stop * per_sample, chunk
+
+    def statistics(self, progress=None):
+        """Stream the weighted lifted rows into :class:`LiftedStatistics`."""
+        statistics = LiftedStatistics(self.n_lifted, self.n_outputs)
+        targets = (
+            np.zeros((self.n_rows, 0)) if self.targets is None else self.targets
+        )
+        buffer = None
+        for start, stop, chunk in self._chunks():
+            if buffer is None:
+                buffer = np.empty((stop - start, self.n_lifted))
+            features = self.layout.features(
+                chunk, out=buffer[: stop - start], n_threads=self.n_threads
+            )
+            scale = self.row_scale[start:stop]
+            features *= scale[:, None]
+            statistics.add(features, targets[start:stop], scale)
+            if progress is not None:
+                progress(stop, self.n_rows)
+        return statistics
+
+    def compact_rows(self):
+        """``(sqrt(w) pairs, queries)`` of every row, ``O(n_rows d^2)`` memory."""
+        pairs = np.empty((self.n_rows, self.token_dim * (self.token_dim + 1) // 2))
+        queries = np.empty((self.n_rows, self.token_dim))
+        for start, stop, chunk in self._chunks():
+            pairs[start:stop], queries[start:stop] = self.layout.pairs(
+                chunk, n_threads=self.n_threads
+            )
+        pairs *= self.row_scale[:, None]
+        return pairs, queries
+
+    def operator(self):
+        """``sqrt(W) Phi`` as a linear operator (from :meth:`compact_rows`)."""
+        return CompactOperator(*self.compact_rows())
+
+
+class StatisticsSource:
+    """A data source made of statistics already accumulated (``partial_fit``).
+
+    Offers :meth:`statistics` only, so it serves the ``"normal"`` solver.
+    """
+
+    is_distributed = False
+
+    def __init__(self, statistics, layout, rescaling):
+        self._statistics = statistics
+        self.layout = layout
+        self.token_dim = layout.token_dim
+        self.n_lifted = statistics.n_lifted
+        self.n_outputs = statistics.n_outputs
+        self.n_observations = statistics.n_observations
+        self.n_rows = statistics.n_observations
+        self.rescaling = rescaling
+
+    def statistics(self, progress=None):
+        return self._statistics
+
+
+def lifted_data(
+    sequences,
+    targets=None,
+    sample_weight=None,
+    positions="last",
+    causal=True,
+    batch_size=None,
+    n_threads=1,
+    rescaling=None,
+):
+    """The data source for validated sequences: in memory or Dask.
+
+    Parameters
+    ----------
+    sequences : ndarray or dask array of shape (n_samples, n_tokens, token_dim)
+        From :func:`~sklearn_linattn._validation.validate_sequences`.
+    targets : ndarray or dask array of shape (n_rows, n_outputs), optional
+    sample_weight : ndarray or dask array of shape (n_samples,), optional
+    positions, causal, batch_size, n_threads
+        See :class:`InMemoryLiftedData`.
+    rescaling : Rescaling, optional
+        Use these scales instead of choosing them from the data (``partial_fit``
+        keeps the first batch's, so that statistics of all batches add up).
+    """
+    kind = DaskLiftedData if is_dask_array(sequences) else InMemoryLiftedData
+    data = kind(
+        sequences,
+        targets,
+        sample_weight,
+        positions=positions,
+        causal=causal,
+        batch_size=batch_size,
+        n_threads=n_threads,
+    )
+    if rescaling is not None:
+        data.set_rescaling(rescaling)
+    return data
+
+
+# --- prediction ----------------------------------------------------------------------
+
+
+def lifted_predict(
+    sequences,
+    coef,
+    intercept,
+    positions="last",
+    causal=True,
+    batch_size=None,
+    n_threads=1,
+):
+    """``phi(sequences) @ coef.T + intercept``, chunk by chunk.
+
+    Each chunk is scaled by a power of two before lifting and the products scaled
+    back, so that the cubic features neither overflow nor underflow.
+
+    Parameters
+    ----------
+    sequences : ndarray of shape (n_samples, n_tokens, token_dim), float64, C-ordered
+    coef : ndarray of shape (n_outputs, p)
+    intercept : ndarray of shape (n_outputs,)
+    positions : {"last", "all"}
+    causal : bool
+
+    Returns
+    -------
+    predictions : ndarray of shape (n_rows, n_outputs)
+        One row per sequence, or per position (sample-major) with ``"all"``.
+    """
+    n_samples, n_tokens, token_dim = sequences.shape
+    layout = _RowLayout(positions, causal, token_dim)
+    per_sample = layout.rows_per_sample(n_tokens)
+    if batch_size is None:
+        batch_size = default_batch_size(layout.n_lifted, per_sample)
+    batch_size = max(1, min(batch_size, n_samples))
+    predictions = np.empty((n_samples * per_sample, coef.shape[0]))
+    buffer = np.empty((batch_size * per_sample, layout.n_lifted))
+    for start in range(0, n_samples, batch_size):
+        stop = min(start + batch_size, n_samples)
+        chunk = sequences[start:stop]
+        largest = max(chunk.max(initial=0.0), -chunk.min(initial=0.0))
+        scale = power_of_two_scale(largest)
+        if scale != 1.0:
+            chunk = chunk * scale
+        rows = slice(start * per_sample, stop * per_sample)
+        features = layout.features(
+            chunk, out=buffer[: (stop - start) * per_sample], n_threads=n_threads
+        )
+        np.matmul(features, coef.T, out=predictions[rows])
+        if scale != 1.0:
+            predictions[rows] *= scale**-3
+    return predictions + intercept
+
+
+# --- Dask --------------------------------------------------------------------------
+
+
+def require_dask():
+    """The ``dask`` and ``dask.array`` modules, or a clear error."""
+    try:
+        import dask
+        import dask.array
+    except ImportError as error:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "A Dask array was passed but Dask is not installed: "
+            "python -m pip install 'sklearn-linattn[dask]'"
+        ) from error
+    return dask, dask.array
+
+
+def _block_statistics(block, targets, weights, layout_args, rescaling, batch_size):
+    """Statistics of one block of sequences (runs on a worker)."""
+    from ._validation import check_sequence_values
+
+    data = InMemoryLiftedData(
+        check_sequence_values(block),
+        targets,
+        weights,
+        positions=layout_args[0],
+        causal=layout_args[1],
+        batch_size=batch_size,
+    )
+    data.set_rescaling(rescaling)
+    return data.statistics()
+
+
+def _merge(*parts):
+    total = parts[0]
+    for part in parts[1:]:
+        total.merge(part)
+    return total
+
+
+def _block_compact(block, weights, layout_args, rescaling):
+    from ._validation import check_sequence_values
+
+    data = InMemoryLiftedData(
+        check_sequence_values(block),
+        None,
+        weights,
+        positions=layout_args[0],
+        causal=layout_args[1],
+    )
+    data.set_rescaling(rescaling)
+    return np.hstack(data.compact_rows())
+
+
+def _block_predict(block, coef, intercept, positions, causal):
+    from ._validation import check_sequence_values
+
+    return lifted_predict(
+        check_sequence_values(block), coef, intercept, positions, causal
+    )
+
+
+def predict_dask(sequences, coef, intercept, positions="last", causal=True):
+    """Lazy predictions of a 3-D Dask array chunked along samples, one block at a
+    time; only the coefficients travel with the graph.
+
+    Returns
+    -------
+    predictions : dask array of shape (n_rows, n_outputs)
+    """
+    n_tokens = sequences.shape[1]
+    per_sample = 1 if positions == "last" else n_tokens
+    return sequences.map_blocks(
+        _block_predict,
+        coef,
+        intercept,
+        positions,
+        causal,
+        dtype=np.float64,
+        drop_axis=[1, 2],
+        new_axis=1,
+        chunks=(
+            tuple(size * per_sample for size in sequences.chunks[0]),
+            (coef.shape[0],),
+        ),
+    )
+
+
+class DaskLiftedData:
+    """Lifted rows of a Dask array chunked along samples: the same views as
+    :class:`InMemoryLiftedData`, computed blockwise on the workers.
+
+    Statistics are computed per block and tree-reduced, so only ``O(p^2)`` arrays
+    travel; the operator keeps the compact rows on the workers (``persist``) and
+    moves only ``n_rows``- and ``p``-vectors. Targets and weights (small) are
+    brought to the client. The kernel form (``n_rows x n_rows``) is not offered.
+    """
+
+    is_distributed = True
+
+    def __init__(
+        self,
+        sequences,
+        targets=None,
+        sample_weight=None,
+        positions="last",
+        causal=True,
+        batch_size=None,
+        n_threads=1,
+    ):
+        dask, da = require_dask()
+        n_samples, n_tokens, token_dim = sequences.shape
+        self.sequences = sequences
+        self.layout = _RowLayout(positions, causal, token_dim)
+        self.layout_args = (positions, causal)
+        self.n_lifted = self.layout.n_lifted
+        self.token_dim = token_dim
+        self.per_sample = self.layout.rows_per_sample(n_tokens)
+        self.n_rows = n_samples * self.per_sample
+        self.batch_size = batch_size
+        lazy = [da.maximum(da.max(sequences), -da.min(sequences))]
+        if targets is not None:
+            lazy.append(da.max(da.absolute(da.asarray(targets))))
+        if sample_weight is not None:
+            lazy.append(da.max(da.asarray(sample_weight)))
+        largest, *others = dask.compute(*lazy)
+        target_scale = power_of_two_scale(others.pop(0)) if targets is not None else 1
+        weight_scale = power_of_two_scale(others.pop(0)) if others else 1.0
+        self.rescaling = Rescaling(
+            power_of_two_scale(float(largest)), target_scale, weight_scale
+        )
+        self.sample_weight = (
+            None if sample_weight is None else da.asarray(sample_weight)
+        )
+        self.raw_targets = None if targets is None else da.asarray(targets)
+        self.n_outputs = 0 if targets is None else targets.shape[1]
+        self._row_scale = None
+        self._targets = None
+
+    def set_rescaling(self, rescaling):
+        self.rescaling = rescaling
+        self._row_scale = self._targets = None
+
+    def _block_weights(self):
+        """Sample weights split like the sequence blocks (None for unit weights)."""
+        if self.sample_weight is None:
+            return [None] * len(self.sequences.chunks[0])
+        weights = self.sample_weight.rechunk((self.sequences.chunks[0],))
+        return list(weights.to_delayed().ravel())
+
+    def _block_targets(self):
+        if self.raw_targets is None:
+            return [None] * len(self.sequences.chunks[0])
+        row_chunks = tuple(size * self.per_sample for size in self.sequences.chunks[0])
+        targets = self.raw_targets.rechunk((row_chunks, -1))
+        return list(targets.to_delayed().ravel())
+
+    def statistics(self, progress=None):
+        dask, _ = require_dask()
+        blocks = self.sequences.to_delayed().ravel()
+        parts = [
+            dask.delayed(_block_statistics)(
+                block, targets, weights, self.layout_args, self.rescaling, self.batch_size
+            )
+            for block, targets, weights in zip(
+                blocks, self._block_targets(), self._block_weights(), strict=True
+            )
+        ]
+        while len(parts) > 1:  # a tree of pairwise sums: only p x p matrices travel
+            parts = [
+                dask.delayed(_merge)(*parts[i : i + 2]) for i in range(0, len(parts), 2)
+            ]
+        (total,) = dask.compute(parts[0])
+        return total
+
+    @property
+    def row_scale(self):
+        if self._row_scale is None:
+            n_samples, n_tokens, _ = self.sequences.shape
+            weights = (
+                np.ones(n_samples)
+                if self.sample_weight is None
+                else np.asarray(self.sample_weight.compute()) * self.rescaling.weight
+            )
+            if self.layout.positions == "last":
+                self._row_scale = np.sqrt(weights)
+            else:
+                padding = (
+                    self.sequences.map_blocks(
+                        padding_row_mask, dtype=bool, drop_axis=2
+                    ).compute()
+                )
+                self._row_scale = np.sqrt((~padding * weights[:, None]).ravel())
+        return self._row_scale
+
+    @property
+    def n_observations(self):
+        return int(np.count_nonzero(self.row_scale))
+
+    @property
+    def targets(self):
+        if self._targets is None and self.raw_targets is not None:
+            targets = np.asarray(self.raw_targets.compute(), dtype=np.float64)
+            self._targets = targets * (self.row_scale * self.rescaling.target)[:, None]
+        return self._targets
+
+    def operator(self):
+        """``sqrt(W) Phi`` with the compact rows persisted on the workers."""
+        dask, da = require_dask()
+        m = self.token_dim * (self.token_dim + 1) // 2
+        parts = [
+            da.from_delayed(
+                dask.delayed(_block_compact)(
+                    block, weights, self.layout_args, self.rescaling
+                ),
+                shape=(size * self.per_sample, m + self.token_dim),
+                dtype=np.float64,
+            )
+            for block, weights, size in zip(
+                self.sequences.to_delayed().ravel(),
+                self._block_weights(),
+                self.sequences.chunks[0],
+                strict=True,
+            )
+        ]
+        compact = da.concatenate(parts).persist()
+        return DaskCompactOperator(compact, m, self.n_lifted)
+
+
+def _block_matvec(block, n_pairs, vector):
+    return lifted_matvec(block[:, :n_pairs], block[:, n_pairs:], vector[None])[:, 0]
+
+
+def _block_rmatvec(block, weight, n_pairs):
+    return lifted_rmatvec(block[:, :n_pairs], block[:, n_pairs:], weight)
+
+
+class DaskCompactOperator(scipy.sparse.linalg.LinearOperator):
+    """``sqrt(W) Phi`` of compact rows kept on Dask workers."""
+
+    def __init__(self, compact, n_pairs, n_lifted):
+        self.compact, self.n_pairs = compact, n_pairs
+        super().__init__(np.float64, (compact.shape[0], n_lifted))
+
+    def _matvec(self, vector):
+        out = self.compact.map_blocks(
+            _block_matvec, self.n_pairs, np.ravel(vector), drop_axis=1, dtype=np.float64
+        )
+        return out.compute()
+
+    def _rmatvec(self, vector):
+        _, da = require_dask()
+        weights = da.from_array(np.ravel(vector), chunks=(self.compact.chunks[0],))
+        partial = da.map_blocks(
+            _block_rmatvec,
+            self.compact,
+            weights[:, None],
+            self.n_pairs,
+            dtype=np.float64,
+            chunks=((1,) * len(self.compact.chunks[0]), (self.shape[1],)),
+        )
+        return partial.sum(axis=0).compute()
