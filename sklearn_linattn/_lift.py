@@ -18,12 +18,12 @@ lifted feature matrix ``Phi`` never need ``Phi`` itself: ``Phi @ w`` is
 ``(s * r).T @ q``, and the kernel is ``(s s'^T) * (q q'^T)``; all matrix products,
 ``O(n_samples d^3)`` work and ``O(n_samples d^2)`` memory.
 
-All Numba code of the package lives in this module. Per-position variants (``position_pair_statistics``, ``lifted_position_features``)
-describe the output at every position ``t`` instead of the last: ``S_t`` is the prefix
-second moment ``sum_{s <= t} z_s z_s^T`` (causal) or the whole ``Z^T Z``
-(bidirectional), and the query is ``z_t``. Callers convert inputs to
-float64 C-ordered arrays first (``_validation.py`` does); the kernels never check for
-NaN.
+All Numba code of the package lives in this module. The per-position variants
+(``position_pair_statistics``, ``lifted_position_features``) describe the output at
+every position ``t`` instead of the last: ``S_t`` is the prefix second moment
+``sum_{s <= t} z_s z_s^T`` (causal) or the whole ``Z^T Z`` (bidirectional), and the
+query is ``z_t``. Callers convert inputs to float64 C-ordered arrays first
+(``_validation.py`` does); the kernels never check for NaN.
 """
 
 import math
