@@ -325,7 +325,7 @@ def _position_pairs_into(sequences, causal, pairs, queries):  # pragma: no cover
 
 def _check_causal(causal):
     if not isinstance(causal, (bool, np.bool_)):
-        raise TypeError(f"causal must be True or False, got {causal!r}.")
+        raise ValueError(f"causal must be True or False, got {causal!r}.")
     return bool(causal)
 
 

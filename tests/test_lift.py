@@ -167,9 +167,9 @@ def test_position_kernels_reject_bad_arguments(rng):
     Z = rng.normal(size=(4, 3, 2))
     with pytest.raises(ValueError, match=r"shape \(12, 6\)"):
         lifted_position_features(Z, out=np.empty((4, 6)))
-    with pytest.raises(TypeError, match="causal must be True or False"):
+    with pytest.raises(ValueError, match="causal must be True or False"):
         lifted_position_features(Z, causal="yes")
-    with pytest.raises(TypeError, match="causal must be True or False"):
+    with pytest.raises(ValueError, match="causal must be True or False"):
         position_pair_statistics(Z, causal=1)
 
 
