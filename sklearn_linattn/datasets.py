@@ -20,6 +20,7 @@ __all__ = [
     "make_associative_recall",
     "make_automaton",
     "make_automaton_lookups",
+    "make_automaton_traces",
     "make_random_mhla",
 ]
 
@@ -329,7 +330,7 @@ def _integer_array(name, value):
     if array.dtype.kind not in "iu":
         raise ValueError(
             f"{name} must hold integers, got {array.dtype} values such as "
-            f"{array.ravel()[0]!r}."
+            f"{array.ravel()[0].item()!r}."
         )
     return array.astype(int)
 
@@ -498,14 +499,116 @@ def _check_word(word, n_symbols):
     return symbols
 
 
-def execute_automaton(model, transitions, word, start=0):
+def _encode_trace(table, rows, states, word):
+    """The table rows, then one token ``[onehot(state_{t-1}, symbol_t) ; 0]`` per
+    symbol of the word (``states`` holds the state before each symbol)."""
+    n_states, n_symbols = table.shape
+    n_keys = n_states * n_symbols
+    context = encode_automaton_lookup(table, 0, 0, rows=rows)[:-1]
+    tokens = np.zeros((len(word), n_keys + n_states))
+    tokens[np.arange(len(word)), np.asarray(states) * n_symbols + word] = 1.0
+    return np.concatenate([context, tokens])
+
+
+def make_automaton_traces(
+    n_samples,
+    word_length,
+    n_states,
+    n_symbols,
+    token_noise=0.0,
+    random_state=None,
+):
+    """Automaton execution as sequence labelling, one label per position.
+
+    Each sequence holds the transition table of a fresh random automaton (its
+    ``n_states * n_symbols`` entries as tokens ``[onehot(state, symbol) ;
+    onehot(next_state)]``, shuffled, as in :func:`encode_automaton_lookup`), then
+    one token per symbol of a random word, ``[onehot(state_{t-1}, symbol_t) ; 0]``:
+    the symbol read at step ``t`` together with the state before it (a trace,
+    teacher-forced). The label of every position is the next state of its
+    (state, symbol) pair: the table entry's own next state on the table tokens, and
+    the state after symbol ``t`` on the word tokens. With causal attention at every
+    position, one head computes it exactly (:func:`automaton_lookup_attention`,
+    read with ``positions="all"``), so a model fitted on short traces runs words of
+    any length through ``execute_automaton(..., positions="all")``, which feeds each
+    predicted state back as the next token's state.
+
+    Why the previous state is in the token: one layer reads the prefix only through
+    ``S_t = sum_{s <= t} z_s z_s^T``, a sum that does not depend on the order of the
+    tokens. The state after ``t`` symbols does (for "the last symbol read", the
+    words ``ab`` and ``ba`` end in different states), so no single layer computes it
+    from symbol tokens alone; what one layer does compute is one transition lookup
+    per position, the form in which the paper expresses automata (Yau et al. 2025).
+
+    Parameters
+    ----------
+    n_samples, word_length, n_states, n_symbols : int
+    token_noise : float, default=0.0
+        Standard deviation of Gaussian noise added to every token entry.
+    random_state : int, numpy Generator, RandomState or None, default=None
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_states * n_symbols + word_length, token_dim)
+        ``token_dim = n_states * n_symbols + n_states``.
+    y : ndarray of shape (n_samples, n_states * n_symbols + word_length, n_states)
+        The generating model's output at every position (causal), on the (noisy)
+        tokens: one-hot next states for clean tokens.
+    labels : ndarray of int, shape (n_samples, n_states * n_symbols + word_length)
+        The next state of every position's (state, symbol); its last
+        ``word_length`` columns are the states visited while reading the word.
+    model : MultiHeadLinearAttention
+        :func:`automaton_lookup_attention`.
+
+    Examples
+    --------
+    >>> from sklearn_linattn.datasets import make_automaton_traces
+    >>> X, y, labels, model = make_automaton_traces(20, 10, 3, 2, random_state=0)
+    >>> X.shape, y.shape, labels.shape  # 6 table tokens, then 10 symbols
+    ((20, 16, 9), (20, 16, 3), (20, 16))
+    >>> bool((y.argmax(axis=2) == labels).all())
+    True
+    """
+    n_samples = _check_int("n_samples", n_samples)
+    word_length = _check_int("word_length", word_length)
+    n_states = _check_int("n_states", n_states)
+    n_symbols = _check_int("n_symbols", n_symbols)
+    token_noise = _check_nonnegative("token_noise", token_noise)
+    rng = _generator(random_state)
+    n_keys = n_states * n_symbols
+    X = np.empty((n_samples, n_keys + word_length, n_keys + n_states))
+    labels = np.empty((n_samples, n_keys + word_length), dtype=int)
+    every = np.indices((n_states, n_symbols)).reshape(2, -1).T
+    for i in range(n_samples):
+        table = make_automaton(n_states, n_symbols, rng)
+        rows = rng.permutation(every)
+        word = rng.integers(0, n_symbols, size=word_length)
+        states = np.empty(word_length + 1, dtype=int)
+        states[0] = rng.integers(0, n_states)
+        for t, symbol in enumerate(word):
+            states[t + 1] = table[states[t], symbol]
+        X[i] = _encode_trace(table, rows, states[:-1], word)
+        labels[i, :n_keys] = table[rows[:, 0], rows[:, 1]]
+        labels[i, n_keys:] = states[1:]
+    if token_noise:
+        X += rng.normal(scale=token_noise, size=X.shape)
+    model = automaton_lookup_attention(n_states, n_symbols)
+    return X, model.predict(X, positions="all"), labels, model
+
+
+def execute_automaton(model, transitions, word, start=0, positions="last"):
     """Run an automaton over a word by repeated attention lookups.
 
-    At each symbol the current state and the symbol form a query, the transition
-    table the context (:func:`encode_automaton_lookup`, rows in table order), and
-    the model's answer becomes the next state: the predicted label of a
-    classifier, else the largest output of a regressor or a
-    :class:`~sklearn_linattn.MultiHeadLinearAttention`.
+    With ``positions="last"``, at each symbol the current state and the symbol form
+    a query, the transition table the context (:func:`encode_automaton_lookup`,
+    rows in table order), and the model's answer at the last token becomes the next
+    state. With ``positions="all"`` the word is one growing trace (the form of
+    :func:`make_automaton_traces`): the table, then one token per symbol read so
+    far, each carrying the state the model predicted at the position before; the
+    model's output at the newest position is the next state. The answer is the
+    predicted label of a classifier, else the largest output of a regressor or a
+    :class:`~sklearn_linattn.MultiHeadLinearAttention` (read with the same
+    ``positions``; an estimator must have been fitted with it).
 
     Parameters
     ----------
@@ -516,6 +619,8 @@ def execute_automaton(model, transitions, word, start=0):
         Symbols to read.
     start : int, default=0
         Initial state.
+    positions : {"last", "all"}, default="last"
+        One lookup sequence per symbol, or one trace read at every position (causal).
 
     Returns
     -------
@@ -529,17 +634,36 @@ def execute_automaton(model, transitions, word, start=0):
     >>> table = [[1, 0], [0, 1]]  # parity of the number of 0 symbols
     >>> execute_automaton(automaton_lookup_attention(2, 2), table, [0, 1, 0, 0])
     array([0, 1, 1, 0, 1])
+    >>> execute_automaton(
+    ...     automaton_lookup_attention(2, 2), table, [0, 1, 0, 0], positions="all")
+    array([0, 1, 1, 0, 1])
     """
     table = _check_transitions(transitions)
     n_states, n_symbols = table.shape
     symbols = _check_word(word, n_symbols)
     start = _check_index("start", start, n_states)
+    positions, _ = _check_positions(positions, True)
     rows = np.indices(table.shape).reshape(2, -1).T
     states = [int(start)]
+    if positions == "all":
+        for t in range(len(symbols)):
+            trace = _encode_trace(table, rows, states, symbols[: t + 1])
+            states.append(_state_at_last_position(model, trace[None]))
+        return np.asarray(states)
     for symbol in symbols:
         sequence = encode_automaton_lookup(table, states[-1], symbol, rows=rows)
         states.append(_next_state(model, sequence[None]))
     return np.asarray(states)
+
+
+def _state_at_last_position(model, sequence):
+    if isinstance(model, MultiHeadLinearAttention):
+        output = model.predict(sequence, positions="all")
+    else:
+        output = np.asarray(model.predict(sequence))
+    if hasattr(model, "classes_"):  # labels per position
+        return int(output.reshape(-1)[-1])
+    return int(np.argmax(output.reshape(sequence.shape[1], -1)[-1]))
 
 
 def _next_state(model, sequence):
