@@ -243,7 +243,7 @@ class MultiHeadLinearAttention:
         ).reshape(self.n_outputs * d, d * d)
         return unfold_lifted_coef(folded, d)
 
-    def distance(self, other):
+    def distance(self, other, convention="isometric"):
         """Frobenius distance between the lifted coefficients of two models.
 
         Zero exactly when both compute the same function on every input (the
@@ -253,15 +253,42 @@ class MultiHeadLinearAttention:
         ----------
         other : MultiHeadLinearAttention
             A model with the same ``token_dim`` and ``n_outputs``.
+        convention : {"isometric", "paper"}, default="isometric"
+            The basis of the coefficients. ``"isometric"``: the package's lifted
+            coefficients, which pair with the isometric features (off-diagonal
+            ``S[b, c]`` entries weighted by ``sqrt(2)``, see the theory page).
+            ``"paper"``: the authors' unscaled basis (Yau et al. 2025, their
+            code's ``fold_params``), where the coefficient of ``S[b, c] q[e]``
+            for ``b < c`` is ``W[a,b,c,e] + W[a,c,b,e]``, ``sqrt(2)`` times
+            ours; use it to compare with the paper's figures. Both are zero
+            together, and the paper's lies between ours and ``sqrt(2)`` times ours.
 
         Returns
         -------
         distance : float
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_linattn import MultiHeadLinearAttention
+        >>> Q = np.zeros((1, 2, 2))
+        >>> Q[0, 0, 1] = 1.0  # W[0, 0, 0, 1] = 1: only the pair (b, c) = (0, 0)
+        >>> a = MultiHeadLinearAttention(np.array([[[1.0, 0.0]]]), Q)
+        >>> b = MultiHeadLinearAttention(np.array([[[0.0, 1.0]]]), Q)  # pair (1, 0)
+        >>> zero = MultiHeadLinearAttention(np.zeros((1, 1, 2)), Q)
+        >>> a.distance(zero), a.distance(zero, convention="paper")  # diagonal pair
+        (1.0, 1.0)
+        >>> round(b.distance(zero), 4), round(b.distance(zero, convention="paper"), 4)
+        (0.7071, 1.0)
         """
         if not isinstance(other, MultiHeadLinearAttention):
             raise TypeError(
                 "distance expects a MultiHeadLinearAttention, got "
                 f"{type(other).__name__}."
+            )
+        if not isinstance(convention, str) or convention not in ("isometric", "paper"):
+            raise ValueError(
+                f'convention must be "isometric" or "paper", got {convention!r}.'
             )
         if (other.token_dim, other.n_outputs) != (self.token_dim, self.n_outputs):
             raise ValueError(
@@ -269,4 +296,9 @@ class MultiHeadLinearAttention:
                 f"(token_dim={self.token_dim}, n_outputs={self.n_outputs}) and "
                 f"(token_dim={other.token_dim}, n_outputs={other.n_outputs})."
             )
-        return float(np.linalg.norm(self.lifted_coef() - other.lifted_coef()))
+        difference = self.lifted_coef() - other.lifted_coef()
+        if convention == "paper":
+            _, _, scales = _pair_scales(self.token_dim)  # 1 / w_bc
+            d = self.token_dim
+            difference = difference.reshape(self.n_outputs, -1, d) / scales[:, None]
+        return float(np.linalg.norm(difference))

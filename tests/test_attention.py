@@ -198,3 +198,28 @@ def test_positions_and_causal_are_validated(rng, kwargs, message):
     model = random_attention(rng, 2, n_heads=1)
     with pytest.raises(ValueError, match=message):
         model.predict(rng.normal(size=(2, 3, 2)), **kwargs)
+
+
+def paper_coefficients(model):
+    """The authors' fold_params, written out: for b < c the coefficient of
+    S[b,c] q[e] is W[a,b,c,e] + W[a,c,b,e]; on the diagonal W[a,b,b,e]."""
+    W = np.einsum("hab,hce->abce", model.value_matrices, model.query_matrices)
+    d = model.token_dim
+    rows = []
+    for b in range(d):
+        for c in range(b, d):
+            for e in range(d):
+                rows.append(W[:, b, c, e] + (W[:, c, b, e] if b < c else 0.0))
+    return np.stack(rows, axis=1)
+
+
+def test_distance_in_the_papers_basis(rng):
+    first = random_attention(rng, 3, n_heads=2, n_outputs=2)
+    second = random_attention(rng, 3, n_heads=4, n_outputs=2)
+    expected = np.linalg.norm(paper_coefficients(first) - paper_coefficients(second))
+    assert first.distance(second, convention="paper") == pytest.approx(expected)
+    ours = first.distance(second)
+    assert ours < expected < np.sqrt(2) * ours
+    assert first.distance(first, convention="paper") == 0.0
+    with pytest.raises(ValueError, match='convention must be "isometric" or "paper"'):
+        first.distance(second, convention="unscaled")
