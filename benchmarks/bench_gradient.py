@@ -186,7 +186,11 @@ def every_position(X, truth, args):
     adam_rows(runs, thresholds)
     print(f"\nlifted fit: relative distance to the generating layer {distance:.1e}")
     return {
-        "ours": {"seconds": ours_seconds, "test_error": ours_error, "distance": distance},
+        "ours": {
+            "seconds": ours_seconds,
+            "test_error": ours_error,
+            "distance": distance,
+        },
         "adam": runs,
     }
 
