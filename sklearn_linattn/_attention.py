@@ -69,10 +69,12 @@ def unfold_lifted_coef(folded, token_dim):
 
 
 class MultiHeadLinearAttention:
-    """A single layer of multi-head linear attention, read at the last token.
+    """A single layer of multi-head linear attention.
 
     ``y(Z) = sum_h V_h (Z^T Z) Q_h q`` with ``q = Z[-1]``: no softmax, no scaling,
-    no mask. Tokens are rows of ``Z``.
+    no mask. Tokens are rows of ``Z``. ``predict(X, positions="all")`` gives the
+    output at every position ``t``, ``y_t = sum_h V_h S_t Q_h z_t``, with ``S_t``
+    the prefix second moment (causal) or the whole sequence's.
 
     Parameters
     ----------
@@ -154,7 +156,7 @@ class MultiHeadLinearAttention:
             f"n_outputs={self.n_outputs}, token_dim={self.token_dim})"
         )
 
-    def predict(self, X):
+    def predict(self, X, positions="last", causal=True):
         """Output of the attention layer, computed by its definition.
 
         Parameters
@@ -163,18 +165,67 @@ class MultiHeadLinearAttention:
 (n_samples, n_tokens * token_dim)
             Sequences, tokens as rows, the query last. 2-D rows are sequences
             flattened token by token.
+        positions : {"last", "all"}, default="last"
+            ``"last"``: the output at the last token, ``sum_h V_h (Z^T Z) Q_h q``.
+            ``"all"``: the output at every position ``t``,
+            ``y_t = sum_h V_h S_t Q_h z_t``.
+        causal : bool, default=True
+            With ``positions="all"``: ``S_t = sum_{s <= t} z_s z_s^T`` (each position
+            sees itself and the tokens before it) if True, ``S_t = Z^T Z`` (every
+            position sees the whole sequence) if False. Ignored with
+            ``positions="last"``, where both coincide.
 
         Returns
         -------
-        y : ndarray of shape (n_samples, n_outputs)
+        y : ndarray of shape (n_samples, n_outputs), or \
+(n_samples, n_tokens, n_outputs) with ``positions="all"``
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_linattn import MultiHeadLinearAttention
+        >>> model = MultiHeadLinearAttention([[[1.0]]], [[[1.0]]])  # y = (sum z^2) z
+        >>> Z = np.array([[[1.0], [2.0]]])
+        >>> model.predict(Z, positions="all")[0, :, 0]  # 1*1, (1 + 4)*2
+        array([ 1., 10.])
+        >>> model.predict(Z, positions="all", causal=False)[0, :, 0]  # 5*1, 5*2
+        array([ 5., 10.])
         """
+        if not isinstance(positions, str) or positions not in ("last", "all"):
+            raise ValueError(f'positions must be "last" or "all", got {positions!r}.')
+        if not isinstance(causal, (bool, np.bool_)):
+            raise ValueError(f"causal must be True or False, got {causal!r}.")
         sequences = validate_sequences(X, token_dim=self.token_dim)
-        gram = np.matmul(sequences.transpose(0, 2, 1), sequences)  # S = Z^T Z
-        query = sequences[:, -1, :]
-        # Q_h q for every head, then S (Q_h q), then V_h (S Q_h q), summed over h.
-        keyed = np.einsum("hce,ne->nhc", self.query_matrices, query)
-        attended = np.einsum("nbc,nhc->nhb", gram, keyed)
-        return np.einsum("hab,nhb->na", self.value_matrices, attended)
+        if positions == "last":
+            gram = np.matmul(sequences.transpose(0, 2, 1), sequences)  # S = Z^T Z
+            query = sequences[:, -1, :]
+            # Q_h q for every head, then S (Q_h q), then V_h (S Q_h q), summed over h.
+            keyed = np.einsum("hce,ne->nhc", self.query_matrices, query)
+            attended = np.einsum("nbc,nhc->nhb", gram, keyed)
+            return np.einsum("hab,nhb->na", self.value_matrices, attended)
+        return self._predict_positions(sequences, causal)
+
+    def _predict_positions(self, sequences, causal):
+        """``y_t = sum_h V_h S_t Q_h z_t`` for every position, in chunks of samples
+        so that the prefix moments ``S_t`` (``n_tokens * d^2`` per sample) stay
+        small."""
+        n_samples, n_tokens, d = sequences.shape
+        out = np.empty((n_samples, n_tokens, self.n_outputs))
+        per_sample = max(1, n_tokens * (d * d + 2 * self.n_heads * d))
+        chunk = max(1, (1 << 22) // per_sample)
+        for start in range(0, n_samples, chunk):
+            Z = sequences[start : start + chunk]
+            outer = np.einsum("ntb,ntc->ntbc", Z, Z)
+            if causal:
+                moments = np.cumsum(outer, axis=1)  # S_t, prefix by prefix
+            else:  # one S for every position
+                moments = np.broadcast_to(outer.sum(axis=1, keepdims=True), outer.shape)
+            keyed = np.einsum("hce,nte->nthc", self.query_matrices, Z)  # Q_h z_t
+            attended = np.einsum("ntbc,nthc->nthb", moments, keyed)  # S_t Q_h z_t
+            out[start : start + chunk] = np.einsum(
+                "hab,nthb->nta", self.value_matrices, attended
+            )
+        return out
 
     def lifted_coef(self):
         """Non-redundant lifted coefficients of the function this model computes.
@@ -192,7 +243,7 @@ class MultiHeadLinearAttention:
         ).reshape(self.n_outputs * d, d * d)
         return unfold_lifted_coef(folded, d)
 
-    def distance(self, other):
+    def distance(self, other, convention="isometric"):
         """Frobenius distance between the lifted coefficients of two models.
 
         Zero exactly when both compute the same function on every input (the
@@ -202,15 +253,42 @@ class MultiHeadLinearAttention:
         ----------
         other : MultiHeadLinearAttention
             A model with the same ``token_dim`` and ``n_outputs``.
+        convention : {"isometric", "paper"}, default="isometric"
+            The basis of the coefficients. ``"isometric"``: the package's lifted
+            coefficients, which pair with the isometric features (off-diagonal
+            ``S[b, c]`` entries weighted by ``sqrt(2)``, see the theory page).
+            ``"paper"``: the authors' unscaled basis (Yau et al. 2025, their
+            code's ``fold_params``), where the coefficient of ``S[b, c] q[e]``
+            for ``b < c`` is ``W[a,b,c,e] + W[a,c,b,e]``, ``sqrt(2)`` times
+            ours; use it to compare with the paper's figures. Both are zero
+            together, and the paper's lies between ours and ``sqrt(2)`` times ours.
 
         Returns
         -------
         distance : float
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_linattn import MultiHeadLinearAttention
+        >>> Q = np.zeros((1, 2, 2))
+        >>> Q[0, 0, 1] = 1.0  # W[0, 0, 0, 1] = 1: only the pair (b, c) = (0, 0)
+        >>> a = MultiHeadLinearAttention(np.array([[[1.0, 0.0]]]), Q)
+        >>> b = MultiHeadLinearAttention(np.array([[[0.0, 1.0]]]), Q)  # pair (1, 0)
+        >>> zero = MultiHeadLinearAttention(np.zeros((1, 1, 2)), Q)
+        >>> a.distance(zero), a.distance(zero, convention="paper")  # diagonal pair
+        (1.0, 1.0)
+        >>> round(b.distance(zero), 4), round(b.distance(zero, convention="paper"), 4)
+        (0.7071, 1.0)
         """
         if not isinstance(other, MultiHeadLinearAttention):
             raise TypeError(
                 "distance expects a MultiHeadLinearAttention, got "
                 f"{type(other).__name__}."
+            )
+        if not isinstance(convention, str) or convention not in ("isometric", "paper"):
+            raise ValueError(
+                f'convention must be "isometric" or "paper", got {convention!r}.'
             )
         if (other.token_dim, other.n_outputs) != (self.token_dim, self.n_outputs):
             raise ValueError(
@@ -218,4 +296,9 @@ class MultiHeadLinearAttention:
                 f"(token_dim={self.token_dim}, n_outputs={self.n_outputs}) and "
                 f"(token_dim={other.token_dim}, n_outputs={other.n_outputs})."
             )
-        return float(np.linalg.norm(self.lifted_coef() - other.lifted_coef()))
+        difference = self.lifted_coef() - other.lifted_coef()
+        if convention == "paper":
+            _, _, scales = _pair_scales(self.token_dim)  # 1 / w_bc
+            d = self.token_dim
+            difference = difference.reshape(self.n_outputs, -1, d) / scales[:, None]
+        return float(np.linalg.norm(difference))

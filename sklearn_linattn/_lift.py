@@ -18,9 +18,12 @@ lifted feature matrix ``Phi`` never need ``Phi`` itself: ``Phi @ w`` is
 ``(s * r).T @ q``, and the kernel is ``(s s'^T) * (q q'^T)``; all matrix products,
 ``O(n_samples d^3)`` work and ``O(n_samples d^2)`` memory.
 
-All Numba code of the package lives in this module. Callers convert inputs to
-float64 C-ordered arrays first (``_validation.py`` does); the kernels never check for
-NaN.
+All Numba code of the package lives in this module. The per-position variants
+(``position_pair_statistics``, ``lifted_position_features``) describe the output at
+every position ``t`` instead of the last: ``S_t`` is the prefix second moment
+``sum_{s <= t} z_s z_s^T`` (causal) or the whole ``Z^T Z`` (bidirectional), and the
+query is ``z_t``. Callers convert inputs to float64 C-ordered arrays first
+(``_validation.py`` does); the kernels never check for NaN.
 """
 
 import math
@@ -35,9 +38,11 @@ __all__ = [
     "lifted_features",
     "lifted_kernel",
     "lifted_matvec",
+    "lifted_position_features",
     "lifted_rmatvec",
     "n_lifted_features",
     "pair_statistics",
+    "position_pair_statistics",
 ]
 
 _SQRT2 = math.sqrt(2.0)
@@ -45,6 +50,7 @@ _SQRT2 = math.sqrt(2.0)
 
 _READONLY_3D = types.Array(types.float64, 3, "C", readonly=True)
 _WRITABLE_2D = types.Array(types.float64, 2, "C")
+_WRITABLE_3D = types.Array(types.float64, 3, "C")
 _compile_lock = threading.Lock()
 
 
@@ -279,3 +285,199 @@ def lifted_kernel(pairs, queries, other_pairs=None, other_queries=None):
     if other_pairs is None:
         other_pairs, other_queries = pairs, queries
     return (pairs @ other_pairs.T) * (queries @ other_queries.T)
+
+
+@_jit
+def _position_pairs_into(sequences, causal, pairs, queries):  # pragma: no cover
+    """``pairs[i, t] = w_bc S_t[b, c]`` and ``queries[i, t] = z_t`` for every position.
+
+    ``S_t`` is kept as running prefix sums over the upper triangle, updated token by
+    token; with ``causal=False`` every position gets the whole sequence's ``S``.
+    """
+    n_samples, n_tokens, d = sequences.shape
+    m = d * (d + 1) // 2
+    running = np.empty(m)
+    weights = np.empty(m)
+    k = 0
+    for b in range(d):
+        for c in range(b, d):
+            weights[k] = 1.0 if b == c else _SQRT2
+            k += 1
+    for i in range(n_samples):
+        running[:] = 0.0
+        for t in range(n_tokens):
+            k = 0
+            for b in range(d):
+                zb = sequences[i, t, b]
+                for c in range(b, d):
+                    running[k] += zb * sequences[i, t, c]
+                    k += 1
+            if causal:
+                for k in range(m):
+                    pairs[i, t, k] = weights[k] * running[k]
+            for e in range(d):
+                queries[i, t, e] = sequences[i, t, e]
+        if not causal:
+            for t in range(n_tokens):
+                for k in range(m):
+                    pairs[i, t, k] = weights[k] * running[k]
+
+
+def _check_causal(causal):
+    if not isinstance(causal, (bool, np.bool_)):
+        raise ValueError(f"causal must be True or False, got {causal!r}.")
+    return bool(causal)
+
+
+def position_pair_statistics(sequences, causal=True, n_threads=1):
+    """Compact lifted features of every position: weighted ``S_t`` entries and ``z_t``.
+
+    Row ``i * n_tokens + t`` describes the output at position ``t`` of sequence ``i``:
+    its pair statistics are ``w_bc S_t[b, c]`` (``b <= c``, the order of
+    :func:`pair_statistics`) with ``S_t = sum_{s <= t} z_s z_s^T`` when ``causal``
+    and ``S_t = Z^T Z`` otherwise, and its query is the token ``z_t`` itself. The
+    prefix sums are updated token by token (no prefix is copied).
+
+    Parameters
+    ----------
+    sequences : ndarray of shape (n_samples, n_tokens, token_dim), float64, C-ordered
+        Validated sequences; read-only arrays are fine.
+    causal : bool, default=True
+        Prefix second moments (causal attention) or the whole sequence's.
+    n_threads : int, default=1
+        Threads sharing the sequences; the kernel releases the GIL.
+
+    Returns
+    -------
+    pairs : ndarray of shape (n_samples * n_tokens, token_dim * (token_dim + 1) // 2)
+    queries : ndarray of shape (n_samples * n_tokens, token_dim)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_linattn._lift import pair_statistics, position_pair_statistics
+    >>> Z = np.array([[[1.0, 2.0], [3.0, 4.0]]])  # one sequence, 2 tokens, d=2
+    >>> pairs, queries = position_pair_statistics(Z)
+    >>> pairs.round(3)  # S_0 = z_0 z_0^T, S_1 = S_0 + z_1 z_1^T
+    array([[ 1.   ,  2.828,  4.   ],
+           [10.   , 19.799, 20.   ]])
+    >>> queries
+    array([[1., 2.],
+           [3., 4.]])
+    >>> np.allclose(pairs[-1], pair_statistics(Z)[0][0])  # last position = last token
+    True
+    """
+    causal = _check_causal(causal)
+    n_samples, n_tokens, d = sequences.shape
+    pairs = np.empty((n_samples * n_tokens, d * (d + 1) // 2))
+    queries = np.empty((n_samples * n_tokens, d))
+    kernel = _compiled(
+        _position_pairs_into,
+        (_READONLY_3D, types.boolean, _WRITABLE_3D, _WRITABLE_3D),
+    )
+    _run_by_rows(
+        lambda seqs, prs, qrs: kernel(seqs, causal, prs, qrs),
+        n_threads,
+        sequences,
+        pairs.reshape(n_samples, n_tokens, pairs.shape[1]),
+        queries.reshape(n_samples, n_tokens, d),
+    )
+    return pairs, queries
+
+
+@_jit
+def _lift_positions_into(sequences, causal, out):  # pragma: no cover - Numba
+    n_samples, n_tokens, d = sequences.shape
+    m = d * (d + 1) // 2
+    running = np.empty(m)
+    weighted = np.empty(m)
+    for i in range(n_samples):
+        running[:] = 0.0
+        if not causal:
+            for t in range(n_tokens):
+                k = 0
+                for b in range(d):
+                    zb = sequences[i, t, b]
+                    for c in range(b, d):
+                        running[k] += zb * sequences[i, t, c]
+                        k += 1
+        for t in range(n_tokens):
+            if causal:
+                k = 0
+                for b in range(d):
+                    zb = sequences[i, t, b]
+                    for c in range(b, d):
+                        running[k] += zb * sequences[i, t, c]
+                        k += 1
+            k = 0
+            for b in range(d):
+                for c in range(b, d):
+                    weighted[k] = running[k] if b == c else _SQRT2 * running[k]
+                    k += 1
+            j = 0
+            for k in range(m):  # pairs (x) z_t, z_t running fastest
+                for e in range(d):
+                    out[i, t, j] = weighted[k] * sequences[i, t, e]
+                    j += 1
+
+
+def lifted_position_features(sequences, causal=True, out=None, n_threads=1):
+    """Lifted features of the output at every position of every sequence.
+
+    Row ``i * n_tokens + t`` is ``pairs (x) z_t`` for position ``t`` of sequence
+    ``i``, with the pairs of :func:`position_pair_statistics`; the feature order is
+    that of :func:`lifted_features`, and with ``causal=True`` the row of the last
+    position equals the last-token features.
+
+    Parameters
+    ----------
+    sequences : ndarray of shape (n_samples, n_tokens, token_dim), float64, C-ordered
+        Validated sequences; read-only arrays are fine.
+    causal : bool, default=True
+        Prefix second moments ``S_t = sum_{s <= t} z_s z_s^T`` (causal attention) or
+        the whole sequence's ``Z^T Z`` at every position.
+    out : ndarray of shape (n_samples * n_tokens, n_lifted_features), optional
+        C-contiguous float64 buffer to write into.
+    n_threads : int, default=1
+        Threads sharing the sequences; the kernel releases the GIL.
+
+    Returns
+    -------
+    features : ndarray of shape (n_samples * n_tokens, n_lifted_features)
+        ``out`` if it was given.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_linattn._lift import lifted_features, lifted_position_features
+    >>> Z = np.random.default_rng(0).normal(size=(3, 4, 2))
+    >>> rows = lifted_position_features(Z)
+    >>> rows.shape  # 3 sequences x 4 positions, 6 lifted features
+    (12, 6)
+    >>> np.allclose(rows.reshape(3, 4, 6)[:, -1], lifted_features(Z))
+    True
+    >>> prefix = np.ascontiguousarray(Z[:, :2])  # the first two tokens
+    >>> np.allclose(rows.reshape(3, 4, 6)[:, 1], lifted_features(prefix))
+    True
+    """
+    causal = _check_causal(causal)
+    n_samples, n_tokens, token_dim = sequences.shape
+    p = n_lifted_features(token_dim)
+    shape = (n_samples * n_tokens, p)
+    if out is None:
+        out = np.empty(shape)
+    elif out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
+        raise ValueError(
+            f"out must be a C-contiguous float64 array of shape {shape}, got "
+            f"{out.dtype} array of shape {out.shape}."
+        )
+    kernel = _compiled(
+        _lift_positions_into, (_READONLY_3D, types.boolean, _WRITABLE_3D)
+    )
+    _run_by_rows(
+        lambda seqs, rows: kernel(seqs, causal, rows),
+        n_threads,
+        sequences,
+        out.reshape(n_samples, n_tokens, p),
+    )
+    return out

@@ -118,3 +118,108 @@ def test_bad_predict_input_and_distance_arguments(rng):
         model.distance(random_attention(rng, 4, 1))
     with pytest.raises(ValueError, match="finite"):
         MultiHeadLinearAttention(np.full((1, 1, 2), np.nan), np.ones((1, 2, 2)))
+
+
+# Outputs at every position.
+
+
+def masked_reference(model, sequences, causal):
+    """y_t = sum_h V_h sum_{s in window(t)} z_s (z_s^T Q_h z_t), from attention scores
+    with an explicit mask (no prefix sums)."""
+    n_tokens = sequences.shape[1]
+    scores = np.einsum("nsb,hbc,ntc->nhts", sequences, model.query_matrices, sequences)
+    if causal:
+        scores = scores * np.tril(np.ones((n_tokens, n_tokens)))
+    values = np.einsum("hab,nsb->nhsa", model.value_matrices, sequences)
+    return np.einsum("nhts,nhsa->nta", scores, values)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize(
+    "token_dim, n_heads, n_outputs", [(1, 1, 1), (3, 2, 1), (4, 3, 2)]
+)
+def test_every_position_matches_masked_scores(
+    rng, causal, token_dim, n_heads, n_outputs
+):
+    model = random_attention(rng, token_dim, n_heads, n_outputs)
+    Z = rng.normal(size=(7, 5, token_dim))
+    expected = masked_reference(model, Z, causal)
+    result = model.predict(Z, positions="all", causal=causal)
+    assert result.shape == (7, 5, n_outputs)
+    np.testing.assert_allclose(result, expected, rtol=1e-11, atol=1e-12)
+    flat = model.predict(Z.reshape(7, -1), positions="all", causal=causal)
+    np.testing.assert_allclose(flat, expected, rtol=1e-11, atol=1e-12)
+
+
+def test_causal_position_is_the_last_token_output_of_its_prefix(rng):
+    model = random_attention(rng, 3, n_heads=2, n_outputs=2)
+    Z = rng.normal(size=(4, 6, 3))
+    every = model.predict(Z, positions="all")
+    for t in range(6):
+        np.testing.assert_allclose(
+            every[:, t], naive_predict(model, Z[:, : t + 1]), rtol=1e-11
+        )
+    whole = model.predict(Z, positions="all", causal=False)
+    np.testing.assert_allclose(whole[:, -1], model.predict(Z), rtol=1e-12)
+    # every position's output is linear in its lifted row, with the same coefficients
+    from sklearn_linattn._lift import lifted_position_features
+
+    for causal in (True, False):
+        rows = lifted_position_features(Z, causal=causal)
+        np.testing.assert_allclose(
+            rows @ model.lifted_coef().T,
+            model.predict(Z, positions="all", causal=causal).reshape(-1, 2),
+            rtol=1e-10,
+        )
+
+
+def test_every_position_in_chunks_of_samples(rng):
+    # 2000 sequences of 300 tokens run in two chunks of samples inside predict.
+    model = random_attention(rng, 2, n_heads=1)
+    Z = rng.normal(size=(2000, 300, 2))
+    result = model.predict(Z, positions="all")
+    for start in range(0, 2000, 250):
+        block = slice(start, start + 250)
+        np.testing.assert_allclose(
+            result[block], masked_reference(model, Z[block], True), atol=1e-10
+        )
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"positions": "first"}, 'positions must be "last" or "all"'),
+        ({"positions": None}, 'positions must be "last" or "all"'),
+        ({"positions": "all", "causal": "yes"}, "causal must be True or False"),
+        ({"positions": "all", "causal": 1}, "causal must be True or False"),
+    ],
+)
+def test_positions_and_causal_are_validated(rng, kwargs, message):
+    model = random_attention(rng, 2, n_heads=1)
+    with pytest.raises(ValueError, match=message):
+        model.predict(rng.normal(size=(2, 3, 2)), **kwargs)
+
+
+def paper_coefficients(model):
+    """The authors' fold_params, written out: for b < c the coefficient of
+    S[b,c] q[e] is W[a,b,c,e] + W[a,c,b,e]; on the diagonal W[a,b,b,e]."""
+    W = np.einsum("hab,hce->abce", model.value_matrices, model.query_matrices)
+    d = model.token_dim
+    rows = []
+    for b in range(d):
+        for c in range(b, d):
+            for e in range(d):
+                rows.append(W[:, b, c, e] + (W[:, c, b, e] if b < c else 0.0))
+    return np.stack(rows, axis=1)
+
+
+def test_distance_in_the_papers_basis(rng):
+    first = random_attention(rng, 3, n_heads=2, n_outputs=2)
+    second = random_attention(rng, 3, n_heads=4, n_outputs=2)
+    expected = np.linalg.norm(paper_coefficients(first) - paper_coefficients(second))
+    assert first.distance(second, convention="paper") == pytest.approx(expected)
+    ours = first.distance(second)
+    assert ours < expected < np.sqrt(2) * ours
+    assert first.distance(first, convention="paper") == 0.0
+    with pytest.raises(ValueError, match='convention must be "isometric" or "paper"'):
+        first.distance(second, convention="unscaled")

@@ -4,7 +4,13 @@ import numpy as np
 import pytest
 from conftest import naive_lifted_features
 
-from sklearn_linattn._lift import lifted_feature_pairs, lifted_features
+from sklearn_linattn._lift import (
+    lifted_feature_pairs,
+    lifted_features,
+    lifted_position_features,
+    pair_statistics,
+    position_pair_statistics,
+)
 from sklearn_linattn._validation import validate_sequences
 
 
@@ -72,3 +78,102 @@ def test_wrong_buffer_is_rejected(rng):
 
 def test_no_samples():
     assert lifted_features(np.empty((0, 3, 2))).shape == (0, 6)
+
+
+# Per-position kernels, against explicit prefix sums written here.
+
+
+def naive_position_statistics(sequences, causal):
+    """(pairs, queries) per position from explicit (cumulative) sums of z_s z_s^T."""
+    n_samples, n_tokens, d = sequences.shape
+    outer = np.einsum("nti,ntj->ntij", sequences, sequences)
+    if causal:
+        S = np.cumsum(outer, axis=1)
+    else:
+        S = np.broadcast_to(outer.sum(axis=1, keepdims=True), outer.shape)
+    rows, cols = np.triu_indices(d)
+    weight = np.where(rows == cols, 1.0, np.sqrt(2.0))
+    pairs = weight * S[:, :, rows, cols]
+    return pairs.reshape(n_samples * n_tokens, -1), sequences.reshape(-1, d)
+
+
+def naive_position_features(sequences, causal):
+    pairs, queries = naive_position_statistics(sequences, causal)
+    return np.einsum("rk,re->rke", pairs, queries).reshape(pairs.shape[0], -1)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("token_dim", [1, 2, 3, 5])
+@pytest.mark.parametrize("n_tokens", [1, 2, 9])
+def test_position_kernels_match_prefix_sums(rng, causal, token_dim, n_tokens):
+    Z = rng.normal(size=(6, n_tokens, token_dim))
+    pairs, queries = position_pair_statistics(Z, causal=causal)
+    expected_pairs, expected_queries = naive_position_statistics(Z, causal)
+    np.testing.assert_allclose(pairs, expected_pairs, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(queries, expected_queries)
+    features = lifted_position_features(Z, causal=causal)
+    expected = naive_position_features(Z, causal)
+    assert features.shape == (6 * n_tokens, token_dim**2 * (token_dim + 1) // 2)
+    np.testing.assert_allclose(features, expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("token_dim", [1, 2, 4])
+def test_position_rows_are_the_lifted_features_of_prefixes(rng, token_dim):
+    # Causal row t of sequence i = lifted_features of the prefix Z[i, :t+1]; the last
+    # position (causal or not) is the last-token map.
+    Z = rng.normal(size=(5, 7, token_dim))
+    rows = lifted_position_features(Z).reshape(5, 7, -1)
+    for t in range(7):
+        prefix = np.ascontiguousarray(Z[:, : t + 1])
+        np.testing.assert_allclose(rows[:, t], lifted_features(prefix), rtol=1e-12)
+    whole = lifted_position_features(Z, causal=False).reshape(5, 7, -1)
+    np.testing.assert_allclose(whole[:, -1], lifted_features(Z), rtol=1e-12)
+    pairs, queries = position_pair_statistics(Z)
+    last_pairs, last_queries = pair_statistics(Z)
+    np.testing.assert_allclose(pairs.reshape(5, 7, -1)[:, -1], last_pairs, rtol=1e-12)
+    np.testing.assert_array_equal(queries.reshape(5, 7, -1)[:, -1], last_queries)
+
+
+def test_bidirectional_row_depends_on_later_tokens_causal_does_not(rng):
+    Z = rng.normal(size=(2, 5, 3))
+    changed = Z.copy()
+    changed[:, 3:] = rng.normal(size=(2, 2, 3))
+    causal, causal_changed = (
+        lifted_position_features(A).reshape(2, 5, -1) for A in (Z, changed)
+    )
+    np.testing.assert_array_equal(causal[:, :3], causal_changed[:, :3])
+    whole, whole_changed = (
+        lifted_position_features(A, causal=False).reshape(2, 5, -1)
+        for A in (Z, changed)
+    )
+    assert not np.allclose(whole[:, 0], whole_changed[:, 0])
+
+
+def test_position_kernels_threads_read_only_and_buffer(rng):
+    Z = rng.normal(size=(37, 6, 3))
+    expected = naive_position_features(Z, True)
+    Z.setflags(write=False)
+    buffer = np.full((37 * 6, 18), np.nan)
+    result = lifted_position_features(Z, out=buffer, n_threads=3)
+    assert result is buffer
+    np.testing.assert_allclose(buffer, expected, rtol=1e-12)
+    pairs, _ = position_pair_statistics(Z, causal=False, n_threads=4)
+    np.testing.assert_allclose(
+        pairs, naive_position_statistics(Z, False)[0], rtol=1e-12
+    )
+
+
+def test_position_kernels_reject_bad_arguments(rng):
+    Z = rng.normal(size=(4, 3, 2))
+    with pytest.raises(ValueError, match=r"shape \(12, 6\)"):
+        lifted_position_features(Z, out=np.empty((4, 6)))
+    with pytest.raises(ValueError, match="causal must be True or False"):
+        lifted_position_features(Z, causal="yes")
+    with pytest.raises(ValueError, match="causal must be True or False"):
+        position_pair_statistics(Z, causal=1)
+
+
+def test_position_kernels_no_samples():
+    assert lifted_position_features(np.empty((0, 3, 2))).shape == (0, 6)
+    pairs, queries = position_pair_statistics(np.empty((0, 3, 2)))
+    assert pairs.shape == (0, 3) and queries.shape == (0, 2)
