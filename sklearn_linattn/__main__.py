@@ -547,7 +547,7 @@ def _check_plot_directory(parser, directory):
 
 
 def main(argv=None):
-    """The command line: ``python -m sklearn_linattn [--quick] [--seed N] [--plot DIR]``.
+    """Command line: ``python -m sklearn_linattn [--quick] [--seed N] [--plot DIR]``.
 
     Parameters
     ----------
