@@ -2,12 +2,16 @@
 clearly on bad arguments."""
 
 import doctest
+import importlib.util
+import json
 import os
+import pathlib
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from conftest import naive_lifted_features, naive_relative_distance, random_attention
 
 import sklearn_linattn.__main__ as demo
 from sklearn_linattn import MultiHeadLinearAttention
@@ -19,6 +23,7 @@ from sklearn_linattn.__main__ import (
     relative_error,
     run,
 )
+from sklearn_linattn.datasets import make_random_mhla
 
 
 def test_quick_demo_numbers(capsys):
@@ -80,14 +85,74 @@ def test_relative_measures_against_their_definitions(rng):
     assert relative_error(predicted, expected) == pytest.approx(naive, rel=1e-12)
     assert relative_error(expected, expected) == 0.0
 
-    value, query = rng.normal(size=(2, 1, 3)), rng.normal(size=(2, 3, 3))
-    truth = MultiHeadLinearAttention(value, query)
+    for n_outputs in (1, 3):
+        truth = random_attention(rng, 4, 2, n_outputs)
+        other = random_attention(rng, 4, 3, n_outputs)
+        assert relative_distance(other, truth) == pytest.approx(
+            naive_relative_distance(other, truth), rel=1e-10
+        )
+    value, query = truth.value_matrices, truth.query_matrices
     # the same function: each head rescaled, heads in the other order
     same = MultiHeadLinearAttention(3 * value[::-1], query[::-1] / 3)
     assert relative_distance(same, truth) < 1e-12
     # a model computing twice the function is one model-size away
     doubled = MultiHeadLinearAttention(2 * value, query)
     assert relative_distance(doubled, truth) == pytest.approx(1.0, rel=1e-12)
+
+
+def _benchmark_helpers():
+    path = pathlib.Path(__file__).parents[1] / "benchmarks" / "_common.py"
+    if not path.exists():
+        pytest.skip("benchmarks/ is not next to tests/")
+    spec = importlib.util.spec_from_file_location("_common", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_benchmark_references_match_the_definitions(rng):
+    common = _benchmark_helpers()
+    # one definition of the measures: the demo's
+    assert common.relative_error is relative_error
+    assert common.relative_distance is relative_distance
+    # the reference lift the Numba kernel is timed against is the definition
+    X = rng.normal(size=(7, 5, 4))
+    np.testing.assert_allclose(
+        common.reference_lifted_features(X), naive_lifted_features(X), atol=1e-13
+    )
+    # the benchmarks' random model is make_random_mhla's generating model
+    model = common.random_attention(5, 3, n_outputs=2, random_state=4)
+    _, _, truth = make_random_mhla(20, 7, 5, n_heads=3, n_outputs=2, random_state=4)
+    np.testing.assert_array_equal(model.value_matrices, truth.value_matrices)
+    np.testing.assert_array_equal(model.query_matrices, truth.query_matrices)
+
+
+def test_benchmark_tables_and_json(tmp_path, capsys):
+    common = _benchmark_helpers()
+    columns = [("d", "{d}"), ("time", "{seconds:.2f} s"), ("ok", lambda r: "yes")]
+    table = common.markdown_table(columns, [{"d": 4, "seconds": 0.123}])
+    assert table.split("\n") == [
+        "| d | time | ok |",
+        "| --- | --- | --- |",
+        "| 4 | 0.12 s | yes |",
+    ]
+    # numpy numbers and arrays are written as plain JSON numbers and lists
+    path = tmp_path / "run.json"
+    common.write_json(str(path), {"x": np.float64(0.5), "n": np.arange(2)})
+    assert json.loads(path.read_text()) == {"x": 0.5, "n": [0, 1]}
+    common.write_json(None, {"x": 1})  # no --json: nothing written
+    # a --json path that cannot be written fails before the benchmark runs
+    parser = common.make_parser("A benchmark.\n\nMore.", quick=True)
+    args = parser.parse_args(["--quick", "--json", str(path)])
+    assert args.quick and args.json == str(path)
+    for bad, message in [
+        (str(tmp_path / "missing" / "run.json"), "is not a writable directory"),
+        (str(tmp_path), "needs a file name"),
+    ]:
+        with pytest.raises(SystemExit) as exit_info:
+            parser.parse_args(["--json", bad])
+        assert exit_info.value.code == 2
+        assert message in capsys.readouterr().err
 
 
 def test_docstring_examples():
