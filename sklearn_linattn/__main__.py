@@ -360,11 +360,7 @@ EXPERIMENTS = {
             ("steps ok", 8, "{step_accuracy:.0%}"),
             ("words ok", 8, "{word_accuracy:.0%}"),
             ("OOD rel.err", 11, "{ood_error:.1e}"),
-            (
-                "covered in/OOD",
-                14,
-                "{covered_in_distribution:.0%}/{covered_ood:.0%}",
-            ),
+            ("covered in/OOD", 14, "{covered_in_distribution:.0%}/{covered_ood:.0%}"),
             ("heads", 5, "{n_heads}"),
         ],
     ),
