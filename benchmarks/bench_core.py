@@ -1,6 +1,7 @@
 """Core costs of LinearAttentionRegressor: compile time, fit time, peak memory.
 
-Run: ``python benchmarks/bench_core.py [--n-samples 20000 --n-tokens 32 --token-dim 8]``
+Run: ``python benchmarks/bench_core.py [--n-samples 20000 --n-tokens 32 --token-dim 8]
+[--repeats 5] [--json FILE]``
 
 Reports, in one run:
 - first-call Numba compile time, cold (empty cache) and warm (cache on disk), each
@@ -14,8 +15,6 @@ Reports, in one run:
   the size of X.
 """
 
-import argparse
-import json
 import os
 import subprocess
 import sys
@@ -23,7 +22,7 @@ import tempfile
 
 import numpy as np
 import scipy.linalg
-from _measure import median_seconds, peak_bytes
+from _common import make_parser, markdown_table, median_seconds, peak_bytes, write_json
 
 from sklearn_linattn import LinearAttentionRegressor
 from sklearn_linattn._lift import lifted_features
@@ -59,12 +58,11 @@ def naive_fit(X, y):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = make_parser(__doc__)
     parser.add_argument("--n-samples", type=int, default=20000)
     parser.add_argument("--n-tokens", type=int, default=32)
     parser.add_argument("--token-dim", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as cache_dir:
@@ -103,30 +101,45 @@ def main():
         "fit_peak_megabytes": fit_peak / 2**20,
         "naive_peak_megabytes": naive_peak / 2**20,
     }
+    x_mib = X.nbytes / 2**20
+    rows = [
+        {
+            "measure": f"fit time, median of {args.repeats}",
+            "ours": f"{fit_seconds:.3f} s",
+            "baseline": f"{naive_seconds:.3f} s",
+            "ratio": f"{fit_seconds / naive_seconds:.2f}",
+        },
+        {
+            "measure": "fit with the default minimal-head read-out",
+            "ours": f"{auto_seconds:.3f} s",
+            "baseline": "",
+            "ratio": "",
+        },
+        {
+            "measure": f"peak memory beyond X ({x_mib:.0f} MiB)",
+            "ours": f"{fit_peak / 2**20:.1f} MiB ({fit_peak / X.nbytes:.2f} x X)",
+            "baseline": (
+                f"{naive_peak / 2**20:.1f} MiB ({naive_peak / X.nbytes:.2f} x X)"
+            ),
+            "ratio": f"{fit_peak / naive_peak:.2f}",
+        },
+    ]
     print(
         f"n_samples={n}, n_tokens={t}, token_dim={d}, p={results['n_lifted_features']}"
     )
-    print("| measure | sklearn-linattn | baseline (materialize Phi) | ratio |")
-    print("| --- | --- | --- | --- |")
-    print(
-        f"| fit time, median of {args.repeats} | {fit_seconds:.3f} s | "
-        f"{naive_seconds:.3f} s | {fit_seconds / naive_seconds:.2f} |"
-    )
-    print(f"| fit with the default minimal-head read-out | {auto_seconds:.3f} s | | |")
-    print(
-        f"| peak memory beyond X ({X.nbytes / 2**20:.0f} MiB) | "
-        f"{fit_peak / 2**20:.1f} MiB "
-        f"({fit_peak / X.nbytes:.2f} x X) | {naive_peak / 2**20:.1f} MiB "
-        f"({naive_peak / X.nbytes:.2f} x X) | {fit_peak / naive_peak:.2f} |"
-    )
+    columns = [
+        ("measure", "{measure}"),
+        ("sklearn-linattn", "{ours}"),
+        ("baseline (materialize Phi)", "{baseline}"),
+        ("ratio", "{ratio}"),
+    ]
+    print(markdown_table(columns, rows))
     print(
         f"\nfirst call in a fresh interpreter: import {cold_import:.2f} s, first fit "
         f"{cold_call:.2f} s with an empty Numba cache; import {warm_import:.2f} s, "
         f"first fit {warm_call:.2f} s with the cache on disk"
     )
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump(results, handle, indent=2)
+    write_json(args.json, results)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Fitting 10^7 sequences that never exist on the client, on a local Dask cluster.
 
-Run: ``python benchmarks/bench_dask.py [--n-samples 10000000] [--scheduler ADDRESS]``
+Run: ``python benchmarks/bench_dask.py [--n-samples 10000000] [--chunk 200000]
+[--scheduler ADDRESS] [--json FILE]``
 (needs ``python -m pip install 'sklearn-linattn[dask]'``)
 
 Sequences (d=8, 16 tokens, entries N(0, 1/16)) are generated lazily on the workers in
@@ -11,14 +12,19 @@ the data would have in memory, and the distance of the fit to the generating mod
 Without ``--scheduler`` a LocalCluster of 2 worker processes is started.
 """
 
-import argparse
 import resource
 import time
 
 import numpy as np
+from _common import (
+    make_parser,
+    markdown_table,
+    random_attention,
+    relative_distance,
+    write_json,
+)
 
 from sklearn_linattn import LinearAttentionRegressor
-from sklearn_linattn.datasets import make_random_mhla
 
 
 def peak_rss_megabytes():
@@ -26,7 +32,7 @@ def peak_rss_megabytes():
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = make_parser(__doc__)
     parser.add_argument("--n-samples", type=int, default=10**7)
     parser.add_argument("--chunk", type=int, default=200_000)
     parser.add_argument("--scheduler", help="address of a running Dask scheduler")
@@ -43,7 +49,7 @@ def main():
         )
         client = Client(cluster)
     d, n_tokens = 8, 16
-    _, _, truth = make_random_mhla(1, n_tokens, d, n_heads=2, random_state=0)
+    truth = random_attention(d, n_heads=2, random_state=0)
     X = da.random.RandomState(0).normal(
         0,
         1 / np.sqrt(n_tokens),
@@ -58,29 +64,59 @@ def main():
     model = LinearAttentionRegressor().fit(X, y)
     seconds = time.perf_counter() - start
     workers = client.run(peak_rss_megabytes)
-    distance = model.attention_.distance(truth) / np.linalg.norm(truth.lifted_coef())
+    results = {
+        "n_samples": args.n_samples,
+        "n_tokens": n_tokens,
+        "token_dim": d,
+        "chunk": args.chunk,
+        "data_gibibytes": X.nbytes / 2**30,
+        "fit_seconds": seconds,
+        "sequences_per_second": args.n_samples / seconds,
+        "client_peak_megabytes": peak_rss_megabytes(),
+        "worker_peak_megabytes": workers,
+        "n_heads": model.n_heads_,
+        "relative_distance": relative_distance(model.attention_, truth),
+        "identifiable": model.certificate_.identifiable,
+        "min_eigenvalue": model.certificate_.min_eigenvalue,
+    }
 
     print(
         f"{args.n_samples} sequences of {n_tokens} tokens, d={d}, "
         f"chunks of {args.chunk}"
     )
-    print("| measure | value |")
-    print("| --- | --- |")
-    print(f"| data size if materialized | {X.nbytes / 2**30:.1f} GiB |")
+    rows = [
+        ("data size if materialized", f"{results['data_gibibytes']:.1f} GiB"),
+        (
+            "fit wall time (generate + label + lift + reduce + solve)",
+            f"{seconds:.1f} s",
+        ),
+        ("throughput", f"{results['sequences_per_second']:,.0f} sequences/s"),
+        (
+            "client peak resident memory",
+            f"{results['client_peak_megabytes']:.0f} MiB",
+        ),
+        *(
+            (f"worker {address} peak resident memory", f"{megabytes:.0f} MiB")
+            for address, megabytes in sorted(workers.items())
+        ),
+        ("heads recovered", f"{model.n_heads_} (generating: 2)"),
+        (
+            "relative distance to the generating model",
+            f"{results['relative_distance']:.1e}",
+        ),
+        (
+            "certificate",
+            f"identifiable={results['identifiable']}, "
+            f"lambda_min={results['min_eigenvalue']:.2e}",
+        ),
+    ]
     print(
-        "| fit wall time (generate + label + lift + reduce + solve) | "
-        f"{seconds:.1f} s |"
+        markdown_table(
+            [("measure", "{measure}"), ("value", "{value}")],
+            [{"measure": measure, "value": value} for measure, value in rows],
+        )
     )
-    print(f"| throughput | {args.n_samples / seconds:,.0f} sequences/s |")
-    print(f"| client peak resident memory | {peak_rss_megabytes():.0f} MiB |")
-    for address, megabytes in sorted(workers.items()):
-        print(f"| worker {address} peak resident memory | {megabytes:.0f} MiB |")
-    print(f"| heads recovered | {model.n_heads_} (generating: 2) |")
-    print(f"| relative distance to the generating model | {distance:.1e} |")
-    print(
-        f"| certificate | identifiable={model.certificate_.identifiable}, "
-        f"lambda_min={model.certificate_.min_eigenvalue:.2e} |"
-    )
+    write_json(args.json, results)
     client.close()
 
 

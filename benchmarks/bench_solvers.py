@@ -19,12 +19,19 @@ Sections (each measures its baseline in the same run; medians of repeats):
 Gradient training of MHLA (the paper's baseline) is in ``bench_gradient.py``.
 """
 
-import argparse
-import json
 import time
 
 import numpy as np
-from _measure import median_seconds, peak_bytes
+from _common import (
+    compile_kernels,
+    make_parser,
+    markdown_table,
+    median_seconds,
+    peak_bytes,
+    reference_lifted_features,
+    relative_error,
+    write_json,
+)
 from scipy.linalg.blas import dsyrk
 from sklearn.linear_model import Ridge
 from sklearn.pipeline import make_pipeline
@@ -40,16 +47,6 @@ def peak_megabytes(function):
     return peak_bytes(function) / 2**20
 
 
-def einsum_features(sequences):
-    """The straightforward numpy implementation of the lifted features."""
-    n, _, d = sequences.shape
-    S = np.einsum("nti,ntj->nij", sequences, sequences)
-    rows, cols = np.triu_indices(d)
-    weights = np.where(rows == cols, 1.0, np.sqrt(2.0))
-    pairs = S[:, rows, cols] * weights
-    return np.einsum("nk,ne->nke", pairs, sequences[:, -1]).reshape(n, -1)
-
-
 def features_section(quick, repeats):
     rng = np.random.default_rng(0)
     rows = []
@@ -63,9 +60,9 @@ def features_section(quick, repeats):
             numba_2 = median_seconds(
                 lambda: lifted_features(X, out=out, n_threads=2), repeats
             )
-            numpy = median_seconds(lambda: einsum_features(X), repeats)
+            numpy = median_seconds(lambda: reference_lifted_features(X), repeats)
             write = median_seconds(lambda: out.fill(1.0), repeats)
-            reference = einsum_features(X)
+            reference = reference_lifted_features(X)
             np.testing.assert_allclose(
                 lifted_features(X),
                 reference,
@@ -86,18 +83,17 @@ def features_section(quick, repeats):
                 }
             )
     print("\n## 1. Lifted features: Numba kernel vs numpy einsum\n")
-    print(
-        "| d | tokens | Numba (1 thread) | Numba (2 threads) | einsum | speed-up "
-        "| write output | Numba / write |"
-    )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    for r in rows:
-        print(
-            f"| {r['d']} | {r['n_tokens']} | {r['numba_ms']:.1f} ms | "
-            f"{r['numba_2_threads_ms']:.1f} ms | {r['einsum_ms']:.1f} ms | "
-            f"{r['speedup_vs_einsum']:.1f}x | {r['write_ms']:.1f} ms | "
-            f"{r['vs_write']:.1f}x |"
-        )
+    columns = [
+        ("d", "{d}"),
+        ("tokens", "{n_tokens}"),
+        ("Numba (1 thread)", "{numba_ms:.1f} ms"),
+        ("Numba (2 threads)", "{numba_2_threads_ms:.1f} ms"),
+        ("einsum", "{einsum_ms:.1f} ms"),
+        ("speed-up", "{speedup_vs_einsum:.1f}x"),
+        ("write output", "{write_ms:.1f} ms"),
+        ("Numba / write", "{vs_write:.1f}x"),
+    ]
+    print(markdown_table(columns, rows))
     return rows
 
 
@@ -132,28 +128,25 @@ def throughput_section(quick, repeats):
         "\n## 2. Fit throughput: streamed Gram accumulation vs BLAS on the same "
         "features\n"
     )
-    print(
-        "| d | p | n | accumulate: lift + syrk per chunk | syrk alone (Phi in memory) "
-        "| A.T @ A (Phi in memory) | A.T @ A time / accumulate time |"
-    )
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    for r in rows:
-        print(
-            f"| {r['d']} | {r['p']} | {r['n_samples']} | "
-            f"{r['accumulate_seconds']:.3f} s ({r['accumulate_gflops']:.0f} GFLOP/s) | "
-            f"{r['syrk_seconds']:.3f} s | {r['gemm_seconds']:.3f} s | "
-            f"{r['gemm_speed_ratio']:.0%} |"
-        )
+    columns = [
+        ("d", "{d}"),
+        ("p", "{p}"),
+        ("n", "{n_samples}"),
+        (
+            "accumulate: lift + syrk per chunk",
+            "{accumulate_seconds:.3f} s ({accumulate_gflops:.0f} GFLOP/s)",
+        ),
+        ("syrk alone (Phi in memory)", "{syrk_seconds:.3f} s"),
+        ("A.T @ A (Phi in memory)", "{gemm_seconds:.3f} s"),
+        ("A.T @ A time / accumulate time", "{gemm_speed_ratio:.0%}"),
+    ]
+    print(markdown_table(columns, rows))
     print(
         "\n(The accumulation also computes the lifted features and Phi^T y; the "
         "baselines start from Phi already in memory. GFLOP/s count n p (p + 1), the "
         "upper triangle.)"
     )
     return rows
-
-
-def relative_error(model, X, y):
-    return float(np.linalg.norm(model.predict(X) - y) / np.linalg.norm(y))
 
 
 def polynomial_section(quick):
@@ -182,23 +175,26 @@ def polynomial_section(quick):
             peak = peak_megabytes(lambda model=model: model.fit(flat, y))
             row[f"{name}_seconds"] = time.perf_counter() - start
             row[f"{name}_peak_mb"] = peak
-            row[f"{name}_test_error"] = relative_error(model, flat_test, y_test)
+            row[f"{name}_test_error"] = relative_error(
+                model.predict(flat_test), y_test
+            )
         rows.append(row)
     print(
         "\n## 3. Versus PolynomialFeatures(degree=3) + Ridge on flattened sequences\n"
     )
-    print(
-        "| d | tokens | n | poly features | ours: time | poly: time | ours: peak MiB "
-        "| poly: peak MiB | ours: test error | poly: test error |"
-    )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for r in rows:
-        print(
-            f"| {r['d']} | {r['n_tokens']} | {r['n_samples']} | {r['poly_features']} | "
-            f"{r['ours_seconds']:.2f} s | {r['poly_seconds']:.2f} s | "
-            f"{r['ours_peak_mb']:.0f} | {r['poly_peak_mb']:.0f} | "
-            f"{r['ours_test_error']:.1e} | {r['poly_test_error']:.1e} |"
-        )
+    columns = [
+        ("d", "{d}"),
+        ("tokens", "{n_tokens}"),
+        ("n", "{n_samples}"),
+        ("poly features", "{poly_features}"),
+        ("ours: time", "{ours_seconds:.2f} s"),
+        ("poly: time", "{poly_seconds:.2f} s"),
+        ("ours: peak MiB", "{ours_peak_mb:.0f}"),
+        ("poly: peak MiB", "{poly_peak_mb:.0f}"),
+        ("ours: test error", "{ours_test_error:.1e}"),
+        ("poly: test error", "{poly_test_error:.1e}"),
+    ]
+    print(markdown_table(columns, rows))
     print(
         "\n(time includes tracemalloc's overhead for both; test sequences come from "
         "the same generating model)"
@@ -256,16 +252,17 @@ def scaling_section(quick):
             model = LinearAttentionRegressor(solver=solver, n_heads=None, max_iter=200)
             rows.append(scaling_row("d", model, X, y, solver))
     print("\n## 4. Scaling (n_heads=None, so only the regression is timed)\n")
-    print(
-        "| axis | d | n | solver | used | fit time | peak MiB (tracemalloc) | X MiB |"
-    )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    for r in rows:
-        print(
-            f"| {r['axis']} | {r['d']} | {r['n_samples']} | {r['solver']} | "
-            f"{r['used']} | {r['seconds']:.2f} s | {r['peak_mb']:.0f} | "
-            f"{r['x_mb']:.0f} |"
-        )
+    columns = [
+        ("axis", "{axis}"),
+        ("d", "{d}"),
+        ("n", "{n_samples}"),
+        ("solver", "{solver}"),
+        ("used", "{used}"),
+        ("fit time", "{seconds:.2f} s"),
+        ("peak MiB (tracemalloc)", "{peak_mb:.0f}"),
+        ("X MiB", "{x_mb:.0f}"),
+    ]
+    print(markdown_table(columns, rows))
     print(
         f"\n(auto's choice on this machine for d=48, n=2000: "
         f"{choose_solver(2000, n_lifted_features(48))!r}; cg capped at 200 "
@@ -275,13 +272,12 @@ def scaling_section(quick):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller sizes")
+    parser = make_parser(__doc__, quick=True)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--sections", nargs="+", default=["1", "2", "3", "4"])
-    parser.add_argument("--json", help="also write the results to this file")
+    sections = ["1", "2", "3", "4"]
+    parser.add_argument("--sections", nargs="+", choices=sections, default=sections)
     args = parser.parse_args()
-    LinearAttentionRegressor().fit(np.ones((3, 2, 2)), np.ones(3))  # compile first
+    compile_kernels()
     results = {}
     if "1" in args.sections:
         results["features"] = features_section(args.quick, args.repeats)
@@ -291,9 +287,7 @@ def main():
         results["polynomial"] = polynomial_section(args.quick)
     if "4" in args.sections:
         results["scaling"] = scaling_section(args.quick)
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump(results, handle, indent=2)
+    write_json(args.json, results)
 
 
 if __name__ == "__main__":

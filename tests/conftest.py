@@ -40,6 +40,24 @@ def naive_lifted_features(sequences):
     return np.stack(columns, axis=1)
 
 
+def naive_relative_distance(model, truth):
+    """Relative model distance from the definition, without lifted coefficients.
+
+    The function's coefficient tensor W[a,b,c,e] = sum_h V_h[a,b] Q_h[c,e] only
+    matters through its part symmetric in (b, c) (S is symmetric); compare those
+    parts in Frobenius norm, relative to the truth's. With the sqrt(2) weights of the
+    lift this equals the distance of the non-redundant lifted coefficients.
+    """
+
+    def symmetric_tensor(attention):
+        V, Q = attention.value_matrices, attention.query_matrices
+        W = np.einsum("hab,hce->abce", V, Q)
+        return (W + W.transpose(0, 2, 1, 3)) / 2
+
+    difference = symmetric_tensor(model) - symmetric_tensor(truth)
+    return np.linalg.norm(difference) / np.linalg.norm(symmetric_tensor(truth))
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(20251129)
