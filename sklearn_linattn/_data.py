@@ -29,9 +29,11 @@ from scipy.linalg.blas import dsyrk
 from ._lift import (
     lifted_features,
     lifted_matvec,
+    lifted_position_features,
     lifted_rmatvec,
     n_lifted_features,
     pair_statistics,
+    position_pair_statistics,
 )
 
 __all__ = [
@@ -321,8 +323,6 @@ class _RowLayout:
     def features(self, sequences, out=None, n_threads=1):
         if self.positions == "last":
             return lifted_features(sequences, out=out, n_threads=n_threads)
-        from ._lift import lifted_position_features  # TODO(merge): top-level
-
         return lifted_position_features(
             sequences, causal=self.causal, out=out, n_threads=n_threads
         )
@@ -330,8 +330,6 @@ class _RowLayout:
     def pairs(self, sequences, n_threads=1):
         if self.positions == "last":
             return pair_statistics(sequences, n_threads=n_threads)
-        from ._lift import position_pair_statistics  # TODO(merge): top-level
-
         return position_pair_statistics(
             sequences, causal=self.causal, n_threads=n_threads
         )
