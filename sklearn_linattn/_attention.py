@@ -1,6 +1,6 @@
 """Multi-head linear attention as a plain model, and the lifted-coefficient folding.
 
-``y(Z) = sum_h V_h (Z^T Z) Q_h q`` (PAPER.md, "Multi-head linear attention").
+``y(Z) = sum_h V_h (Z^T Z) Q_h q`` (Yau et al. 2025; the docs' theory page).
 Coordinate ``a`` of the output is ``sum_{b,c,e} W[a,b,c,e] S[b,c] q[e]`` with
 ``W[a,b,c,e] = sum_h V_h[a,b] Q_h[c,e]``. The lifted coefficients ``theta`` pair with
 the lifted features of ``_lift.py``: for ``b < c`` only ``W[a,b,c,e] + W[a,c,b,e]`` is
@@ -26,7 +26,7 @@ def fold_lifted_coef(lifted_coef, token_dim):
     """Fold lifted coefficients into the matrix ``W[(a, b), (c, e)]`` of Algorithm 1.
 
     Each off-diagonal coefficient is split evenly between ``W[a,b,c,e]`` and
-    ``W[a,c,b,e]`` (the symmetric split of PAPER.md, step 3).
+    ``W[a,c,b,e]`` (the symmetric split of Algorithm 1, step 3, on the theory page).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Numba kernels for the lifted (cubic) feature map of PAPER.md.
+"""Numba kernels for the lifted (cubic) feature map (the docs' theory page).
 
 For a sequence ``Z`` of shape ``(n_tokens, d)`` let ``S = Z^T Z`` and ``q = Z[-1]``.
 The non-redundant, isometric lifted features are

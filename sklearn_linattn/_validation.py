@@ -135,6 +135,9 @@ def _token_dim_of_width(n_features, token_dim):
 def _validate_dask_sequences(X, token_dim, estimator, reset):
     """Shape checks of a Dask array (the values are checked per block), the same
     rules and messages as for numpy input; returns it 3-D, chunked along samples."""
+    from ._data import require_dask
+
+    require_dask()
     if any(np.isnan(size) for size in X.chunks[0]):
         raise ValueError(
             "X is a Dask array with unknown chunk sizes (for example after boolean "

@@ -1,4 +1,4 @@
-"""The identifiability certificate on cases whose answer is known from PAPER.md."""
+"""The identifiability certificate on cases whose answer is known from the paper."""
 
 import pickle
 

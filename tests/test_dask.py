@@ -128,7 +128,7 @@ def test_grid_search_on_the_dask_joblib_backend(client, data):
 def test_missing_dask_is_explained(monkeypatch):
     import sys
 
-    from sklearn_linattn import _distributed
+    from sklearn_linattn import _data
 
     class FakeDaskArray:
         __module__ = "dask.array.core"
@@ -137,7 +137,7 @@ def test_missing_dask_is_explained(monkeypatch):
         shape = (1, 1, 1)
 
     monkeypatch.setitem(sys.modules, "dask", None)
-    assert _distributed.is_dask_array(FakeDaskArray())
+    assert _data.is_dask_array(FakeDaskArray())
     with pytest.raises(ImportError, match=r"sklearn-linattn\[dask\]"):
         LinearAttentionRegressor().fit(FakeDaskArray(), np.ones(1))
 

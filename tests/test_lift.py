@@ -1,4 +1,4 @@
-"""The Numba lifted features against a naive reference written from PAPER.md."""
+"""The Numba lifted features against a naive reference written from the definition."""
 
 import numpy as np
 import pytest

@@ -1,0 +1,392 @@
+"""The data source and the solver contract, against naive references: every solver
+on every data source returns the same solution; per-position rows, sample weights,
+partial_fit and atomic updates behave as documented."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from conftest import naive_lifted_features, random_attention, random_sequences
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import GridSearchCV, KFold
+
+from sklearn_linattn import LinearAttentionClassifier, LinearAttentionRegressor
+from sklearn_linattn._data import LiftedStatistics, lifted_data
+from sklearn_linattn._solvers import SOLVERS
+
+da = pytest.importorskip("dask.array")
+
+
+def naive_position_features(X, causal):
+    """phi at every position, from prefix sums written out here: rows sample-major."""
+    n, T, d = X.shape
+    rows = []
+    for i in range(n):
+        for t in range(T):
+            context = X[i, : t + 1] if causal else X[i]
+            S = context.T @ context
+            q = X[i, t]
+            full = np.einsum("bc,e->bce", S, q)
+            row = []
+            for b in range(d):
+                for c in range(b, d):
+                    weight = 1.0 if b == c else np.sqrt(2.0)
+                    row.extend(weight * full[b, c])
+            rows.append(row)
+    return np.array(rows)
+
+
+def naive_weighted_solution(features, targets, weights, alpha, fit_intercept):
+    """Weighted ridge / minimum-norm least squares by an explicit pseudo-inverse."""
+    w = np.sqrt(weights)[:, None]
+    if fit_intercept:
+        mean = weights @ features / weights.sum()
+        target_mean = weights @ targets / weights.sum()
+    else:
+        mean, target_mean = np.zeros(features.shape[1]), np.zeros(targets.shape[1])
+    A = w * (features - mean)
+    b = w * (targets - target_mean)
+    if alpha > 0:
+        coef = np.linalg.solve(A.T @ A + alpha * np.eye(A.shape[1]), A.T @ b).T
+    else:
+        coef = (np.linalg.pinv(A, rcond=1e-12) @ b).T
+    residual = b - A @ coef.T
+    return coef, target_mean - coef @ mean, np.sum(residual**2, axis=0), A.T @ A
+
+
+@pytest.mark.parametrize("source", ["numpy", "dask"])
+@pytest.mark.parametrize("solver", ["normal", "dual", "cg"])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_solver_contract(rng, source, solver, fit_intercept):
+    if source == "dask" and solver == "dual":
+        pytest.skip("the kernel form is not offered on Dask (a clear error, tested)")
+    truth = random_attention(rng, 3, 2, n_outputs=2)
+    X = random_sequences(rng, 60, 5, 3)
+    y = truth.predict(X) + 0.1 * rng.normal(size=(60, 2))
+    weights = rng.uniform(0.5, 2.0, size=60)
+    alpha = 1e-3
+    X_in = da.from_array(X, chunks=(25, 5, 3)) if source == "dask" else X
+    data = lifted_data(X_in, y, weights)
+    solution = SOLVERS[solver](
+        data, alpha=alpha, fit_intercept=fit_intercept, solver_tol=1e-14, max_iter=2000
+    )
+    features = naive_lifted_features(X)
+    coef, intercept, rss, gram = naive_weighted_solution(
+        features, y, weights, alpha, fit_intercept
+    )
+    factor = data.rescaling.coef_factor
+    np.testing.assert_allclose(solution.coef * factor, coef, rtol=1e-7, atol=1e-9)
+    # the residual sum of squares and the head-fit weight, in rescaled units
+    target_scale, weight_scale = data.rescaling.target, data.rescaling.weight
+    np.testing.assert_allclose(
+        solution.residual_sum_of_squares, rss * target_scale**2 * weight_scale, rtol=1e-6
+    )
+    probe = rng.normal(size=(2, features.shape[1]))
+    token = data.rescaling.token
+    expected = probe @ (gram * weight_scale * token**6 + alpha * weight_scale * token**6 * np.eye(len(gram)))
+    np.testing.assert_allclose(solution.apply_weight(probe), expected, rtol=1e-7)
+    assert solution.n_observations == 60
+
+
+def test_dual_on_dask_is_a_clear_error():
+    X = da.from_array(np.ones((4, 2, 2)), chunks=2)
+    with pytest.raises(ValueError, match="solver='dual' needs the whole"):
+        LinearAttentionRegressor(solver="dual").fit(X, np.ones(4))
+
+
+def test_dask_and_numpy_validation_agree(rng):
+    X = rng.normal(size=(40, 15))
+    y = rng.normal(size=40)
+    model = LinearAttentionRegressor(token_dim=3, n_heads=None)
+    model.partial_fit(da.from_array(X, chunks=20), y)
+    wider = da.from_array(rng.normal(size=(40, 21)), chunks=20)
+    with pytest.raises(ValueError, match="X has 21 features, but .* expecting 15"):
+        model.partial_fit(wider, y)
+    with pytest.raises(ValueError, match="X has 21 features, but .* expecting 15"):
+        model.predict(wider)
+    with pytest.raises(ValueError, match="X has 21 features, but .* expecting 15"):
+        model.predict(wider.compute())
+    X_dask = da.from_array(X, chunks=20)
+    unknown = X_dask[X_dask[:, 0] > -10]  # boolean indexing: chunk sizes unknown
+    with pytest.raises(ValueError, match="compute_chunk_sizes"):
+        LinearAttentionRegressor(token_dim=3).fit(unknown, y)
+
+
+# --- positions="all" ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("layout", ["3d", "2d"])
+def test_every_position_matches_prefix_sums(rng, causal, layout):
+    truth = random_attention(rng, 3, 2, n_outputs=2)
+    X = random_sequences(rng, 30, 6, 3)
+    features = naive_position_features(X, causal)
+    y = (features @ truth.lifted_coef().T).reshape(30, 6, 2)
+    X_in = X.reshape(30, -1) if layout == "2d" else X
+    model = LinearAttentionRegressor(
+        token_dim=3, positions="all", causal=causal, n_heads=None
+    ).fit(X_in, y)
+    assert model.predict(X_in).shape == (30, 6, 2)
+    np.testing.assert_allclose(model.predict(X_in), y, atol=1e-10)
+    assert model.attention_.distance(truth) < 1e-8 * np.linalg.norm(truth.lifted_coef())
+    expected = truth.predict(X, positions="all", causal=causal)
+    np.testing.assert_allclose(expected, y, atol=1e-12)
+
+
+def test_every_position_needs_fewer_sequences(rng):
+    """A causal 2-head model at d=4 (p=40): 4 sequences of 16 positions give 64
+    rows and identify it; the last position alone would need at least 40."""
+    truth = random_attention(rng, 4, 2)
+    X = random_sequences(rng, 4, 16, 4)
+    y = truth.predict(X, positions="all")[..., 0]
+    model = LinearAttentionRegressor(positions="all").fit(X, y)
+    assert model.certificate_.identifiable and model.certificate_.n_samples == 64
+    assert model.attention_.distance(truth) < 1e-8 * np.linalg.norm(truth.lifted_coef())
+    last = LinearAttentionRegressor().fit(X, y[:, -1])
+    assert not last.certificate_.identifiable
+
+
+@pytest.mark.parametrize("solver", ["normal", "dual", "cg"])
+def test_all_positions_equals_last_on_padded_prefixes(rng, solver):
+    n, T, d = 8, 5, 3
+    X = random_sequences(rng, n, T, d)
+    y = rng.normal(size=(n, T))
+    prefixes = np.zeros((n * T, T, d))
+    for i in range(n):
+        for t in range(T):
+            prefixes[i * T + t, T - t - 1 :] = X[i, : t + 1]
+    params = dict(n_heads=None, solver=solver, solver_tol=1e-14, fit_intercept=True)
+    every = LinearAttentionRegressor(positions="all", **params).fit(X, y)
+    last = LinearAttentionRegressor(**params).fit(prefixes, y.ravel())
+    scale = np.linalg.norm(last.coef_)
+    assert np.linalg.norm(every.coef_ - last.coef_) < 1e-8 * scale
+    assert every.intercept_ == pytest.approx(last.intercept_, abs=1e-8)
+    assert every.certificate_.rank == last.certificate_.rank
+
+
+def test_left_padding_positions_are_left_out(rng):
+    truth = random_attention(rng, 3, 1)
+    X = random_sequences(rng, 20, 4, 3)
+    y = truth.predict(X, positions="all")[..., 0] + 0.1 * rng.normal(size=(20, 4))
+    padded = np.concatenate([np.zeros((20, 3, 3)), X], axis=1)
+    y_padded = np.concatenate([rng.normal(size=(20, 3)), y], axis=1)  # junk targets
+    params = dict(positions="all", n_heads=None, fit_intercept=True)
+    plain = LinearAttentionRegressor(**params).fit(X, y)
+    model = LinearAttentionRegressor(**params).fit(padded, y_padded)
+    np.testing.assert_allclose(model.coef_, plain.coef_, rtol=1e-9, atol=1e-12)
+    assert model.intercept_ == pytest.approx(plain.intercept_)
+    assert model.certificate_.n_samples == 80
+    assert model.score(padded, y_padded) == pytest.approx(plain.score(X, y))
+    assert model.certificate_.covers(padded).shape == (20, 7)
+
+
+def test_every_position_on_dask_equals_numpy(rng):
+    X = random_sequences(rng, 40, 5, 3)
+    y = rng.normal(size=(40, 5, 2))
+    for solver in ["normal", "cg"]:
+        params = dict(positions="all", n_heads=None, solver=solver, solver_tol=1e-14)
+        local = LinearAttentionRegressor(**params).fit(X, y)
+        remote = LinearAttentionRegressor(**params).fit(
+            da.from_array(X, chunks=(15, 5, 3)), da.from_array(y, chunks=(15, 5, 2))
+        )
+        np.testing.assert_allclose(remote.coef_, local.coef_, rtol=1e-8, atol=1e-10)
+        predictions = remote.predict(da.from_array(X, chunks=(15, 5, 3)))
+        np.testing.assert_allclose(predictions.compute(), local.predict(X), atol=1e-10)
+
+
+def test_classifier_labels_every_position(rng):
+    X = random_sequences(rng, 60, 6, 3)
+    truth = random_attention(rng, 3, 1)
+    y = np.where(truth.predict(X, positions="all")[..., 0] > 0, "up", "down")
+    model = LinearAttentionClassifier(positions="all", n_heads=None).fit(X, y)
+    assert model.predict(X).shape == (60, 6)
+    signs = np.where(y == "up", 1.0, -1.0)  # the regression the classifier solves
+    regression = LinearAttentionRegressor(positions="all", n_heads=None).fit(X, signs)
+    expected = np.where(regression.predict(X) > 0, "up", "down")
+    np.testing.assert_array_equal(model.predict(X), expected)
+    assert model.score(X, y) == pytest.approx(np.mean(expected == y))
+    with pytest.raises(ValueError, match="one label per position"):
+        model.fit(X, y[:, 0])
+
+
+# --- sample weights ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("solver", ["normal", "dual", "cg"])
+def test_integer_weights_repeat_rows_and_zero_weights_drop_them(rng, solver):
+    X = random_sequences(rng, 30, 4, 3)
+    y = rng.normal(size=30)
+    weights = rng.integers(0, 4, size=30)
+    params = dict(n_heads=None, solver=solver, fit_intercept=True, solver_tol=1e-14)
+    weighted = LinearAttentionRegressor(**params).fit(X, y, sample_weight=weights)
+    repeated = LinearAttentionRegressor(**params).fit(
+        np.repeat(X, weights, axis=0), np.repeat(y, weights)
+    )
+    scale = np.linalg.norm(repeated.coef_)
+    assert np.linalg.norm(weighted.coef_ - repeated.coef_) < 1e-8 * scale
+    assert weighted.intercept_ == pytest.approx(repeated.intercept_, abs=1e-8)
+    kept = weights > 0
+    assert weighted.certificate_.rank == repeated.certificate_.rank
+    assert weighted.certificate_.n_samples == int(kept.sum())
+    assert weighted.certificate_.min_eigenvalue == pytest.approx(
+        repeated.certificate_.min_eigenvalue, rel=1e-6, abs=1e-12
+    )
+
+
+def test_weights_on_dask_equal_numpy(rng):
+    X = random_sequences(rng, 50, 4, 3)
+    y = rng.normal(size=50)
+    weights = rng.uniform(0, 3, size=50)
+    local = LinearAttentionRegressor(n_heads=None).fit(X, y, sample_weight=weights)
+    remote = LinearAttentionRegressor(n_heads=None).fit(
+        da.from_array(X, chunks=(20, 4, 3)), y, sample_weight=da.from_array(weights, 20)
+    )
+    np.testing.assert_allclose(remote.coef_, local.coef_, rtol=1e-9)
+
+
+def test_grid_search_routes_sample_weights(rng):
+    import sklearn
+
+    X = random_sequences(rng, 60, 4, 3)
+    y = rng.normal(size=60)
+    weights = rng.integers(0, 3, size=60).astype(float)
+    with sklearn.config_context(enable_metadata_routing=True):
+        estimator = (
+            LinearAttentionRegressor(n_heads=None)
+            .set_fit_request(sample_weight=True)
+            .set_score_request(sample_weight=False)
+        )
+        search = GridSearchCV(estimator, {"alpha": [1e-3, 1.0]}, cv=KFold(3))
+        search.fit(X, y, sample_weight=weights)
+    direct = LinearAttentionRegressor(n_heads=None, alpha=search.best_params_["alpha"])
+    direct.fit(X, y, sample_weight=weights)
+    np.testing.assert_allclose(search.best_estimator_.coef_, direct.coef_)
+
+
+def test_class_weight_equals_sample_weight(rng):
+    X = random_sequences(rng, 80, 4, 3)
+    y = rng.choice(["a", "b", "c"], size=80, p=[0.6, 0.3, 0.1])
+    balanced = LinearAttentionClassifier(class_weight="balanced", n_heads=None).fit(X, y)
+    counts = {label: np.sum(y == label) for label in "abc"}
+    weights = np.array([80 / (3 * counts[label]) for label in y])
+    manual = LinearAttentionClassifier(n_heads=None).fit(X, y, sample_weight=weights)
+    np.testing.assert_allclose(balanced.coef_, manual.coef_, rtol=1e-9)
+    given = LinearAttentionClassifier(
+        class_weight={"a": 1.0, "b": 2.0, "c": 5.0}, n_heads=None
+    ).fit(X, y)
+    dict_weights = np.array([{"a": 1.0, "b": 2.0, "c": 5.0}[label] for label in y])
+    manual.fit(X, y, sample_weight=dict_weights)
+    np.testing.assert_allclose(given.coef_, manual.coef_, rtol=1e-9)
+
+
+# --- partial_fit ---------------------------------------------------------------------
+
+
+def test_fit_then_partial_fit_equals_fit_on_both(rng):
+    X = random_sequences(rng, 90, 4, 3)
+    y = rng.normal(size=(90, 2))
+    weights = rng.uniform(0.5, 1.5, size=90)
+    params = dict(n_heads=None, fit_intercept=True, solver="normal")
+    model = LinearAttentionRegressor(**params).fit(X[:50], y[:50], weights[:50])
+    model.partial_fit(X[50:], y[50:], sample_weight=weights[50:])
+    whole = LinearAttentionRegressor(**params).fit(X, y, sample_weight=weights)
+    np.testing.assert_allclose(model.coef_, whole.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(model.intercept_, whole.intercept_, rtol=1e-9, atol=1e-12)
+    assert model.certificate_.n_samples == 90
+
+
+def test_partial_fit_after_a_fit_without_statistics_is_explained(rng):
+    X = random_sequences(rng, 10, 4, 3)  # 10 < p = 18: auto picks dual
+    model = LinearAttentionRegressor().fit(X, np.ones(10))
+    assert model.solver_ == "dual"
+    with pytest.raises(ValueError, match="keeps no normal-equation statistics"):
+        model.partial_fit(X, np.ones(10))
+
+
+def test_classifier_partial_fit_equals_fit(rng):
+    X = random_sequences(rng, 120, 4, 3)
+    y = rng.choice([3, 5, 7], size=120)
+    model = LinearAttentionClassifier(n_heads=None)
+    with pytest.raises(ValueError, match="classes must be passed on the first call"):
+        model.partial_fit(X[:40], y[:40])
+    for start in range(0, 120, 40):
+        model.partial_fit(X[start : start + 40], y[start : start + 40], classes=[3, 5, 7])
+    whole = LinearAttentionClassifier(n_heads=None).fit(X, y)
+    np.testing.assert_array_equal(model.classes_, [3, 5, 7])
+    np.testing.assert_allclose(model.coef_, whole.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(model.predict(X), whole.predict(X))
+    with pytest.raises(ValueError, match=r"labels \[9\] that are not in classes"):
+        model.partial_fit(X[:2], [3, 9])
+
+
+@pytest.mark.parametrize("method", ["fit", "partial_fit"])
+def test_an_interrupted_call_leaves_the_model_unchanged(rng, monkeypatch, method):
+    X = random_sequences(rng, 60, 4, 3)
+    y = rng.normal(size=60)
+    model = LinearAttentionRegressor(n_heads=None, batch_size=10, solver="normal")
+    model.fit(X[:30], y[:30])
+    before = pickle.dumps(model)
+    calls = {"n": 0}
+    original = LiftedStatistics.add
+
+    def interrupted(self, *args):
+        calls["n"] += 1
+        if calls["n"] == 2:  # inside the chunk loop, after one chunk was added
+            raise KeyboardInterrupt
+        return original(self, *args)
+
+    monkeypatch.setattr(LiftedStatistics, "add", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        getattr(model, method)(X[30:], y[30:])
+    monkeypatch.setattr(LiftedStatistics, "add", original)
+    assert pickle.dumps(model) == before
+    # and the next call sees only its own batch on top of the first fit
+    model.partial_fit(X[30:], y[30:])
+    whole = LinearAttentionRegressor(n_heads=None, solver="normal").fit(X, y)
+    np.testing.assert_allclose(model.coef_, whole.coef_, rtol=1e-9, atol=1e-12)
+
+
+def test_partial_fit_defers_the_solve(rng, monkeypatch):
+    import sklearn_linattn._estimators as estimators
+
+    X = random_sequences(rng, 40, 4, 3)
+    y = rng.normal(size=40)
+    solves = {"n": 0}
+    original = estimators.solve_normal
+
+    def counted(*args, **kwargs):
+        solves["n"] += 1
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(estimators, "solve_normal", counted)
+    model = LinearAttentionRegressor(n_heads=None)
+    for start in range(0, 40, 10):
+        model.partial_fit(X[start : start + 10], y[start : start + 10])
+    assert solves["n"] == 0
+    model.predict(X[:3])
+    model.coef_, model.certificate_  # noqa: B018 - read once solved
+    assert solves["n"] == 1
+    whole = LinearAttentionRegressor(n_heads=None).fit(X, y)
+    np.testing.assert_allclose(model.coef_, whole.coef_, rtol=1e-9, atol=1e-12)
+    assert not hasattr(LinearAttentionRegressor(), "coef_")
+    restored = pickle.loads(pickle.dumps(LinearAttentionRegressor(n_heads=None).partial_fit(X, y)))
+    np.testing.assert_allclose(restored.coef_, whole.coef_, rtol=1e-9, atol=1e-12)
+
+
+# --- what a fitted estimator keeps ---------------------------------------------------
+
+
+@pytest.mark.parametrize("solver", ["normal", "dual", "cg"])
+def test_pickles_stay_small(rng, solver):
+    """Within 2x the size of the p x p statistics (d=8, p=288), whatever the solver
+    and however many samples."""
+    d = 8
+    p = d * d * (d + 1) // 2
+    n = 200 if solver == "dual" else 1500
+    X = random_sequences(rng, n, 6, d)
+    model = LinearAttentionRegressor(n_heads=None, solver=solver, max_iter=50)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # cg capped at 50
+        model.fit(X, rng.normal(size=n))
+    assert len(pickle.dumps(model)) <= 2 * 8 * p * p
