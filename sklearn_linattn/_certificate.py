@@ -248,11 +248,11 @@ class IdentifiabilityCertificate:
             mean = np.zeros(p) if feature_mean is None else feature_mean
             span = _FeatureSpan(basis, spans_range, mean, layout, rescaling.token)
             span.centered = feature_mean is not None
-        scale = rescaling.eigenvalue_factor / weight_sum if weight_sum > 0 else 0.0
+        weight_sum = weight_sum if weight_sum > 0 else np.inf
         return cls(
             identifiable=rank == p,
-            min_eigenvalue=float(max(spectrum.eigenvalues[0], 0.0) * scale),
-            max_eigenvalue=float(max(spectrum.eigenvalues[-1], 0.0) * scale),
+            min_eigenvalue=rescaling.eigenvalue(max(spectrum.eigenvalues[0], 0.0) / weight_sum),
+            max_eigenvalue=rescaling.eigenvalue(max(spectrum.eigenvalues[-1], 0.0) / weight_sum),
             rank=rank,
             n_lifted_features=p,
             n_samples=int(n_observations),
@@ -293,11 +293,11 @@ class IdentifiabilityCertificate:
             span = _KernelSpan(
                 pairs, queries, weights, centering, layout, rescaling.token
             )
-        scale = rescaling.eigenvalue_factor / weight_sum if weight_sum > 0 else 0.0
+        weight_sum = weight_sum if weight_sum > 0 else np.inf
         return cls(
             identifiable=rank == p,
-            min_eigenvalue=float(max(smallest, 0.0) * scale),
-            max_eigenvalue=float(max(eigenvalues[-1], 0.0) * scale),
+            min_eigenvalue=rescaling.eigenvalue(max(smallest, 0.0) / weight_sum),
+            max_eigenvalue=rescaling.eigenvalue(max(eigenvalues[-1], 0.0) / weight_sum),
             rank=rank,
             n_lifted_features=p,
             n_samples=int(n_observations),
@@ -436,11 +436,11 @@ def _estimated(smallest, largest, weight_sum, n_observations, token_dim, rescali
     """Certificate from estimates of the extreme eigenvalues of ``A^T A``."""
     p = n_lifted_features(token_dim)
     identifiable = trusted and n_observations >= p and smallest > tol * largest
-    scale = rescaling.eigenvalue_factor / weight_sum if weight_sum > 0 else 0.0
+    weight_sum = weight_sum if weight_sum > 0 else np.inf
     return IdentifiabilityCertificate(
         identifiable=bool(identifiable),
-        min_eigenvalue=float(smallest * scale),
-        max_eigenvalue=float(largest * scale),
+        min_eigenvalue=rescaling.eigenvalue(smallest / weight_sum),
+        max_eigenvalue=rescaling.eigenvalue(largest / weight_sum),
         rank=p if identifiable else None,
         n_lifted_features=p,
         n_samples=int(n_observations),

@@ -80,30 +80,50 @@ class Rescaling:
     """Powers of two applied to tokens, targets and weights before lifting.
 
     A model fitted to the rescaled rows has lifted coefficients ``theta_s``; the
-    coefficients for the data as given are ``theta_s * coef_factor`` (exact: powers
-    of two). The ridge penalty ``alpha`` of the original problem is
+    coefficients for the data as given are ``theta_s * c^3 / s`` (exact: powers of
+    two). The ridge penalty ``alpha`` of the original problem is
     ``alpha * omega * c^6`` in rescaled units, and the certificate's eigenvalues
-    divide by ``c^6``.
+    divide by ``c^6``. Products of the scales are formed by ``numpy.ldexp`` so that
+    no intermediate overflows.
     """
 
     token: float = 1.0
     target: float = 1.0
     weight: float = 1.0
 
+    @staticmethod
+    def _exponent(power_of_two):
+        return int(np.frexp(power_of_two)[1]) - 1
+
     @property
-    def coef_factor(self):
-        return self.token**3 / self.target
+    def coef_exponent(self):
+        """``log2`` of ``c^3 / s``, the factor from rescaled to original
+        coefficients."""
+        return 3 * self._exponent(self.token) - self._exponent(self.target)
+
+    def coef(self, coef):
+        """Rescaled lifted coefficients in the data's units (times ``c^3 / s``)."""
+        return np.ldexp(coef, self.coef_exponent)
+
+    def heads(self, matrices):
+        """Value or query matrices of a rescaled model in the data's units: each
+        carries the square root of ``c^3 / s``."""
+        exponent = self.coef_exponent
+        root = np.sqrt(2.0) if exponent % 2 else 1.0
+        return np.ldexp(matrices * root, exponent // 2)
 
     def alpha(self, alpha):
-        """The ridge penalty in rescaled units (capped at the largest float)."""
+        """The ridge penalty in rescaled units, ``alpha * omega * c^6`` (capped at
+        the largest float)."""
+        exponent = self._exponent(self.weight) + 6 * self._exponent(self.token)
         with np.errstate(over="ignore"):
-            scaled = alpha * self.weight * self.token**6
+            scaled = np.ldexp(float(alpha), exponent)
         return float(min(scaled, np.finfo(np.float64).max))
 
-    @property
-    def eigenvalue_factor(self):
-        """Multiply a rescaled eigenvalue of ``Lambda`` by this for the original."""
-        return self.token**-6
+    def eigenvalue(self, value):
+        """An eigenvalue of the rescaled ``Lambda`` in the data's units (``/ c^6``)."""
+        with np.errstate(under="ignore", over="ignore"):
+            return float(np.ldexp(value, -6 * self._exponent(self.token)))
 
 
 class LiftedStatistics:
@@ -563,7 +583,9 @@ def lifted_predict(
         )
         np.matmul(features, coef.T, out=predictions[rows])
         if scale != 1.0:
-            predictions[rows] *= scale**-3
+            predictions[rows] = np.ldexp(
+                predictions[rows], -3 * Rescaling._exponent(scale)
+            )
     return predictions + intercept
 
 

@@ -310,9 +310,9 @@ class _LinearAttentionBase(BaseEstimator):
         intercept = (
             solution.target_mean - fitted.lifted_coef() @ solution.feature_mean
         ) / rescaling.target
-        root = np.sqrt(rescaling.coef_factor)
         attention = MultiHeadLinearAttention(
-            readout.value_matrices * root, readout.query_matrices * root
+            rescaling.heads(readout.value_matrices),
+            rescaling.heads(readout.query_matrices),
         )
         coef = attention.lifted_coef()
         self.attention_ = attention

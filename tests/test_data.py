@@ -75,8 +75,9 @@ def test_solver_contract(rng, source, solver, fit_intercept):
     coef, intercept, rss, gram = naive_weighted_solution(
         features, y, weights, alpha, fit_intercept
     )
-    factor = data.rescaling.coef_factor
-    np.testing.assert_allclose(solution.coef * factor, coef, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(
+        data.rescaling.coef(solution.coef), coef, rtol=1e-7, atol=1e-9
+    )
     # the residual sum of squares and the head-fit weight, in rescaled units
     target_scale, weight_scale = data.rescaling.target, data.rescaling.weight
     np.testing.assert_allclose(
