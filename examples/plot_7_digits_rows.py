@@ -98,7 +98,7 @@ names = list(scores)
 means = [scores[n].mean() for n in names]
 ax.barh(names, means, xerr=[scores[n].std() for n in names], color="tab:blue")
 for y, mean in enumerate(means):
-    ax.text(mean - 0.005, y, f"{mean:.3f}", va="center", ha="right", color="white")
+    ax.text(0.803, y, f"{mean:.3f}", va="center", ha="left", color="white")
 ax.set_xlim(0.8, 1.0)
 ax.invert_yaxis()
 ax.set_xlabel("5-fold cross-validated accuracy")

@@ -359,8 +359,8 @@ class PositionalEncoding(_TokenTransformerMixin, TransformerMixin, BaseEstimator
 
         Returns
         -------
-        X_out : ndarray of shape (n_samples, n_tokens, token_dim_out_) or \
-(n_samples, n_tokens * token_dim_out_)
+        X_out : ndarray of shape (n_samples, n_tokens, `token_dim_out_`) or \
+(n_samples, n_tokens * `token_dim_out_`)
             The same layout as ``X``.
         """
         check_is_fitted(self)
@@ -389,7 +389,7 @@ class PositionalEncoding(_TokenTransformerMixin, TransformerMixin, BaseEstimator
 
         Returns
         -------
-        names : ndarray of str, shape (n_tokens_ * token_dim_out_,)
+        names : ndarray of str, shape (`n_tokens_` * `token_dim_out_`,)
         """
         check_is_fitted(self)
         names = []
@@ -532,8 +532,8 @@ class TokenwiseTransformer(_TokenTransformerMixin, TransformerMixin, BaseEstimat
 
         Returns
         -------
-        X_out : ndarray of shape (n_samples, n_tokens, token_dim_out_) or \
-(n_samples, n_tokens * token_dim_out_)
+        X_out : ndarray of shape (n_samples, n_tokens, `token_dim_out_`) or \
+(n_samples, n_tokens * `token_dim_out_`)
             The same layout as ``X``.
         """
         check_is_fitted(self)
@@ -559,7 +559,7 @@ class TokenwiseTransformer(_TokenTransformerMixin, TransformerMixin, BaseEstimat
 
         Returns
         -------
-        names : ndarray of str, shape (n_tokens_ * token_dim_out_,)
+        names : ndarray of str, shape (`n_tokens_` * `token_dim_out_`,)
         """
         check_is_fitted(self)
         inner = self.transformer_.get_feature_names_out(
