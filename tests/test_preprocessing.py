@@ -11,7 +11,11 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_linattn import LiftedAttentionFeatures, LinearAttentionRegressor
+from sklearn_linattn import (
+    LiftedAttentionFeatures,
+    LinearAttentionClassifier,
+    LinearAttentionRegressor,
+)
 from sklearn_linattn.preprocessing import (
     PositionalEncoding,
     TokenwiseTransformer,
@@ -269,6 +273,32 @@ def test_flat_scaler_breaks_padding_tokenwise_keeps_it(rng):
     assert not tokenwise[~X.any(axis=2)].any()
 
 
+def test_tokenwise_linear_scaling_keeps_an_attention_model_exact(rng):
+    """Padded noiseless data from a random attention model: scaling every token by
+    the same diagonal map keeps the data an attention model's (exact fit); scaling
+    the flattened rows does not."""
+    from conftest import random_attention
+
+    truth = random_attention(rng, 3, 2)
+
+    def data(n):
+        lengths = rng.integers(2, 9, size=n)
+        X = pad_sequences([rng.normal(size=(k, 3)) for k in lengths], max_len=8)
+        return X * [1.0, 10.0, 0.1], truth.predict(X)[:, 0]
+
+    X, y = data(1000)
+    X_test, y_test = data(300)
+    tokenwise = make_pipeline(
+        TokenwiseTransformer(StandardScaler(with_mean=False)),
+        LinearAttentionRegressor(n_heads=None),
+    ).fit(X, y)
+    assert tokenwise.score(X_test, y_test) > 1 - 1e-8
+    flat = make_pipeline(
+        StandardScaler(), LinearAttentionRegressor(token_dim=3, n_heads=None)
+    ).fit(X.reshape(len(X), -1), y)
+    assert flat.score(X_test.reshape(len(X_test), -1), y_test) < 0.99
+
+
 @pytest.mark.parametrize("center", [False, True])
 def test_tokenwise_reduction_of_token_dim_and_pipeline_fits(rng, center):
     """Tokens of dimension 40 in a 3-dimensional subspace: reducing each token to 3
@@ -367,6 +397,16 @@ def test_transposed_layout_warns_and_names_the_fix(rng):
         LiftedAttentionFeatures().fit(X)
     message = str(record[0].message)
     assert "63,750" in message and "TokenwiseTransformer" in message
+
+
+@pytest.mark.parametrize("Estimator", [LinearAttentionRegressor, LinearAttentionClassifier])
+def test_estimators_warn_on_transposed_layout_before_fitting(Estimator, rng):
+    """The warning comes from input validation, before any (slow) fit: a target of
+    the wrong length stops the fit right after it."""
+    X = rng.normal(size=(200, 2, 50))
+    with pytest.warns(UserWarning, match="transpose"):
+        with pytest.raises(ValueError):
+            Estimator().fit(X, np.arange(5) % 2)
 
 
 def test_tokens_as_rows_layout_does_not_warn(rng):
