@@ -214,10 +214,11 @@ class PositionalEncoding(_TokenTransformerMixin, TransformerMixin, BaseEstimator
     same for any permutation of them. Appending to each token the features of its
     position makes ``S`` record which token sat where (its entries ``S[x_j,
     position_k]`` are the token at position ``k``), so the model can use order. A
-    constant feature 1 in every token adds the lower-degree terms the homogeneous cubic
-    lacks: with it the model contains every polynomial of degree up to 3 in ``S`` and
-    ``q`` of the original tokens (Yau et al. 2025; the documentation's guide page "Your
-    own sequences").
+    constant feature 1 in every token adds lower-degree terms the homogeneous cubic
+    lacks: besides ``S[b, c] q[e]`` the model then has the features ``S[b, c]``,
+    ``s[b] q[e]``, ``s[b]``, ``n q[e]`` and ``n`` (``s`` the sum of the tokens, ``n``
+    their number). See the model in Yau et al. (2025) and the documentation's guide
+    page "Your own sequences".
 
     Positions are counted **from the query**: the last token is position 0, the one
     before it position 1, and so on, so left-padded sequences of different lengths line
