@@ -5,8 +5,9 @@ import sys
 
 sys.path.insert(0, os.path.abspath(".."))
 
-import sklearn_linattn  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
+
+import sklearn_linattn  # noqa: E402
 
 # The gallery examples run in this process. Their matrices are small (p x p with p
 # in the hundreds), where multi-threaded BLAS gains nothing and, on a machine shared

@@ -77,9 +77,11 @@ def adam_mhla(n_heads, epochs=60, batch=64, lr=0.02, seed=0):
             residual = np.einsum("hb,nhb->n", V, attended) - y_train[idx]
             grad_V = 2 * np.einsum("n,nhb->hb", residual, attended) / batch
             SV = np.matmul(S[idx], V.T)  # (n, c, h); S symmetric
-            grad_Q = 2 * np.einsum(
-                "n,nch,ne->hce", residual, SV, q[idx], optimize=True
-            ) / batch
+            grad_Q = (
+                2
+                * np.einsum("n,nch,ne->hce", residual, SV, q[idx], optimize=True)
+                / batch
+            )
             rate = lr * 0.5 * (1 + np.cos(np.pi * step / steps))
             step += 1
             for p, g, (m, v) in zip(params, (grad_V, grad_Q), moments, strict=True):

@@ -9,8 +9,8 @@ growth) we forecast next quarter's changes of the first three. Each quarter is o
 token of dimension 4 (tokens are time steps, channels are the token's features), so a
 window is a sequence of shape ``(4, 4)`` and the model has few lifted features.
 
-The data are small (about 150 training windows) and the test period (the last quarter
-of the data, 1997-2009) contains the 2008 crisis, far outside the training range.
+The data are small (148 training windows) and the test period (the last quarter of
+the windows, 1997-2009) contains the 2008 crisis, far outside the training range.
 Three lessons, with the numbers printed below:
 
 * On standardized tokens the cubic model extrapolates wildly on the crisis quarters
@@ -51,7 +51,9 @@ X = np.stack([series[t - window : t] for t in range(window, len(series))])
 Y = series[window:, :3]  # next quarter's changes
 n_train = int(0.75 * len(X))
 X_train, X_test, Y_train, Y_test = X[:n_train], X[n_train:], Y[:n_train], Y[n_train:]
-print(f"{len(X_train)} training windows, {len(X_test)} test windows, shape {X.shape[1:]}")
+print(
+    f"{len(X_train)} training windows, {len(X_test)} test windows, shape {X.shape[1:]}"
+)
 
 
 def quantiles():
@@ -75,9 +77,16 @@ def report(name, predicted):
 report("no change (zero forecast)", np.zeros_like(Y_test))
 alphas = np.logspace(-3, 3, 13)
 ridge = make_pipeline(StandardScaler(), RidgeCV(alphas=alphas))
-report("ridge on standardized lags", ridge.fit(flat(X_train), Y_train).predict(flat(X_test)))
-ridge_q = make_pipeline(TokenwiseTransformer(quantiles(), token_dim=4), RidgeCV(alphas=alphas))
-report("ridge on quantile lags", ridge_q.fit(flat(X_train), Y_train).predict(flat(X_test)))
+report(
+    "ridge on standardized lags",
+    ridge.fit(flat(X_train), Y_train).predict(flat(X_test)),
+)
+ridge_q = make_pipeline(
+    TokenwiseTransformer(quantiles(), token_dim=4), RidgeCV(alphas=alphas)
+)
+report(
+    "ridge on quantile lags", ridge_q.fit(flat(X_train), Y_train).predict(flat(X_test))
+)
 
 # %%
 # Linear attention, standardized tokens
@@ -91,7 +100,10 @@ standardized = make_pipeline(
 )
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # ill-conditioned small fits
-    report("attention, standardized tokens", standardized.fit(X_train, Y_train).predict(X_test))
+    report(
+        "attention, standardized tokens",
+        standardized.fit(X_train, Y_train).predict(X_test),
+    )
 
 # %%
 # Linear attention, quantile tokens, chosen by time-series CV

@@ -104,7 +104,9 @@ def pad_sequences(sequences, max_len=None, truncating="pre", dtype=float):
     if max_len is not None and (
         not isinstance(max_len, Integral) or isinstance(max_len, bool) or max_len < 1
     ):
-        raise ValueError(f"max_len must be a positive integer or None, got {max_len!r}.")
+        raise ValueError(
+            f"max_len must be a positive integer or None, got {max_len!r}."
+        )
     if truncating not in ("pre", "post"):
         raise ValueError(f"truncating must be 'pre' or 'post', got {truncating!r}.")
 

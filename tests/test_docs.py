@@ -65,6 +65,8 @@ def test_docs_build_without_warnings(tmp_path):
     for page in ("user_guide.html", "own_sequences.html", "theory.html"):
         assert 'aria-label="Site Navigation"' in (built / page).read_text(), page
     # Internal constructors of the certificate are not public API.
-    certificate = built / "generated" / "sklearn_linattn.IdentifiabilityCertificate.html"
+    certificate = (
+        built / "generated" / "sklearn_linattn.IdentifiabilityCertificate.html"
+    )
     for internal in ("from_spectrum", "from_kernel", "from_estimates"):
         assert internal not in certificate.read_text(), internal

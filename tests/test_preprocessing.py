@@ -124,7 +124,9 @@ def test_onehot_positions_are_counted_from_the_query(rng):
 def test_positions_beyond_n_positions_are_zero_and_longer_inputs_work(rng):
     encoder = PositionalEncoding(n_positions=2).fit(rng.normal(size=(3, 2, 1)))
     out = encoder.transform(rng.normal(size=(3, 5, 1)))  # longer at transform
-    np.testing.assert_array_equal(out[0, :, 1:], [[0, 0], [0, 0], [0, 0], [0, 1], [1, 0]])
+    np.testing.assert_array_equal(
+        out[0, :, 1:], [[0, 0], [0, 0], [0, 0], [0, 1], [1, 0]]
+    )
 
 
 def test_sinusoidal_matches_formula_and_tells_positions_apart(rng):
@@ -399,7 +401,9 @@ def test_transposed_layout_warns_and_names_the_fix(rng):
     assert "63,750" in message and "TokenwiseTransformer" in message
 
 
-@pytest.mark.parametrize("Estimator", [LinearAttentionRegressor, LinearAttentionClassifier])
+@pytest.mark.parametrize(
+    "Estimator", [LinearAttentionRegressor, LinearAttentionClassifier]
+)
 def test_estimators_warn_on_transposed_layout_before_fitting(Estimator, rng):
     """The warning comes from input validation, before any (slow) fit: a target of
     the wrong length stops the fit right after it."""
