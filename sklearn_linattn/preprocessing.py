@@ -170,7 +170,19 @@ class _TokenTransformerMixin:
                 "are dense token matrices of shape (n_samples, n_tokens, token_dim); "
                 "convert with X.toarray()."
             )
-        ndim = X.ndim if hasattr(X, "ndim") else np.ndim(np.asarray(X, dtype=object))
+        if not hasattr(X, "ndim"):
+            try:
+                X = np.asarray(X, dtype=np.float64)
+            except ValueError as error:
+                if "inhomogeneous" not in str(error):
+                    raise
+                raise ValueError(
+                    "X looks like a list of sequences of different lengths (numpy: "
+                    f"{error}). Pad them into one array of shape (n_samples, "
+                    "n_tokens, token_dim) first: "
+                    "sklearn_linattn.preprocessing.pad_sequences(X)."
+                ) from None
+        ndim = X.ndim
         token_dim = self.token_dim if reset else self.token_dim_
         if ndim == 2:
             rows = validate_data(self, X, reset=reset, dtype=np.float64)
