@@ -5,7 +5,14 @@ import sys
 
 sys.path.insert(0, os.path.abspath(".."))
 
+from threadpoolctl import threadpool_limits  # noqa: E402
+
 import sklearn_linattn  # noqa: E402
+
+# The gallery examples run in this process. Their matrices are small (p x p with p
+# in the hundreds), where multi-threaded BLAS gains nothing and, on a machine shared
+# with other jobs, spin-waiting threads made the same eigensolve 40 times slower.
+threadpool_limits(1, user_api="blas")
 
 project = "sklearn-linattn"
 author = "sklearn-linattn developers"
@@ -36,7 +43,12 @@ html_title = "sklearn-linattn"
 html_theme_options = {
     "navigation_with_keys": False,
     "show_prev_next": False,
+    # every top-level page in the header, none hidden under "More"
+    "header_links_before_dropdown": 8,
+    "secondary_sidebar_items": ["page-toc"],
 }
+# The whole site's contents on the left of every page but the landing page.
+html_sidebars = {"index": [], "**": ["sidebar-site-nav"]}
 
 sphinx_gallery_conf = {
     "examples_dirs": "../examples",

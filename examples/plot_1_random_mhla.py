@@ -63,17 +63,25 @@ def adam_mhla(n_heads, epochs=60, batch=64, lr=0.02, seed=0):
     steps = epochs * (len(S) // batch)
     history, step = [], 0
 
+    def attend(S, Q, q):  # (n, h, b): S Q_h q for every head, as matrix products
+        Qq = np.einsum("hce,ne->nch", Q, q, optimize=True)
+        return np.matmul(S, Qq).transpose(0, 2, 1)
+
     def predict(V, Q, S, q):
-        return np.einsum("hb,nhb->n", V, np.einsum("nbc,hce,ne->nhb", S, Q, q))
+        return np.einsum("hb,nhb->n", V, attend(S, Q, q), optimize=True)
 
     for _ in range(epochs):
         for idx in rng.permutation(len(S)).reshape(-1, batch):
             V, Q = params
-            attended = np.einsum("nbc,hce,ne->nhb", S[idx], Q, q[idx])
+            attended = attend(S[idx], Q, q[idx])
             residual = np.einsum("hb,nhb->n", V, attended) - y_train[idx]
             grad_V = 2 * np.einsum("n,nhb->hb", residual, attended) / batch
-            SV = np.einsum("nbc,hb->nhc", S[idx], V)  # S symmetric
-            grad_Q = 2 * np.einsum("n,nhc,ne->hce", residual, SV, q[idx]) / batch
+            SV = np.matmul(S[idx], V.T)  # (n, c, h); S symmetric
+            grad_Q = (
+                2
+                * np.einsum("n,nch,ne->hce", residual, SV, q[idx], optimize=True)
+                / batch
+            )
             rate = lr * 0.5 * (1 + np.cos(np.pi * step / steps))
             step += 1
             for p, g, (m, v) in zip(params, (grad_V, grad_Q), moments, strict=True):

@@ -87,6 +87,7 @@ right.axhline(p, color="black", ls="--", label=f"p = {p} (identifiable)")
 right.set_xlabel("Gaussian noise on training tokens")
 right.set_ylabel("rank of the lifted second moment")
 right.set_title("Certificate")
-right.legend()
+right.set_ylim(0, 1.4 * p)  # room for the legend above the bars
+right.legend(loc="upper left")
 fig.tight_layout()
 plt.show()

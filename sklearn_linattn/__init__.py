@@ -4,6 +4,7 @@ Implements Yau et al., "Learning Linear Attention in Polynomial Time" (NeurIPS 2
 arXiv:2410.10101) as scikit-learn estimators.
 """
 
+from . import preprocessing
 from ._attention import MultiHeadLinearAttention
 from ._certificate import IdentifiabilityCertificate, certify
 from ._estimators import (
@@ -21,5 +22,6 @@ __all__ = [
     "LinearAttentionRegressor",
     "MultiHeadLinearAttention",
     "certify",
+    "preprocessing",
     "__version__",
 ]

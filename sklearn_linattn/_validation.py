@@ -19,6 +19,7 @@ __all__ = [
     "validate_sample_weight",
     "validate_sequences",
     "validate_targets",
+    "warn_if_transposed",
 ]
 
 _LAYOUT = (
@@ -115,6 +116,7 @@ def _check_3d_shape(shape, token_dim, estimator, reset):
             f"{token_dim})."
         )
     if estimator is not None and reset:
+        warn_if_transposed(n_tokens, found_dim)
         estimator.n_features_in_ = n_tokens * found_dim
         if hasattr(estimator, "feature_names_in_"):
             del estimator.feature_names_in_
@@ -265,3 +267,30 @@ def reject_boolean_parameters(estimator, names):
                 f"The {name!r} parameter of {type(estimator).__name__} must be an "
                 f"int or None (not a bool). Got {value!r} instead."
             )
+
+
+def warn_if_transposed(n_tokens, token_dim):
+    """Warn when 3-D sequences look transposed: far more features per token than
+    tokens, with a lifted dimension ``p = d^2 (d + 1) / 2`` too large to be intended.
+
+    The common time-series layout ``(n_samples, n_channels, n_timepoints)`` read as
+    tokens-as-rows gives few tokens of a huge dimension (``(200, 2, 50)``: 2 tokens,
+    ``p = 63,750``); its transpose ``(200, 50, 2)`` has ``p = 6``.
+    """
+    import warnings
+
+    n_lifted = token_dim * token_dim * (token_dim + 1) // 2
+    if token_dim > 2 * n_tokens and n_lifted > 10_000:
+        warnings.warn(
+            f"X has {n_tokens} token(s) of dimension {token_dim} per sequence, so "
+            f"the model lifts each sequence to p = {n_lifted:,} features "
+            "(d^2 (d + 1) / 2 with d = token_dim): fitting will be slow and need "
+            "many samples. Sequences are read as (n_samples, n_tokens, token_dim), "
+            "tokens as rows. If X is laid out as (n_samples, n_channels, "
+            "n_timepoints), pass X.transpose(0, 2, 1) (shape (n_samples, "
+            f"{token_dim}, {n_tokens})). If the tokens really have {token_dim} "
+            "features, reduce them first, e.g. with sklearn_linattn.preprocessing."
+            "TokenwiseTransformer(PCA(n_components=8)).",
+            UserWarning,
+            stacklevel=7,
+        )

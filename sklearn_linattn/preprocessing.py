@@ -1,0 +1,586 @@
+"""From a user's own sequences to the input of the attention estimators.
+
+Linear attention sees a sequence only through ``S = Z^T Z`` and the query ``q = Z[-1]``
+(see the theory page of the documentation, or Yau et al. 2025). Three consequences
+shape real data, and this module has a tool for each:
+
+- ``S`` is a sum over tokens, so **zero tokens change nothing** and variable-length
+  sequences are padded with zero tokens on the left (:func:`pad_sequences`).
+- ``S`` forgets the **order** of the context tokens, and the model is a homogeneous
+  cubic (no constant, linear or quadratic terms). :class:`PositionalEncoding` appends
+  position features counted from the query, and optionally a constant feature, which
+  restores both.
+- The model has ``p = d^2 (d + 1) / 2`` lifted features for tokens of dimension ``d``.
+  :class:`TokenwiseTransformer` applies any scikit-learn transformer token by token
+  (``StandardScaler`` to scale, ``PCA`` to reduce ``d``), fitted on the real tokens.
+
+Every transformer takes 3-D sequences ``(n_samples, n_tokens, token_dim)`` or 2-D rows
+``(n_samples, n_tokens * token_dim)`` flattened token by token (pass ``token_dim``),
+returns the same layout, and keeps padding tokens (the all-zero tokens before the
+first non-zero one) all zero.
+"""
+
+from numbers import Integral
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import (
+    _check_feature_names_in,
+    check_is_fitted,
+    validate_data,
+)
+
+from ._validation import validate_sequences
+
+__all__ = ["PositionalEncoding", "TokenwiseTransformer", "pad_sequences"]
+
+
+def pad_sequences(sequences, max_len=None, truncating="pre", dtype=float):
+    """Left-pad a list of variable-length sequences with zero tokens into a 3-D array.
+
+    Zero tokens add nothing to ``S = Z^T Z``, and padding on the left keeps each
+    sequence's query (its last token) last, so a padded sequence has exactly the
+    lifted features of the original one.
+
+    Parameters
+    ----------
+    sequences : list of array-like of shape (n_tokens_i, token_dim)
+        Sequences of any lengths, tokens as rows, the query last. One-dimensional
+        sequences of shape ``(n_tokens_i,)`` are sequences of scalar tokens
+        (``token_dim=1``).
+    max_len : int, default=None
+        Length of the output; None uses the longest sequence.
+    truncating : {"pre", "post"}, default="pre"
+        Which tokens to drop from sequences longer than ``max_len``: ``"pre"`` drops
+        the earliest ones (the query is kept), ``"post"`` the last ones.
+    dtype : data-type, default=float
+        Data type of the output.
+
+    Returns
+    -------
+    padded : ndarray of shape (n_samples, max_len, token_dim)
+        Sequence ``i`` in the last ``min(n_tokens_i, max_len)`` rows of
+        ``padded[i]``, zeros before it.
+
+    Raises
+    ------
+    ValueError
+        When ``sequences`` is empty, a sequence is not 1-D or 2-D, token dimensions
+        differ, or ``max_len`` / ``truncating`` are invalid.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_linattn.preprocessing import pad_sequences
+    >>> padded = pad_sequences([np.ones((2, 3)), np.full((4, 3), 2.0)])
+    >>> padded.shape
+    (2, 4, 3)
+    >>> padded[0]
+    array([[0., 0., 0.],
+           [0., 0., 0.],
+           [1., 1., 1.],
+           [1., 1., 1.]])
+    >>> pad_sequences([[1, 2, 3], [4]], max_len=2)[:, :, 0]  # scalar tokens
+    array([[2., 3.],
+           [0., 4.]])
+    """
+    if isinstance(sequences, str) or sp.issparse(sequences):
+        raise TypeError(
+            "sequences must be a list of arrays of shape (n_tokens_i, token_dim), "
+            f"got {type(sequences).__name__}."
+        )
+    try:
+        sequences = list(sequences)
+    except TypeError:
+        raise TypeError(
+            "sequences must be a list of arrays of shape (n_tokens_i, token_dim), "
+            f"got {type(sequences).__name__}."
+        ) from None
+    if not sequences:
+        raise ValueError("sequences is empty; pass at least one sequence.")
+    if max_len is not None and (
+        not isinstance(max_len, Integral) or isinstance(max_len, bool) or max_len < 1
+    ):
+        raise ValueError(
+            f"max_len must be a positive integer or None, got {max_len!r}."
+        )
+    if truncating not in ("pre", "post"):
+        raise ValueError(f"truncating must be 'pre' or 'post', got {truncating!r}.")
+
+    arrays = []
+    for i, sequence in enumerate(sequences):
+        if sp.issparse(sequence):
+            raise TypeError(f"sequence {i} is a sparse matrix; pass a dense array.")
+        try:
+            array = np.asarray(sequence, dtype=dtype)
+        except (TypeError, ValueError) as error:
+            raise ValueError(
+                f"sequence {i} could not be converted to an array of {dtype}: {error}"
+            ) from None
+        if array.ndim == 1:
+            array = array.reshape(-1, 1)
+        if array.ndim != 2:
+            raise ValueError(
+                f"sequence {i} has shape {array.shape}; each sequence must have shape "
+                "(n_tokens_i, token_dim) (or (n_tokens_i,) for scalar tokens)."
+            )
+        arrays.append(array)
+    dims = {array.shape[1] for array in arrays}
+    if len(dims) > 1:
+        first = arrays[0].shape
+        other = next(i for i, a in enumerate(arrays) if a.shape[1] != first[1])
+        raise ValueError(
+            f"sequences have different token dimensions: sequence 0 has shape {first}, "
+            f"sequence {other} has shape {arrays[other].shape}. Every token needs the "
+            "same token_dim."
+        )
+    token_dim = dims.pop()
+    length = max(a.shape[0] for a in arrays) if max_len is None else int(max_len)
+    if length == 0:
+        raise ValueError("every sequence is empty; pass at least one token.")
+    padded = np.zeros((len(arrays), length, token_dim), dtype=dtype)
+    for i, array in enumerate(arrays):
+        kept = array[-length:] if truncating == "pre" else array[:length]
+        if len(kept):
+            padded[i, length - len(kept) :] = kept
+    return padded
+
+
+def _padding_mask(sequences, padding):
+    """True for the tokens that are real, False for left padding (the all-zero tokens
+    before the first token with a non-zero entry); all True with ``padding=None``."""
+    if padding is None:
+        return np.ones(sequences.shape[:2], dtype=bool)
+    nonzero = np.any(sequences != 0, axis=2)
+    return np.logical_or.accumulate(nonzero, axis=1)
+
+
+class _TokenTransformerMixin:
+    """Input handling shared by the tokenwise transformers: 3-D sequences or 2-D rows
+    with ``token_dim``, the same layout out, ``n_features_in_`` as the estimators."""
+
+    def _validate_tokens(self, X, reset):
+        """Return ``(sequences, was_2d)``, sequences of shape (n, n_tokens, d)."""
+        if sp.issparse(X):
+            raise TypeError(
+                f"Sparse input is not supported by {type(self).__name__}: sequences "
+                "are dense token matrices of shape (n_samples, n_tokens, token_dim); "
+                "convert with X.toarray()."
+            )
+        if not hasattr(X, "ndim"):
+            try:
+                X = np.asarray(X, dtype=np.float64)
+            except ValueError as error:
+                if "inhomogeneous" not in str(error):
+                    raise
+                raise ValueError(
+                    "X looks like a list of sequences of different lengths (numpy: "
+                    f"{error}). Pad them into one array of shape (n_samples, "
+                    "n_tokens, token_dim) first: "
+                    "sklearn_linattn.preprocessing.pad_sequences(X)."
+                ) from None
+        ndim = X.ndim
+        token_dim = self.token_dim if reset else self.token_dim_
+        if ndim == 2:
+            rows = validate_data(self, X, reset=reset, dtype=np.float64)
+            sequences = validate_sequences(
+                rows, token_dim=rows.shape[1] if token_dim is None else token_dim
+            )
+            return sequences, True
+        if ndim != 3:
+            # validate_sequences names the shape found and the shape expected
+            validate_sequences(np.asarray(X), token_dim=token_dim)
+        sequences = validate_sequences(X, token_dim=token_dim)
+        if reset:
+            self.n_features_in_ = sequences.shape[1] * sequences.shape[2]
+            if hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+        return sequences, False
+
+    def _fitted_layout(self, sequences):
+        self.token_dim_ = sequences.shape[2]
+        self.n_tokens_ = sequences.shape[1]
+
+    def _output(self, sequences, was_2d):
+        return sequences.reshape(len(sequences), -1) if was_2d else sequences
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.three_d_array = True
+        return tags
+
+    def _token_names(self, input_features):
+        """Input column names grouped by token, and the prefix of each token."""
+        names = _check_feature_names_in(self, input_features)
+        return [
+            (f"token{t}", names[t * self.token_dim_ : (t + 1) * self.token_dim_])
+            for t in range(self.n_tokens_)
+        ]
+
+
+class PositionalEncoding(_TokenTransformerMixin, TransformerMixin, BaseEstimator):
+    """Append position features, counted from the query, and optionally a constant.
+
+    Linear attention forgets the order of the context tokens: ``S = Z^T Z`` is the
+    same for any permutation of them. Appending to each token the features of its
+    position makes ``S`` record which token sat where (its entries ``S[x_j,
+    position_k]`` are the token at position ``k``), so the model can use order. A
+    constant feature 1 in every token adds lower-degree terms the homogeneous cubic
+    lacks: besides ``S[b, c] q[e]`` the model then has the features ``S[b, c]``,
+    ``s[b] q[e]``, ``s[b]``, ``n q[e]`` and ``n`` (``s`` the sum of the tokens, ``n``
+    their number). See the model in Yau et al. (2025) and the documentation's guide
+    page "Your own sequences".
+
+    Positions are counted **from the query**: the last token is position 0, the one
+    before it position 1, and so on, so left-padded sequences of different lengths line
+    up. Padding tokens (the all-zero tokens before the first non-zero one) stay all
+    zero, position features included, so they still change nothing.
+
+    Parameters
+    ----------
+    kind : {"onehot", "sinusoidal"}, default="onehot"
+        ``"onehot"``: one indicator per position; tokens ``n_positions`` or more
+        before the query get zero position features. ``"sinusoidal"``: the
+        transformer encoding ``sin(k w_i)``, ``cos(k w_i)`` with frequencies
+        ``w_i = 10000^(-2i / n_positions)``, defined for any position ``k``.
+    n_positions : int, default=None
+        Number of position features. None uses the number of tokens seen in ``fit``;
+        0 appends none (with ``constant=True``, the constant alone); 1 marks the
+        query.
+    constant : bool, default=False
+        Also append a feature equal to 1 (0 for padding tokens).
+    token_dim : int, default=None
+        Dimension of a token, needed for 2-D ``X`` (rows flattened token by token).
+        With None a 2-D row is one token; 3-D input gives it itself.
+    padding : {"left"} or None, default="left"
+        ``"left"``: the all-zero tokens before the first non-zero token are padding
+        and stay zero. None: every token is real (for fixed-length data whose first
+        tokens may legitimately be zero, e.g. blank image rows).
+
+    Attributes
+    ----------
+    n_positions_ : int
+        Number of position features appended.
+    token_dim_ : int
+        Token dimension of the input.
+    token_dim_out_ : int
+        Token dimension of the output: ``token_dim_ + n_positions_ + constant``;
+        pass it as ``token_dim`` to the next step when working on 2-D rows.
+    n_tokens_ : int
+        Number of tokens seen in ``fit`` (any number is accepted in ``transform``).
+    n_features_in_ : int
+        ``n_tokens * token_dim`` of the data seen in ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Only when ``X`` had string column names.
+
+    See Also
+    --------
+    pad_sequences : Left-pad variable-length sequences with zero tokens.
+    TokenwiseTransformer : Apply a scikit-learn transformer token by token.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_linattn.preprocessing import PositionalEncoding
+    >>> X = np.array([[[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]]])  # padding, token, query
+    >>> PositionalEncoding(constant=True).fit_transform(X)[0]
+    array([[0., 0., 0., 0., 0., 0.],
+           [1., 2., 0., 1., 0., 1.],
+           [3., 4., 1., 0., 0., 1.]])
+
+    The padding token stays zero; the query is position 0. In a pipeline:
+
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn_linattn import LinearAttentionRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 5, 2))
+    >>> y = X[:, 1, 0]  # the token at a fixed position
+    >>> model = make_pipeline(
+    ...     PositionalEncoding(), LinearAttentionRegressor(n_heads=None)
+    ... ).fit(X, y)
+    >>> round(model.score(X, y), 6)
+    1.0
+    """
+
+    _parameter_constraints = {
+        "kind": [StrOptions({"onehot", "sinusoidal"})],
+        "n_positions": [Interval(Integral, 0, None, closed="left"), None],
+        "constant": ["boolean"],
+        "token_dim": [Interval(Integral, 1, None, closed="left"), None],
+        "padding": [StrOptions({"left"}), None],
+    }
+
+    def __init__(
+        self,
+        kind="onehot",
+        n_positions=None,
+        constant=False,
+        token_dim=None,
+        padding="left",
+    ):
+        self.kind = kind
+        self.n_positions = n_positions
+        self.constant = constant
+        self.token_dim = token_dim
+        self.padding = padding
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Learn the token dimension and, when ``n_positions=None``, the length.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_tokens, token_dim) or \
+(n_samples, n_tokens * token_dim)
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : PositionalEncoding
+        """
+        sequences, _ = self._validate_tokens(X, reset=True)
+        self._fitted_layout(sequences)
+        self.n_positions_ = (
+            sequences.shape[1] if self.n_positions is None else self.n_positions
+        )
+        self.token_dim_out_ = self.token_dim_ + self.n_positions_ + int(self.constant)
+        return self
+
+    def _position_features(self, n_tokens):
+        """Position features of a sequence of ``n_tokens``, shape (n_tokens, k)."""
+        positions = np.arange(n_tokens)[::-1]  # the query is position 0
+        if self.kind == "onehot":
+            features = np.zeros((n_tokens, self.n_positions_))
+            near = positions < self.n_positions_
+            features[np.flatnonzero(near), positions[near]] = 1.0
+            return features
+        i = np.arange(self.n_positions_)
+        frequencies = 10000.0 ** (-2 * (i // 2) / self.n_positions_)
+        angles = positions[:, None] * frequencies[None, :]
+        return np.where(i % 2 == 0, np.sin(angles), np.cos(angles))
+
+    def transform(self, X):
+        """Append position (and constant) features to every non-padding token.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_tokens, token_dim) or \
+(n_samples, n_tokens * token_dim)
+            Any number of tokens for 3-D input; the width seen in ``fit`` for 2-D.
+
+        Returns
+        -------
+        X_out : ndarray of shape (n_samples, n_tokens, `token_dim_out_`) or \
+(n_samples, n_tokens * `token_dim_out_`)
+            The same layout as ``X``.
+        """
+        check_is_fitted(self)
+        sequences, was_2d = self._validate_tokens(X, reset=False)
+        n_samples, n_tokens, _ = sequences.shape
+        extra = self._position_features(n_tokens)
+        if self.constant:
+            extra = np.hstack([extra, np.ones((n_tokens, 1))])
+        out = np.empty((n_samples, n_tokens, self.token_dim_out_))
+        out[:, :, : self.token_dim_] = sequences
+        out[:, :, self.token_dim_ :] = extra
+        out[~_padding_mask(sequences, self.padding)] = 0.0
+        return self._output(out, was_2d)
+
+    def get_feature_names_out(self, input_features=None):
+        """Names of the output columns, token by token as in the flattened output.
+
+        For the layout seen in ``fit``: each token's input columns, then
+        ``token{t}_position{k}`` and ``token{t}_constant``.
+
+        Parameters
+        ----------
+        input_features : array-like of str, default=None
+            Names of the ``n_features_in_`` input columns; None uses
+            ``feature_names_in_`` or ``x0, x1, ...``.
+
+        Returns
+        -------
+        names : ndarray of str, shape (`n_tokens_` * `token_dim_out_`,)
+        """
+        check_is_fitted(self)
+        names = []
+        for prefix, token_names in self._token_names(input_features):
+            names.extend(token_names)
+            names.extend(f"{prefix}_position{k}" for k in range(self.n_positions_))
+            if self.constant:
+                names.append(f"{prefix}_constant")
+        return np.asarray(names, dtype=object)
+
+
+def _inner_has(attribute):
+    def check(self):
+        return hasattr(self.transformer, attribute)
+
+    return check
+
+
+class TokenwiseTransformer(_TokenTransformerMixin, TransformerMixin, BaseEstimator):
+    """Apply a scikit-learn transformer to every token, fitted on the real tokens.
+
+    Flattened rows mix tokens: ``StandardScaler`` on ``(n_samples, n_tokens *
+    token_dim)`` scales every position separately and turns zero padding into
+    non-zero tokens. This wrapper instead treats every non-padding token of every
+    sequence as one sample: it fits ``transformer`` on those tokens and transforms each
+    token with it, leaving padding tokens all zero. Use it to scale tokens
+    (``StandardScaler``), or to reduce the token dimension ``d`` (``PCA``): the
+    model has ``d^2 (d + 1) / 2`` lifted features, so ``d = 64`` already gives
+    133,120 and ``d = 16`` only 2,176.
+
+    Centering transformers (``StandardScaler``, ``PCA``) shift every token by a
+    constant vector, and attention is a homogeneous cubic of the tokens: the shifted
+    tokens need a constant feature (``PositionalEncoding(constant=True)`` after this
+    step, since ``[A z + b; 1]`` is a linear map of ``[z; 1]``) to express the same
+    functions. Linear ones (``StandardScaler(with_mean=False)``, ``TruncatedSVD``)
+    do not.
+
+    Parameters
+    ----------
+    transformer : transformer instance
+        Any scikit-learn transformer taking ``(n_tokens_total, token_dim)``; it is
+        cloned and fitted on the tokens (``y`` is not passed to it).
+    token_dim : int, default=None
+        Dimension of a token, needed for 2-D ``X`` (rows flattened token by token).
+        With None a 2-D row is one token; 3-D input gives it itself.
+    padding : {"left"} or None, default="left"
+        ``"left"``: the all-zero tokens before the first non-zero token are padding,
+        left out of the fit and kept zero. None: every token is real.
+
+    Attributes
+    ----------
+    transformer_ : transformer instance
+        The fitted clone of ``transformer``.
+    token_dim_ : int
+        Token dimension of the input.
+    token_dim_out_ : int
+        Token dimension of the output; pass it as ``token_dim`` to the next step when
+        working on 2-D rows.
+    n_tokens_ : int
+        Number of tokens seen in ``fit`` (any number is accepted in ``transform``).
+    n_features_in_ : int
+        ``n_tokens * token_dim`` of the data seen in ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Only when ``X`` had string column names.
+
+    See Also
+    --------
+    PositionalEncoding : Append position features counted from the query.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.decomposition import PCA
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from sklearn_linattn.preprocessing import TokenwiseTransformer, pad_sequences
+    >>> rng = np.random.default_rng(0)
+    >>> X = pad_sequences([rng.normal(size=(n, 32)) for n in (3, 5, 8)])
+    >>> reduce = TokenwiseTransformer(PCA(n_components=4)).fit(X)
+    >>> reduce.transform(X).shape
+    (3, 8, 4)
+    >>> bool(np.all(reduce.transform(X)[0, :5] == 0))  # padding stays zero
+    True
+    >>> scaled = TokenwiseTransformer(StandardScaler()).fit_transform(X)
+    >>> bool(np.allclose(scaled[X.any(axis=2)].std(axis=0), 1))
+    True
+    """
+
+    _parameter_constraints = {
+        "transformer": [HasMethods(["fit", "transform"])],
+        "token_dim": [Interval(Integral, 1, None, closed="left"), None],
+        "padding": [StrOptions({"left"}), None],
+    }
+
+    def __init__(self, transformer, token_dim=None, padding="left"):
+        self.transformer = transformer
+        self.token_dim = token_dim
+        self.padding = padding
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y=None):
+        """Fit the transformer on all non-padding tokens.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_tokens, token_dim) or \
+(n_samples, n_tokens * token_dim)
+        y : None
+            Ignored (tokens have no targets).
+
+        Returns
+        -------
+        self : TokenwiseTransformer
+        """
+        sequences, _ = self._validate_tokens(X, reset=True)
+        self._fitted_layout(sequences)
+        tokens = sequences[_padding_mask(sequences, self.padding)]
+        if len(tokens) == 0:
+            raise ValueError(
+                "X has no non-padding tokens (every token is all zero); "
+                f"{type(self).__name__} needs real tokens to fit the transformer."
+            )
+        self.transformer_ = clone(self.transformer).fit(tokens)
+        probe = np.asarray(self.transformer_.transform(tokens[:1]))
+        if probe.ndim != 2 or probe.shape[0] != 1:
+            raise ValueError(
+                f"{type(self.transformer).__name__} must map tokens of shape "
+                f"(n, {self.token_dim_}) to (n, k); it returned shape {probe.shape}."
+            )
+        self.token_dim_out_ = probe.shape[1]
+        return self
+
+    def transform(self, X):
+        """Transform every non-padding token; padding tokens stay all zero.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_tokens, token_dim) or \
+(n_samples, n_tokens * token_dim)
+            Any number of tokens for 3-D input; the width seen in ``fit`` for 2-D.
+
+        Returns
+        -------
+        X_out : ndarray of shape (n_samples, n_tokens, `token_dim_out_`) or \
+(n_samples, n_tokens * `token_dim_out_`)
+            The same layout as ``X``.
+        """
+        check_is_fitted(self)
+        sequences, was_2d = self._validate_tokens(X, reset=False)
+        mask = _padding_mask(sequences, self.padding)
+        out = np.zeros(sequences.shape[:2] + (self.token_dim_out_,))
+        if mask.any():
+            transformed = self.transformer_.transform(sequences[mask])
+            if sp.issparse(transformed):
+                transformed = transformed.toarray()
+            out[mask] = transformed
+        return self._output(out, was_2d)
+
+    @available_if(_inner_has("get_feature_names_out"))
+    def get_feature_names_out(self, input_features=None):
+        """Names of the output columns: ``token{t}_`` and the transformer's names.
+
+        Parameters
+        ----------
+        input_features : array-like of str, default=None
+            Names of the ``n_features_in_`` input columns; only checked (the
+            transformer names the features of one token).
+
+        Returns
+        -------
+        names : ndarray of str, shape (`n_tokens_` * `token_dim_out_`,)
+        """
+        check_is_fitted(self)
+        inner = self.transformer_.get_feature_names_out(
+            [f"x{j}" for j in range(self.token_dim_)]
+        )
+        names = []
+        for prefix, _ in self._token_names(input_features):
+            names.extend(f"{prefix}_{name}" for name in inner)
+        return np.asarray(names, dtype=object)

@@ -1,0 +1,421 @@
+"""sklearn_linattn.preprocessing: padding, positions, tokenwise transformers, and the
+transposed-layout warning."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.decomposition import PCA, TruncatedSVD
+from sklearn.model_selection import cross_val_score
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import FunctionTransformer, StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sklearn_linattn import (
+    LiftedAttentionFeatures,
+    LinearAttentionClassifier,
+    LinearAttentionRegressor,
+)
+from sklearn_linattn.preprocessing import (
+    PositionalEncoding,
+    TokenwiseTransformer,
+    pad_sequences,
+)
+
+
+@parametrize_with_checks(
+    [
+        PositionalEncoding(),
+        PositionalEncoding(kind="sinusoidal", n_positions=3, constant=True),
+        TokenwiseTransformer(StandardScaler()),
+        TokenwiseTransformer(PCA(n_components=1)),
+    ]
+)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+def ragged(rng, lengths, token_dim=3):
+    return [rng.normal(size=(n, token_dim)) for n in lengths]
+
+
+# ---------------------------------------------------------------- pad_sequences
+
+
+def test_pad_sequences_left_pads_and_keeps_each_sequence(rng):
+    sequences = ragged(rng, [2, 5, 1, 4])
+    padded = pad_sequences(sequences)
+    assert padded.shape == (4, 5, 3)
+    for row, sequence in zip(padded, sequences, strict=True):
+        n = len(sequence)
+        np.testing.assert_array_equal(row[5 - n :], sequence)
+        assert not row[: 5 - n].any()
+
+
+def test_padding_does_not_change_the_lifted_features(rng):
+    """Zero tokens on the left add nothing to S and keep the query: the padded data
+    has exactly the features of each sequence alone."""
+    sequences = ragged(rng, [2, 6, 3])
+    padded = LiftedAttentionFeatures().fit_transform(pad_sequences(sequences))
+    for row, sequence in zip(padded, sequences, strict=True):
+        alone = LiftedAttentionFeatures().fit_transform(sequence[None])[0]
+        np.testing.assert_allclose(row, alone, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize(
+    "truncating, kept", [("pre", slice(-3, None)), ("post", slice(0, 3))]
+)
+def test_pad_sequences_truncates(rng, truncating, kept):
+    long, short = rng.normal(size=(6, 2)), rng.normal(size=(2, 2))
+    padded = pad_sequences([long, short], max_len=3, truncating=truncating)
+    np.testing.assert_array_equal(padded[0], long[kept])
+    np.testing.assert_array_equal(padded[1, 1:], short)
+    assert not padded[1, 0].any()
+
+
+def test_pad_sequences_scalar_tokens_and_dtype():
+    padded = pad_sequences([[1, 2, 3], np.array([7])], dtype=np.float32)
+    assert padded.dtype == np.float32
+    np.testing.assert_array_equal(padded[:, :, 0], [[1, 2, 3], [0, 0, 7]])
+
+
+@pytest.mark.parametrize(
+    "sequences, kwargs, error, match",
+    [
+        ([], {}, ValueError, "empty"),
+        ("abc", {}, TypeError, "list of arrays"),
+        (5, {}, TypeError, "list of arrays"),
+        ([np.ones((2, 3)), np.ones((2, 4))], {}, ValueError, r"sequence 1 has shape"),
+        ([np.ones((2, 3, 1))], {}, ValueError, r"shape \(2, 3, 1\)"),
+        ([np.ones((2, 3))], {"max_len": 0}, ValueError, "max_len"),
+        ([np.ones((2, 3))], {"max_len": 2.5}, ValueError, "max_len"),
+        ([np.ones((2, 3))], {"truncating": "middle"}, ValueError, "truncating"),
+        ([["a", "b"]], {}, ValueError, "sequence 0 could not be converted"),
+    ],
+)
+def test_pad_sequences_errors(sequences, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        pad_sequences(sequences, **kwargs)
+
+
+def test_ragged_lists_fail_in_numpy_but_pad(rng):
+    sequences = ragged(rng, [2, 3])
+    with pytest.raises(ValueError):
+        np.asarray(sequences, dtype=float)
+    assert pad_sequences(sequences).shape == (2, 3, 3)
+
+
+# ---------------------------------------------------------- PositionalEncoding
+
+
+def test_onehot_positions_are_counted_from_the_query(rng):
+    X = pad_sequences(ragged(rng, [2, 4], token_dim=2))
+    out = PositionalEncoding(constant=True).fit_transform(X)
+    assert out.shape == (2, 4, 2 + 4 + 1)
+    np.testing.assert_array_equal(out[:, :, :2], X)
+    # sequence 0: two padding tokens, then positions 1 and 0
+    assert not out[0, :2].any()
+    np.testing.assert_array_equal(out[0, 2:, 2:], [[0, 1, 0, 0, 1], [1, 0, 0, 0, 1]])
+    # sequence 1: positions 3, 2, 1, 0 (the query is position 0)
+    np.testing.assert_array_equal(out[1, :, 2:6], np.eye(4)[::-1])
+    np.testing.assert_array_equal(out[1, :, 6], 1.0)
+
+
+def test_positions_beyond_n_positions_are_zero_and_longer_inputs_work(rng):
+    encoder = PositionalEncoding(n_positions=2).fit(rng.normal(size=(3, 2, 1)))
+    out = encoder.transform(rng.normal(size=(3, 5, 1)))  # longer at transform
+    np.testing.assert_array_equal(
+        out[0, :, 1:], [[0, 0], [0, 0], [0, 0], [0, 1], [1, 0]]
+    )
+
+
+def test_sinusoidal_matches_formula_and_tells_positions_apart(rng):
+    X = rng.normal(size=(2, 6, 1))
+    k = 4
+    out = PositionalEncoding(kind="sinusoidal", n_positions=k).fit_transform(X)
+    for t in range(6):
+        position = 5 - t
+        for i in range(k):
+            angle = position / 10000 ** (2 * (i // 2) / k)
+            expected = np.sin(angle) if i % 2 == 0 else np.cos(angle)
+            assert out[0, t, 1 + i] == pytest.approx(expected, abs=1e-15)
+    codes = out[0, :, 1:]
+    assert np.linalg.matrix_rank(codes - codes.mean(axis=0)) >= 3
+
+
+def test_padding_off_gives_leading_zero_tokens_positions():
+    X = np.zeros((1, 3, 2))
+    X[0, 2] = 1.0
+    on = PositionalEncoding().fit_transform(X)
+    off = PositionalEncoding(padding=None).fit_transform(X)
+    assert not on[0, :2].any()
+    np.testing.assert_array_equal(off[0, :, 2:], np.eye(3)[::-1])
+
+
+def test_interior_zero_tokens_are_not_padding():
+    X = np.ones((1, 4, 1))
+    X[0, 0] = X[0, 2] = 0.0  # leading padding, then a real zero token
+    out = PositionalEncoding().fit_transform(X)
+    assert not out[0, 0].any()
+    np.testing.assert_array_equal(out[0, 2, 1:], [0, 1, 0, 0])
+
+
+def test_2d_rows_with_token_dim_match_3d(rng):
+    X = pad_sequences(ragged(rng, [1, 3, 2], token_dim=2))
+    encoder = PositionalEncoding(constant=True, token_dim=2)
+    rows = encoder.fit_transform(X.reshape(3, -1))
+    assert encoder.token_dim_out_ == 2 + 3 + 1
+    np.testing.assert_array_equal(
+        rows, PositionalEncoding(constant=True).fit_transform(X).reshape(3, -1)
+    )
+
+
+def test_positional_feature_names(rng):
+    import pandas as pd
+
+    X = pd.DataFrame(rng.normal(size=(4, 4)), columns=["a0", "b0", "a1", "b1"])
+    encoder = PositionalEncoding(token_dim=2, constant=True).fit(X)
+    names = encoder.get_feature_names_out()
+    assert names.tolist() == [
+        "a0", "b0", "token0_position0", "token0_position1", "token0_constant",
+        "a1", "b1", "token1_position0", "token1_position1", "token1_constant",
+    ]  # fmt: skip
+    assert len(names) == encoder.transform(X).shape[1]
+
+
+def test_permutation_invariance_without_positions_and_not_with(rng):
+    """Attention ignores the order of context tokens; positions make it see it."""
+    X = rng.normal(size=(300, 5, 2))
+    y = X[:, 1, 0] * X[:, -1, 1] + X[:, 0, 1]
+    permuted = X.copy()
+    permuted[:, :4] = X[:, [2, 0, 3, 1]]
+    plain = LinearAttentionRegressor(n_heads=None, alpha=1e-8).fit(X, y)
+    np.testing.assert_allclose(plain.predict(permuted), plain.predict(X), atol=1e-8)
+    ordered = make_pipeline(
+        PositionalEncoding(constant=True), LinearAttentionRegressor(n_heads=None)
+    ).fit(X, y)
+    assert np.max(np.abs(ordered.predict(permuted) - ordered.predict(X))) > 0.1
+
+
+def test_fixed_position_target_learned_with_positions_only(rng):
+    """The target is an entry of the token two before the query: a linear function
+    of one position, out of reach of order-blind attention."""
+    X = rng.normal(size=(400, 6, 2))
+    y = X[:, -3, 0]
+    X_test = rng.normal(size=(200, 6, 2))
+    y_test = X_test[:, -3, 0]
+    without = LinearAttentionRegressor(n_heads=None).fit(X, y)
+    constant_only = make_pipeline(
+        PositionalEncoding(n_positions=1, constant=True),
+        LinearAttentionRegressor(n_heads=None),
+    ).fit(X, y)
+    with_positions = make_pipeline(
+        PositionalEncoding(), LinearAttentionRegressor(n_heads=None)
+    ).fit(X, y)
+    assert without.score(X_test, y_test) < 0.3
+    assert constant_only.score(X_test, y_test) < 0.3
+    assert with_positions.score(X_test, y_test) > 1 - 1e-8
+
+
+def test_constant_adds_lower_degree_terms(rng):
+    """A product of two query entries is even in the tokens while the homogeneous
+    cubic is odd (f(-Z) = -f(Z)), so plain attention cannot fit it at all; with the
+    query marked (one position feature) and a constant feature it is exact."""
+    X = rng.normal(size=(300, 4, 2))
+    y = X[:, -1, 0] * X[:, -1, 1] + X[:, -1, 0]
+    X_test = rng.normal(size=(200, 4, 2))
+    y_test = X_test[:, -1, 0] * X_test[:, -1, 1] + X_test[:, -1, 0]
+    plain = LinearAttentionRegressor(n_heads=None).fit(X, y)
+    with_constant = make_pipeline(
+        PositionalEncoding(n_positions=1, constant=True),
+        LinearAttentionRegressor(n_heads=None),
+    ).fit(X, y)
+    assert plain.score(X_test, y_test) < 0.7
+    assert with_constant.score(X_test, y_test) > 1 - 1e-8
+
+
+def test_pad_encode_fit_in_one_pipeline_under_cross_val_score(rng):
+    """Ragged lists straight into a Pipeline: padding, positions, the estimator."""
+    lengths = rng.integers(3, 8, size=120)
+    sequences = [rng.normal(size=(n, 2)) for n in lengths]
+    y = np.array([s[-2, 0] + s[-1, 1] for s in sequences])  # query and token before
+    pipeline = Pipeline(
+        [
+            ("pad", FunctionTransformer(pad_sequences, kw_args={"max_len": 8})),
+            ("positions", PositionalEncoding(constant=True)),
+            ("attention", LinearAttentionRegressor(n_heads=None)),
+        ]
+    )
+    scores = cross_val_score(pipeline, sequences, y, cv=3)
+    assert np.all(scores > 1 - 1e-8)
+
+
+# ---------------------------------------------------------- TokenwiseTransformer
+
+
+def test_tokenwise_scaler_fits_on_real_tokens_only(rng):
+    sequences = [rng.normal(loc=5, scale=3, size=(n, 2)) for n in (2, 7, 4, 1)]
+    X = pad_sequences(sequences)
+    scaled = TokenwiseTransformer(StandardScaler()).fit_transform(X)
+    tokens = np.vstack(sequences)
+    expected = (tokens - tokens.mean(axis=0)) / tokens.std(axis=0)
+    mask = X.any(axis=2)
+    np.testing.assert_allclose(scaled[mask], expected, atol=1e-12)
+    assert not scaled[~mask].any()
+
+
+def test_flat_scaler_breaks_padding_tokenwise_keeps_it(rng):
+    """StandardScaler on flattened rows scales each position apart and turns zero
+    padding into non-zero tokens; TokenwiseTransformer keeps padding zero."""
+    sequences = [rng.normal(size=(n, 2)) for n in rng.integers(1, 6, size=500)]
+    X = pad_sequences(sequences, max_len=5)
+    flat = StandardScaler().fit_transform(X.reshape(len(X), -1)).reshape(X.shape)
+    assert flat[~X.any(axis=2)].any()
+    tokenwise = TokenwiseTransformer(StandardScaler()).fit_transform(X)
+    assert not tokenwise[~X.any(axis=2)].any()
+
+
+def test_tokenwise_linear_scaling_keeps_an_attention_model_exact(rng):
+    """Padded noiseless data from a random attention model: scaling every token by
+    the same diagonal map keeps the data an attention model's (exact fit); scaling
+    the flattened rows does not."""
+    from conftest import random_attention
+
+    truth = random_attention(rng, 3, 2)
+
+    def data(n):
+        lengths = rng.integers(2, 9, size=n)
+        X = pad_sequences([rng.normal(size=(k, 3)) for k in lengths], max_len=8)
+        return X * [1.0, 10.0, 0.1], truth.predict(X)[:, 0]
+
+    X, y = data(1000)
+    X_test, y_test = data(300)
+    tokenwise = make_pipeline(
+        TokenwiseTransformer(StandardScaler(with_mean=False)),
+        LinearAttentionRegressor(n_heads=None),
+    ).fit(X, y)
+    assert tokenwise.score(X_test, y_test) > 1 - 1e-8
+    flat = make_pipeline(
+        StandardScaler(), LinearAttentionRegressor(token_dim=3, n_heads=None)
+    ).fit(X.reshape(len(X), -1), y)
+    assert flat.score(X_test.reshape(len(X_test), -1), y_test) < 0.99
+
+
+@pytest.mark.parametrize("center", [False, True])
+def test_tokenwise_reduction_of_token_dim_and_pipeline_fits(rng, center):
+    """Tokens of dimension 40 in a 3-dimensional subspace: reducing each token to 3
+    features cuts p from 32,800 to 18 and the model of the reduced tokens is exact.
+    TruncatedSVD is linear; PCA centers (an affine map), which a constant feature
+    absorbs: [A z + b; 1] is a linear map of [z; 1]."""
+    basis = np.linalg.qr(rng.normal(size=(40, 3)))[0]
+    latent = rng.normal(size=(300, 5, 3))
+    X = latent @ basis.T
+    y = (latent[:, :, 0] ** 2).sum(axis=1) * latent[:, -1, 1]
+    if center:
+        steps = [
+            TokenwiseTransformer(PCA(n_components=3)),
+            PositionalEncoding(n_positions=0, constant=True),
+        ]
+    else:
+        steps = [TokenwiseTransformer(TruncatedSVD(n_components=3))]
+    model = make_pipeline(*steps, LinearAttentionRegressor(n_heads=None)).fit(X, y)
+    assert model[0].transform(X).shape == (300, 5, 3)
+    assert model[-1].token_dim_ == 3 + center
+    X_test = rng.normal(size=(100, 7, 3)) @ basis.T  # longer sequences too
+    latent_test = X_test @ basis
+    y_test = (latent_test[:, :, 0] ** 2).sum(axis=1) * latent_test[:, -1, 1]
+    assert model.score(X_test, y_test) > 1 - 1e-8
+
+
+def test_tokenwise_2d_rows_and_feature_names(rng):
+    X = pad_sequences(ragged(rng, [2, 3, 3, 1], token_dim=4))
+    reducer = TokenwiseTransformer(PCA(n_components=2), token_dim=4)
+    rows = reducer.fit_transform(X.reshape(4, -1))
+    assert rows.shape == (4, 3 * 2)
+    assert reducer.token_dim_out_ == 2
+    np.testing.assert_allclose(
+        rows, TokenwiseTransformer(PCA(n_components=2)).fit_transform(X).reshape(4, -1)
+    )
+    assert reducer.get_feature_names_out().tolist() == [
+        "token0_pca0", "token0_pca1", "token1_pca0", "token1_pca1",
+        "token2_pca0", "token2_pca1",
+    ]  # fmt: skip
+
+
+def test_tokenwise_then_positions_on_2d_rows(rng):
+    X = rng.normal(size=(50, 3, 4))
+    y = X[:, 0, 0]
+    model = make_pipeline(
+        TokenwiseTransformer(PCA(n_components=4), token_dim=4),
+        PositionalEncoding(token_dim=4),
+        LinearAttentionRegressor(token_dim=4 + 3, n_heads=None),
+    ).fit(X.reshape(50, -1), y)
+    assert model.score(X.reshape(50, -1), y) > 1 - 1e-8
+
+
+# ----------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    "transformer", [PositionalEncoding(), TokenwiseTransformer(StandardScaler())]
+)
+def test_transformers_bad_input(transformer, rng):
+    with pytest.raises(ValueError, match=r"\(n_samples, n_tokens, token_dim\)"):
+        transformer.fit(rng.normal(size=(2, 3, 4, 5)))
+    with pytest.raises(ValueError, match="not a multiple of token_dim=3"):
+        transformer.set_params(token_dim=3).fit(rng.normal(size=(5, 7)))
+    transformer.set_params(token_dim=None).fit(rng.normal(size=(5, 3, 2)))
+    with pytest.raises(ValueError, match="token dimension 3"):
+        transformer.transform(rng.normal(size=(5, 3, 3)))
+    with pytest.raises(ValueError, match="pad_sequences"):
+        transformer.fit([np.ones((2, 2)), np.ones((3, 2))])
+
+
+@pytest.mark.parametrize(
+    "transformer, match",
+    [
+        (PositionalEncoding(kind="learned"), "kind"),
+        (PositionalEncoding(n_positions=-1), "n_positions"),
+        (PositionalEncoding(padding="right"), "padding"),
+        (TokenwiseTransformer("scale"), "transformer"),
+    ],
+)
+def test_bad_parameters(transformer, match, rng):
+    with pytest.raises(ValueError, match=match):
+        transformer.fit(rng.normal(size=(3, 2, 2)))
+
+
+def test_tokenwise_all_padding_raises():
+    with pytest.raises(ValueError, match="no non-padding tokens"):
+        TokenwiseTransformer(StandardScaler()).fit(np.zeros((3, 2, 2)))
+
+
+# ------------------------------------------------------- transposed-layout warning
+
+
+def test_transposed_layout_warns_and_names_the_fix(rng):
+    X = rng.normal(size=(200, 2, 50))  # (n_samples, n_channels, n_timepoints)
+    with pytest.warns(UserWarning, match=r"X\.transpose\(0, 2, 1\)") as record:
+        LiftedAttentionFeatures().fit(X)
+    message = str(record[0].message)
+    assert "63,750" in message and "TokenwiseTransformer" in message
+
+
+@pytest.mark.parametrize(
+    "Estimator", [LinearAttentionRegressor, LinearAttentionClassifier]
+)
+def test_estimators_warn_on_transposed_layout_before_fitting(Estimator, rng):
+    """The warning comes from input validation, before any (slow) fit: a target of
+    the wrong length stops the fit right after it."""
+    X = rng.normal(size=(200, 2, 50))
+    with pytest.warns(UserWarning, match="transpose"):
+        with pytest.raises(ValueError):
+            Estimator().fit(X, np.arange(5) % 2)
+
+
+def test_tokens_as_rows_layout_does_not_warn(rng):
+    X = rng.normal(size=(200, 50, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        LinearAttentionRegressor(n_heads=None).fit(X, X[:, -1, 0] * X[:, 0, 1])
+        LiftedAttentionFeatures().fit(X)
