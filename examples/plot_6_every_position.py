@@ -11,27 +11,20 @@ lifted features (the prefix's ``S_t`` and the token ``z_t``), so Algorithm 1 app
 unchanged with one row per position, and a sequence of ``n_tokens`` tokens brings
 ``n_tokens`` rows instead of one.
 
-Here the rows come from ``lifted_position_features`` and the fit is plain
-least squares; with the estimators this is
-``LinearAttentionRegressor(positions="all").fit(X, y)``.
+With the estimators this is ``LinearAttentionRegressor(positions="all").fit(X, y)``,
+``y`` holding one target per position.
 """
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from sklearn_linattn._lift import lifted_features, lifted_position_features
+from sklearn_linattn import LinearAttentionRegressor
 from sklearn_linattn.datasets import (
     execute_automaton,
     make_automaton,
     make_automaton_traces,
     make_random_mhla,
 )
-
-
-def least_squares(features, targets):
-    """Minimum-norm least-squares lifted coefficients, one row per output."""
-    targets = targets.reshape(len(features), -1)
-    return np.linalg.lstsq(features, targets, rcond=None)[0].T
 
 
 # %%
@@ -49,10 +42,10 @@ scale = np.linalg.norm(truth.lifted_coef())
 counts = [1, 2, 5, 10, 20, 40, 80]
 last, every = [], []
 for n in counts:
-    coef = least_squares(lifted_features(X[:n]), Y[:n, -1])
-    last.append(np.linalg.norm(coef - truth.lifted_coef()) / scale)
-    coef = least_squares(lifted_position_features(X[:n]), Y[:n])
-    every.append(np.linalg.norm(coef - truth.lifted_coef()) / scale)
+    model = LinearAttentionRegressor(n_heads=None).fit(X[:n], Y[:n, -1])
+    last.append(model.attention_.distance(truth) / scale)
+    model = LinearAttentionRegressor(positions="all", n_heads=None).fit(X[:n], Y[:n])
+    every.append(model.attention_.distance(truth) / scale)
     print(
         f"{n:2d} sequences: relative distance {last[-1]:.1e} (last position), "
         f"{every[-1]:.1e} (every position)"
@@ -73,16 +66,7 @@ n_states, n_symbols = 3, 2
 X, Y, labels, lookup = make_automaton_traces(
     200, 10, n_states, n_symbols, random_state=0
 )
-coef = least_squares(lifted_position_features(X), Y)
-
-
-class LiftedPositions:
-    """The fitted per-position model (what the estimator's predict will give)."""
-
-    def predict(self, X):
-        rows = lifted_position_features(np.ascontiguousarray(X)) @ coef.T
-        return rows.reshape(X.shape[0], X.shape[1], -1)
-
+model = LinearAttentionRegressor(positions="all", n_heads=None).fit(X, Y)
 
 rng = np.random.default_rng(1)
 n_words, word_length = 40, 50
@@ -91,7 +75,7 @@ for _ in range(n_words):
     table = make_automaton(n_states, n_symbols, rng)
     word = rng.integers(0, n_symbols, size=word_length)
     expected = execute_automaton(lookup, table, word, positions="all")
-    visited = execute_automaton(LiftedPositions(), table, word, positions="all")
+    visited = execute_automaton(model, table, word, positions="all")
     correct += visited[1:] == expected[1:]
 print(
     f"states right after 10 symbols (the training length): {correct[9] / n_words:.0%}"
