@@ -471,7 +471,7 @@ def _check_token_dim(token_dim):
     return int(token_dim)
 
 
-def certify(X, token_dim=None, tol=None):
+def certify(X, token_dim=None, tol=None, convention="isometric"):
     """Identifiability certificate of a data set, without fitting.
 
     Computes the eigenvalues of ``Lambda = (1/N) sum_i phi(Z_i) phi(Z_i)^T`` over
@@ -491,6 +491,13 @@ def certify(X, token_dim=None, tol=None):
         Relative tolerance: eigenvalues at most ``tol * max_eigenvalue`` count as
         zero. Default ``p * eps`` (``numpy.linalg.matrix_rank``'s rule for a Gram
         matrix), about ``1e-13`` for ``d = 8``.
+    convention : {"isometric", "paper"}, default="isometric"
+        ``"isometric"``: the package's ``Lambda``, uncentered, of the isometric
+        features (off-diagonal ``S[b, c]`` times ``sqrt(2)``), the matrix of the
+        identifiability theorem. ``"paper"``: the number the paper's figures plot,
+        the covariance (centered, ``N / (N - 1)``) of the unscaled features
+        ``S[b, c] q[e]``; its eigenvalues are smaller, with the same zeros on the
+        paper's data (see the theory page, "The authors' conventions").
 
     Returns
     -------
@@ -518,10 +525,16 @@ def certify(X, token_dim=None, tol=None):
 
     token_dim = _check_token_dim(token_dim)
     tol = _check_tol(tol)
+    if convention not in ("isometric", "paper"):
+        raise ValueError(
+            f'convention must be "isometric" or "paper", got {convention!r}.'
+        )
     data = lifted_data(validate_sequences(X, token_dim=token_dim))
     if tol is None:
         tol = default_rank_tol(data.n_lifted)
     solver = choose_solver(data.n_rows, data.n_lifted, distributed=data.is_distributed)
+    if convention == "paper":
+        return _paper_certificate(data, tol)
     if solver == "dual":
         pairs, queries = data.compact_rows()
         spectrum = kernel_spectrum(lifted_kernel(pairs, queries), tol)
@@ -536,4 +549,20 @@ def certify(X, token_dim=None, tol=None):
         statistics.n_observations,
         data.token_dim,
         data.rescaling,
+    )
+
+
+def _paper_certificate(data, tol):
+    """The authors' number: eigenvalues of the covariance of the unscaled lifted
+    features, ``D^-1 (G - N mu mu^T) D^-1 / (N - 1)`` with ``D`` the isometric weights."""
+    statistics = data.statistics()
+    n = statistics.weight_sum
+    gram, _, _, mean, _ = statistics.normal_equations(fit_intercept=True)
+    d = data.token_dim
+    rows, cols = np.triu_indices(d)
+    unscale = np.repeat(np.where(rows == cols, 1.0, np.sqrt(0.5)), d)
+    covariance = gram * np.outer(unscale, unscale) / max(n - 1, 1)
+    spectrum = gram_spectrum(covariance, tol)
+    return IdentifiabilityCertificate._from_spectrum(
+        spectrum, 1.0, statistics.n_observations, d, data.rescaling
     )

@@ -110,3 +110,22 @@ def test_covers_rejects_other_token_dims(rng):
     cert = certify(random_sequences(rng, 10, 5, 3))
     with pytest.raises(ValueError, match="token_dim=3"):
         cert.covers(np.ones((2, 5, 4)))
+
+
+def test_paper_convention_is_the_covariance_of_unscaled_features(rng):
+    """certify(convention="paper") is the number the paper plots: the smallest
+    eigenvalue of numpy's covariance of the features without the sqrt(2)."""
+    from conftest import naive_lifted_features
+
+    X = rng.normal(size=(300, 5, 3))
+    d = 3
+    rows, cols = np.triu_indices(d)
+    weights = np.repeat(np.where(rows == cols, 1.0, np.sqrt(2.0)), d)
+    covariance = np.cov((naive_lifted_features(X) / weights).T)
+    eigenvalues = np.linalg.eigvalsh(covariance)
+    paper = certify(X, convention="paper")
+    assert paper.min_eigenvalue == pytest.approx(eigenvalues[0], rel=1e-8)
+    assert paper.max_eigenvalue == pytest.approx(eigenvalues[-1], rel=1e-8)
+    assert paper.identifiable and paper.min_eigenvalue < certify(X).min_eigenvalue
+    with pytest.raises(ValueError, match="convention must be"):
+        certify(X, convention="torch")
