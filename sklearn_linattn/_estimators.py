@@ -326,6 +326,18 @@ class _LinearAttentionBase(BaseEstimator):
 
     # --- prediction -----------------------------------------------------------
 
+    def _score_positions(self, metric, X, y, sample_weight):
+        """``metric`` over every position that is not left padding, each weighted
+        by its sequence's weight (``positions="all"``)."""
+        predictions = self.predict(X)
+        kept = ~padding_row_mask(validate_sequences(X, token_dim=self.token_dim_))
+        weights = None
+        if sample_weight is not None:
+            weights = np.broadcast_to(
+                np.asarray(sample_weight, dtype=float)[:, None], kept.shape
+            )[kept]
+        return metric(np.asarray(y)[kept], predictions[kept], sample_weight=weights)
+
     def _lifted_output(self, X):
         """``X`` through the fitted lifted model: ``(n_samples, n_outputs)``, or
         ``(n_samples, n_tokens, n_outputs)`` with ``positions="all"``; lazy and
@@ -640,14 +652,7 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         """
         if self.positions == "last":
             return super().score(X, y, sample_weight=sample_weight)
-        predictions = self.predict(X)
-        kept = ~padding_row_mask(validate_sequences(X, token_dim=self.token_dim_))
-        weights = None
-        if sample_weight is not None:
-            weights = np.broadcast_to(
-                np.asarray(sample_weight, dtype=float)[:, None], kept.shape
-            )[kept]
-        return r2_score(np.asarray(y)[kept], predictions[kept], sample_weight=weights)
+        return self._score_positions(r2_score, X, y, sample_weight)
 
 
 class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
@@ -989,16 +994,7 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         """
         if self.positions == "last":
             return super().score(X, y, sample_weight=sample_weight)
-        predictions = self.predict(X)
-        kept = ~padding_row_mask(validate_sequences(X, token_dim=self.token_dim_))
-        weights = None
-        if sample_weight is not None:
-            weights = np.broadcast_to(
-                np.asarray(sample_weight, dtype=float)[:, None], kept.shape
-            )[kept]
-        return accuracy_score(
-            np.asarray(y)[kept], predictions[kept], sample_weight=weights
-        )
+        return self._score_positions(accuracy_score, X, y, sample_weight)
 
 
 def _is_missing(label):

@@ -21,8 +21,24 @@ from sklearn_linattn import (
 from sklearn_linattn._lift import lifted_features
 
 
+# Checks that fail by design, with the reason (scikit-learn marks them xfail).
+EXPECTED_FAILED_CHECKS = {
+    "LinearAttentionClassifier": {
+        "check_class_weight_classifiers": (
+            "MHLA is a homogeneous cubic: without an intercept each score is an odd "
+            "function of the input, f(-Z) = -f(Z), so even with all the weight on "
+            "one class it cannot predict that class on both sides of the origin, "
+            "where the check's blobs lie"
+        ),
+    },
+}
+
+
 @parametrize_with_checks(
-    [LinearAttentionRegressor(), LinearAttentionClassifier(), LiftedAttentionFeatures()]
+    [LinearAttentionRegressor(), LinearAttentionClassifier(), LiftedAttentionFeatures()],
+    expected_failed_checks=lambda estimator: EXPECTED_FAILED_CHECKS.get(
+        type(estimator).__name__, {}
+    ),
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)
