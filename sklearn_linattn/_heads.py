@@ -1,15 +1,16 @@
-"""Reading attention heads out of lifted coefficients (PAPER.md, Algorithm 1 step 3).
+"""Reading attention heads out of lifted coefficients (Algorithm 1, step 3, of
+Yau et al. 2025, and the minimal-head read-out described on the theory page).
 
 The lifted coefficients fix only the part of ``W[a,b,c,e]`` symmetric in ``(b, c)``;
 heads are a factorization ``W[(a,b),(c,e)] = sum_h V_h[a,b] Q_h[c,e]`` of any ``W``
 with that symmetric part, so the number of heads is the rank of the chosen ``W``.
 
+- :func:`read_out_heads`: what the estimators call. A budgeted search for the fewest
+  heads that compute the fitted function within ``tol``, or, on noisy data, whose
+  training loss is not significantly worse than the lifted fit's (an F-test).
 - :func:`paper_heads`: the paper's read-out, the SVD of the symmetric split.
-- :func:`minimal_heads`: the fewest heads, by choosing the free antisymmetric part
-  (alternating projections; with one output also Gauss-Newton on the common isotropic
-  subspace of the coefficient slices).
-- :func:`fixed_heads`: the best model with at most ``k`` heads for a weighted
-  least-squares objective (the training loss), refined in head space.
+- :func:`minimal_heads`, :func:`fixed_heads`: the fewest heads within ``tol``, and
+  the best model with at most ``k`` heads (wrappers of the same search).
 
 Heads come in one canonical form so that two fits of the same data give the same
 arrays: sorted by strength (singular value of ``W``, largest first), scale balanced
@@ -17,13 +18,50 @@ arrays: sorted by strength (singular value of ``W``, largest first), scale balan
 in each ``V_h`` is positive.
 """
 
+import time
+from dataclasses import dataclass
+
 import numpy as np
-import scipy.linalg
-import scipy.optimize
+import scipy.stats
+from threadpoolctl import threadpool_limits
 
 from ._attention import fold_lifted_coef, unfold_lifted_coef
+from ._low_rank import (
+    RESTARTS,
+    alternating_projections,
+    balanced_rows,
+    fewest_heads_bound,
+    head_coef,
+    low_rank_fold,
+    svd,
+    weighted_head_fit,
+)
 
-__all__ = ["fixed_heads", "minimal_heads", "paper_heads"]
+__all__ = [
+    "HeadReadout",
+    "fixed_heads",
+    "head_parameter_count",
+    "minimal_heads",
+    "paper_heads",
+    "read_out_heads",
+]
+
+# The F-test's level: a count is rejected when a loss increase this unlikely
+# under the k-head model is observed.
+SIGNIFICANCE = 0.01
+# A count whose alternating-projection iterate (closest in the Frobenius metric)
+# has an F statistic above SCREEN times the critical value is not refined in the
+# training metric: the refinement lowered the statistic by a factor 1.5 to 6 in
+# our experiments.
+SCREEN = 20.0
+# Iterations of alternating projections per count on noisy coefficients (they only
+# provide a start and a screen there).
+SCREEN_ITER = 300
+# Gauss-Newton steps in the training metric when testing a count, when polishing an
+# accepted one, and for a fixed count.
+TEST_ITER = 8
+POLISH_ITER = 20
+FIXED_ITER = 200
 
 
 def _canonical_signs(left, right):
@@ -47,6 +85,23 @@ def n_heads_within(singular_values, tol):
     return int(np.argmax(tails <= tol * total))
 
 
+def heads_of_folded(folded, n_heads, n_outputs, token_dim):
+    """Canonical heads of the rank-``n_heads`` truncation of a folded matrix ``W``.
+
+    Returns
+    -------
+    value_matrices : ndarray of shape (n_heads, n_outputs, token_dim)
+    query_matrices : ndarray of shape (n_heads, token_dim, token_dim)
+    """
+    d = token_dim
+    left, singular_values, right_t = svd(folded)
+    root = np.sqrt(singular_values[:n_heads])
+    left, right = _canonical_signs(left[:, :n_heads], right_t[:n_heads].T)
+    value = (left * root).T.reshape(n_heads, n_outputs, d)
+    query = (right * root).T.reshape(n_heads, d, d)
+    return value, query
+
+
 def paper_heads(lifted_coef, token_dim, tol):
     """The paper's head read-out: SVD of the folded coefficient matrix.
 
@@ -66,420 +121,491 @@ def paper_heads(lifted_coef, token_dim, tol):
     -------
     value_matrices : ndarray of shape (n_heads, n_outputs, token_dim)
     query_matrices : ndarray of shape (n_heads, token_dim, token_dim)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_linattn import MultiHeadLinearAttention
+    >>> from sklearn_linattn._heads import paper_heads
+    >>> rng = np.random.default_rng(0)
+    >>> one_head = MultiHeadLinearAttention(
+    ...     rng.normal(size=(1, 1, 3)), rng.normal(size=(1, 3, 3)))
+    >>> value, query = paper_heads(one_head.lifted_coef(), 3, tol=1e-10)
+    >>> len(value)  # the symmetric split needs more heads than the model has
+    3
     """
     folded = fold_lifted_coef(lifted_coef, token_dim)
-    _, singular_values, _ = _svd(folded)
+    _, singular_values, _ = svd(folded)
     return heads_of_folded(
         folded, n_heads_within(singular_values, tol), lifted_coef.shape[0], token_dim
     )
 
 
-def _svd(matrix):
-    try:
-        return scipy.linalg.svd(matrix, full_matrices=False, check_finite=False)
-    except np.linalg.LinAlgError:  # gesdd can fail to converge; gesvd is robust
-        return scipy.linalg.svd(
-            matrix, full_matrices=False, check_finite=False, lapack_driver="gesvd"
-        )
+def head_parameter_count(n_heads, n_outputs, token_dim):
+    """Dimension of the set of lifted coefficients that ``n_heads`` heads compute.
+
+    ``k`` heads have ``k (n_outputs d + d^2)`` parameters; the function does not
+    change under ``V -> A V``, ``Q -> A^{-T} Q`` for any invertible ``k x k``
+    mixing ``A`` (``k^2`` dimensions, which include the per-head scalings). With
+    one output, the part of ``W`` antisymmetric in ``(b, c)`` that keeps the rank
+    adds ``d k (k - 1) / 2`` more (the slices may change by any antisymmetric
+    matrix supported on the heads' value subspace); with several outputs it adds
+    none. The count is capped at ``n_outputs * p``. (Checked against the rank of
+    the map's Jacobian for ``d <= 5``, ``n_outputs <= 5``.)
+
+    Examples
+    --------
+    >>> from sklearn_linattn._heads import head_parameter_count
+    >>> head_parameter_count(1, 1, 4), head_parameter_count(2, 1, 4)
+    (19, 32)
+    >>> head_parameter_count(4, 1, 4)  # d heads describe every function: p
+    40
+    """
+    k, m, d = n_heads, n_outputs, token_dim
+    n_lifted = d * d * (d + 1) // 2
+    count = k * (m * d + d * d - k)
+    if m == 1:
+        count -= d * k * (k - 1) // 2
+    return int(min(max(count, 0), m * n_lifted))
 
 
-def heads_of_folded(folded, n_heads, n_outputs, token_dim):
-    """Canonical heads of the rank-``n_heads`` truncation of a folded matrix ``W``.
+@dataclass(frozen=True)
+class HeadReadout:
+    """How the heads of a fit were read out (the estimators' ``head_search_``).
 
-    Returns
-    -------
+    Attributes
+    ----------
     value_matrices : ndarray of shape (n_heads, n_outputs, token_dim)
     query_matrices : ndarray of shape (n_heads, token_dim, token_dim)
+    criterion : str
+        Why this count was returned: ``"tol"`` (the heads compute the lifted
+        function within ``tol``), ``"f-test"`` (their training loss is not
+        significantly worse than the lifted fit's), ``"fixed"`` (the best model
+        with the requested number of heads), ``"paper"`` (the paper's SVD
+        read-out, requested or the fallback when the budget ran out).
+    complete : bool
+        False when the budget ran out before the search finished; the heads are
+        then valid (within ``tol`` or accepted by the test) but possibly more than
+        needed.
+    counts_tried : tuple of int
+        Head counts examined, in order.
+    seconds : float
+        Time the read-out took.
+    relative_distance : float
+        ``||theta_heads - theta_lifted||_F / ||theta_lifted||_F``.
+    f_statistic, f_critical : float
+        The F statistic of the returned heads against the lifted fit and its
+        critical value (NaN when no test was possible: too few samples, or
+        ``n_heads=None``).
     """
-    d = token_dim
-    left, singular_values, right_t = _svd(folded)
-    root = np.sqrt(singular_values[:n_heads])
-    left, right = _canonical_signs(left[:, :n_heads], right_t[:n_heads].T)
-    value = (left * root).T.reshape(n_heads, n_outputs, d)
-    query = (right * root).T.reshape(n_heads, d, d)
-    return value, query
+
+    value_matrices: np.ndarray
+    query_matrices: np.ndarray
+    criterion: str
+    complete: bool
+    counts_tried: tuple
+    seconds: float
+    relative_distance: float
+    f_statistic: float = float("nan")
+    f_critical: float = float("nan")
+
+    @property
+    def n_heads(self):
+        return len(self.value_matrices)
 
 
-def _truncate(matrix, rank):
-    """Best rank-``rank`` approximation (Eckart-Young)."""
-    left, singular_values, right_t = _svd(matrix)
-    return (left[:, :rank] * singular_values[:rank]) @ right_t[:rank]
+class _Search:
+    """State shared by the steps of one read-out: the target, the noise model, the
+    clock and the log."""
+
+    def __init__(self, lifted_coef, token_dim, tol, apply_weight, rss, n_obs,
+                 budget_seconds, verbose):
+        self.coef = lifted_coef
+        self.d = token_dim
+        self.m, self.p = lifted_coef.shape
+        self.tol = tol
+        self.apply_weight = apply_weight
+        self.start = time.perf_counter()
+        self.deadline = self.start + (
+            np.inf if budget_seconds is None else float(budget_seconds)
+        )
+        self.verbose = verbose
+        self.norm = float(np.linalg.norm(lifted_coef))
+        self.tried = []
+        self.complete = True
+        rss = 0.0 if rss is None else float(np.sum(rss))
+        # Residual degrees of freedom of the lifted fit; no test without them.
+        self.df_residual = self.m * (int(n_obs or 0) - self.p)
+        self.variance = rss / self.df_residual if self.df_residual > 0 else None
+
+    def log(self, message):
+        if self.verbose:
+            elapsed = time.perf_counter() - self.start
+            print(f"[heads {elapsed:7.3f} s] {message}", flush=True)
+
+    def expired(self):
+        if time.perf_counter() > self.deadline:
+            self.complete = False
+            return True
+        return False
+
+    def loss(self, theta):
+        residual = theta - self.coef
+        return float(np.vdot(residual, self.apply_weight(residual)))
+
+    def distance(self, folded):
+        gap = unfold_lifted_coef(folded, self.d) - self.coef
+        return float(np.linalg.norm(gap) / self.norm)
+
+    def test(self, n_heads):
+        """``(df1, critical loss, critical F)`` of the F-test for ``n_heads``, or
+        None when it cannot be applied."""
+        if self.variance is None:
+            return None
+        df1 = self.m * self.p - head_parameter_count(n_heads, self.m, self.d)
+        if df1 <= 0:
+            return None
+        critical = float(scipy.stats.f.isf(SIGNIFICANCE, df1, self.df_residual))
+        return df1, critical * df1 * self.variance, critical
+
+    def statistic(self, loss, n_heads):
+        test = self.test(n_heads)
+        if test is None or self.variance == 0:
+            return float("nan"), float("nan")
+        df1, _, critical = test
+        return loss / df1 / self.variance, critical
+
+    def noisy(self):
+        """Whether the lifted fit's noise is above ``tol`` (relative, in the
+        training metric): then counts come from the F-test."""
+        if not self.variance:
+            return False
+        signal = np.vdot(self.coef, self.apply_weight(self.coef))
+        noise = self.variance * self.m * self.p
+        return bool(signal > 0 and np.sqrt(noise / signal) > self.tol)
 
 
-def _project_rank(matrix, rank):
-    """Best rank-``rank`` approximation from the eigenvectors of the smaller Gram
-    matrix: three to four times faster than an SVD on the small, wide matrices
-    of the head search. The projector is accurate to about
-    ``eps * (s_1 / s_rank)^2``, ample unless heads differ in strength by orders
-    of magnitude."""
-    if matrix.shape[0] <= matrix.shape[1]:
-        top = np.linalg.eigh(matrix @ matrix.T)[1][:, -rank:]
-        return top @ (top.T @ matrix)
-    top = np.linalg.eigh(matrix.T @ matrix)[1][:, -rank:]
-    return (matrix @ top) @ top.T
-
-
-# Alternating projections: iterations between progress checks; the relative
-# progress per window above which the iteration counts as stalled (converged, or
-# stuck at a point that is not a solution); the cap on iterations per start, and
-# the iteration after which a start is abandoned when its current linear rate
-# would not reach the tolerance within the cap (slow phases before that are
-# common on the way to a solution); how many extra starts (seeded, antisymmetric
-# perturbations) to try when one stalls.
-_WINDOW = 25
-_STALL = 1.0 - 1e-3
-_MAX_ITER = 5000
-_PATIENCE = 1000
-# Within tol a start polishes on to POLISH[0] * tol in any case, and on to
-# POLISH[1] * tol while each window still gains a factor POLISH_RATE: full
-# accuracy where convergence is fast, without the long tail where it is slow.
-_POLISH = (1e-3, 1e-6)
-_POLISH_RATE = 0.5
-_RESTARTS = 8
-_RESTART_SEED = 20251129
-
-
-def _alternating_projections(lifted_coef, token_dim, rank, start, tol, max_iter):
-    """Alternate between rank-``rank`` matrices and the affine set of folded ``W``
-    with the fitted symmetric part, from ``start``; return the best rank-``rank``
-    iterate and its relative error on the lifted coefficients."""
-    norm = np.linalg.norm(lifted_coef)
-    current = start
-    window_start = np.inf
-    best, best_error = None, np.inf
-    for iteration in range(max_iter):
-        low_rank = _project_rank(current, rank)
-        gap = unfold_lifted_coef(low_rank, token_dim) - lifted_coef
-        error = np.linalg.norm(gap) / norm
-        if error < best_error:
-            best, best_error = low_rank, error
-        if error <= _POLISH[1] * tol:
+def _tol_search(search, lower, upper, at_upper=None):
+    """Fewest heads in ``[lower, upper)`` within ``tol``: upward single starts of
+    alternating projections until one succeeds, then downward with restarts (and
+    the isotropic Gauss-Newton for one output) until one fails. ``at_upper`` is a
+    known solution with ``upper`` heads, if any. Returns ``(folded, n_heads)`` or
+    None."""
+    found = None
+    for k in range(lower, upper):
+        if search.expired():
+            return found
+        search.tried.append(k)
+        folded, error = low_rank_fold(
+            search.coef, search.d, k, search.tol, deadline=search.deadline
+        )
+        search.log(f"{k} heads: distance {error:.1e} (tol {search.tol:g})")
+        if error <= search.tol:
+            found = (folded, k)
             break
-        if iteration % _WINDOW == 0:
-            progress = error / window_start
-            if progress > (_POLISH_RATE if error <= _POLISH[0] * tol else _STALL):
-                break
-            window_start = error
-            if iteration >= _PATIENCE and error > tol > 0:
-                # Linear convergence at the current rate needs about this many
-                # more iterations to reach tol.
-                needed = _WINDOW * np.log(tol / error) / np.log(progress)
-                if iteration + needed > max_iter:
-                    break
-        # Affine projection: swap the symmetric part of low_rank for the fitted one.
-        current = low_rank - fold_lifted_coef(gap, token_dim)
-    return best, best_error
-
-
-# Gauss-Newton on isotropic subspaces (one output): iteration cap per start, the
-# Levenberg-Marquardt damping beyond which a start is abandoned, extra random starts.
-_GN_MAX_ITER = 60
-_GN_MAX_DAMPING = 1e8
-_GN_STARTS = 40
-
-
-def _isotropy_residual(slices, null_basis):
-    """``N^T S_e N`` for every slice, upper triangles in the Frobenius metric."""
-    k = null_basis.shape[1]
-    rows, cols = np.triu_indices(k)
-    weights = np.where(rows == cols, 1.0, np.sqrt(2.0))
-    products = np.einsum("bi,ebc,cj->eij", null_basis, slices, null_basis)
-    return (products[:, rows, cols] * weights).ravel()
-
-
-def _isotropy_jacobian(slices, null_basis, complement):
-    """Derivative of the residual for ``N -> N + complement @ X``, columns over X."""
-    k = null_basis.shape[1]
-    rows, cols = np.triu_indices(k)
-    weights = np.where(rows == cols, 1.0, np.sqrt(2.0))
-    mixed = np.einsum("bi,ebc,cj->eij", complement, slices, null_basis)  # (e, r, k)
-    identity = np.eye(k)
-    # d(N^T S N)[a, b] / dX[i, j] = [a == j] T[i, b] + [b == j] T[i, a]
-    change = np.einsum("aj,eib->ijeab", identity, mixed)
-    change = change + np.einsum("bj,eia->ijeab", identity, mixed)
-    change = change[..., rows, cols] * weights
-    return change.reshape(complement.shape[1] * k, -1).T
-
-
-def _isotropic_subspace(slices, start):
-    """Levenberg-Marquardt for an orthonormal ``N`` with ``N^T S_e N = 0`` for all e.
-
-    Returns the basis reached and ``sum_e ||N^T S_e N||_F^2``.
-    """
-    d, k = start.shape
-    basis = np.linalg.qr(start)[0]
-    value = float(np.sum(_isotropy_residual(slices, basis) ** 2))
-    damping = 1e-3
-    for _ in range(_GN_MAX_ITER):
-        complement = np.linalg.qr(basis, mode="complete")[0][:, k:]
-        jacobian = _isotropy_jacobian(slices, basis, complement)
-        gradient = jacobian.T @ _isotropy_residual(slices, basis)
-        curvature = jacobian.T @ jacobian
-        while True:
-            step = np.linalg.solve(
-                curvature + damping * np.eye(len(gradient)), -gradient
-            )
-            trial = np.linalg.qr(basis + complement @ step.reshape(d - k, k))[0]
-            trial_value = float(np.sum(_isotropy_residual(slices, trial) ** 2))
-            if trial_value < value:
-                basis, damping = trial, max(damping / 3, 1e-12)
-                improvement, value = value - trial_value, trial_value
-                break
-            damping *= 4
-            if damping > _GN_MAX_DAMPING:
-                return basis, value
-        if improvement <= 1e-30 + 1e-12 * value:
+    if found is None:
+        if at_upper is None:
+            return None
+        found = (at_upper, upper)
+    while found[1] > lower and not search.expired():
+        k = found[1] - 1
+        search.tried.append(k)
+        folded, error = low_rank_fold(
+            search.coef, search.d, k, search.tol, restarts=RESTARTS,
+            deadline=search.deadline,
+        )
+        search.log(f"{k} heads, with restarts: distance {error:.1e}")
+        if error > search.tol:
             break
-    return basis, value
+        found = (folded, k)
+    return found
 
 
-def _isotropic_fold(lifted_coef, token_dim, rank, tol, warm_start):
-    """A rank-``rank`` folded ``W`` for one output, from an isotropic subspace.
+def _noisy_search(search, upper):
+    """Fewest heads below ``upper`` accepted by the F-test. Counts are screened by
+    the statistic of their alternating-projection iterate (bisection, assuming
+    more heads never fit worse), then tested upwards from the first that passes
+    the screen, each refined by Gauss-Newton in the training metric. Returns
+    ``(value_rows, query_rows, n_heads, loss)`` or None."""
+    starts = {}
 
-    With one output, ``W`` has rank at most ``r`` exactly when the slices
-    ``S_e = W_sym[:, :, e]`` all vanish on a common ``(d - r)``-dimensional subspace
-    ``N`` (``N^T S_e N = 0``); then ``X_e = 2 P S_e - P S_e P`` with ``P`` the
-    projector onto ``N``'s complement has the fitted symmetric part and rank ``<= r``,
-    and the relative error is ``sqrt(sum_e ||N^T S_e N||^2) / ||lifted_coef||``.
-    ``N`` is found by Levenberg-Marquardt from the null space of ``warm_start`` and
-    from seeded random starts.
-    """
-    d = token_dim
-    k = d - rank
-    norm = np.linalg.norm(lifted_coef)
-    slices = fold_lifted_coef(lifted_coef, d).reshape(d, d, d).transpose(2, 0, 1)
-    random_state = np.random.default_rng(_RESTART_SEED)
-    starts = [np.linalg.svd(warm_start)[0][:, rank:]] if warm_start is not None else []
-    starts += [random_state.normal(size=(d, k)) for _ in range(_GN_STARTS)]
-    for start in starts:
-        basis, value = _isotropic_subspace(slices, start)
-        if np.sqrt(value) <= tol * norm:
-            complement = np.linalg.qr(basis, mode="complete")[0][:, k:]
-            projector = complement @ complement.T
-            slices_in = 2 * np.einsum("bc,ecf->ebf", projector, slices) - np.einsum(
-                "bc,ecf,fg->ebg", projector, slices, projector
+    def start(k):
+        if k not in starts:
+            folded, error = alternating_projections(
+                search.coef, search.d, k, fold_lifted_coef(search.coef, search.d),
+                search.tol, SCREEN_ITER, search.deadline,
             )
-            return slices_in.transpose(1, 2, 0).reshape(d, d * d)
+            starts[k] = (folded, error, search.loss(unfold_lifted_coef(folded, search.d)))
+        return starts[k]
+
+    def screen(k):
+        search.tried.append(k)
+        folded, error, loss = start(k)
+        statistic, critical = search.statistic(loss, k)
+        passed = error <= search.tol or statistic <= SCREEN * critical
+        search.log(
+            f"{k} heads, screen: distance {error:.1e}, F {statistic:.3g} "
+            f"(screen {SCREEN * critical:.3g}){'' if passed else ': rejected'}"
+        )
+        return passed
+
+    low, high = 1, upper  # upper passes (the paper's read-out is within tol)
+    while low < high and not search.expired():
+        middle = (low + high) // 2
+        if screen(middle):
+            high = middle
+        else:
+            low = middle + 1
+    for k in range(high, upper):
+        if search.expired():
+            return None
+        folded, error, loss = start(k)
+        value_rows, query_rows = balanced_rows(folded, k)
+        if error <= search.tol:
+            return value_rows, query_rows, k, loss
+        test = search.test(k)
+        if test is None:
+            continue
+        _, threshold, critical = test
+        value_rows, query_rows, loss, n_iter = weighted_head_fit(
+            search.coef, search.d, value_rows, query_rows, search.apply_weight,
+            max_iter=TEST_ITER, accept_below=threshold,
+            give_up_above=2.0 * threshold, deadline=search.deadline,
+        )
+        statistic = loss / threshold * critical
+        accepted = loss <= threshold
+        search.log(
+            f"{k} heads, test: F {statistic:.3g} (critical {critical:.3g}) after "
+            f"{n_iter} Gauss-Newton steps: {'accepted' if accepted else 'rejected'}"
+        )
+        if accepted:
+            return value_rows, query_rows, k, loss
     return None
 
 
-def low_rank_fold(lifted_coef, token_dim, rank, tol, max_iter=_MAX_ITER, restarts=0):
-    """A folded ``W`` of rank ``rank`` whose symmetric part is ``lifted_coef``.
+def read_out_heads(
+    lifted_coef,
+    token_dim,
+    n_heads,
+    tol,
+    *,
+    apply_weight,
+    residual_sum_of_squares=None,
+    n_observations=None,
+    budget_seconds=None,
+    verbose=0,
+):
+    """Heads of a fitted lifted model: the estimators' read-out.
 
-    Alternating projections between the matrices of rank ``rank`` (SVD truncation)
-    and the affine set of ``W`` with the fitted symmetric part (keep the
-    antisymmetric part, replace the symmetric one), started from the symmetric
-    split. The iteration runs until it stalls, so a solution is as accurate as the
-    iteration allows, not just within ``tol``. When it stalls above ``tol`` and
-    ``restarts`` are allowed, a single-output problem goes to
-    :func:`_isotropic_fold` (Gauss-Newton, which succeeds where alternating
-    projections stall past ``d / 2`` heads), then alternating projections restart from
-    the symmetric split plus antisymmetric parts drawn from a fixed seed (so results
-    never change between runs).
+    With ``n_heads="auto"`` the count comes from the data:
+
+    - Noiseless coefficients (the lifted fit's residual variance, in the training
+      metric, below ``tol`` relative to the signal): the fewest heads whose
+      lifted coefficients are within ``tol`` of ``lifted_coef`` (relative
+      Frobenius norm), searched as in :func:`minimal_heads`.
+    - Noisy coefficients: the fewest heads ``k`` that pass a nested-model F-test
+      against the lifted fit. With ``Delta_k`` the increase of the training loss
+      of the best ``k``-head model over the lifted fit, ``q_k`` the dimension of
+      the ``k``-head model (:func:`head_parameter_count`), ``n`` the number of
+      observations and ``RSS`` the lifted fit's residual sum of squares (pooled
+      over outputs), ``k`` is accepted when
+
+          F = (Delta_k / (n_outputs p - q_k)) / (RSS / (n_outputs (n - p)))
+
+      is below the ``1 - SIGNIFICANCE`` quantile (99%) of the F distribution with
+      ``(n_outputs p - q_k, n_outputs (n - p))`` degrees of freedom. The accepted
+      heads are then refined towards the best ``k``-head model in the training
+      metric (Gauss-Newton) with what is left of the budget. With fewer
+      observations than lifted features there is no residual variance and only
+      ``tol`` applies.
+
+    With an int ``k``: the best model with at most ``k`` heads for the training
+    objective (the fewest heads within ``tol`` when those are at most ``k``).
+    With None: the paper's SVD read-out (:func:`paper_heads`).
+
+    The search stops when ``budget_seconds`` is spent and returns the best valid
+    heads it has: accepted by one of the criteria, else the paper's read-out
+    truncated within ``tol`` (``complete=False``). BLAS runs single-threaded
+    during the search (its products are small).
 
     Parameters
     ----------
     lifted_coef : ndarray of shape (n_outputs, n_lifted_features)
-    token_dim, rank : int
+        The lifted solution (centered when an intercept is fitted).
+    token_dim : int
+    n_heads : "auto", int or None
     tol : float
         Relative Frobenius tolerance on the lifted coefficients.
-    max_iter : int
-        Cap on iterations per start.
-    restarts : int
-        Extra starts to try when the previous ones stalled above ``tol``.
+    apply_weight : callable
+        ``apply_weight(R)`` returns ``R @ (G + alpha I)`` for ``R`` of shape
+        ``(r, n_lifted_features)``, ``G`` the (weighted, centered) lifted Gram:
+        the training objective of any ``theta`` exceeds the lifted fit's by
+        ``trace((theta - lifted_coef) (G + alpha I) (theta - lifted_coef)^T)``.
+    residual_sum_of_squares : array-like of shape (n_outputs,), optional
+        The lifted fit's training residual sum of squares; None disables the test.
+    n_observations : int, optional
+        Training rows of the fit.
+    budget_seconds : float, optional
+        Time allowed for the search; None for no limit.
+    verbose : int
+        Print each count tried, its statistic and the time.
 
     Returns
     -------
-    folded : ndarray of shape (n_outputs * token_dim, token_dim ** 2) or None
-        None when no start reached ``tol``.
-    relative_error : float
-        ``||unfold(folded) - lifted_coef|| / ||lifted_coef||``, of the best
-        iterate seen.
+    HeadReadout
+
+    Examples
+    --------
+    Heads of a noiseless two-head model, with the training weight the identity:
+
+    >>> import numpy as np
+    >>> from sklearn_linattn import MultiHeadLinearAttention
+    >>> from sklearn_linattn._heads import read_out_heads
+    >>> rng = np.random.default_rng(0)
+    >>> truth = MultiHeadLinearAttention(
+    ...     rng.normal(size=(2, 1, 4)), rng.normal(size=(2, 4, 4)))
+    >>> readout = read_out_heads(
+    ...     truth.lifted_coef(), 4, "auto", 1e-8, apply_weight=lambda r: r)
+    >>> readout.n_heads, readout.criterion, readout.complete
+    (2, 'tol', True)
     """
-    split = fold_lifted_coef(lifted_coef, token_dim)
-    if not np.any(split):
-        return split, 0.0
-    random_state = np.random.default_rng(_RESTART_SEED)
-    best, best_error = None, np.inf
-    for attempt in range(1 + restarts):
-        start = split
-        if attempt:
-            shape = (lifted_coef.shape[0], token_dim, token_dim, token_dim)
-            noise = random_state.normal(size=shape)
-            antisymmetric = (noise - noise.transpose(0, 2, 1, 3)).reshape(split.shape)
-            start = split + antisymmetric * (
-                np.linalg.norm(split) / np.linalg.norm(antisymmetric)
-            )
-        folded, error = _alternating_projections(
-            lifted_coef, token_dim, rank, start, tol, max_iter
+    lifted_coef = np.asarray(lifted_coef, dtype=np.float64)
+    if lifted_coef.ndim != 2:
+        raise ValueError(
+            "lifted_coef must have shape (n_outputs, n_lifted_features), got shape "
+            f"{lifted_coef.shape}."
         )
-        if error < best_error:
-            best, best_error = folded, error
-        if best_error <= tol:
-            return best, best_error
-        if attempt == 0 and restarts and lifted_coef.shape[0] == 1:
-            # One output: alternating projections often stall when more than half
-            # of the d heads are needed; Gauss-Newton on the isotropic subspace
-            # does not, and costs less than the restarts.
-            folded = _isotropic_fold(lifted_coef, token_dim, rank, tol, best)
-            if folded is not None:
-                gap = unfold_lifted_coef(folded, token_dim) - lifted_coef
-                return folded, np.linalg.norm(gap) / np.linalg.norm(lifted_coef)
-    return None, best_error
+    d = int(token_dim)
+    if lifted_coef.shape[1] != d * d * (d + 1) // 2:
+        raise ValueError(
+            f"lifted_coef has {lifted_coef.shape[1]} columns; token_dim={d} needs "
+            f"{d * d * (d + 1) // 2} (d * d * (d + 1) / 2)."
+        )
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _read_out(
+            lifted_coef, d, n_heads, tol, apply_weight, residual_sum_of_squares,
+            n_observations, budget_seconds, verbose,
+        )
 
 
-def _fewest_heads_bound(lifted_coef, token_dim, tol):
-    """A lower bound on the heads needed to reproduce ``lifted_coef`` within tol.
+def _read_out(lifted_coef, d, n_heads, tol, apply_weight, rss, n_obs, budget, verbose):
+    search = _Search(lifted_coef, d, tol, apply_weight, rss, n_obs, budget, verbose)
+    m = search.m
+    split = fold_lifted_coef(lifted_coef, d)
+    _, singular_values, _ = svd(split)
+    paper_count = n_heads_within(singular_values, tol)
 
-    For any ``r``-head model the slices ``S_{a,e}[b, c] = W_sym[a, b, c, e]`` are
-    ``sym(sum_h V_h[a, b] Q_h[c, e])``, of rank at most ``2 r``; so the part of the
-    slices beyond their ``2 r`` largest eigenvalues is within the model's distance
-    to ``lifted_coef``.
-    """
-    d = token_dim
-    slices = fold_lifted_coef(lifted_coef, d).reshape(-1, d, d, d)
-    slices = slices.transpose(0, 3, 1, 2).reshape(-1, d, d)  # one per (a, e)
-    squared = np.sort(np.linalg.eigvalsh(slices) ** 2, axis=1)  # ascending
-    # tails[j]: squared Frobenius norm left after keeping the j largest eigenvalues
-    tails = np.concatenate(
-        [np.cumsum(squared, axis=1)[:, ::-1], np.zeros((len(squared), 1))], axis=1
-    ).sum(axis=0)
-    allowed = (tol * np.linalg.norm(lifted_coef)) ** 2
-    kept = int(np.argmax(tails <= allowed))
-    return max(1, -(-kept // 2))
+    def result(folded, k, criterion, loss=None):
+        value, query = heads_of_folded(folded, k, m, d)
+        theta = head_coef(*balanced_rows(folded, k), d) if k else 0 * lifted_coef
+        distance = (
+            float(np.linalg.norm(theta - lifted_coef) / search.norm)
+            if search.norm else 0.0
+        )
+        if loss is None and criterion != "paper":
+            loss = search.loss(theta)
+        statistic, critical = (
+            search.statistic(loss, k) if loss is not None else (np.nan, np.nan)
+        )
+        readout = HeadReadout(
+            value, query, criterion, search.complete, tuple(search.tried),
+            time.perf_counter() - search.start, distance, statistic, critical,
+        )
+        search.log(
+            f"{k} heads ({criterion}{'' if search.complete else ', budget spent'}); "
+            f"counts tried {list(search.tried)}"
+        )
+        return readout
+
+    if n_heads is None or search.norm == 0 or paper_count <= 1:
+        return result(split, paper_count, "paper" if n_heads is None else "tol")
+
+    fixed = n_heads != "auto"
+    upper = min(int(n_heads), paper_count) if fixed else paper_count
+    noisy = search.noisy()
+    search.log(
+        f"p={search.p}, {m} output(s), paper's count {paper_count}, "
+        + (f"noisy: F-test at level {SIGNIFICANCE}" if noisy else "noiseless: tol")
+    )
+    if not noisy:
+        lower = min(fewest_heads_bound(lifted_coef, d, tol), paper_count)
+        found = _tol_search(
+            search, lower, upper, split if upper == paper_count else None
+        )
+        if found is not None:
+            return result(found[0], found[1], "tol")
+        if not fixed or upper == paper_count:
+            return result(split, paper_count, "tol" if search.complete else "paper")
+    elif not fixed:
+        found = _noisy_search(search, upper)
+        if found is None:
+            return result(split, paper_count, "tol" if search.complete else "paper")
+        value_rows, query_rows, k, loss = found
+        if not search.expired():
+            value_rows, query_rows, loss, _ = weighted_head_fit(
+                lifted_coef, d, value_rows, query_rows, apply_weight,
+                max_iter=POLISH_ITER, deadline=search.deadline,
+            )
+        return result(value_rows.T @ query_rows, k, "f-test", loss)
+    if upper == paper_count:
+        return result(split, paper_count, "tol")
+    # A fixed count below what reproduces the fit: the best model with k heads.
+    k = upper
+    search.tried.append(k)
+    candidates = [
+        alternating_projections(
+            lifted_coef, d, k, split, 0.0, SCREEN_ITER, search.deadline
+        )[0],
+        balanced_rows(split, k)[0].T @ balanced_rows(split, k)[1],
+    ]
+    losses = [search.loss(unfold_lifted_coef(c, d)) for c in candidates]
+    value_rows, query_rows = balanced_rows(candidates[int(np.argmin(losses))], k)
+    value_rows, query_rows, loss, n_iter = weighted_head_fit(
+        lifted_coef, d, value_rows, query_rows, apply_weight, max_iter=FIXED_ITER,
+        stall=1e-13, deadline=search.deadline,
+    )
+    search.log(f"{k} heads: {n_iter} Gauss-Newton steps in the training metric")
+    return result(value_rows.T @ query_rows, k, "fixed", loss)
 
 
-def minimal_heads(lifted_coef, token_dim, tol, max_iter=_MAX_ITER):
+def minimal_heads(lifted_coef, token_dim, tol, budget_seconds=None):
     """The fewest heads that reproduce ``lifted_coef`` within ``tol``.
 
-    No model with fewer than :func:`_fewest_heads_bound` heads can work, and the
+    No model with fewer than the slices' eigenvalue bound can work, and the
     paper's read-out (the SVD of the symmetric split, truncated within ``tol``)
-    always does. Counts from the bound upwards get one start of
-    :func:`low_rank_fold` each, until one succeeds; counts below that one are then
-    retried with restarts, one at a time, until one fails.
-
-    The search goes upwards because alternating projections converge quickly to a
-    solution of exactly the probed rank but slowly to one of lower rank, so a
-    probe above the minimal count is no reliable test of feasibility.
+    always does. Counts from the bound upwards get one start of alternating
+    projections each, until one succeeds; counts below that one are then retried
+    with restarts, one at a time, until one fails. (Alternating projections
+    converge quickly to a solution of exactly the probed rank but slowly to one of
+    lower rank, so a probe above the minimal count is no reliable test.)
 
     Returns
     -------
     value_matrices : ndarray of shape (n_heads, n_outputs, token_dim)
     query_matrices : ndarray of shape (n_heads, token_dim, token_dim)
     """
-    n_outputs = lifted_coef.shape[0]
-    best = fold_lifted_coef(lifted_coef, token_dim)
-    _, singular_values, _ = _svd(best)
-    n_heads = n_heads_within(singular_values, tol)  # always enough
-    lower_bound = min(_fewest_heads_bound(lifted_coef, token_dim, tol), n_heads)
-    for candidate in range(lower_bound, n_heads):
-        folded, _ = low_rank_fold(lifted_coef, token_dim, candidate, tol, max_iter)
-        if folded is not None:
-            best, n_heads = folded, candidate
-            break
-    while n_heads > lower_bound:
-        folded, _ = low_rank_fold(
-            lifted_coef, token_dim, n_heads - 1, tol, max_iter, restarts=_RESTARTS
-        )
-        if folded is None:
-            break
-        best, n_heads = folded, n_heads - 1
-    return heads_of_folded(best, n_heads, n_outputs, token_dim)
+    readout = read_out_heads(
+        lifted_coef, token_dim, "auto", tol, apply_weight=lambda r: r,
+        budget_seconds=budget_seconds,
+    )
+    return readout.value_matrices, readout.query_matrices
 
 
-# L-BFGS refinement of k heads: cap on iterations and the relative tolerances.
-_REFINE_MAX_ITER = 3000
-_REFINE_FTOL = 1e-15
-_REFINE_GTOL = 1e-12
-
-
-def _weighted_loss(lifted_coef, target, apply_weight):
-    """``sum_a (theta_a - target_a)^T weight (theta_a - target_a)`` and its
-    gradient in ``theta``."""
-    residual = lifted_coef - target
-    weighted = apply_weight(residual)
-    return float(np.sum(weighted * residual)), 2.0 * weighted
-
-
-def fixed_heads(lifted_coef, token_dim, n_heads, apply_weight, tol, max_iter=_MAX_ITER):
+def fixed_heads(lifted_coef, token_dim, n_heads, apply_weight, tol, budget_seconds=None):
     """The best model with at most ``n_heads`` heads for a weighted objective.
 
     Minimizes ``sum_a (theta_a - lifted_coef_a)^T weight (theta_a - lifted_coef_a)``
-    over the lifted coefficients ``theta`` of ``n_heads``-head models. With
-    ``weight = Phi^T Phi + alpha I`` (centered when fitting an intercept) and
-    ``lifted_coef`` the lifted minimizer this is the training objective, up to a
-    constant. When at most ``n_heads`` heads reproduce ``lifted_coef`` within
-    ``tol`` (:func:`minimal_heads`) those heads are returned; otherwise the better
-    of the alternating-projection iterate of rank ``n_heads`` and the paper's
-    read-out truncated to ``n_heads`` heads is refined by L-BFGS over the heads,
-    which never increases the objective.
-
-    Parameters
-    ----------
-    lifted_coef : ndarray of shape (n_outputs, n_lifted_features)
-    token_dim, n_heads : int
-    apply_weight : callable
-        ``apply_weight(R)`` is ``R @ weight`` for ``R`` of shape
-        ``(n_outputs, n_lifted_features)``, ``weight`` symmetric positive
-        semi-definite (a matrix product, or structured products that never form
-        ``weight``).
-    tol : float
+    over the lifted coefficients ``theta`` of ``n_heads``-head models (with
+    ``weight = Phi^T Phi + alpha I`` and ``lifted_coef`` the lifted minimizer, the
+    training objective up to a constant). See :func:`read_out_heads`.
 
     Returns
     -------
     value_matrices : ndarray of shape (h, n_outputs, token_dim), ``h <= n_heads``
     query_matrices : ndarray of shape (h, token_dim, token_dim)
     """
-    d = token_dim
-    n_outputs = lifted_coef.shape[0]
-    value, query = minimal_heads(lifted_coef, d, tol, max_iter)
-    if len(value) <= n_heads:
-        return value, query
-
-    split = fold_lifted_coef(lifted_coef, d)
-    candidates = [
-        _alternating_projections(lifted_coef, d, n_heads, split, 0.0, max_iter)[0],
-        _truncate(split, n_heads),
-    ]
-    scale = max(
-        _weighted_loss(np.zeros_like(lifted_coef), lifted_coef, apply_weight)[0],
-        np.finfo(float).tiny,
+    readout = read_out_heads(
+        lifted_coef, token_dim, int(n_heads), tol, apply_weight=apply_weight,
+        budget_seconds=budget_seconds,
     )
-    losses = [
-        _weighted_loss(unfold_lifted_coef(c, d), lifted_coef, apply_weight)[0]
-        for c in candidates
-    ]
-    start = candidates[int(np.argmin(losses))]
-    left, values, right_t = _svd(start)
-    root = np.sqrt(values[:n_heads])
-    value_rows = (left[:, :n_heads] * root).T  # (n_heads, n_outputs * d)
-    query_rows = right_t[:n_heads] * root[:, None]  # (n_heads, d * d)
-    split_at = value_rows.size
-
-    def objective(parameters):
-        value = parameters[:split_at].reshape(value_rows.shape)
-        query = parameters[split_at:].reshape(query_rows.shape)
-        folded = value.T @ query  # W[(a,b),(c,e)] = sum_h V_h[a,b] Q_h[c,e]
-        loss, gradient = _weighted_loss(
-            unfold_lifted_coef(folded, d), lifted_coef, apply_weight
-        )
-        # fold is the adjoint of unfold, so this is the gradient in W.
-        gradient_folded = fold_lifted_coef(gradient, d) / scale
-        return loss / scale, np.concatenate(
-            [(query @ gradient_folded.T).ravel(), (value @ gradient_folded).ravel()]
-        )
-
-    result = scipy.optimize.minimize(
-        objective,
-        np.concatenate([value_rows.ravel(), query_rows.ravel()]),
-        jac=True,
-        method="L-BFGS-B",
-        options={
-            "maxiter": _REFINE_MAX_ITER,
-            "ftol": _REFINE_FTOL,
-            "gtol": _REFINE_GTOL,
-        },
-    )
-    value = result.x[:split_at].reshape(value_rows.shape)
-    query = result.x[split_at:].reshape(query_rows.shape)
-    return heads_of_folded(value.T @ query, n_heads, n_outputs, d)
+    return readout.value_matrices, readout.query_matrices

@@ -6,12 +6,13 @@ from conftest import n_lifted, random_attention, random_sequences
 
 from sklearn_linattn import LinearAttentionRegressor, MultiHeadLinearAttention
 from sklearn_linattn._heads import (
-    _fewest_heads_bound,
+
     fixed_heads,
     minimal_heads,
     paper_heads,
 )
 from sklearn_linattn._lift import lifted_features
+from sklearn_linattn._low_rank import fewest_heads_bound
 
 
 def relative_distance(model, truth):
@@ -51,7 +52,7 @@ def test_a_generic_function_needs_all_heads(token_dim):
     coef = rng.normal(size=(1, n_lifted(token_dim)))
     value, _ = minimal_heads(coef, token_dim, tol=1e-8)
     assert len(value) == token_dim
-    assert _fewest_heads_bound(coef, token_dim, 1e-8) == token_dim // 2
+    assert fewest_heads_bound(coef, token_dim, 1e-8) == token_dim // 2
 
 
 def test_tolerance_trades_heads_for_fidelity():
