@@ -25,15 +25,16 @@ import numpy as np
 import scipy.stats
 from threadpoolctl import threadpool_limits
 
-from ._attention import fold_lifted_coef, unfold_lifted_coef
 from ._low_rank import (
     RESTARTS,
     alternating_projections,
     balanced_rows,
     fewest_heads_bound,
+    fold_lifted_coef,
     head_coef,
     low_rank_fold,
     svd,
+    unfold_lifted_coef,
     weighted_head_fit,
 )
 
@@ -54,9 +55,11 @@ SIGNIFICANCE = 0.01
 # training metric: the refinement lowered the statistic by a factor 1.5 to 6 in
 # our experiments.
 SCREEN = 20.0
-# Iterations of alternating projections per count on noisy coefficients (they only
-# provide a start and a screen there).
-SCREEN_ITER = 300
+# Iterations of alternating projections per count on noisy coefficients, and the
+# progress per window below which they stop (they only provide a start and a
+# screen there).
+SCREEN_ITER = 100
+SCREEN_STALL = 0.99
 # Gauss-Newton steps in the training metric when testing a count, when polishing an
 # accepted one, and for a fixed count.
 TEST_ITER = 8
@@ -326,14 +329,18 @@ def _noisy_search(search, upper):
     the statistic of their alternating-projection iterate (bisection, assuming
     more heads never fit worse), then tested upwards from the first that passes
     the screen, each refined by Gauss-Newton in the training metric. Returns
-    ``(value_rows, query_rows, n_heads, loss)`` or None."""
+    ``(value_rows, query_rows, n_heads, loss)`` or None.
+
+    The screen probes 1, 2, 4, ... heads until one passes, then bisects: few
+    heads are cheap to probe and most data that is not noise needs few."""
     starts = {}
 
     def start(k):
         if k not in starts:
             folded, error = alternating_projections(
                 search.coef, search.d, k, fold_lifted_coef(search.coef, search.d),
-                search.tol, SCREEN_ITER, search.deadline,
+                search.tol, SCREEN_ITER, search.deadline, stall=SCREEN_STALL,
+                warm=True,
             )
             starts[k] = (folded, error, search.loss(unfold_lifted_coef(folded, search.d)))
         return starts[k]
@@ -350,6 +357,12 @@ def _noisy_search(search, upper):
         return passed
 
     low, high = 1, upper  # upper passes (the paper's read-out is within tol)
+    probe = 1
+    while probe < high and not search.expired():
+        if screen(probe):
+            high = probe
+            break
+        low, probe = probe + 1, 2 * probe
     while low < high and not search.expired():
         middle = (low + high) // 2
         if screen(middle):

@@ -16,12 +16,14 @@ Every iterative routine takes a ``deadline`` (a :func:`time.perf_counter` value)
 returns its best iterate when the deadline passes. Nothing here imports the read-outs.
 """
 
+import functools
 import time
 
 import numpy as np
 import scipy.linalg
 
-from ._attention import fold_lifted_coef, unfold_lifted_coef
+from ._attention import fold_lifted_coef as _reference_fold
+from ._attention import unfold_lifted_coef as _reference_unfold
 
 __all__ = [
     "alternating_projections",
@@ -30,6 +32,39 @@ __all__ = [
     "svd",
     "weighted_head_fit",
 ]
+
+
+@functools.lru_cache(maxsize=16)
+def _fold_indices(token_dim):
+    """Flat positions of ``W[b, c, e]`` and ``W[c, b, e]`` (within one output's
+    ``d^3`` block) for each lifted feature, and the feature's scale."""
+    d = token_dim
+    rows, cols = np.triu_indices(d)
+    scales = np.where(rows == cols, 1.0, 1.0 / np.sqrt(2.0))
+    e = np.arange(d)
+    first = ((rows[:, None] * d + cols[:, None]) * d + e).ravel()
+    second = ((cols[:, None] * d + rows[:, None]) * d + e).ravel()
+    return first, second, np.repeat(scales, d)
+
+
+def fold_lifted_coef(lifted_coef, token_dim):
+    """The symmetric split ``W[(a, b), (c, e)]`` of lifted coefficients (same as
+    :func:`sklearn_linattn._attention.fold_lifted_coef`, with cached indices)."""
+    first, second, scales = _fold_indices(token_dim)
+    n_outputs = lifted_coef.shape[0]
+    folded = np.zeros((n_outputs, token_dim**3))
+    values = lifted_coef * scales
+    folded[:, first] = values
+    folded[:, second] = values
+    return folded.reshape(n_outputs * token_dim, token_dim * token_dim)
+
+
+def unfold_lifted_coef(folded, token_dim):
+    """Lifted coefficients of a folded ``W`` (same as
+    :func:`sklearn_linattn._attention.unfold_lifted_coef`, with cached indices)."""
+    first, second, scales = _fold_indices(token_dim)
+    flat = folded.reshape(-1, token_dim**3)
+    return (flat[:, first] + flat[:, second]) * (0.5 / scales)
 
 
 def _expired(deadline):
@@ -59,6 +94,19 @@ def _project_rank(matrix, rank):
     return (matrix @ top) @ top.T
 
 
+def _project_rank_warm(matrix, rank, basis):
+    """Rank-``rank`` approximation from two steps of subspace iteration on the
+    right singular vectors, started from ``basis`` (the previous iterate's): cheap
+    when ``rank`` is small, and as accurate as the search needs once the iterates
+    change slowly. Returns the approximation and the new basis."""
+    if basis is None:
+        basis = np.linalg.eigh(matrix.T @ matrix)[1][:, -rank:]
+    else:
+        for _ in range(2):
+            basis = np.linalg.qr(matrix.T @ (matrix @ basis))[0]
+    return (matrix @ basis) @ basis.T, basis
+
+
 # Alternating projections: iterations between progress checks; the relative
 # progress per window above which the iteration counts as stalled (converged, or
 # stuck at a point that is not a solution); the cap on iterations per start, and
@@ -80,17 +128,32 @@ RESTART_SEED = 20251129
 
 
 def alternating_projections(
-    lifted_coef, token_dim, rank, start, tol, max_iter, deadline=np.inf
+    lifted_coef,
+    token_dim,
+    rank,
+    start,
+    tol,
+    max_iter,
+    deadline=np.inf,
+    stall=STALL,
+    warm=False,
 ):
     """Alternate between rank-``rank`` matrices and the affine set of folded ``W``
     with the fitted symmetric part, from ``start``; return the best rank-``rank``
-    iterate and its relative error on the lifted coefficients."""
+    iterate and its relative error on the lifted coefficients. The iteration
+    stops when a window of ``WINDOW`` iterations lowers the error by less than a
+    factor ``stall``. With ``warm``, the rank projection is by warm-started
+    subspace iteration (for screening many counts quickly)."""
     norm = np.linalg.norm(lifted_coef)
     current = start
     window_start = np.inf
     best, best_error = None, np.inf
+    basis = None
     for iteration in range(max_iter):
-        low_rank = _project_rank(current, rank)
+        if warm:
+            low_rank, basis = _project_rank_warm(current, rank, basis)
+        else:
+            low_rank = _project_rank(current, rank)
         gap = unfold_lifted_coef(low_rank, token_dim) - lifted_coef
         error = np.linalg.norm(gap) / norm
         if error < best_error:
@@ -99,7 +162,7 @@ def alternating_projections(
             break
         if iteration % WINDOW == 0:
             progress = error / window_start
-            if progress > (POLISH_RATE if error <= POLISH[0] * tol else STALL):
+            if progress > (POLISH_RATE if error <= POLISH[0] * tol else stall):
                 break
             if _expired(deadline):
                 break
