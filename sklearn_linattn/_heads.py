@@ -253,26 +253,31 @@ class _Search:
         return False
 
     def loss(self, theta):
-        residual = theta - self.coef
+        return self.loss_of(theta, self.coef)
+
+    def loss_of(self, theta, target):
+        residual = theta - target
         return float(np.vdot(residual, self.apply_weight(residual)))
 
     def distance(self, folded):
         gap = unfold_lifted_coef(folded, self.d) - self.coef
         return float(np.linalg.norm(gap) / self.norm)
 
-    def test(self, n_heads):
-        """``(df1, critical loss, critical F)`` of the F-test for ``n_heads``, or
-        None when it cannot be applied."""
+    def test(self, n_heads, n_kept=None):
+        """``(df1, critical loss, critical F)`` of the F-test for ``n_heads`` whose
+        value matrices use ``n_kept`` output directions (all by default), or None
+        when it cannot be applied."""
         if self.variance is None:
             return None
-        df1 = self.m * self.p - head_parameter_count(n_heads, self.m, self.d)
+        n_kept = self.m if n_kept is None else n_kept
+        df1 = self.m * self.p - head_parameter_count(n_heads, n_kept, self.d)
         if df1 <= 0:
             return None
         critical = float(scipy.stats.f.isf(SIGNIFICANCE, df1, self.df_residual))
         return df1, critical * df1 * self.variance, critical
 
-    def statistic(self, loss, n_heads):
-        test = self.test(n_heads)
+    def statistic(self, loss, n_heads, n_kept=None):
+        test = self.test(n_heads, n_kept)
         if test is None or self.variance == 0:
             return float("nan"), float("nan")
         df1, _, critical = test
@@ -324,35 +329,79 @@ def _tol_search(search, lower, upper, at_upper=None):
     return found
 
 
+class _OutputSubspace:
+    """The lifted coefficients seen through their ``r`` leading output directions.
+
+    A ``k``-head model's coefficients have row rank at most ``k d``, and the
+    ``k``-head models are closed under rotations of the outputs; so a count with
+    ``k d < n_outputs`` is fitted on the ``k d`` leading directions (in the
+    training metric) and the rest of the coefficients is left unfitted.
+    The training loss splits exactly: the part in the kept directions plus the
+    weighted energy of the dropped ones. (A nested model with ``r`` outputs'
+    value matrices, counted as such by the test.)"""
+
+    def __init__(self, search):
+        self.search = search
+        # Directions of decreasing weighted energy: eigenvectors of
+        # lifted_coef M lifted_coef^T, so the dropped rows carry the least of the
+        # training loss (directions from the unweighted SVD would keep the noise
+        # of weakly determined features and drop signal).
+        energy = search.coef @ search.apply_weight(search.coef).T
+        energies, rotation = np.linalg.eigh((energy + energy.T) / 2)
+        self.rotation = rotation[:, ::-1]  # (m, m)
+        self.rotated = self.rotation.T @ search.coef
+        energies = np.maximum(energies[::-1], 0.0)
+        # dropped[r]: weighted energy beyond the first r directions
+        self.dropped = np.append(np.cumsum(energies[::-1])[::-1], 0.0)
+
+    def kept(self, n_heads):
+        return min(self.rotated.shape[0], n_heads * self.search.d)
+
+    def target(self, n_heads):
+        return self.rotated[: self.kept(n_heads)]
+
+    def expand(self, value_rows, n_heads):
+        """Value rows of the ``r`` kept directions back on all outputs."""
+        r, d = self.kept(n_heads), self.search.d
+        value = value_rows.reshape(n_heads, r, d)
+        full = np.einsum("ai,hib->hab", self.rotation[:, :r], value)
+        return full.reshape(n_heads, -1)
+
+
 def _noisy_search(search, upper):
     """Fewest heads below ``upper`` accepted by the F-test. Counts are screened by
     the statistic of their alternating-projection iterate (bisection, assuming
     more heads never fit worse), then tested upwards from the first that passes
     the screen, each refined by Gauss-Newton in the training metric. Returns
-    ``(value_rows, query_rows, n_heads, loss)`` or None.
+    ``(value_rows, query_rows, n_heads, loss, n_kept)`` or None.
 
     The screen probes 1, 2, 4, ... heads until one passes, then bisects: few
     heads are cheap to probe and most data that is not noise needs few."""
+    outputs = _OutputSubspace(search)
+    d = search.d
     starts = {}
 
     def start(k):
         if k not in starts:
+            target = outputs.target(k)
             folded, error = alternating_projections(
-                search.coef, search.d, k, fold_lifted_coef(search.coef, search.d),
-                search.tol, SCREEN_ITER, search.deadline, stall=SCREEN_STALL,
-                warm=True,
+                target, d, k, fold_lifted_coef(target, d), search.tol,
+                SCREEN_ITER, search.deadline, stall=SCREEN_STALL, warm=True,
             )
-            starts[k] = (folded, error, search.loss(unfold_lifted_coef(folded, search.d)))
+            theta = unfold_lifted_coef(folded, d)
+            loss = search.loss_of(theta, target) + outputs.dropped[len(target)]
+            starts[k] = (folded, loss)
         return starts[k]
 
     def screen(k):
         search.tried.append(k)
-        folded, error, loss = start(k)
-        statistic, critical = search.statistic(loss, k)
-        passed = error <= search.tol or statistic <= SCREEN * critical
+        folded, loss = start(k)
+        statistic, critical = search.statistic(loss, k, outputs.kept(k))
+        passed = statistic <= SCREEN * critical
         search.log(
-            f"{k} heads, screen: distance {error:.1e}, F {statistic:.3g} "
-            f"(screen {SCREEN * critical:.3g}){'' if passed else ': rejected'}"
+            f"{k} heads on {outputs.kept(k)} output direction(s), screen: F "
+            f"{statistic:.3g} (screen {SCREEN * critical:.3g})"
+            f"{'' if passed else ': rejected'}"
         )
         return passed
 
@@ -372,27 +421,35 @@ def _noisy_search(search, upper):
     for k in range(high, upper):
         if search.expired():
             return None
-        folded, error, loss = start(k)
-        value_rows, query_rows = balanced_rows(folded, k)
-        if error <= search.tol:
-            return value_rows, query_rows, k, loss
-        test = search.test(k)
+        test = search.test(k, outputs.kept(k))
         if test is None:
             continue
         _, threshold, critical = test
+        folded, _ = start(k)
+        target = outputs.target(k)
+        dropped = outputs.dropped[len(target)]
+        value_rows, query_rows = balanced_rows(folded, k)
         value_rows, query_rows, loss, n_iter = weighted_head_fit(
-            search.coef, search.d, value_rows, query_rows, search.apply_weight,
-            max_iter=TEST_ITER, accept_below=threshold,
-            give_up_above=2.0 * threshold, deadline=search.deadline,
+            target, d, value_rows, query_rows, search.apply_weight,
+            max_iter=TEST_ITER, accept_below=threshold - dropped,
+            give_up_above=2.0 * threshold - dropped, deadline=search.deadline,
         )
-        statistic = loss / threshold * critical
-        accepted = loss <= threshold
+        accepted = loss + dropped <= threshold
         search.log(
-            f"{k} heads, test: F {statistic:.3g} (critical {critical:.3g}) after "
-            f"{n_iter} Gauss-Newton steps: {'accepted' if accepted else 'rejected'}"
+            f"{k} heads, test: F {(loss + dropped) / threshold * critical:.3g} "
+            f"(critical {critical:.3g}) after {n_iter} Gauss-Newton steps: "
+            f"{'accepted' if accepted else 'rejected'}"
         )
         if accepted:
-            return value_rows, query_rows, k, loss
+            if not search.expired():
+                value_rows, query_rows, loss, _ = weighted_head_fit(
+                    target, d, value_rows, query_rows, search.apply_weight,
+                    max_iter=POLISH_ITER, deadline=search.deadline,
+                )
+            return (
+                outputs.expand(value_rows, k), query_rows, k, loss + dropped,
+                outputs.kept(k),
+            )
     return None
 
 
@@ -508,7 +565,7 @@ def _read_out(lifted_coef, d, n_heads, tol, apply_weight, rss, n_obs, budget, ve
     _, singular_values, _ = svd(split)
     paper_count = n_heads_within(singular_values, tol)
 
-    def result(folded, k, criterion, loss=None):
+    def result(folded, k, criterion, loss=None, n_kept=None):
         value, query = heads_of_folded(folded, k, m, d)
         theta = head_coef(*balanced_rows(folded, k), d) if k else 0 * lifted_coef
         distance = (
@@ -518,7 +575,7 @@ def _read_out(lifted_coef, d, n_heads, tol, apply_weight, rss, n_obs, budget, ve
         if loss is None and criterion != "paper":
             loss = search.loss(theta)
         statistic, critical = (
-            search.statistic(loss, k) if loss is not None else (np.nan, np.nan)
+            search.statistic(loss, k, n_kept) if loss is not None else (np.nan, np.nan)
         )
         readout = HeadReadout(
             value, query, criterion, search.complete, tuple(search.tried),
@@ -553,13 +610,8 @@ def _read_out(lifted_coef, d, n_heads, tol, apply_weight, rss, n_obs, budget, ve
         found = _noisy_search(search, upper)
         if found is None:
             return result(split, paper_count, "tol" if search.complete else "paper")
-        value_rows, query_rows, k, loss = found
-        if not search.expired():
-            value_rows, query_rows, loss, _ = weighted_head_fit(
-                lifted_coef, d, value_rows, query_rows, apply_weight,
-                max_iter=POLISH_ITER, deadline=search.deadline,
-            )
-        return result(value_rows.T @ query_rows, k, "f-test", loss)
+        value_rows, query_rows, k, loss, kept = found
+        return result(value_rows.T @ query_rows, k, "f-test", loss, kept)
     if upper == paper_count:
         return result(split, paper_count, "tol")
     # A fixed count below what reproduces the fit: the best model with k heads.
