@@ -33,6 +33,7 @@ from ._low_rank import (
     fold_lifted_coef,
     head_coef,
     low_rank_fold,
+    nearest_isotropic_folds,
     svd,
     unfold_lifted_coef,
     weighted_head_fit,
@@ -60,6 +61,16 @@ SCREEN = 20.0
 # screen there).
 SCREEN_ITER = 100
 SCREEN_STALL = 0.99
+# Seeded random starts of the isotropic-subspace search when alternating
+# projections fail the screen with one output (besides their own iterate).
+ISOTROPIC_STARTS = 8
+# When a count fails the screen, Gauss-Newton steps in the training metric are
+# tried too if their estimated cost is below this share of the remaining budget.
+# Python's overhead per conjugate-gradient iteration, for that estimate.
+SCREEN_WEIGHTED_ITER = 6
+SCREEN_CG_ITER = 20
+SCREEN_SHARE = 0.5
+CG_OVERHEAD_SECONDS = 1e-4
 # Gauss-Newton steps in the training metric when testing a count, when polishing an
 # accepted one, and for a fixed count.
 TEST_ITER = 8
@@ -288,7 +299,9 @@ class _Search:
         training metric): then counts come from the F-test."""
         if not self.variance:
             return False
+        start = time.perf_counter()
         signal = np.vdot(self.coef, self.apply_weight(self.coef))
+        self.apply_seconds = (time.perf_counter() - start) / self.m  # per row
         noise = self.variance * self.m * self.p
         return bool(signal > 0 and np.sqrt(noise / signal) > self.tol)
 
@@ -369,37 +382,91 @@ class _OutputSubspace:
 
 
 def _noisy_search(search, upper):
-    """Fewest heads below ``upper`` accepted by the F-test. Counts are screened by
-    the statistic of their alternating-projection iterate (bisection, assuming
-    more heads never fit worse), then tested upwards from the first that passes
-    the screen, each refined by Gauss-Newton in the training metric. Returns
+    """Fewest heads below ``upper`` accepted by the F-test. Returns
     ``(value_rows, query_rows, n_heads, loss, n_kept)`` or None.
 
-    The screen probes 1, 2, 4, ... heads until one passes, then bisects: few
-    heads are cheap to probe and most data that is not noise needs few."""
+    1. Screen: the F statistic of each count's alternating-projection iterate
+       (nearest in the Frobenius metric) within ``SCREEN`` times the critical
+       value; counts 1, 2, 4, ... until one passes, then bisection (assuming more
+       heads never fit worse; few heads are cheap to probe).
+    2. Test upwards from the first count that passes the screen, each refined by
+       Gauss-Newton in the training metric, until one is accepted.
+    3. Downwards from the accepted count, one count at a time while they are
+       accepted: a thorough screen (more starts and Gauss-Newton steps in the
+       training metric, as the budget allows), then the test. On ill-conditioned
+       Grams the Frobenius-nearest heads can score far worse than the best heads,
+       so the cheap screen alone can overshoot by a head."""
     outputs = _OutputSubspace(search)
     d = search.d
     starts = {}
 
-    def start(k):
+    def start(k, thorough=False):
+        """The best start found for ``k`` heads and its loss: the
+        alternating-projection iterate; with ``thorough``, when that fails the
+        screen, other starts and a few Gauss-Newton steps in the training
+        metric."""
+        target = outputs.target(k)
+        dropped = outputs.dropped[len(target)]
         if k not in starts:
-            target = outputs.target(k)
-            folded, error = alternating_projections(
+            folded, _ = alternating_projections(
                 target, d, k, fold_lifted_coef(target, d), search.tol,
                 SCREEN_ITER, search.deadline, stall=SCREEN_STALL, warm=True,
             )
             theta = unfold_lifted_coef(folded, d)
-            loss = search.loss_of(theta, target) + outputs.dropped[len(target)]
-            starts[k] = (folded, loss)
-        return starts[k]
+            starts[k] = (folded, search.loss_of(theta, target) + dropped)
+        best = starts[k]
+        folded = best[0]
+        screen_loss = search.test(k, outputs.kept(k))
+        screen_loss = np.inf if screen_loss is None else SCREEN * screen_loss[1]
+        if thorough and best[1] > screen_loss:
+            candidates = [folded]
+            if len(target) == 1 and k < d:
+                # One output: alternating projections can stop far from the
+                # nearest k-head models; the isotropic-subspace search does not.
+                candidates += nearest_isotropic_folds(
+                    target, d, k, folded, ISOTROPIC_STARTS, search.deadline
+                )
+            for candidate in candidates:
+                loss = search.loss_of(unfold_lifted_coef(candidate, d), target)
+                candidate, loss = weighted_screen(k, candidate, loss + dropped, target)
+                if loss < best[1]:
+                    best = (candidate, loss)
+                if best[1] <= screen_loss or search.expired():
+                    break
+        starts[k] = best
+        return best
 
-    def screen(k):
+    def weighted_screen(k, folded, loss, target):
+        """A few Gauss-Newton steps in the training metric, when affordable: on
+        ill-conditioned Grams the Frobenius-nearest heads can score hundreds of
+        times worse than the best ones near them."""
+        cost = (SCREEN_WEIGHTED_ITER * SCREEN_CG_ITER) * (
+            search.apply_seconds * len(target) + CG_OVERHEAD_SECONDS
+        )
+        if cost > SCREEN_SHARE * (search.deadline - time.perf_counter()):
+            return folded, loss
+        test = search.test(k, outputs.kept(k))
+        if test is None:
+            return folded, loss
+        dropped = outputs.dropped[len(target)]
+        value_rows, query_rows = balanced_rows(folded, k)
+        value_rows, query_rows, new_loss, _ = weighted_head_fit(
+            target, d, value_rows, query_rows, search.apply_weight,
+            max_iter=SCREEN_WEIGHTED_ITER, cg_max_iter=SCREEN_CG_ITER,
+            give_up_above=SCREEN * test[1] - dropped, deadline=search.deadline,
+        )
+        if new_loss + dropped < loss:
+            return value_rows.T @ query_rows, new_loss + dropped
+        return folded, loss
+
+    def screen(k, thorough=False):
         search.tried.append(k)
-        folded, loss = start(k)
+        folded, loss = start(k, thorough)
         statistic, critical = search.statistic(loss, k, outputs.kept(k))
         passed = statistic <= SCREEN * critical
         search.log(
-            f"{k} heads on {outputs.kept(k)} output direction(s), screen: F "
+            f"{k} heads on {outputs.kept(k)} output direction(s), "
+            f"{'thorough ' if thorough else ''}screen: F "
             f"{statistic:.3g} (screen {SCREEN * critical:.3g})"
             f"{'' if passed else ': rejected'}"
         )
@@ -418,21 +485,21 @@ def _noisy_search(search, upper):
             high = middle
         else:
             low = middle + 1
-    for k in range(high, upper):
-        if search.expired():
-            return None
+    def test(k):
+        """Refine ``k`` heads from their start and test them; the accepted heads
+        are polished with what is left of the budget."""
         test = search.test(k, outputs.kept(k))
         if test is None:
-            continue
+            return None
         _, threshold, critical = test
-        folded, _ = start(k)
+        folded, _ = starts[k] if k in starts else start(k)
         target = outputs.target(k)
         dropped = outputs.dropped[len(target)]
         value_rows, query_rows = balanced_rows(folded, k)
         value_rows, query_rows, loss, n_iter = weighted_head_fit(
             target, d, value_rows, query_rows, search.apply_weight,
             max_iter=TEST_ITER, accept_below=threshold - dropped,
-            give_up_above=2.0 * threshold - dropped, deadline=search.deadline,
+            give_up_above=SCREEN * threshold - dropped, deadline=search.deadline,
         )
         accepted = loss + dropped <= threshold
         search.log(
@@ -440,17 +507,36 @@ def _noisy_search(search, upper):
             f"(critical {critical:.3g}) after {n_iter} Gauss-Newton steps: "
             f"{'accepted' if accepted else 'rejected'}"
         )
-        if accepted:
-            if not search.expired():
-                value_rows, query_rows, loss, _ = weighted_head_fit(
-                    target, d, value_rows, query_rows, search.apply_weight,
-                    max_iter=POLISH_ITER, deadline=search.deadline,
-                )
-            return (
-                outputs.expand(value_rows, k), query_rows, k, loss + dropped,
-                outputs.kept(k),
+        if not accepted:
+            return None
+        if not search.expired():
+            value_rows, query_rows, loss, _ = weighted_head_fit(
+                target, d, value_rows, query_rows, search.apply_weight,
+                max_iter=POLISH_ITER, deadline=search.deadline,
             )
-    return None
+        return (
+            outputs.expand(value_rows, k), query_rows, k, loss + dropped,
+            outputs.kept(k),
+        )
+
+    found = None
+    for k in range(high, upper):
+        if search.expired():
+            return None
+        found = test(k)
+        if found is not None:
+            break
+    if found is None:
+        return None
+    while found[2] > 1 and not search.expired():
+        k = found[2] - 1
+        if not screen(k, thorough=True):
+            break
+        smaller = test(k)
+        if smaller is None:
+            break
+        found = smaller
+    return found
 
 
 def read_out_heads(

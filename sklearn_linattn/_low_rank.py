@@ -103,7 +103,9 @@ def _project_rank_warm(matrix, rank, basis):
         basis = np.linalg.eigh(matrix.T @ matrix)[1][:, -rank:]
     else:
         for _ in range(2):
-            basis = np.linalg.qr(matrix.T @ (matrix @ basis))[0]
+            basis = scipy.linalg.qr(
+                matrix.T @ (matrix @ basis), mode="economic", check_finite=False
+            )[0]
     return (matrix @ basis) @ basis.T, basis
 
 
@@ -185,11 +187,16 @@ GN_MAX_DAMPING = 1e8
 GN_STARTS = 40
 
 
+@functools.lru_cache(maxsize=64)
+def _triangle(k):
+    """Upper-triangle indices of a ``k x k`` matrix and their Frobenius weights."""
+    rows, cols = np.triu_indices(k)
+    return rows, cols, np.where(rows == cols, 1.0, np.sqrt(2.0))
+
+
 def _isotropy_residual(slices, null_basis):
     """``N^T S_e N`` for every slice, upper triangles in the Frobenius metric."""
-    k = null_basis.shape[1]
-    rows, cols = np.triu_indices(k)
-    weights = np.where(rows == cols, 1.0, np.sqrt(2.0))
+    rows, cols, weights = _triangle(null_basis.shape[1])
     products = np.einsum("bi,ebc,cj->eij", null_basis, slices, null_basis)
     return (products[:, rows, cols] * weights).ravel()
 
@@ -197,8 +204,7 @@ def _isotropy_residual(slices, null_basis):
 def _isotropy_jacobian(slices, null_basis, complement):
     """Derivative of the residual for ``N -> N + complement @ X``, columns over X."""
     k = null_basis.shape[1]
-    rows, cols = np.triu_indices(k)
-    weights = np.where(rows == cols, 1.0, np.sqrt(2.0))
+    rows, cols, weights = _triangle(k)
     mixed = np.einsum("bi,ebc,cj->eij", complement, slices, null_basis)  # (e, r, k)
     identity = np.eye(k)
     # d(N^T S N)[a, b] / dX[i, j] = [a == j] T[i, b] + [b == j] T[i, a]
@@ -272,6 +278,45 @@ def _isotropic_fold(lifted_coef, token_dim, rank, tol, warm_start, deadline=np.i
             )
             return slices_in.transpose(1, 2, 0).reshape(d, d * d)
     return None
+
+
+def nearest_isotropic_folds(lifted_coef, token_dim, rank, warm_start, n_random,
+                            deadline=np.inf):
+    """Rank-``rank`` folded ``W`` near one output's coefficients, one per start.
+
+    With one output the ``r``-head coefficients are those whose slices vanish on
+    a common ``(d - r)``-dimensional subspace ``N``, and for a given ``N`` the
+    nearest such coefficients zero the blocks ``N^T S_e N``; so the Frobenius
+    distance is ``min_N sum_e ||N^T S_e N||^2``, minimized here by
+    Levenberg-Marquardt from the null space of ``warm_start`` and from ``n_random``
+    seeded random starts (alternating projections can stop far from it, and the
+    local minima reached from different starts lie in different basins of the
+    training loss).
+
+    Returns
+    -------
+    folds : list of ndarray of shape (token_dim, token_dim ** 2)
+        One per start tried, nearest first.
+    """
+    d = token_dim
+    k = d - rank
+    slices = fold_lifted_coef(lifted_coef, d).reshape(d, d, d).transpose(2, 0, 1)
+    random_state = np.random.default_rng(RESTART_SEED)
+    starts = [np.linalg.svd(warm_start)[0][:, rank:]]
+    starts += [random_state.normal(size=(d, k)) for _ in range(n_random)]
+    found = []
+    for start in starts:
+        if found and _expired(deadline):
+            break
+        basis, value = _isotropic_subspace(slices, start, deadline)
+        complement = np.linalg.qr(basis, mode="complete")[0][:, k:]
+        projector = complement @ complement.T
+        slices_in = 2 * np.einsum("bc,ecf->ebf", projector, slices) - np.einsum(
+            "bc,ecf,fg->ebg", projector, slices, projector
+        )
+        found.append((value, slices_in.transpose(1, 2, 0).reshape(d, d * d)))
+    found.sort(key=lambda pair: pair[0])
+    return [folded for _, folded in found]
 
 
 def low_rank_fold(
@@ -408,6 +453,7 @@ def weighted_head_fit(
     accept_below=-np.inf,
     give_up_above=np.inf,
     stall=WEIGHTED_STALL,
+    cg_max_iter=CG_MAX_ITER,
     deadline=np.inf,
 ):
     """Heads minimizing ``loss = tr((theta - target) M (theta - target)^T)``.
@@ -433,6 +479,8 @@ def weighted_head_fit(
         Stop as soon as the loss is at most this.
     stall : float
         Stop when a step lowers the loss by less than this fraction.
+    cg_max_iter : int
+        Conjugate-gradient iterations per step.
     give_up_above : float
         Stop when the linearized problem's minimum (what the current neighbourhood
         promises) stays above this.
@@ -487,7 +535,7 @@ def weighted_head_fit(
         rz = np.vdot(res_v, z_v) + np.vdot(res_q, z_q)
         rz0 = rz
         predicted = 0.0  # decrease of the linearized loss
-        for _ in range(CG_MAX_ITER):
+        for _ in range(cg_max_iter):
             if rz <= CG_TOL**2 * rz0 or rz <= 0:
                 break
             product = jacobian(dir_v, dir_q)
