@@ -59,7 +59,7 @@ SCREEN = 20.0
 # Iterations of alternating projections per count on noisy coefficients, and the
 # progress per window below which they stop (they only provide a start and a
 # screen there).
-SCREEN_ITER = 100
+SCREEN_ITER = 60
 SCREEN_STALL = 0.99
 # Seeded random starts of the isotropic-subspace search when alternating
 # projections fail the screen with one output (besides their own iterate).
@@ -74,8 +74,14 @@ CG_OVERHEAD_SECONDS = 1e-4
 # Gauss-Newton steps in the training metric when testing a count, when polishing an
 # accepted one, and for a fixed count.
 TEST_ITER = 8
-POLISH_ITER = 20
+POLISH_ITER = 10
 FIXED_ITER = 200
+# Gauss-Newton solves its steps exactly from the dense Jacobian (and M formed by
+# applying the weight to the identity) when p is at most DENSE_LIFTED and a step
+# costs about n_outputs * p^2 * n_parameters <= DENSE_WORK flops; by conjugate
+# gradients otherwise.
+DENSE_LIFTED = 300
+DENSE_WORK = 3e7
 
 
 def _canonical_signs(left, right):
@@ -245,12 +251,23 @@ class _Search:
         )
         self.verbose = verbose
         self.norm = float(np.linalg.norm(lifted_coef))
+        self._weight_matrix = None
         self.tried = []
         self.complete = True
         rss = 0.0 if rss is None else float(np.sum(rss))
         # Residual degrees of freedom of the lifted fit; no test without them.
         self.df_residual = self.m * (int(n_obs or 0) - self.p)
         self.variance = rss / self.df_residual if self.df_residual > 0 else None
+
+    def weight_matrix(self, n_heads, n_kept):
+        """``M`` as a matrix when Gauss-Newton for this count should use dense
+        steps, else None."""
+        n_parameters = n_heads * (n_kept * self.d + self.d * self.d)
+        if self.p > DENSE_LIFTED or n_kept * self.p**2 * n_parameters > DENSE_WORK:
+            return None
+        if self._weight_matrix is None:
+            self._weight_matrix = np.asarray(self.apply_weight(np.eye(self.p)))
+        return self._weight_matrix
 
     def log(self, message):
         if self.verbose:
@@ -399,6 +416,7 @@ def _noisy_search(search, upper):
     outputs = _OutputSubspace(search)
     d = search.d
     starts = {}
+    tested = set()
 
     def start(k, thorough=False):
         """The best start found for ``k`` heads and its loss: the
@@ -453,7 +471,9 @@ def _noisy_search(search, upper):
         value_rows, query_rows, new_loss, _ = weighted_head_fit(
             target, d, value_rows, query_rows, search.apply_weight,
             max_iter=SCREEN_WEIGHTED_ITER, cg_max_iter=SCREEN_CG_ITER,
-            give_up_above=SCREEN * test[1] - dropped, deadline=search.deadline,
+            give_up_above=SCREEN * test[1] - dropped,
+            weight_matrix=search.weight_matrix(k, len(target)),
+            deadline=search.deadline,
         )
         if new_loss + dropped < loss:
             return value_rows.T @ query_rows, new_loss + dropped
@@ -491,6 +511,7 @@ def _noisy_search(search, upper):
         test = search.test(k, outputs.kept(k))
         if test is None:
             return None
+        tested.add(k)
         _, threshold, critical = test
         folded, _ = starts[k] if k in starts else start(k)
         target = outputs.target(k)
@@ -499,7 +520,9 @@ def _noisy_search(search, upper):
         value_rows, query_rows, loss, n_iter = weighted_head_fit(
             target, d, value_rows, query_rows, search.apply_weight,
             max_iter=TEST_ITER, accept_below=threshold - dropped,
-            give_up_above=SCREEN * threshold - dropped, deadline=search.deadline,
+            give_up_above=SCREEN * threshold - dropped,
+            weight_matrix=search.weight_matrix(k, len(target)),
+            deadline=search.deadline,
         )
         accepted = loss + dropped <= threshold
         search.log(
@@ -512,7 +535,9 @@ def _noisy_search(search, upper):
         if not search.expired():
             value_rows, query_rows, loss, _ = weighted_head_fit(
                 target, d, value_rows, query_rows, search.apply_weight,
-                max_iter=POLISH_ITER, deadline=search.deadline,
+                max_iter=POLISH_ITER,
+                weight_matrix=search.weight_matrix(k, len(target)),
+                deadline=search.deadline,
             )
         return (
             outputs.expand(value_rows, k), query_rows, k, loss + dropped,
@@ -530,6 +555,8 @@ def _noisy_search(search, upper):
         return None
     while found[2] > 1 and not search.expired():
         k = found[2] - 1
+        if k in tested and starts[k][1] <= SCREEN * search.test(k, outputs.kept(k))[1]:
+            break  # tested from a start that passed the screen: nothing to add
         if not screen(k, thorough=True):
             break
         smaller = test(k)
@@ -713,7 +740,8 @@ def _read_out(lifted_coef, d, n_heads, tol, apply_weight, rss, n_obs, budget, ve
     value_rows, query_rows = balanced_rows(candidates[int(np.argmin(losses))], k)
     value_rows, query_rows, loss, n_iter = weighted_head_fit(
         lifted_coef, d, value_rows, query_rows, apply_weight, max_iter=FIXED_ITER,
-        stall=1e-13, deadline=search.deadline,
+        stall=1e-13, weight_matrix=search.weight_matrix(k, m),
+        deadline=search.deadline,
     )
     search.log(f"{k} heads: {n_iter} Gauss-Newton steps in the training metric")
     return result(value_rows.T @ query_rows, k, "fixed", loss)

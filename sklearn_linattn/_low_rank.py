@@ -95,17 +95,16 @@ def _project_rank(matrix, rank):
 
 
 def _project_rank_warm(matrix, rank, basis):
-    """Rank-``rank`` approximation from two steps of subspace iteration on the
+    """Rank-``rank`` approximation from a step of subspace iteration on the
     right singular vectors, started from ``basis`` (the previous iterate's): cheap
     when ``rank`` is small, and as accurate as the search needs once the iterates
     change slowly. Returns the approximation and the new basis."""
     if basis is None:
         basis = np.linalg.eigh(matrix.T @ matrix)[1][:, -rank:]
     else:
-        for _ in range(2):
-            basis = scipy.linalg.qr(
-                matrix.T @ (matrix @ basis), mode="economic", check_finite=False
-            )[0]
+        power = matrix.T @ (matrix @ basis)
+        values, vectors = np.linalg.eigh(power.T @ power)
+        basis = power @ (vectors / np.sqrt(np.maximum(values, np.finfo(float).tiny)))
     return (matrix @ basis) @ basis.T, basis
 
 
@@ -442,6 +441,114 @@ def head_coef(value_rows, query_rows, token_dim):
     return unfold_lifted_coef(value_rows.T @ query_rows, token_dim)
 
 
+def head_jacobian(value_rows, query_rows, token_dim):
+    """The Jacobian of ``(V, Q) -> unfold(V^T Q)`` as a dense matrix.
+
+    Rows run over the lifted coefficients (output-major, shape ``(n_outputs, p)``
+    flattened), columns over ``value_rows.ravel()`` then ``query_rows.ravel()``.
+    With ``theta[a, f] = g_f (W[(a, b_f), (c_f, e_f)] + W[(a, c_f), (b_f, e_f)])``
+    (``g_f`` = 1 on the diagonal pairs, ``1/sqrt(2)`` off it) and
+    ``W = sum_h v_h q_h^T``, the derivatives are read off directly.
+    """
+    d = token_dim
+    rank = value_rows.shape[0]
+    n_outputs = value_rows.shape[1] // d
+    first, second, scales = _fold_indices(d)
+    gain = 0.5 / scales
+    flat = np.arange(first.size)
+    b_f, c_f, e_f = first // (d * d), (first // d) % d, first % d
+    n_lifted = first.size
+    # d theta[a, f] / d v_h[a, b] = g_f ([b_f == b] q_h[c_f, e_f] + [c_f == b] q_h[b_f, e_f])
+    core = np.zeros((rank, d, n_lifted))
+    core[:, b_f, flat] += gain * query_rows[:, c_f * d + e_f]
+    core[:, c_f, flat] += gain * query_rows[:, b_f * d + e_f]
+    value_part = np.zeros((n_outputs, n_lifted, rank, n_outputs, d))
+    for a in range(n_outputs):
+        value_part[a, :, :, a, :] = core.transpose(2, 0, 1)
+    # d theta[a, f] / d q_h[c, e] = g_f (v_h[a, b_f] [(c, e) == (c_f, e_f)]
+    #                                    + v_h[a, c_f] [(c, e) == (b_f, e_f)])
+    value = value_rows.reshape(rank, n_outputs, d)
+    query_part = np.zeros((n_lifted, d * d, n_outputs, rank))
+    query_part[flat, c_f * d + e_f] += (gain * value[:, :, b_f]).transpose(2, 1, 0)
+    query_part[flat, b_f * d + e_f] += (gain * value[:, :, c_f]).transpose(2, 1, 0)
+    query_part = query_part.transpose(2, 0, 3, 1)  # (a, f, h, (c, e))
+    return np.concatenate(
+        [
+            value_part.reshape(n_outputs * n_lifted, -1),
+            query_part.reshape(n_outputs * n_lifted, -1),
+        ],
+        axis=1,
+    )
+
+
+def _cg_step(jacobian, jacobian_t, weight, weighted, value_rows, query_rows,
+             precondition, cg_max_iter, deadline):
+    """Conjugate gradients on ``J^T M J step = -J^T M residual`` (head blocks
+    preconditioned by their strength); returns the step and ``M J step``."""
+    grad_v, grad_q = jacobian_t(weighted)
+    rhs_v, rhs_q = -grad_v, -grad_q
+    step_v = np.zeros_like(value_rows)
+    step_q = np.zeros_like(query_rows)
+    weighted_step = np.zeros_like(weighted)  # M J step, kept alongside
+    res_v, res_q = rhs_v.copy(), rhs_q.copy()
+    z_v, z_q = res_v * precondition[:, None], res_q * precondition[:, None]
+    dir_v, dir_q = z_v.copy(), z_q.copy()
+    rz = np.vdot(res_v, z_v) + np.vdot(res_q, z_q)
+    rz0 = rz
+    for _ in range(cg_max_iter):
+        if rz <= CG_TOL**2 * rz0 or rz <= 0:
+            break
+        product = jacobian(dir_v, dir_q)
+        weighted_product = weight(product)
+        curvature = np.vdot(product, weighted_product)
+        if curvature <= 0:
+            break
+        step_size = rz / curvature
+        step_v += step_size * dir_v
+        step_q += step_size * dir_q
+        weighted_step += step_size * weighted_product
+        hv, hq = jacobian_t(weighted_product)
+        res_v -= step_size * hv
+        res_q -= step_size * hq
+        z_v, z_q = res_v * precondition[:, None], res_q * precondition[:, None]
+        rz_new = np.vdot(res_v, z_v) + np.vdot(res_q, z_q)
+        dir_v = z_v + (rz_new / rz) * dir_v
+        dir_q = z_q + (rz_new / rz) * dir_q
+        rz = rz_new
+        if _expired(deadline):
+            break
+    return step_v, step_q, weighted_step
+
+
+def _dense_step(value_rows, query_rows, token_dim, weight_matrix, weighted,
+                precondition):
+    """The exact Gauss-Newton step from the dense Jacobian (small problems), with
+    a tiny Levenberg-Marquardt damping for the model's symmetries; returns the
+    step and ``M J step``."""
+    jacobian = head_jacobian(value_rows, query_rows, token_dim)
+    n_outputs = weighted.shape[0]
+    n_lifted = weighted.shape[1]
+    blocks = jacobian.reshape(n_outputs, n_lifted, -1)
+    weighted_jacobian = np.einsum("fg,agj->afj", weight_matrix, blocks)
+    curvature = np.einsum("afi,afj->ij", blocks, weighted_jacobian)
+    gradient = jacobian.T @ weighted.ravel()
+    scale = np.concatenate(
+        [np.repeat(precondition, value_rows.shape[1]),
+         np.repeat(precondition, query_rows.shape[1])]
+    )
+    damping = 1e-10 * np.max(np.diag(curvature) * scale) + np.finfo(float).tiny
+    step = -np.linalg.lstsq(
+        curvature + damping * np.diag(1.0 / scale), gradient, rcond=None
+    )[0]
+    split_at = value_rows.size
+    weighted_step = (weighted_jacobian.reshape(n_outputs * n_lifted, -1) @ step)
+    return (
+        step[:split_at].reshape(value_rows.shape),
+        step[split_at:].reshape(query_rows.shape),
+        weighted_step.reshape(weighted.shape),
+    )
+
+
 def weighted_head_fit(
     target,
     token_dim,
@@ -454,6 +561,7 @@ def weighted_head_fit(
     give_up_above=np.inf,
     stall=WEIGHTED_STALL,
     cg_max_iter=CG_MAX_ITER,
+    weight_matrix=None,
     deadline=np.inf,
 ):
     """Heads minimizing ``loss = tr((theta - target) M (theta - target)^T)``.
@@ -481,6 +589,10 @@ def weighted_head_fit(
         Stop when a step lowers the loss by less than this fraction.
     cg_max_iter : int
         Conjugate-gradient iterations per step.
+    weight_matrix : ndarray of shape (p, p), optional
+        ``M`` itself, for small problems: each step then solves the linearized
+        problem exactly from the dense Jacobian (:func:`head_jacobian`) instead
+        of by conjugate gradients.
     give_up_above : float
         Stop when the linearized problem's minimum (what the current neighbourhood
         promises) stays above this.
@@ -523,40 +635,15 @@ def weighted_head_fit(
             folded = fold_lifted_coef(coef, d)
             return query_rows @ folded.T, value_rows @ folded
 
-        # Conjugate gradients on J^T M J step = -J^T M residual, preconditioned.
-        grad_v, grad_q = jacobian_t(weighted)
-        rhs_v, rhs_q = -grad_v, -grad_q
-        step_v = np.zeros_like(value_rows)
-        step_q = np.zeros_like(query_rows)
-        weighted_step = np.zeros_like(target)  # M J step, kept alongside
-        res_v, res_q = rhs_v.copy(), rhs_q.copy()
-        z_v, z_q = res_v * precondition[:, None], res_q * precondition[:, None]
-        dir_v, dir_q = z_v.copy(), z_q.copy()
-        rz = np.vdot(res_v, z_v) + np.vdot(res_q, z_q)
-        rz0 = rz
-        predicted = 0.0  # decrease of the linearized loss
-        for _ in range(cg_max_iter):
-            if rz <= CG_TOL**2 * rz0 or rz <= 0:
-                break
-            product = jacobian(dir_v, dir_q)
-            weighted_product = weight(product)
-            curvature = np.vdot(product, weighted_product)
-            if curvature <= 0:
-                break
-            step_size = rz / curvature
-            step_v += step_size * dir_v
-            step_q += step_size * dir_q
-            weighted_step += step_size * weighted_product
-            hv, hq = jacobian_t(weighted_product)
-            res_v -= step_size * hv
-            res_q -= step_size * hq
-            z_v, z_q = res_v * precondition[:, None], res_q * precondition[:, None]
-            rz_new = np.vdot(res_v, z_v) + np.vdot(res_q, z_q)
-            dir_v = z_v + (rz_new / rz) * dir_v
-            dir_q = z_q + (rz_new / rz) * dir_q
-            rz = rz_new
-            if _expired(deadline):
-                break
+        if weight_matrix is not None:
+            step_v, step_q, weighted_step = _dense_step(
+                value_rows, query_rows, d, weight_matrix, weighted, precondition
+            )
+        else:
+            step_v, step_q, weighted_step = _cg_step(
+                jacobian, jacobian_t, weight, weighted, value_rows, query_rows,
+                precondition, cg_max_iter, deadline,
+            )
         linear = jacobian(step_v, step_q)
         # Linearized minimum: ||residual + linear||_M^2.
         predicted = loss + 2 * np.vdot(linear, weighted) + np.vdot(linear, weighted_step)
