@@ -82,6 +82,18 @@ FIXED_ITER = 200
 # gradients otherwise.
 DENSE_LIFTED = 300
 DENSE_WORK = 3e7
+# Noiseless counts: Gauss-Newton steps in head space after alternating
+# projections stall, dense up to this many parameters; it stops at
+# EXACT_MARGIN * tol, or when a step gains less than a factor 1 / (1 -
+# EXACT_STALL) (converging starts gain far more: the residual is zero).
+EXACT_ITER = 15
+EXACT_STALL = 0.5
+# The upward pass: iterations of alternating projections per count, and the
+# random isotropic-subspace starts tried with one output when they stall.
+UPWARD_ITER = 300
+UPWARD_ISOTROPIC_STARTS = 2
+EXACT_DENSE_PARAMETERS = 600
+EXACT_MARGIN = 1e-3
 
 
 def _canonical_signs(left, right):
@@ -335,9 +347,18 @@ def _tol_search(search, lower, upper, at_upper=None):
             return found
         search.tried.append(k)
         folded, error = low_rank_fold(
-            search.coef, search.d, k, search.tol, deadline=search.deadline
+            search.coef, search.d, k, search.tol, max_iter=UPWARD_ITER,
+            deadline=search.deadline,
         )
         search.log(f"{k} heads: distance {error:.1e} (tol {search.tol:g})")
+        if error > search.tol and k > 1:
+            starts = [folded]
+            if search.m == 1 and k < search.d:
+                starts += nearest_isotropic_folds(
+                    search.coef, search.d, k, folded, UPWARD_ISOTROPIC_STARTS,
+                    search.deadline,
+                )
+            folded, error = _exact_heads(search, k, starts)
         if error <= search.tol:
             found = (folded, k)
             break
@@ -353,10 +374,44 @@ def _tol_search(search, lower, upper, at_upper=None):
             deadline=search.deadline,
         )
         search.log(f"{k} heads, with restarts: distance {error:.1e}")
+        if error > search.tol and search.m == 1 and k < search.d:
+            starts = nearest_isotropic_folds(
+                search.coef, search.d, k, folded, ISOTROPIC_STARTS, search.deadline
+            )
+            folded, error = _exact_heads(search, k, [folded] + starts)
         if error > search.tol:
             break
         found = (folded, k)
     return found
+
+
+def _exact_heads(search, k, starts):
+    """Gauss-Newton in head space (Frobenius metric) from each start, for ``k``
+    heads that reproduce the coefficients: converges fast where alternating
+    projections crawl (a zero-residual problem). Returns the best ``(folded,
+    relative error)``."""
+    d, coef = search.d, search.coef
+    identity = None
+    if k * (search.m * d + d * d) <= EXACT_DENSE_PARAMETERS and search.p <= DENSE_LIFTED:
+        identity = np.eye(search.p)
+    target = (EXACT_MARGIN * search.tol * search.norm) ** 2
+    best = (starts[0], search.distance(starts[0]))
+    for start in starts:
+        if search.expired():
+            break
+        value_rows, query_rows = balanced_rows(start, k)
+        value_rows, query_rows, loss, n_iter = weighted_head_fit(
+            coef, d, value_rows, query_rows, lambda rows: rows,
+            max_iter=EXACT_ITER, accept_below=target, weight_matrix=identity,
+            stall=EXACT_STALL, deadline=search.deadline,
+        )
+        error = float(np.sqrt(max(loss, 0.0)) / search.norm)
+        search.log(f"{k} heads, Gauss-Newton ({n_iter} steps): distance {error:.1e}")
+        if error < best[1]:
+            best = (value_rows.T @ query_rows, error)
+        if error <= EXACT_MARGIN * search.tol:
+            break
+    return best
 
 
 class _OutputSubspace:

@@ -529,19 +529,21 @@ def _dense_step(value_rows, query_rows, token_dim, weight_matrix, weighted,
     n_outputs = weighted.shape[0]
     n_lifted = weighted.shape[1]
     blocks = jacobian.reshape(n_outputs, n_lifted, -1)
-    weighted_jacobian = np.einsum("fg,agj->afj", weight_matrix, blocks)
-    curvature = np.einsum("afi,afj->ij", blocks, weighted_jacobian)
+    weighted_jacobian = np.matmul(weight_matrix, blocks).reshape(jacobian.shape)
+    curvature = jacobian.T @ weighted_jacobian
     gradient = jacobian.T @ weighted.ravel()
     scale = np.concatenate(
         [np.repeat(precondition, value_rows.shape[1]),
          np.repeat(precondition, query_rows.shape[1])]
     )
     damping = 1e-10 * np.max(np.diag(curvature) * scale) + np.finfo(float).tiny
-    step = -np.linalg.lstsq(
-        curvature + damping * np.diag(1.0 / scale), gradient, rcond=None
-    )[0]
+    system = curvature + np.diag(damping / scale)
+    try:
+        step = -scipy.linalg.solve(system, gradient, assume_a="pos", check_finite=False)
+    except np.linalg.LinAlgError:
+        step = -np.linalg.lstsq(system, gradient, rcond=None)[0]
     split_at = value_rows.size
-    weighted_step = (weighted_jacobian.reshape(n_outputs * n_lifted, -1) @ step)
+    weighted_step = weighted_jacobian @ step
     return (
         step[:split_at].reshape(value_rows.shape),
         step[split_at:].reshape(query_rows.shape),
