@@ -234,7 +234,10 @@ def print_tables(results):
             f"{r['median_error_ratio']:.2f} | {r['heads_no_worse']:.0%} |"
         )
     rows = results["noiseless"]
-    print("\n### 3. Noiseless targets: exact recovery (n_heads == H, distance < 1e-8)\n")
+    print(
+        "\n### 3. Noiseless targets: exact recovery "
+        "(n_heads == H, distance < 1e-8)\n"
+    )
     print(
         "| d | H | recovered (budget) | read-out / regression (budget) "
         "| recovered (no budget) | read-out time (no budget) |"

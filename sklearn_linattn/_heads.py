@@ -201,7 +201,7 @@ def head_parameter_count(n_heads, n_outputs, token_dim):
     return int(min(max(count, 0), m * n_lifted))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class HeadReadout:
     """How the heads of a fit were read out (the estimators' ``head_search_``).
 
@@ -392,7 +392,8 @@ def _exact_heads(search, k, starts):
     relative error)``."""
     d, coef = search.d, search.coef
     identity = None
-    if k * (search.m * d + d * d) <= EXACT_DENSE_PARAMETERS and search.p <= DENSE_LIFTED:
+    n_parameters = k * (search.m * d + d * d)
+    if n_parameters <= EXACT_DENSE_PARAMETERS and search.p <= DENSE_LIFTED:
         identity = np.eye(search.p)
     target = (EXACT_MARGIN * search.tol * search.norm) ** 2
     best = (starts[0], search.distance(starts[0]))
@@ -825,7 +826,9 @@ def minimal_heads(lifted_coef, token_dim, tol, budget_seconds=None):
     return readout.value_matrices, readout.query_matrices
 
 
-def fixed_heads(lifted_coef, token_dim, n_heads, apply_weight, tol, budget_seconds=None):
+def fixed_heads(
+    lifted_coef, token_dim, n_heads, apply_weight, tol, budget_seconds=None
+):
     """The best model with at most ``n_heads`` heads for a weighted objective.
 
     Minimizes ``sum_a (theta_a - lifted_coef_a)^T weight (theta_a - lifted_coef_a)``

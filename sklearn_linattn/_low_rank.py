@@ -22,14 +22,18 @@ import time
 import numpy as np
 import scipy.linalg
 
-from ._attention import fold_lifted_coef as _reference_fold
-from ._attention import unfold_lifted_coef as _reference_unfold
 
 __all__ = [
     "alternating_projections",
+    "balanced_rows",
     "fewest_heads_bound",
+    "fold_lifted_coef",
+    "head_coef",
+    "head_jacobian",
     "low_rank_fold",
+    "nearest_isotropic_folds",
     "svd",
+    "unfold_lifted_coef",
     "weighted_head_fit",
 ]
 
@@ -458,7 +462,8 @@ def head_jacobian(value_rows, query_rows, token_dim):
     flat = np.arange(first.size)
     b_f, c_f, e_f = first // (d * d), (first // d) % d, first % d
     n_lifted = first.size
-    # d theta[a, f] / d v_h[a, b] = g_f ([b_f == b] q_h[c_f, e_f] + [c_f == b] q_h[b_f, e_f])
+    # d theta[a, f] / d v_h[a, b]
+    #     = g_f ([b_f == b] q_h[c_f, e_f] + [c_f == b] q_h[b_f, e_f])
     core = np.zeros((rank, d, n_lifted))
     core[:, b_f, flat] += gain * query_rows[:, c_f * d + e_f]
     core[:, c_f, flat] += gain * query_rows[:, b_f * d + e_f]
@@ -609,7 +614,6 @@ def weighted_head_fit(
         Gauss-Newton steps taken.
     """
     d = token_dim
-    n_outputs = target.shape[0]
     rank = value_rows.shape[0]
 
     def weight(rows):
@@ -648,11 +652,15 @@ def weighted_head_fit(
             )
         linear = jacobian(step_v, step_q)
         # Linearized minimum: ||residual + linear||_M^2.
-        predicted = loss + 2 * np.vdot(linear, weighted) + np.vdot(linear, weighted_step)
+        predicted = (
+            loss + 2 * np.vdot(linear, weighted) + np.vdot(linear, weighted_step)
+        )
         # Exact line search: residual(t) = r + t a + t^2 b, b = unfold(dV^T dQ).
         second = unfold_lifted_coef(step_v.T @ step_q, d)
         weighted_second = weight(second)
-        rr, ra, rb = loss, np.vdot(residual, weighted_step), np.vdot(residual, weighted_second)
+        rr = loss
+        ra = np.vdot(residual, weighted_step)
+        rb = np.vdot(residual, weighted_second)
         aa, ab, bb = (
             np.vdot(linear, weighted_step),
             np.vdot(linear, weighted_second),
@@ -679,6 +687,6 @@ def weighted_head_fit(
         if previous - loss <= stall * previous:
             break
     folded = value_rows.T @ query_rows
-    value_rows, query_rows = balanced_rows(folded, rank) if rank else (value_rows, query_rows)
-    del n_outputs
+    if rank:
+        value_rows, query_rows = balanced_rows(folded, rank)
     return value_rows, query_rows, loss, n_iter
