@@ -74,6 +74,9 @@ CG_OVERHEAD_SECONDS = 1e-4
 # Gauss-Newton steps in the training metric when testing a count, when polishing an
 # accepted one, and for a fixed count.
 TEST_ITER = 8
+# A test stops when the linearized problem at the current heads promises no loss
+# below GIVE_UP times the critical loss (its minimum is then near).
+GIVE_UP = 2.0
 POLISH_ITER = 10
 FIXED_ITER = 200
 # Gauss-Newton solves its steps exactly from the dense Jacobian (and M formed by
@@ -576,7 +579,7 @@ def _noisy_search(search, upper):
         value_rows, query_rows, loss, n_iter = weighted_head_fit(
             target, d, value_rows, query_rows, search.apply_weight,
             max_iter=TEST_ITER, accept_below=threshold - dropped,
-            give_up_above=SCREEN * threshold - dropped,
+            give_up_above=GIVE_UP * threshold - dropped,
             weight_matrix=search.weight_matrix(k, len(target)),
             deadline=search.deadline,
         )
