@@ -8,9 +8,10 @@ Gaussian sequences of 16 tokens (entries N(0, 1/16)), targets plus Gaussian nois
 of the given fraction of each target's standard deviation. The regression is solved
 here with numpy: lifted features (the package's kernel), ``G = Phi^T Phi``, then
 ``np.linalg.solve`` (or, with fewer samples than lifted features, the minimum-norm
-solution from the kernel ``Phi Phi^T``); its wall time is the baseline. The
-read-out gets the budget the estimators give it: the regression's time plus 40 ms
-(the issue's bound is a read-out within the regression's time plus 50 ms).
+solution from the kernel ``Phi Phi^T``). The ``n_heads=None`` fit is that
+regression plus the paper's SVD read-out; the default fit is the regression plus
+``read_out_heads`` with the budget the estimators give it (the regression's time
+plus 40 ms). The issue's bound: default fit <= 2 x None fit + 50 ms.
 
 Tables:
 
@@ -99,12 +100,14 @@ def synthetic(seed, d, n_heads, n_outputs, noise, n_samples=None):
     return truth, X, y
 
 
-def read_out(coef, d, apply_weight, rss, n, regression_seconds, budget=True):
+def read_out(
+    coef, d, apply_weight, rss, n, regression_seconds, budget=True, n_heads="auto"
+):
     start = time.perf_counter()
     readout = read_out_heads(
         coef,
         d,
-        "auto",
+        n_heads,
         1e-8,
         apply_weight=apply_weight,
         residual_sum_of_squares=rss,
@@ -120,20 +123,27 @@ def cost_row(d, n_outputs, noise, seeds):
         n = 300 if d >= 32 else None
         truth, X, y = synthetic(seed, d, 2, n_outputs, noise, n)
         coef, weight, rss, reg = regression(X, y)
+        _, paper = read_out(coef, d, weight, rss, len(y), reg, n_heads=None)
         readout, seconds = read_out(coef, d, weight, rss, len(y), reg)
-        runs.append((reg, seconds, readout))
+        runs.append((reg, seconds, readout, paper))
     return summarize_cost(runs, d=d, n_outputs=n_outputs, noise=noise, H=2)
 
 
 def summarize_cost(runs, **keys):
+    """Runs are (regression, read-out, readout, paper read-out) seconds; the
+    n_heads=None fit is regression + paper read-out, the default fit regression +
+    read-out, and the issue's bound is default <= 2 x None + 50 ms."""
     reg = statistics.median(r[0] for r in runs)
     seconds = statistics.median(r[1] for r in runs)
     return dict(
         keys,
         regression_seconds=reg,
+        paper_seconds=statistics.median(r[3] for r in runs),
         readout_seconds=seconds,
-        ratio=statistics.median(r[1] / r[0] for r in runs),
-        within_bound=float(np.mean([r[1] <= r[0] + 0.05 for r in runs])),
+        ratio=statistics.median((r[0] + r[1]) / (r[0] + r[3]) for r in runs),
+        within_bound=float(
+            np.mean([r[0] + r[1] <= 2 * (r[0] + r[3]) + 0.05 for r in runs])
+        ),
         heads=statistics.median(r[2].n_heads for r in runs),
         complete=float(np.mean([r[2].complete for r in runs])),
         criteria=sorted({r[2].criterion for r in runs}),
@@ -149,8 +159,9 @@ def digits_row(repeats):
     runs = []
     for _ in range(repeats):
         coef, weight, rss, reg = regression(X, Y, center=True)
+        _, paper = read_out(coef, 8, weight, rss, len(Y) - 1, reg, n_heads=None)
         readout, seconds = read_out(coef, 8, weight, rss, len(Y) - 1, reg)
-        runs.append((reg, seconds, readout))
+        runs.append((reg, seconds, readout, paper))
     return summarize_cost(runs, d=8, n_outputs=10, noise="digits", H="-")
 
 
@@ -208,18 +219,23 @@ def noiseless_row(d, n_heads, seeds):
 
 
 def print_tables(results):
-    print("\n### 1. Cost: read-out vs regression (budget = regression + 40 ms)\n")
     print(
-        "| d | n_outputs | noise | regression | read-out | read-out / regression "
-        "| within regression + 50 ms | median heads | search complete | criteria |"
+        "\n### 1. Cost: default fit vs n_heads=None fit "
+        "(read-out budget = regression + 40 ms)\n"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print(
+        "| d | n_outputs | noise | regression | paper read-out | default read-out "
+        "| default fit / None fit | within 2x None + 50 ms | median heads "
+        "| search complete | criteria |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results["cost"]:
         noise = r["noise"] if isinstance(r["noise"], str) else f"{r['noise']:.0%}"
         print(
             f"| {r['d']} | {r['n_outputs']} | {noise} | "
-            f"{r['regression_seconds']:.3f} s | {r['readout_seconds']:.3f} s | "
-            f"{r['ratio']:.2f} | {r['within_bound']:.0%} | {r['heads']:g} | "
+            f"{r['regression_seconds']:.3f} s | {r['paper_seconds']:.3f} s | "
+            f"{r['readout_seconds']:.3f} s | {r['ratio']:.2f} | "
+            f"{r['within_bound']:.0%} | {r['heads']:g} | "
             f"{r['complete']:.0%} | {', '.join(r['criteria'])} |"
         )
     print("\n### 2. Noisy targets, one output: heads returned (F-test, level 1%)\n")

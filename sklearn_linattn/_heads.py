@@ -59,7 +59,7 @@ SCREEN = 20.0
 # Iterations of alternating projections per count on noisy coefficients, and the
 # progress per window below which they stop (they only provide a start and a
 # screen there).
-SCREEN_ITER = 60
+SCREEN_ITER = 25
 SCREEN_STALL = 0.99
 # Seeded random starts of the isotropic-subspace search when alternating
 # projections fail the screen with one output (besides their own iterate).
@@ -120,8 +120,13 @@ def n_heads_within(singular_values, tol):
     return int(np.argmax(tails <= tol * total))
 
 
-def heads_of_folded(folded, n_heads, n_outputs, token_dim):
+def heads_of_folded(folded, n_heads, n_outputs, token_dim, decomposition=None):
     """Canonical heads of the rank-``n_heads`` truncation of a folded matrix ``W``.
+
+    ``decomposition`` is ``svd(folded)`` when already known. A large ``W`` of rank
+    ``n_heads`` (an iterate of the search) is decomposed through its range, found
+    from a fixed-seed sketch: exact for rank ``n_heads``, and much cheaper than
+    its full SVD.
 
     Returns
     -------
@@ -129,7 +134,15 @@ def heads_of_folded(folded, n_heads, n_outputs, token_dim):
     query_matrices : ndarray of shape (n_heads, token_dim, token_dim)
     """
     d = token_dim
-    left, singular_values, right_t = svd(folded)
+    if decomposition is not None:
+        left, singular_values, right_t = decomposition
+    elif 0 < n_heads and 4 * n_heads <= min(folded.shape) and folded.size > 2**16:
+        sketch = np.random.default_rng(0).normal(size=(folded.shape[1], n_heads))
+        basis = np.linalg.qr(folded @ sketch)[0]
+        core_left, singular_values, right_t = svd(basis.T @ folded)
+        left = basis @ core_left
+    else:
+        left, singular_values, right_t = svd(folded)
     root = np.sqrt(singular_values[:n_heads])
     left, right = _canonical_signs(left[:, :n_heads], right_t[:n_heads].T)
     value = (left * root).T.reshape(n_heads, n_outputs, d)
@@ -734,12 +747,14 @@ def _read_out(lifted_coef, d, n_heads, tol, apply_weight, rss, n_obs, budget, ve
     search = _Search(lifted_coef, d, tol, apply_weight, rss, n_obs, budget, verbose)
     m = search.m
     split = fold_lifted_coef(lifted_coef, d)
-    _, singular_values, _ = svd(split)
-    paper_count = n_heads_within(singular_values, tol)
+    decomposition = svd(split)  # the paper's read-out, kept for the fallback
+    paper_count = n_heads_within(decomposition[1], tol)
 
     def result(folded, k, criterion, loss=None, n_kept=None):
-        value, query = heads_of_folded(folded, k, m, d)
-        theta = head_coef(*balanced_rows(folded, k), d) if k else 0 * lifted_coef
+        value, query = heads_of_folded(
+            folded, k, m, d, decomposition if folded is split else None
+        )
+        theta = head_coef(value.reshape(k, m * d), query.reshape(k, d * d), d)
         distance = (
             float(np.linalg.norm(theta - lifted_coef) / search.norm)
             if search.norm else 0.0

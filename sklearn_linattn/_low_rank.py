@@ -130,6 +130,9 @@ POLISH = (1e-3, 1e-6)
 POLISH_RATE = 0.5
 RESTARTS = 8
 RESTART_SEED = 20251129
+# Folded matrices with both sides at least this long (and rank at most a quarter
+# of that) use warm-started subspace iteration for the rank projection.
+WARM_MIN_SIZE = 256
 
 
 def alternating_projections(
@@ -154,6 +157,10 @@ def alternating_projections(
     window_start = np.inf
     best, best_error = None, np.inf
     basis = None
+    # Large matrices: subspace iteration instead of an eigendecomposition per step.
+    warm = warm or (
+        min(start.shape) >= WARM_MIN_SIZE and 4 * rank <= min(start.shape)
+    )
     for iteration in range(max_iter):
         if warm:
             low_rank, basis = _project_rank_warm(current, rank, basis)
@@ -195,6 +202,14 @@ def _triangle(k):
     """Upper-triangle indices of a ``k x k`` matrix and their Frobenius weights."""
     rows, cols = np.triu_indices(k)
     return rows, cols, np.where(rows == cols, 1.0, np.sqrt(2.0))
+
+
+def _keep_complement(slices, projector):
+    """``2 P S_e - P S_e P`` for every slice: the symmetric part is ``S_e`` minus
+    its block on the complement of ``P``'s range, and the rank is at most
+    ``rank(P)``."""
+    projected = np.matmul(projector, slices)
+    return 2 * projected - np.matmul(projected, projector)
 
 
 def _isotropy_residual(slices, null_basis):
@@ -267,7 +282,7 @@ def _isotropic_fold(lifted_coef, token_dim, rank, tol, warm_start, deadline=np.i
     norm = np.linalg.norm(lifted_coef)
     slices = fold_lifted_coef(lifted_coef, d).reshape(d, d, d).transpose(2, 0, 1)
     random_state = np.random.default_rng(RESTART_SEED)
-    starts = [np.linalg.svd(warm_start)[0][:, rank:]] if warm_start is not None else []
+    starts = [svd(warm_start)[0][:, rank:]] if warm_start is not None else []
     starts += [random_state.normal(size=(d, k)) for _ in range(GN_STARTS)]
     for start in starts:
         if _expired(deadline):
@@ -276,9 +291,7 @@ def _isotropic_fold(lifted_coef, token_dim, rank, tol, warm_start, deadline=np.i
         if np.sqrt(value) <= tol * norm:
             complement = np.linalg.qr(basis, mode="complete")[0][:, k:]
             projector = complement @ complement.T
-            slices_in = 2 * np.einsum("bc,ecf->ebf", projector, slices) - np.einsum(
-                "bc,ecf,fg->ebg", projector, slices, projector
-            )
+            slices_in = _keep_complement(slices, projector)
             return slices_in.transpose(1, 2, 0).reshape(d, d * d)
     return None
 
@@ -305,7 +318,7 @@ def nearest_isotropic_folds(lifted_coef, token_dim, rank, warm_start, n_random,
     k = d - rank
     slices = fold_lifted_coef(lifted_coef, d).reshape(d, d, d).transpose(2, 0, 1)
     random_state = np.random.default_rng(RESTART_SEED)
-    starts = [np.linalg.svd(warm_start)[0][:, rank:]]
+    starts = [svd(warm_start)[0][:, rank:]]
     starts += [random_state.normal(size=(d, k)) for _ in range(n_random)]
     found = []
     for start in starts:
@@ -314,9 +327,7 @@ def nearest_isotropic_folds(lifted_coef, token_dim, rank, warm_start, n_random,
         basis, value = _isotropic_subspace(slices, start, deadline)
         complement = np.linalg.qr(basis, mode="complete")[0][:, k:]
         projector = complement @ complement.T
-        slices_in = 2 * np.einsum("bc,ecf->ebf", projector, slices) - np.einsum(
-            "bc,ecf,fg->ebg", projector, slices, projector
-        )
+        slices_in = _keep_complement(slices, projector)
         found.append((value, slices_in.transpose(1, 2, 0).reshape(d, d * d)))
     found.sort(key=lambda pair: pair[0])
     return [folded for _, folded in found]
