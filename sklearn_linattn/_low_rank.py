@@ -172,11 +172,11 @@ def alternating_projections(
             best, best_error = low_rank, error
         if error <= POLISH[1] * tol:
             break
+        if _expired(deadline):
+            break
         if iteration % WINDOW == 0:
             progress = error / window_start
             if progress > (POLISH_RATE if error <= POLISH[0] * tol else stall):
-                break
-            if _expired(deadline):
                 break
             window_start = error
             if iteration >= PATIENCE and error > tol > 0:
@@ -259,7 +259,7 @@ def _isotropic_subspace(slices, start, deadline=np.inf):
                 improvement, value = value - trial_value, trial_value
                 break
             damping *= 4
-            if damping > GN_MAX_DAMPING:
+            if damping > GN_MAX_DAMPING or _expired(deadline):
                 return basis, value
         if improvement <= 1e-30 + 1e-12 * value:
             break
