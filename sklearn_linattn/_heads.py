@@ -59,7 +59,7 @@ SCREEN = 20.0
 # Iterations of alternating projections per count on noisy coefficients, and the
 # progress per window below which they stop (they only provide a start and a
 # screen there).
-SCREEN_ITER = 25
+SCREEN_ITER = 100
 SCREEN_STALL = 0.99
 # Seeded random starts of the isotropic-subspace search when alternating
 # projections fail the screen with one output (besides their own iterate).

@@ -215,7 +215,7 @@ def _keep_complement(slices, projector):
 def _isotropy_residual(slices, null_basis):
     """``N^T S_e N`` for every slice, upper triangles in the Frobenius metric."""
     rows, cols, weights = _triangle(null_basis.shape[1])
-    products = np.einsum("bi,ebc,cj->eij", null_basis, slices, null_basis)
+    products = np.matmul(null_basis.T, np.matmul(slices, null_basis))
     return (products[:, rows, cols] * weights).ravel()
 
 
@@ -223,7 +223,7 @@ def _isotropy_jacobian(slices, null_basis, complement):
     """Derivative of the residual for ``N -> N + complement @ X``, columns over X."""
     k = null_basis.shape[1]
     rows, cols, weights = _triangle(k)
-    mixed = np.einsum("bi,ebc,cj->eij", complement, slices, null_basis)  # (e, r, k)
+    mixed = np.matmul(complement.T, np.matmul(slices, null_basis))  # (e, r, k)
     identity = np.eye(k)
     # d(N^T S N)[a, b] / dX[i, j] = [a == j] T[i, b] + [b == j] T[i, a]
     change = np.einsum("aj,eib->ijeab", identity, mixed)
