@@ -5,6 +5,7 @@ chosen once, read out heads, set fitted attributes. Every path (in memory or Das
 ``fit`` or ``partial_fit``, last position or all) goes through :meth:`_fit_rows`.
 """
 
+import dataclasses
 import time
 from numbers import Integral, Real
 
@@ -51,7 +52,7 @@ __all__ = [
 ]
 
 # The head search may take as long as the regression it reads, plus this (seconds).
-_HEAD_BUDGET_FLOOR = 0.04
+_HEAD_BUDGET_FLOOR = 0.05
 # Attributes that partial_fit leaves to be computed when first read.
 _MODEL_ATTRIBUTES = frozenset(
     {
@@ -294,7 +295,8 @@ class _LinearAttentionBase(BaseEstimator):
             self.tol,
             apply_weight=solution.apply_weight,
             residual_sum_of_squares=solution.residual_sum_of_squares,
-            n_observations=solution.n_observations,
+            # the intercept takes one degree of freedom of the residual
+            n_observations=solution.n_observations - int(self.fit_intercept),
             budget_seconds=solve_seconds + _HEAD_BUDGET_FLOOR,
             verbose=self.verbose,
         )
@@ -319,7 +321,11 @@ class _LinearAttentionBase(BaseEstimator):
         self.value_matrices_ = attention.value_matrices
         self.query_matrices_ = attention.query_matrices
         self.n_heads_ = attention.n_heads
-        self.head_search_ = readout
+        self.head_search_ = dataclasses.replace(  # the heads in the data's units
+            readout,
+            value_matrices=attention.value_matrices,
+            query_matrices=attention.query_matrices,
+        )
         self.coef_ = coef[0] if single_output else coef
         self.intercept_ = float(intercept[0]) if single_output else intercept
         self.certificate_ = solution.certificate

@@ -1,15 +1,16 @@
-"""Reading attention heads out of lifted coefficients (PAPER.md, Algorithm 1 step 3).
+"""Reading attention heads out of lifted coefficients (Algorithm 1, step 3, of
+Yau et al. 2025, and the minimal-head read-out described on the theory page).
 
 The lifted coefficients fix only the part of ``W[a,b,c,e]`` symmetric in ``(b, c)``;
 heads are a factorization ``W[(a,b),(c,e)] = sum_h V_h[a,b] Q_h[c,e]`` of any ``W``
 with that symmetric part, so the number of heads is the rank of the chosen ``W``.
 
+- :func:`read_out_heads`: what the estimators call. A budgeted search for the fewest
+  heads that compute the fitted function within ``tol``, or, on noisy data, whose
+  training loss is not significantly worse than the lifted fit's (an F-test).
 - :func:`paper_heads`: the paper's read-out, the SVD of the symmetric split.
-- :func:`minimal_heads`: the fewest heads, by choosing the free antisymmetric part
-  (alternating projections; with one output also Gauss-Newton on the common isotropic
-  subspace of the coefficient slices).
-- :func:`fixed_heads`: the best model with at most ``k`` heads for a weighted
-  least-squares objective (the training loss), refined in head space.
+- :func:`minimal_heads`, :func:`fixed_heads`: the fewest heads within ``tol``, and
+  the best model with at most ``k`` heads (wrappers of the same search).
 
 Heads come in one canonical form so that two fits of the same data give the same
 arrays: sorted by strength (singular value of ``W``, largest first), scale balanced
@@ -17,15 +18,85 @@ arrays: sorted by strength (singular value of ``W``, largest first), scale balan
 in each ``V_h`` is positive.
 """
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
-import scipy.optimize
+import scipy.stats
+from threadpoolctl import threadpool_limits
 
-from ._attention import fold_lifted_coef, unfold_lifted_coef
+from ._low_rank import (
+    RESTARTS,
+    alternating_projections,
+    balanced_rows,
+    fewest_heads_bound,
+    fold_lifted_coef,
+    head_coef,
+    low_rank_fold,
+    nearest_isotropic_folds,
+    svd,
+    unfold_lifted_coef,
+    weighted_head_fit,
+)
 
-__all__ = ["fixed_heads", "minimal_heads", "paper_heads"]
+__all__ = [
+    "HeadReadout",
+    "fixed_heads",
+    "head_parameter_count",
+    "minimal_heads",
+    "paper_heads",
+    "read_out_heads",
+]
+
+# The F-test's level: a count is rejected when a loss increase this unlikely
+# under the k-head model is observed.
+SIGNIFICANCE = 0.01
+# A count whose alternating-projection iterate (closest in the Frobenius metric)
+# has an F statistic above SCREEN times the critical value is not refined in the
+# training metric: the refinement lowered the statistic by a factor 1.5 to 6 in
+# our experiments.
+SCREEN = 20.0
+# Iterations of alternating projections per count on noisy coefficients, and the
+# progress per window below which they stop (they only provide a start and a
+# screen there).
+SCREEN_ITER = 100
+SCREEN_STALL = 0.99
+# Seeded random starts of the isotropic-subspace search when alternating
+# projections fail the screen with one output (besides their own iterate).
+ISOTROPIC_STARTS = 8
+# When a count fails the screen, Gauss-Newton steps in the training metric are
+# tried too if their estimated cost is below this share of the remaining budget.
+# Python's overhead per conjugate-gradient iteration, for that estimate.
+SCREEN_WEIGHTED_ITER = 6
+SCREEN_CG_ITER = 20
+SCREEN_SHARE = 0.5
+CG_OVERHEAD_SECONDS = 1e-4
+# Gauss-Newton steps in the training metric when testing a count, when polishing an
+# accepted one, and for a fixed count.
+TEST_ITER = 8
+# A test stops when the linearized problem at the current heads promises no loss
+# below GIVE_UP times the critical loss (its minimum is then near).
+GIVE_UP = 2.0
+POLISH_ITER = 10
+FIXED_ITER = 200
+# Gauss-Newton solves its steps exactly from the dense Jacobian (and M formed by
+# applying the weight to the identity) when p is at most DENSE_LIFTED and a step
+# costs about n_outputs * p^2 * n_parameters <= DENSE_WORK flops; by conjugate
+# gradients otherwise.
+DENSE_LIFTED = 300
+DENSE_WORK = 3e7
+# Noiseless counts: Gauss-Newton steps in head space after alternating
+# projections stall, dense up to this many parameters; it stops at
+# EXACT_MARGIN * tol, or when a step gains less than a factor 1 / (1 -
+# EXACT_STALL) (converging starts gain far more: the residual is zero).
+EXACT_ITER = 15
+EXACT_STALL = 0.5
+# The upward pass: iterations of alternating projections per count, and the
+# random isotropic-subspace starts tried with one output when they stall.
+UPWARD_ITER = 300
+UPWARD_ISOTROPIC_STARTS = 2
+EXACT_DENSE_PARAMETERS = 600
+EXACT_MARGIN = 1e-3
 
 
 def _canonical_signs(left, right):
@@ -49,6 +120,36 @@ def n_heads_within(singular_values, tol):
     return int(np.argmax(tails <= tol * total))
 
 
+def heads_of_folded(folded, n_heads, n_outputs, token_dim, decomposition=None):
+    """Canonical heads of the rank-``n_heads`` truncation of a folded matrix ``W``.
+
+    ``decomposition`` is ``svd(folded)`` when already known. A large ``W`` of rank
+    ``n_heads`` (an iterate of the search) is decomposed through its range, found
+    from a fixed-seed sketch: exact for rank ``n_heads``, and much cheaper than
+    its full SVD.
+
+    Returns
+    -------
+    value_matrices : ndarray of shape (n_heads, n_outputs, token_dim)
+    query_matrices : ndarray of shape (n_heads, token_dim, token_dim)
+    """
+    d = token_dim
+    if decomposition is not None:
+        left, singular_values, right_t = decomposition
+    elif 0 < n_heads and 4 * n_heads <= min(folded.shape) and folded.size > 2**16:
+        sketch = np.random.default_rng(0).normal(size=(folded.shape[1], n_heads))
+        basis = np.linalg.qr(folded @ sketch)[0]
+        core_left, singular_values, right_t = svd(basis.T @ folded)
+        left = basis @ core_left
+    else:
+        left, singular_values, right_t = svd(folded)
+    root = np.sqrt(singular_values[:n_heads])
+    left, right = _canonical_signs(left[:, :n_heads], right_t[:n_heads].T)
+    value = (left * root).T.reshape(n_heads, n_outputs, d)
+    query = (right * root).T.reshape(n_heads, d, d)
+    return value, query
+
+
 def paper_heads(lifted_coef, token_dim, tol):
     """The paper's head read-out: SVD of the folded coefficient matrix.
 
@@ -68,432 +169,474 @@ def paper_heads(lifted_coef, token_dim, tol):
     -------
     value_matrices : ndarray of shape (n_heads, n_outputs, token_dim)
     query_matrices : ndarray of shape (n_heads, token_dim, token_dim)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_linattn import MultiHeadLinearAttention
+    >>> from sklearn_linattn._heads import paper_heads
+    >>> rng = np.random.default_rng(0)
+    >>> one_head = MultiHeadLinearAttention(
+    ...     rng.normal(size=(1, 1, 3)), rng.normal(size=(1, 3, 3)))
+    >>> value, query = paper_heads(one_head.lifted_coef(), 3, tol=1e-10)
+    >>> len(value)  # the symmetric split needs more heads than the model has
+    3
     """
     folded = fold_lifted_coef(lifted_coef, token_dim)
-    _, singular_values, _ = _svd(folded)
+    _, singular_values, _ = svd(folded)
     return heads_of_folded(
         folded, n_heads_within(singular_values, tol), lifted_coef.shape[0], token_dim
     )
 
 
-def _svd(matrix):
-    try:
-        return scipy.linalg.svd(matrix, full_matrices=False, check_finite=False)
-    except np.linalg.LinAlgError:  # gesdd can fail to converge; gesvd is robust
-        return scipy.linalg.svd(
-            matrix, full_matrices=False, check_finite=False, lapack_driver="gesvd"
-        )
+def head_parameter_count(n_heads, n_outputs, token_dim):
+    """Dimension of the set of lifted coefficients that ``n_heads`` heads compute.
 
+    ``k`` heads have ``k (n_outputs d + d^2)`` parameters; the function does not
+    change under ``V -> A V``, ``Q -> A^{-T} Q`` for any invertible ``k x k``
+    mixing ``A`` (``k^2`` dimensions, which include the per-head scalings). With
+    one output, the part of ``W`` antisymmetric in ``(b, c)`` that keeps the rank
+    adds ``d k (k - 1) / 2`` more (the slices may change by any antisymmetric
+    matrix supported on the heads' value subspace); with several outputs it adds
+    none. The count is capped at ``n_outputs * p``. (Checked against the rank of
+    the map's Jacobian for ``d <= 5``, ``n_outputs <= 5``.)
 
-def heads_of_folded(folded, n_heads, n_outputs, token_dim):
-    """Canonical heads of the rank-``n_heads`` truncation of a folded matrix ``W``.
-
-    Returns
-    -------
-    value_matrices : ndarray of shape (n_heads, n_outputs, token_dim)
-    query_matrices : ndarray of shape (n_heads, token_dim, token_dim)
+    Examples
+    --------
+    >>> from sklearn_linattn._heads import head_parameter_count
+    >>> head_parameter_count(1, 1, 4), head_parameter_count(2, 1, 4)
+    (19, 32)
+    >>> head_parameter_count(4, 1, 4)  # d heads describe every function: p
+    40
     """
-    d = token_dim
-    left, singular_values, right_t = _svd(folded)
-    root = np.sqrt(singular_values[:n_heads])
-    left, right = _canonical_signs(left[:, :n_heads], right_t[:n_heads].T)
-    value = (left * root).T.reshape(n_heads, n_outputs, d)
-    query = (right * root).T.reshape(n_heads, d, d)
-    return value, query
+    k, m, d = n_heads, n_outputs, token_dim
+    n_lifted = d * d * (d + 1) // 2
+    count = k * (m * d + d * d - k)
+    if m == 1:
+        count -= d * k * (k - 1) // 2
+    return int(min(max(count, 0), m * n_lifted))
 
 
-def _truncate(matrix, rank):
-    """Best rank-``rank`` approximation (Eckart-Young)."""
-    left, singular_values, right_t = _svd(matrix)
-    return (left[:, :rank] * singular_values[:rank]) @ right_t[:rank]
-
-
-def _project_rank(matrix, rank):
-    """Best rank-``rank`` approximation from the eigenvectors of the smaller Gram
-    matrix: three to four times faster than an SVD on the small, wide matrices
-    of the head search. The projector is accurate to about
-    ``eps * (s_1 / s_rank)^2``, ample unless heads differ in strength by orders
-    of magnitude."""
-    if matrix.shape[0] <= matrix.shape[1]:
-        top = np.linalg.eigh(matrix @ matrix.T)[1][:, -rank:]
-        return top @ (top.T @ matrix)
-    top = np.linalg.eigh(matrix.T @ matrix)[1][:, -rank:]
-    return (matrix @ top) @ top.T
-
-
-# Alternating projections: iterations between progress checks; the relative
-# progress per window above which the iteration counts as stalled (converged, or
-# stuck at a point that is not a solution); the cap on iterations per start, and
-# the iteration after which a start is abandoned when its current linear rate
-# would not reach the tolerance within the cap (slow phases before that are
-# common on the way to a solution); how many extra starts (seeded, antisymmetric
-# perturbations) to try when one stalls.
-_WINDOW = 25
-_STALL = 1.0 - 1e-3
-_MAX_ITER = 5000
-_PATIENCE = 1000
-# Within tol a start polishes on to POLISH[0] * tol in any case, and on to
-# POLISH[1] * tol while each window still gains a factor POLISH_RATE: full
-# accuracy where convergence is fast, without the long tail where it is slow.
-_POLISH = (1e-3, 1e-6)
-_POLISH_RATE = 0.5
-_RESTARTS = 8
-_RESTART_SEED = 20251129
-
-
-def _alternating_projections(lifted_coef, token_dim, rank, start, tol, max_iter):
-    """Alternate between rank-``rank`` matrices and the affine set of folded ``W``
-    with the fitted symmetric part, from ``start``; return the best rank-``rank``
-    iterate and its relative error on the lifted coefficients."""
-    norm = np.linalg.norm(lifted_coef)
-    current = start
-    window_start = np.inf
-    best, best_error = None, np.inf
-    for iteration in range(max_iter):
-        low_rank = _project_rank(current, rank)
-        gap = unfold_lifted_coef(low_rank, token_dim) - lifted_coef
-        error = np.linalg.norm(gap) / norm
-        if error < best_error:
-            best, best_error = low_rank, error
-        if error <= _POLISH[1] * tol:
-            break
-        if iteration % _WINDOW == 0:
-            progress = error / window_start
-            if progress > (_POLISH_RATE if error <= _POLISH[0] * tol else _STALL):
-                break
-            window_start = error
-            if iteration >= _PATIENCE and error > tol > 0:
-                # Linear convergence at the current rate needs about this many
-                # more iterations to reach tol.
-                needed = _WINDOW * np.log(tol / error) / np.log(progress)
-                if iteration + needed > max_iter:
-                    break
-        # Affine projection: swap the symmetric part of low_rank for the fitted one.
-        current = low_rank - fold_lifted_coef(gap, token_dim)
-    return best, best_error
-
-
-# Gauss-Newton on isotropic subspaces (one output): iteration cap per start, the
-# Levenberg-Marquardt damping beyond which a start is abandoned, extra random starts.
-_GN_MAX_ITER = 60
-_GN_MAX_DAMPING = 1e8
-_GN_STARTS = 40
-
-
-def _isotropy_residual(slices, null_basis):
-    """``N^T S_e N`` for every slice, upper triangles in the Frobenius metric."""
-    k = null_basis.shape[1]
-    rows, cols = np.triu_indices(k)
-    weights = np.where(rows == cols, 1.0, np.sqrt(2.0))
-    products = np.einsum("bi,ebc,cj->eij", null_basis, slices, null_basis)
-    return (products[:, rows, cols] * weights).ravel()
-
-
-def _isotropy_jacobian(slices, null_basis, complement):
-    """Derivative of the residual for ``N -> N + complement @ X``, columns over X."""
-    k = null_basis.shape[1]
-    rows, cols = np.triu_indices(k)
-    weights = np.where(rows == cols, 1.0, np.sqrt(2.0))
-    mixed = np.einsum("bi,ebc,cj->eij", complement, slices, null_basis)  # (e, r, k)
-    identity = np.eye(k)
-    # d(N^T S N)[a, b] / dX[i, j] = [a == j] T[i, b] + [b == j] T[i, a]
-    change = np.einsum("aj,eib->ijeab", identity, mixed)
-    change = change + np.einsum("bj,eia->ijeab", identity, mixed)
-    change = change[..., rows, cols] * weights
-    return change.reshape(complement.shape[1] * k, -1).T
-
-
-def _isotropic_subspace(slices, start):
-    """Levenberg-Marquardt for an orthonormal ``N`` with ``N^T S_e N = 0`` for all e.
-
-    Returns the basis reached and ``sum_e ||N^T S_e N||_F^2``.
-    """
-    d, k = start.shape
-    basis = np.linalg.qr(start)[0]
-    value = float(np.sum(_isotropy_residual(slices, basis) ** 2))
-    damping = 1e-3
-    for _ in range(_GN_MAX_ITER):
-        complement = np.linalg.qr(basis, mode="complete")[0][:, k:]
-        jacobian = _isotropy_jacobian(slices, basis, complement)
-        gradient = jacobian.T @ _isotropy_residual(slices, basis)
-        curvature = jacobian.T @ jacobian
-        while True:
-            step = np.linalg.solve(
-                curvature + damping * np.eye(len(gradient)), -gradient
-            )
-            trial = np.linalg.qr(basis + complement @ step.reshape(d - k, k))[0]
-            trial_value = float(np.sum(_isotropy_residual(slices, trial) ** 2))
-            if trial_value < value:
-                basis, damping = trial, max(damping / 3, 1e-12)
-                improvement, value = value - trial_value, trial_value
-                break
-            damping *= 4
-            if damping > _GN_MAX_DAMPING:
-                return basis, value
-        if improvement <= 1e-30 + 1e-12 * value:
-            break
-    return basis, value
-
-
-def _isotropic_fold(lifted_coef, token_dim, rank, tol, warm_start):
-    """A rank-``rank`` folded ``W`` for one output, from an isotropic subspace.
-
-    With one output, ``W`` has rank at most ``r`` exactly when the slices
-    ``S_e = W_sym[:, :, e]`` all vanish on a common ``(d - r)``-dimensional subspace
-    ``N`` (``N^T S_e N = 0``); then ``X_e = 2 P S_e - P S_e P`` with ``P`` the
-    projector onto ``N``'s complement has the fitted symmetric part and rank ``<= r``,
-    and the relative error is ``sqrt(sum_e ||N^T S_e N||^2) / ||lifted_coef||``.
-    ``N`` is found by Levenberg-Marquardt from the null space of ``warm_start`` and
-    from seeded random starts.
-    """
-    d = token_dim
-    k = d - rank
-    norm = np.linalg.norm(lifted_coef)
-    slices = fold_lifted_coef(lifted_coef, d).reshape(d, d, d).transpose(2, 0, 1)
-    random_state = np.random.default_rng(_RESTART_SEED)
-    starts = [np.linalg.svd(warm_start)[0][:, rank:]] if warm_start is not None else []
-    starts += [random_state.normal(size=(d, k)) for _ in range(_GN_STARTS)]
-    for start in starts:
-        basis, value = _isotropic_subspace(slices, start)
-        if np.sqrt(value) <= tol * norm:
-            complement = np.linalg.qr(basis, mode="complete")[0][:, k:]
-            projector = complement @ complement.T
-            slices_in = 2 * np.einsum("bc,ecf->ebf", projector, slices) - np.einsum(
-                "bc,ecf,fg->ebg", projector, slices, projector
-            )
-            return slices_in.transpose(1, 2, 0).reshape(d, d * d)
-    return None
-
-
-def low_rank_fold(lifted_coef, token_dim, rank, tol, max_iter=_MAX_ITER, restarts=0):
-    """A folded ``W`` of rank ``rank`` whose symmetric part is ``lifted_coef``.
-
-    Alternating projections between the matrices of rank ``rank`` (SVD truncation)
-    and the affine set of ``W`` with the fitted symmetric part (keep the
-    antisymmetric part, replace the symmetric one), started from the symmetric
-    split. The iteration runs until it stalls, so a solution is as accurate as the
-    iteration allows, not just within ``tol``. When it stalls above ``tol`` and
-    ``restarts`` are allowed, a single-output problem goes to
-    :func:`_isotropic_fold` (Gauss-Newton, which succeeds where alternating
-    projections stall past ``d / 2`` heads), then alternating projections restart from
-    the symmetric split plus antisymmetric parts drawn from a fixed seed (so results
-    never change between runs).
-
-    Parameters
-    ----------
-    lifted_coef : ndarray of shape (n_outputs, n_lifted_features)
-    token_dim, rank : int
-    tol : float
-        Relative Frobenius tolerance on the lifted coefficients.
-    max_iter : int
-        Cap on iterations per start.
-    restarts : int
-        Extra starts to try when the previous ones stalled above ``tol``.
-
-    Returns
-    -------
-    folded : ndarray of shape (n_outputs * token_dim, token_dim ** 2) or None
-        None when no start reached ``tol``.
-    relative_error : float
-        ``||unfold(folded) - lifted_coef|| / ||lifted_coef||``, of the best
-        iterate seen.
-    """
-    split = fold_lifted_coef(lifted_coef, token_dim)
-    if not np.any(split):
-        return split, 0.0
-    random_state = np.random.default_rng(_RESTART_SEED)
-    best, best_error = None, np.inf
-    for attempt in range(1 + restarts):
-        start = split
-        if attempt:
-            shape = (lifted_coef.shape[0], token_dim, token_dim, token_dim)
-            noise = random_state.normal(size=shape)
-            antisymmetric = (noise - noise.transpose(0, 2, 1, 3)).reshape(split.shape)
-            start = split + antisymmetric * (
-                np.linalg.norm(split) / np.linalg.norm(antisymmetric)
-            )
-        folded, error = _alternating_projections(
-            lifted_coef, token_dim, rank, start, tol, max_iter
-        )
-        if error < best_error:
-            best, best_error = folded, error
-        if best_error <= tol:
-            return best, best_error
-        if attempt == 0 and restarts and lifted_coef.shape[0] == 1:
-            # One output: alternating projections often stall when more than half
-            # of the d heads are needed; Gauss-Newton on the isotropic subspace
-            # does not, and costs less than the restarts.
-            folded = _isotropic_fold(lifted_coef, token_dim, rank, tol, best)
-            if folded is not None:
-                gap = unfold_lifted_coef(folded, token_dim) - lifted_coef
-                return folded, np.linalg.norm(gap) / np.linalg.norm(lifted_coef)
-    return None, best_error
-
-
-def _fewest_heads_bound(lifted_coef, token_dim, tol):
-    """A lower bound on the heads needed to reproduce ``lifted_coef`` within tol.
-
-    For any ``r``-head model the slices ``S_{a,e}[b, c] = W_sym[a, b, c, e]`` are
-    ``sym(sum_h V_h[a, b] Q_h[c, e])``, of rank at most ``2 r``; so the part of the
-    slices beyond their ``2 r`` largest eigenvalues is within the model's distance
-    to ``lifted_coef``.
-    """
-    d = token_dim
-    slices = fold_lifted_coef(lifted_coef, d).reshape(-1, d, d, d)
-    slices = slices.transpose(0, 3, 1, 2).reshape(-1, d, d)  # one per (a, e)
-    squared = np.sort(np.linalg.eigvalsh(slices) ** 2, axis=1)  # ascending
-    # tails[j]: squared Frobenius norm left after keeping the j largest eigenvalues
-    tails = np.concatenate(
-        [np.cumsum(squared, axis=1)[:, ::-1], np.zeros((len(squared), 1))], axis=1
-    ).sum(axis=0)
-    allowed = (tol * np.linalg.norm(lifted_coef)) ** 2
-    kept = int(np.argmax(tails <= allowed))
-    return max(1, -(-kept // 2))
-
-
-def minimal_heads(lifted_coef, token_dim, tol, max_iter=_MAX_ITER):
-    """The fewest heads that reproduce ``lifted_coef`` within ``tol``.
-
-    No model with fewer than :func:`_fewest_heads_bound` heads can work, and the
-    paper's read-out (the SVD of the symmetric split, truncated within ``tol``)
-    always does. Counts from the bound upwards get one start of
-    :func:`low_rank_fold` each, until one succeeds; counts below that one are then
-    retried with restarts, one at a time, until one fails.
-
-    The search goes upwards because alternating projections converge quickly to a
-    solution of exactly the probed rank but slowly to one of lower rank, so a
-    probe above the minimal count is no reliable test of feasibility.
-
-    Returns
-    -------
-    value_matrices : ndarray of shape (n_heads, n_outputs, token_dim)
-    query_matrices : ndarray of shape (n_heads, token_dim, token_dim)
-    """
-    n_outputs = lifted_coef.shape[0]
-    best = fold_lifted_coef(lifted_coef, token_dim)
-    _, singular_values, _ = _svd(best)
-    n_heads = n_heads_within(singular_values, tol)  # always enough
-    lower_bound = min(_fewest_heads_bound(lifted_coef, token_dim, tol), n_heads)
-    for candidate in range(lower_bound, n_heads):
-        folded, _ = low_rank_fold(lifted_coef, token_dim, candidate, tol, max_iter)
-        if folded is not None:
-            best, n_heads = folded, candidate
-            break
-    while n_heads > lower_bound:
-        folded, _ = low_rank_fold(
-            lifted_coef, token_dim, n_heads - 1, tol, max_iter, restarts=_RESTARTS
-        )
-        if folded is None:
-            break
-        best, n_heads = folded, n_heads - 1
-    return heads_of_folded(best, n_heads, n_outputs, token_dim)
-
-
-# L-BFGS refinement of k heads: cap on iterations and the relative tolerances.
-_REFINE_MAX_ITER = 3000
-_REFINE_FTOL = 1e-15
-_REFINE_GTOL = 1e-12
-
-
-def _weighted_loss(lifted_coef, target, apply_weight):
-    """``sum_a (theta_a - target_a)^T weight (theta_a - target_a)`` and its
-    gradient in ``theta``."""
-    residual = lifted_coef - target
-    weighted = apply_weight(residual)
-    return float(np.sum(weighted * residual)), 2.0 * weighted
-
-
-def fixed_heads(lifted_coef, token_dim, n_heads, apply_weight, tol, max_iter=_MAX_ITER):
-    """The best model with at most ``n_heads`` heads for a weighted objective.
-
-    Minimizes ``sum_a (theta_a - lifted_coef_a)^T weight (theta_a - lifted_coef_a)``
-    over the lifted coefficients ``theta`` of ``n_heads``-head models. With
-    ``weight = Phi^T Phi + alpha I`` (centered when fitting an intercept) and
-    ``lifted_coef`` the lifted minimizer this is the training objective, up to a
-    constant. When at most ``n_heads`` heads reproduce ``lifted_coef`` within
-    ``tol`` (:func:`minimal_heads`) those heads are returned; otherwise the better
-    of the alternating-projection iterate of rank ``n_heads`` and the paper's
-    read-out truncated to ``n_heads`` heads is refined by L-BFGS over the heads,
-    which never increases the objective.
-
-    Parameters
-    ----------
-    lifted_coef : ndarray of shape (n_outputs, n_lifted_features)
-    token_dim, n_heads : int
-    apply_weight : callable
-        ``apply_weight(R)`` is ``R @ weight`` for ``R`` of shape
-        ``(n_outputs, n_lifted_features)``, ``weight`` symmetric positive
-        semi-definite (a matrix product, or structured products that never form
-        ``weight``).
-    tol : float
-
-    Returns
-    -------
-    value_matrices : ndarray of shape (h, n_outputs, token_dim), ``h <= n_heads``
-    query_matrices : ndarray of shape (h, token_dim, token_dim)
-    """
-    d = token_dim
-    n_outputs = lifted_coef.shape[0]
-    value, query = minimal_heads(lifted_coef, d, tol, max_iter)
-    if len(value) <= n_heads:
-        return value, query
-
-    split = fold_lifted_coef(lifted_coef, d)
-    candidates = [
-        _alternating_projections(lifted_coef, d, n_heads, split, 0.0, max_iter)[0],
-        _truncate(split, n_heads),
-    ]
-    scale = max(
-        _weighted_loss(np.zeros_like(lifted_coef), lifted_coef, apply_weight)[0],
-        np.finfo(float).tiny,
-    )
-    losses = [
-        _weighted_loss(unfold_lifted_coef(c, d), lifted_coef, apply_weight)[0]
-        for c in candidates
-    ]
-    start = candidates[int(np.argmin(losses))]
-    left, values, right_t = _svd(start)
-    root = np.sqrt(values[:n_heads])
-    value_rows = (left[:, :n_heads] * root).T  # (n_heads, n_outputs * d)
-    query_rows = right_t[:n_heads] * root[:, None]  # (n_heads, d * d)
-    split_at = value_rows.size
-
-    def objective(parameters):
-        value = parameters[:split_at].reshape(value_rows.shape)
-        query = parameters[split_at:].reshape(query_rows.shape)
-        folded = value.T @ query  # W[(a,b),(c,e)] = sum_h V_h[a,b] Q_h[c,e]
-        loss, gradient = _weighted_loss(
-            unfold_lifted_coef(folded, d), lifted_coef, apply_weight
-        )
-        # fold is the adjoint of unfold, so this is the gradient in W.
-        gradient_folded = fold_lifted_coef(gradient, d) / scale
-        return loss / scale, np.concatenate(
-            [(query @ gradient_folded.T).ravel(), (value @ gradient_folded).ravel()]
-        )
-
-    result = scipy.optimize.minimize(
-        objective,
-        np.concatenate([value_rows.ravel(), query_rows.ravel()]),
-        jac=True,
-        method="L-BFGS-B",
-        options={
-            "maxiter": _REFINE_MAX_ITER,
-            "ftol": _REFINE_FTOL,
-            "gtol": _REFINE_GTOL,
-        },
-    )
-    value = result.x[:split_at].reshape(value_rows.shape)
-    query = result.x[split_at:].reshape(query_rows.shape)
-    return heads_of_folded(value.T @ query, n_heads, n_outputs, d)
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class HeadReadout:
-    """Heads read out of a lifted solution, and how the read-out went."""
+    """How the heads of a fit were read out (the estimators' ``head_search_``).
+
+    Attributes
+    ----------
+    value_matrices : ndarray of shape (n_heads, n_outputs, token_dim)
+    query_matrices : ndarray of shape (n_heads, token_dim, token_dim)
+    criterion : str
+        Why this count was returned: ``"tol"`` (the heads compute the lifted
+        function within ``tol``), ``"f-test"`` (their training loss is not
+        significantly worse than the lifted fit's), ``"fixed"`` (the best model
+        with the requested number of heads), ``"paper"`` (the paper's SVD
+        read-out, requested or the fallback when the budget ran out).
+    complete : bool
+        False when the budget ran out before the search finished; the heads are
+        then valid (within ``tol`` or accepted by the test) but possibly more than
+        needed.
+    counts_tried : tuple of int
+        Head counts examined, in order.
+    seconds : float
+        CPU time the read-out took (of the calling thread; the budget is counted
+        the same way, so a busy machine does not cut the search short).
+    relative_distance : float
+        ``||theta_heads - theta_lifted||_F / ||theta_lifted||_F``.
+    f_statistic, f_critical : float
+        The F statistic of the returned heads against the lifted fit and its
+        critical value (NaN when no test was possible: too few samples, or
+        ``n_heads=None``).
+    """
 
     value_matrices: np.ndarray
     query_matrices: np.ndarray
-    complete: bool = True
+    criterion: str
+    complete: bool
+    counts_tried: tuple
+    seconds: float
+    relative_distance: float
+    f_statistic: float = float("nan")
+    f_critical: float = float("nan")
+
+    @property
+    def n_heads(self):
+        return len(self.value_matrices)
+
+
+class _Search:
+    """State shared by the steps of one read-out: the target, the noise model, the
+    clock and the log."""
+
+    def __init__(self, lifted_coef, token_dim, tol, apply_weight, rss, n_obs,
+                 budget_seconds, verbose):
+        self.coef = lifted_coef
+        self.d = token_dim
+        self.m, self.p = lifted_coef.shape
+        self.tol = tol
+        self.apply_weight = apply_weight
+        self.start = time.thread_time()
+        self.deadline = self.start + (
+            np.inf if budget_seconds is None else float(budget_seconds)
+        )
+        self.verbose = verbose
+        self.norm = float(np.linalg.norm(lifted_coef))
+        self._weight_matrix = None
+        self.tried = []
+        self.complete = True
+        rss = 0.0 if rss is None else float(np.sum(rss))
+        # Residual degrees of freedom of the lifted fit; no test without them.
+        self.df_residual = self.m * (int(n_obs or 0) - self.p)
+        self.variance = rss / self.df_residual if self.df_residual > 0 else None
+
+    def weight_matrix(self, n_heads, n_kept):
+        """``M`` as a matrix when Gauss-Newton for this count should use dense
+        steps, else None."""
+        n_parameters = n_heads * (n_kept * self.d + self.d * self.d)
+        if self.p > DENSE_LIFTED or n_kept * self.p**2 * n_parameters > DENSE_WORK:
+            return None
+        if self._weight_matrix is None:
+            self._weight_matrix = np.asarray(self.apply_weight(np.eye(self.p)))
+        return self._weight_matrix
+
+    def log(self, message):
+        if self.verbose:
+            elapsed = time.thread_time() - self.start
+            print(f"[heads {elapsed:7.3f} s] {message}", flush=True)
+
+    def expired(self):
+        if time.thread_time() > self.deadline:
+            self.complete = False
+            return True
+        return False
+
+    def loss(self, theta):
+        return self.loss_of(theta, self.coef)
+
+    def loss_of(self, theta, target):
+        residual = theta - target
+        return float(np.vdot(residual, self.apply_weight(residual)))
+
+    def distance(self, folded):
+        gap = unfold_lifted_coef(folded, self.d) - self.coef
+        return float(np.linalg.norm(gap) / self.norm)
+
+    def test(self, n_heads, n_kept=None):
+        """``(df1, critical loss, critical F)`` of the F-test for ``n_heads`` whose
+        value matrices use ``n_kept`` output directions (all by default), or None
+        when it cannot be applied."""
+        if self.variance is None:
+            return None
+        n_kept = self.m if n_kept is None else n_kept
+        df1 = self.m * self.p - head_parameter_count(n_heads, n_kept, self.d)
+        if df1 <= 0:
+            return None
+        critical = float(scipy.stats.f.isf(SIGNIFICANCE, df1, self.df_residual))
+        return df1, critical * df1 * self.variance, critical
+
+    def statistic(self, loss, n_heads, n_kept=None):
+        test = self.test(n_heads, n_kept)
+        if test is None or self.variance == 0:
+            return float("nan"), float("nan")
+        df1, _, critical = test
+        return loss / df1 / self.variance, critical
+
+    def noisy(self):
+        """Whether the lifted fit's noise is above ``tol`` (relative, in the
+        training metric): then counts come from the F-test."""
+        if not self.variance:
+            return False
+        start = time.thread_time()
+        signal = np.vdot(self.coef, self.apply_weight(self.coef))
+        self.apply_seconds = (time.thread_time() - start) / self.m  # per row
+        noise = self.variance * self.m * self.p
+        return bool(signal > 0 and np.sqrt(noise / signal) > self.tol)
+
+
+def _tol_search(search, lower, upper, at_upper=None):
+    """Fewest heads in ``[lower, upper)`` within ``tol``: upward single starts of
+    alternating projections until one succeeds, then downward with restarts (and
+    the isotropic Gauss-Newton for one output) until one fails. ``at_upper`` is a
+    known solution with ``upper`` heads, if any. Returns ``(folded, n_heads)`` or
+    None."""
+    found = None
+    for k in range(lower, upper):
+        if search.expired():
+            return found
+        search.tried.append(k)
+        folded, error = low_rank_fold(
+            search.coef, search.d, k, search.tol, max_iter=UPWARD_ITER,
+            deadline=search.deadline,
+        )
+        search.log(f"{k} heads: distance {error:.1e} (tol {search.tol:g})")
+        if error > search.tol and k > 1:
+            starts = [folded]
+            if search.m == 1 and k < search.d:
+                starts += nearest_isotropic_folds(
+                    search.coef, search.d, k, folded, UPWARD_ISOTROPIC_STARTS,
+                    search.deadline,
+                )
+            folded, error = _exact_heads(search, k, starts)
+        if error <= search.tol:
+            found = (folded, k)
+            break
+    if found is None:
+        if at_upper is None:
+            return None
+        found = (at_upper, upper)
+    while found[1] > lower and not search.expired():
+        k = found[1] - 1
+        search.tried.append(k)
+        folded, error = low_rank_fold(
+            search.coef, search.d, k, search.tol, restarts=RESTARTS,
+            deadline=search.deadline,
+        )
+        search.log(f"{k} heads, with restarts: distance {error:.1e}")
+        if error > search.tol and search.m == 1 and k < search.d:
+            starts = nearest_isotropic_folds(
+                search.coef, search.d, k, folded, ISOTROPIC_STARTS, search.deadline
+            )
+            folded, error = _exact_heads(search, k, [folded] + starts)
+        if error > search.tol:
+            break
+        found = (folded, k)
+    return found
+
+
+def _exact_heads(search, k, starts):
+    """Gauss-Newton in head space (Frobenius metric) from each start, for ``k``
+    heads that reproduce the coefficients: converges fast where alternating
+    projections crawl (a zero-residual problem). Returns the best ``(folded,
+    relative error)``."""
+    d, coef = search.d, search.coef
+    identity = None
+    n_parameters = k * (search.m * d + d * d)
+    if n_parameters <= EXACT_DENSE_PARAMETERS and search.p <= DENSE_LIFTED:
+        identity = np.eye(search.p)
+    target = (EXACT_MARGIN * search.tol * search.norm) ** 2
+    best = (starts[0], search.distance(starts[0]))
+    for start in starts:
+        if search.expired():
+            break
+        value_rows, query_rows = balanced_rows(start, k)
+        value_rows, query_rows, loss, n_iter = weighted_head_fit(
+            coef, d, value_rows, query_rows, lambda rows: rows,
+            max_iter=EXACT_ITER, accept_below=target, weight_matrix=identity,
+            stall=EXACT_STALL, deadline=search.deadline,
+        )
+        error = float(np.sqrt(max(loss, 0.0)) / search.norm)
+        search.log(f"{k} heads, Gauss-Newton ({n_iter} steps): distance {error:.1e}")
+        if error < best[1]:
+            best = (value_rows.T @ query_rows, error)
+        if error <= EXACT_MARGIN * search.tol:
+            break
+    return best
+
+
+class _OutputSubspace:
+    """The lifted coefficients seen through their ``r`` leading output directions.
+
+    A ``k``-head model's coefficients have row rank at most ``k d``, and the
+    ``k``-head models are closed under rotations of the outputs; so a count with
+    ``k d < n_outputs`` is fitted on the ``k d`` leading directions (in the
+    training metric) and the rest of the coefficients is left unfitted.
+    The training loss splits exactly: the part in the kept directions plus the
+    weighted energy of the dropped ones. (A nested model with ``r`` outputs'
+    value matrices, counted as such by the test.)"""
+
+    def __init__(self, search):
+        self.search = search
+        # Directions of decreasing weighted energy: eigenvectors of
+        # lifted_coef M lifted_coef^T, so the dropped rows carry the least of the
+        # training loss (directions from the unweighted SVD would keep the noise
+        # of weakly determined features and drop signal).
+        energy = search.coef @ search.apply_weight(search.coef).T
+        energies, rotation = np.linalg.eigh((energy + energy.T) / 2)
+        self.rotation = rotation[:, ::-1]  # (m, m)
+        self.rotated = self.rotation.T @ search.coef
+        energies = np.maximum(energies[::-1], 0.0)
+        # dropped[r]: weighted energy beyond the first r directions
+        self.dropped = np.append(np.cumsum(energies[::-1])[::-1], 0.0)
+
+    def kept(self, n_heads):
+        return min(self.rotated.shape[0], n_heads * self.search.d)
+
+    def target(self, n_heads):
+        return self.rotated[: self.kept(n_heads)]
+
+    def expand(self, value_rows, n_heads):
+        """Value rows of the ``r`` kept directions back on all outputs."""
+        r, d = self.kept(n_heads), self.search.d
+        value = value_rows.reshape(n_heads, r, d)
+        full = np.einsum("ai,hib->hab", self.rotation[:, :r], value)
+        return full.reshape(n_heads, -1)
+
+
+def _noisy_search(search, upper):
+    """Fewest heads below ``upper`` accepted by the F-test. Returns
+    ``(value_rows, query_rows, n_heads, loss, n_kept)`` or None.
+
+    1. Screen: the F statistic of each count's alternating-projection iterate
+       (nearest in the Frobenius metric) within ``SCREEN`` times the critical
+       value; counts 1, 2, 4, ... until one passes, then bisection (assuming more
+       heads never fit worse; few heads are cheap to probe).
+    2. Test upwards from the first count that passes the screen, each refined by
+       Gauss-Newton in the training metric, until one is accepted.
+    3. Downwards from the accepted count, one count at a time while they are
+       accepted: a thorough screen (more starts and Gauss-Newton steps in the
+       training metric, as the budget allows), then the test. On ill-conditioned
+       Grams the Frobenius-nearest heads can score far worse than the best heads,
+       so the cheap screen alone can overshoot by a head."""
+    outputs = _OutputSubspace(search)
+    d = search.d
+    starts = {}
+    tested = set()
+
+    def start(k, thorough=False):
+        """The best start found for ``k`` heads and its loss: the
+        alternating-projection iterate; with ``thorough``, when that fails the
+        screen, other starts and a few Gauss-Newton steps in the training
+        metric."""
+        target = outputs.target(k)
+        dropped = outputs.dropped[len(target)]
+        if k not in starts:
+            folded, _ = alternating_projections(
+                target, d, k, fold_lifted_coef(target, d), search.tol,
+                SCREEN_ITER, search.deadline, stall=SCREEN_STALL, warm=True,
+            )
+            theta = unfold_lifted_coef(folded, d)
+            starts[k] = (folded, search.loss_of(theta, target) + dropped)
+        best = starts[k]
+        folded = best[0]
+        screen_loss = search.test(k, outputs.kept(k))
+        screen_loss = np.inf if screen_loss is None else SCREEN * screen_loss[1]
+        if thorough and best[1] > screen_loss:
+            candidates = [folded]
+            if len(target) == 1 and k < d:
+                # One output: alternating projections can stop far from the
+                # nearest k-head models; the isotropic-subspace search does not.
+                candidates += nearest_isotropic_folds(
+                    target, d, k, folded, ISOTROPIC_STARTS, search.deadline
+                )
+            for candidate in candidates:
+                loss = search.loss_of(unfold_lifted_coef(candidate, d), target)
+                candidate, loss = weighted_screen(k, candidate, loss + dropped, target)
+                if loss < best[1]:
+                    best = (candidate, loss)
+                if best[1] <= screen_loss or search.expired():
+                    break
+        starts[k] = best
+        return best
+
+    def weighted_screen(k, folded, loss, target):
+        """A few Gauss-Newton steps in the training metric, when affordable: on
+        ill-conditioned Grams the Frobenius-nearest heads can score hundreds of
+        times worse than the best ones near them."""
+        cost = (SCREEN_WEIGHTED_ITER * SCREEN_CG_ITER) * (
+            search.apply_seconds * len(target) + CG_OVERHEAD_SECONDS
+        )
+        if cost > SCREEN_SHARE * (search.deadline - time.thread_time()):
+            return folded, loss
+        test = search.test(k, outputs.kept(k))
+        if test is None:
+            return folded, loss
+        dropped = outputs.dropped[len(target)]
+        value_rows, query_rows = balanced_rows(folded, k)
+        value_rows, query_rows, new_loss, _ = weighted_head_fit(
+            target, d, value_rows, query_rows, search.apply_weight,
+            max_iter=SCREEN_WEIGHTED_ITER, cg_max_iter=SCREEN_CG_ITER,
+            give_up_above=SCREEN * test[1] - dropped,
+            weight_matrix=search.weight_matrix(k, len(target)),
+            deadline=search.deadline,
+        )
+        if new_loss + dropped < loss:
+            return value_rows.T @ query_rows, new_loss + dropped
+        return folded, loss
+
+    def screen(k, thorough=False):
+        search.tried.append(k)
+        folded, loss = start(k, thorough)
+        statistic, critical = search.statistic(loss, k, outputs.kept(k))
+        passed = statistic <= SCREEN * critical
+        search.log(
+            f"{k} heads on {outputs.kept(k)} output direction(s), "
+            f"{'thorough ' if thorough else ''}screen: F "
+            f"{statistic:.3g} (screen {SCREEN * critical:.3g})"
+            f"{'' if passed else ': rejected'}"
+        )
+        return passed
+
+    low, high = 1, upper  # upper passes (the paper's read-out is within tol)
+    probe = 1
+    while probe < high and not search.expired():
+        if screen(probe):
+            high = probe
+            break
+        low, probe = probe + 1, 2 * probe
+    while low < high and not search.expired():
+        middle = (low + high) // 2
+        if screen(middle):
+            high = middle
+        else:
+            low = middle + 1
+    def test(k):
+        """Refine ``k`` heads from their start and test them; the accepted heads
+        are polished with what is left of the budget."""
+        test = search.test(k, outputs.kept(k))
+        if test is None:
+            return None
+        tested.add(k)
+        _, threshold, critical = test
+        folded, _ = starts[k] if k in starts else start(k)
+        target = outputs.target(k)
+        dropped = outputs.dropped[len(target)]
+        value_rows, query_rows = balanced_rows(folded, k)
+        value_rows, query_rows, loss, n_iter = weighted_head_fit(
+            target, d, value_rows, query_rows, search.apply_weight,
+            max_iter=TEST_ITER, accept_below=threshold - dropped,
+            give_up_above=GIVE_UP * threshold - dropped,
+            weight_matrix=search.weight_matrix(k, len(target)),
+            deadline=search.deadline,
+        )
+        accepted = loss + dropped <= threshold
+        search.log(
+            f"{k} heads, test: F {(loss + dropped) / threshold * critical:.3g} "
+            f"(critical {critical:.3g}) after {n_iter} Gauss-Newton steps: "
+            f"{'accepted' if accepted else 'rejected'}"
+        )
+        if not accepted:
+            return None
+        if not search.expired():
+            value_rows, query_rows, loss, _ = weighted_head_fit(
+                target, d, value_rows, query_rows, search.apply_weight,
+                max_iter=POLISH_ITER,
+                weight_matrix=search.weight_matrix(k, len(target)),
+                deadline=search.deadline,
+            )
+        return (
+            outputs.expand(value_rows, k), query_rows, k, loss + dropped,
+            outputs.kept(k),
+        )
+
+    found = None
+    for k in range(high, upper):
+        if search.expired():
+            return None
+        found = test(k)
+        if found is not None:
+            break
+    if found is None:
+        return None
+    while found[2] > 1 and not search.expired():
+        k = found[2] - 1
+        if k in tested and starts[k][1] <= SCREEN * search.test(k, outputs.kept(k))[1]:
+            break  # tested from a start that passed the screen: nothing to add
+        if not screen(k, thorough=True):
+            break
+        smaller = test(k)
+        if smaller is None:
+            break
+        found = smaller
+    return found
 
 
 def read_out_heads(
@@ -503,24 +646,222 @@ def read_out_heads(
     tol,
     *,
     apply_weight,
-    residual_sum_of_squares,
-    n_observations,
-    budget_seconds,
+    residual_sum_of_squares=None,
+    n_observations=None,
+    budget_seconds=None,
     verbose=0,
 ):
-    """Heads for a lifted solution, as the estimators' ``n_heads`` asks.
+    """Heads of a fitted lifted model: the estimators' read-out.
 
-    ``None``: :func:`paper_heads`; ``"auto"``: :func:`minimal_heads`; an int:
-    :func:`fixed_heads` for the training objective ``apply_weight`` describes.
+    With ``n_heads="auto"`` the count comes from the data:
+
+    - Noiseless coefficients (the lifted fit's residual variance, in the training
+      metric, below ``tol`` relative to the signal): the fewest heads whose
+      lifted coefficients are within ``tol`` of ``lifted_coef`` (relative
+      Frobenius norm), searched as in :func:`minimal_heads`.
+    - Noisy coefficients: the fewest heads ``k`` that pass a nested-model F-test
+      against the lifted fit. With ``Delta_k`` the increase of the training loss
+      of the best ``k``-head model over the lifted fit, ``q_k`` the dimension of
+      the ``k``-head model (:func:`head_parameter_count`), ``n`` the number of
+      observations and ``RSS`` the lifted fit's residual sum of squares (pooled
+      over outputs), ``k`` is accepted when
+
+          F = (Delta_k / (n_outputs p - q_k)) / (RSS / (n_outputs (n - p)))
+
+      is below the ``1 - SIGNIFICANCE`` quantile (99%) of the F distribution with
+      ``(n_outputs p - q_k, n_outputs (n - p))`` degrees of freedom. The accepted
+      heads are then refined towards the best ``k``-head model in the training
+      metric (Gauss-Newton) with what is left of the budget. With fewer
+      observations than lifted features there is no residual variance and only
+      ``tol`` applies.
+
+    With an int ``k``: the best model with at most ``k`` heads for the training
+    objective (the fewest heads within ``tol`` when those are at most ``k``).
+    With None: the paper's SVD read-out (:func:`paper_heads`).
+
+    The search stops when ``budget_seconds`` is spent and returns the best valid
+    heads it has: accepted by one of the criteria, else the paper's read-out
+    truncated within ``tol`` (``complete=False``). BLAS runs single-threaded
+    during the search (its products are small).
+
+    Parameters
+    ----------
+    lifted_coef : ndarray of shape (n_outputs, n_lifted_features)
+        The lifted solution (centered when an intercept is fitted).
+    token_dim : int
+    n_heads : "auto", int or None
+    tol : float
+        Relative Frobenius tolerance on the lifted coefficients.
+    apply_weight : callable
+        ``apply_weight(R)`` returns ``R @ (G + alpha I)`` for ``R`` of shape
+        ``(r, n_lifted_features)``, ``G`` the (weighted, centered) lifted Gram:
+        the training objective of any ``theta`` exceeds the lifted fit's by
+        ``trace((theta - lifted_coef) (G + alpha I) (theta - lifted_coef)^T)``.
+    residual_sum_of_squares : array-like of shape (n_outputs,), optional
+        The lifted fit's training residual sum of squares; None disables the test.
+    n_observations : int, optional
+        Training rows of the fit.
+    budget_seconds : float, optional
+        Time allowed for the search; None for no limit.
+    verbose : int
+        Print each count tried, its statistic and the time.
 
     Returns
     -------
-    readout : HeadReadout
+    HeadReadout
+
+    Examples
+    --------
+    Heads of a noiseless two-head model, with the training weight the identity:
+
+    >>> import numpy as np
+    >>> from sklearn_linattn import MultiHeadLinearAttention
+    >>> from sklearn_linattn._heads import read_out_heads
+    >>> rng = np.random.default_rng(0)
+    >>> truth = MultiHeadLinearAttention(
+    ...     rng.normal(size=(2, 1, 4)), rng.normal(size=(2, 4, 4)))
+    >>> readout = read_out_heads(
+    ...     truth.lifted_coef(), 4, "auto", 1e-8, apply_weight=lambda r: r)
+    >>> readout.n_heads, readout.criterion, readout.complete
+    (2, 'tol', True)
     """
-    if n_heads is None:
-        value, query = paper_heads(lifted_coef, token_dim, tol)
-    elif n_heads == "auto":
-        value, query = minimal_heads(lifted_coef, token_dim, tol)
-    else:
-        value, query = fixed_heads(lifted_coef, token_dim, n_heads, apply_weight, tol)
-    return HeadReadout(value, query)
+    lifted_coef = np.asarray(lifted_coef, dtype=np.float64)
+    if lifted_coef.ndim != 2:
+        raise ValueError(
+            "lifted_coef must have shape (n_outputs, n_lifted_features), got shape "
+            f"{lifted_coef.shape}."
+        )
+    d = int(token_dim)
+    if lifted_coef.shape[1] != d * d * (d + 1) // 2:
+        raise ValueError(
+            f"lifted_coef has {lifted_coef.shape[1]} columns; token_dim={d} needs "
+            f"{d * d * (d + 1) // 2} (d * d * (d + 1) / 2)."
+        )
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _read_out(
+            lifted_coef, d, n_heads, tol, apply_weight, residual_sum_of_squares,
+            n_observations, budget_seconds, verbose,
+        )
+
+
+def _read_out(lifted_coef, d, n_heads, tol, apply_weight, rss, n_obs, budget, verbose):
+    search = _Search(lifted_coef, d, tol, apply_weight, rss, n_obs, budget, verbose)
+    m = search.m
+    split = fold_lifted_coef(lifted_coef, d)
+    decomposition = svd(split)  # the paper's read-out, kept for the fallback
+    paper_count = n_heads_within(decomposition[1], tol)
+
+    def result(folded, k, criterion, loss=None, n_kept=None):
+        value, query = heads_of_folded(
+            folded, k, m, d, decomposition if folded is split else None
+        )
+        theta = head_coef(value.reshape(k, m * d), query.reshape(k, d * d), d)
+        distance = (
+            float(np.linalg.norm(theta - lifted_coef) / search.norm)
+            if search.norm else 0.0
+        )
+        if loss is None and criterion != "paper":
+            loss = search.loss(theta)
+        statistic, critical = (
+            search.statistic(loss, k, n_kept) if loss is not None else (np.nan, np.nan)
+        )
+        readout = HeadReadout(
+            value, query, criterion, search.complete, tuple(search.tried),
+            time.thread_time() - search.start, distance, statistic, critical,
+        )
+        search.log(
+            f"{k} heads ({criterion}{'' if search.complete else ', budget spent'}); "
+            f"counts tried {list(search.tried)}"
+        )
+        return readout
+
+    if n_heads is None or search.norm == 0 or paper_count <= 1:
+        return result(split, paper_count, "paper" if n_heads is None else "tol")
+
+    fixed = n_heads != "auto"
+    upper = min(int(n_heads), paper_count) if fixed else paper_count
+    noisy = search.noisy()
+    search.log(
+        f"p={search.p}, {m} output(s), paper's count {paper_count}, "
+        + (f"noisy: F-test at level {SIGNIFICANCE}" if noisy else "noiseless: tol")
+    )
+    if not noisy:
+        lower = min(fewest_heads_bound(lifted_coef, d, tol), paper_count)
+        found = _tol_search(
+            search, lower, upper, split if upper == paper_count else None
+        )
+        if found is not None:
+            return result(found[0], found[1], "tol")
+        if not fixed or upper == paper_count:
+            return result(split, paper_count, "tol" if search.complete else "paper")
+    elif not fixed:
+        found = _noisy_search(search, upper)
+        if found is None:
+            return result(split, paper_count, "tol" if search.complete else "paper")
+        value_rows, query_rows, k, loss, kept = found
+        return result(value_rows.T @ query_rows, k, "f-test", loss, kept)
+    if upper == paper_count:
+        return result(split, paper_count, "tol")
+    # A fixed count below what reproduces the fit: the best model with k heads.
+    k = upper
+    search.tried.append(k)
+    candidates = [
+        alternating_projections(
+            lifted_coef, d, k, split, 0.0, SCREEN_ITER, search.deadline
+        )[0],
+        balanced_rows(split, k)[0].T @ balanced_rows(split, k)[1],
+    ]
+    losses = [search.loss(unfold_lifted_coef(c, d)) for c in candidates]
+    value_rows, query_rows = balanced_rows(candidates[int(np.argmin(losses))], k)
+    value_rows, query_rows, loss, n_iter = weighted_head_fit(
+        lifted_coef, d, value_rows, query_rows, apply_weight, max_iter=FIXED_ITER,
+        stall=1e-13, weight_matrix=search.weight_matrix(k, m),
+        deadline=search.deadline,
+    )
+    search.log(f"{k} heads: {n_iter} Gauss-Newton steps in the training metric")
+    return result(value_rows.T @ query_rows, k, "fixed", loss)
+
+
+def minimal_heads(lifted_coef, token_dim, tol, budget_seconds=None):
+    """The fewest heads that reproduce ``lifted_coef`` within ``tol``.
+
+    No model with fewer than the slices' eigenvalue bound can work, and the
+    paper's read-out (the SVD of the symmetric split, truncated within ``tol``)
+    always does. Counts from the bound upwards get one start of alternating
+    projections each, until one succeeds; counts below that one are then retried
+    with restarts, one at a time, until one fails. (Alternating projections
+    converge quickly to a solution of exactly the probed rank but slowly to one of
+    lower rank, so a probe above the minimal count is no reliable test.)
+
+    Returns
+    -------
+    value_matrices : ndarray of shape (n_heads, n_outputs, token_dim)
+    query_matrices : ndarray of shape (n_heads, token_dim, token_dim)
+    """
+    readout = read_out_heads(
+        lifted_coef, token_dim, "auto", tol, apply_weight=lambda r: r,
+        budget_seconds=budget_seconds,
+    )
+    return readout.value_matrices, readout.query_matrices
+
+
+def fixed_heads(
+    lifted_coef, token_dim, n_heads, apply_weight, tol, budget_seconds=None
+):
+    """The best model with at most ``n_heads`` heads for a weighted objective.
+
+    Minimizes ``sum_a (theta_a - lifted_coef_a)^T weight (theta_a - lifted_coef_a)``
+    over the lifted coefficients ``theta`` of ``n_heads``-head models (with
+    ``weight = Phi^T Phi + alpha I`` and ``lifted_coef`` the lifted minimizer, the
+    training objective up to a constant). See :func:`read_out_heads`.
+
+    Returns
+    -------
+    value_matrices : ndarray of shape (h, n_outputs, token_dim), ``h <= n_heads``
+    query_matrices : ndarray of shape (h, token_dim, token_dim)
+    """
+    readout = read_out_heads(
+        lifted_coef, token_dim, int(n_heads), tol, apply_weight=apply_weight,
+        budget_seconds=budget_seconds,
+    )
+    return readout.value_matrices, readout.query_matrices

@@ -145,11 +145,14 @@ def solve_normal(
     )
     spectrum = gram_spectrum(gram, default_rank_tol(data.n_lifted))
     coef = solve_gram(gram, moment, alpha, spectrum)
-    residual = (
-        squares
-        - 2 * np.einsum("op,po->o", coef, moment)
-        + np.einsum("op,op->o", coef @ gram, coef)
-    )
+    cross = np.einsum("op,po->o", coef, moment)
+    quadratic = np.einsum("op,op->o", coef @ gram, coef)
+    residual = squares - 2 * cross + quadratic
+    # From the statistics the residual is a difference of large terms: below their
+    # rounding error it is indistinguishable from zero (noiseless data).
+    rounding = data.n_lifted * np.finfo(np.float64).eps
+    rounding *= squares + 2 * np.abs(cross) + np.abs(quadratic)
+    residual = np.where(residual > rounding, residual, 0.0)
     certificate = IdentifiabilityCertificate._from_spectrum(
         spectrum,
         statistics.weight_sum,
@@ -169,7 +172,7 @@ def solve_normal(
         target_mean=target_mean,
         certificate=certificate,
         apply_weight=apply_weight,
-        residual_sum_of_squares=np.maximum(residual, 0.0),
+        residual_sum_of_squares=residual,
         n_observations=statistics.n_observations,
         n_iter=np.ones(coef.shape[0], dtype=int),
         statistics=statistics,

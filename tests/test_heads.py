@@ -1,75 +1,148 @@
-"""Head read-outs: paper SVD, minimal heads, best k-head models."""
+"""Head read-outs: the budgeted search (tol and F-test), paper SVD, fixed counts.
+
+The lifted problems are built here from the naive lifted feature map of the
+definition (``conftest.naive_lifted_features``), independently of the package's
+solvers: Gram, least-squares coefficients, residual sum of squares.
+"""
 
 import numpy as np
 import pytest
-from conftest import n_lifted, random_attention, random_sequences
+from conftest import n_lifted, naive_lifted_features, random_attention, random_sequences
 
 from sklearn_linattn import LinearAttentionRegressor, MultiHeadLinearAttention
 from sklearn_linattn._heads import (
-    _fewest_heads_bound,
+    HeadReadout,
     fixed_heads,
+    head_parameter_count,
     minimal_heads,
     paper_heads,
+    read_out_heads,
 )
-from sklearn_linattn._lift import lifted_features
+from sklearn_linattn._low_rank import fewest_heads_bound
 
 
 def relative_distance(model, truth):
     return model.distance(truth) / np.linalg.norm(truth.lifted_coef())
 
 
-@pytest.mark.parametrize("token_dim", [3, 4, 6])
-@pytest.mark.parametrize("n_heads", [1, 2, 3])
-def test_auto_recovers_the_generating_number_of_heads(token_dim, n_heads):
-    rng = np.random.default_rng(1000 * token_dim + n_heads)
-    truth = random_attention(rng, token_dim, n_heads)
-    X = random_sequences(rng, 3 * n_lifted(token_dim), 12, token_dim)
-    model = LinearAttentionRegressor().fit(X, truth.predict(X)[:, 0])
-    assert model.n_heads_ == n_heads
-    assert relative_distance(model.attention_, truth) < 1e-8
-    paper = LinearAttentionRegressor(n_heads=None).fit(X, truth.predict(X)[:, 0])
-    assert paper.n_heads_ >= n_heads  # the SVD read-out of the symmetric split
-    assert relative_distance(paper.attention_, truth) < 1e-8
+def lifted_problem(seed, token_dim, n_heads, n_outputs=1, noise=0.0, n_samples=None):
+    """A random MHLA, 3p Gaussian sequences, noisy targets (noise relative to each
+    target's standard deviation) and the lifted least-squares fit from the naive
+    features: returns truth, features, coefficients, Gram and RSS."""
+    rng = np.random.default_rng(seed)
+    truth = random_attention(rng, token_dim, n_heads, n_outputs)
+    n = n_samples or 3 * n_lifted(token_dim)
+    X = random_sequences(rng, n, 16, token_dim)
+    y = truth.predict(X)
+    y = y + noise * y.std(axis=0) * rng.normal(size=y.shape)
+    features = naive_lifted_features(X)
+    coef = np.linalg.lstsq(features, y, rcond=None)[0].T
+    gram = features.T @ features
+    rss = np.sum((features @ coef.T - y) ** 2, axis=0)
+    return truth, features, coef, gram, rss
 
 
-@pytest.mark.parametrize("n_heads, n_outputs", [(1, 2), (2, 3), (3, 2)])
-def test_auto_recovers_multi_output_models(n_heads, n_outputs):
-    truth = random_attention(
-        np.random.default_rng(7 * n_heads + n_outputs), 4, n_heads, n_outputs
+def read_out(coef, gram, rss, n, n_heads="auto", tol=1e-8, budget=None, **kwargs):
+    return read_out_heads(
+        coef,
+        int(round((2 * coef.shape[1]) ** (1 / 3))),
+        n_heads,
+        tol,
+        apply_weight=lambda rows: rows @ gram,
+        residual_sum_of_squares=rss,
+        n_observations=n,
+        budget_seconds=budget,
+        **kwargs,
     )
-    value, query = minimal_heads(truth.lifted_coef(), 4, tol=1e-8)
-    assert value.shape == (n_heads, n_outputs, 4) and query.shape == (n_heads, 4, 4)
-    found = MultiHeadLinearAttention(value, query)
-    assert relative_distance(found, truth) < 1e-8
 
 
-@pytest.mark.parametrize("token_dim", [4, 8])
-def test_a_generic_function_needs_all_heads(token_dim):
-    # One output, generic coefficients: no antisymmetric part lowers the rank of W
-    # below d (the slices would need a common isotropic subspace).
-    rng = np.random.default_rng(token_dim)
-    coef = rng.normal(size=(1, n_lifted(token_dim)))
-    value, _ = minimal_heads(coef, token_dim, tol=1e-8)
-    assert len(value) == token_dim
-    assert _fewest_heads_bound(coef, token_dim, 1e-8) == token_dim // 2
+def weighted_distance(theta, other, gram):
+    gap = theta - other
+    return float(np.sum((gap @ gram) * gap))
 
 
-def test_tolerance_trades_heads_for_fidelity():
-    rng = np.random.default_rng(5)
-    d = 6
-    truth = random_attention(rng, d, 2)
-    coef = truth.lifted_coef()
-    noisy = coef + 1e-4 * np.linalg.norm(coef) * rng.normal(size=coef.shape) / np.sqrt(
-        coef.size
+# --- noisy data: the F-test ---------------------------------------------------
+
+
+@pytest.mark.parametrize("token_dim", [4, 5, 6])
+@pytest.mark.parametrize("n_heads", [1, 2])
+@pytest.mark.parametrize("noise", [0.01, 0.1])
+@pytest.mark.parametrize("n_outputs", [1, 3])
+def test_noisy_fits_return_the_generating_heads(token_dim, n_heads, noise, n_outputs):
+    seed = 100 * token_dim + 10 * n_heads + n_outputs + int(noise * 100)
+    truth, features, coef, gram, rss = lifted_problem(
+        seed, token_dim, n_heads, n_outputs, noise
     )
-    many, _ = minimal_heads(noisy, d, tol=1e-8)
-    few_value, few_query = minimal_heads(noisy, d, tol=1e-3)
-    assert len(few_value) == 2 < len(many)
-    found = MultiHeadLinearAttention(few_value, few_query)
-    assert np.linalg.norm(found.lifted_coef() - noisy) <= 1e-3 * np.linalg.norm(noisy)
+    readout = read_out(coef, gram, rss, len(features))
+    assert readout.n_heads == n_heads
+    assert readout.criterion == "f-test" and readout.complete
+    assert readout.f_statistic <= readout.f_critical
+    heads = MultiHeadLinearAttention(readout.value_matrices, readout.query_matrices)
+    # The heads are closer to the noiseless truth than the unconstrained fit, in
+    # the training metric (the expected prediction error on the training inputs).
+    truth_coef = truth.lifted_coef()
+    assert weighted_distance(heads.lifted_coef(), truth_coef, gram) < (
+        weighted_distance(coef, truth_coef, gram)
+    )
 
 
-def test_every_read_out_keeps_coef_and_heads_consistent(rng):
+def test_fewer_heads_than_generated_are_rejected():
+    # Three strong heads, 1% noise: one or two heads fit significantly worse.
+    truth, features, coef, gram, rss = lifted_problem(7, 6, 3, 1, 0.01)
+    readout = read_out(coef, gram, rss, len(features))
+    assert readout.n_heads == 3
+    assert set(readout.counts_tried) >= {1, 2}
+
+
+def test_without_residual_degrees_of_freedom_only_tol_applies():
+    # Fewer samples than lifted features: the fit interpolates, there is no
+    # residual variance, and the heads must reproduce the fit within tol.
+    truth, features, coef, gram, rss = lifted_problem(3, 4, 2, 1, 0.1, n_samples=30)
+    readout = read_out(coef, gram, rss, len(features))
+    heads = MultiHeadLinearAttention(readout.value_matrices, readout.query_matrices)
+    assert np.isnan(readout.f_statistic)
+    assert np.linalg.norm(heads.lifted_coef() - coef) <= 1e-8 * np.linalg.norm(coef)
+
+
+# --- the budget ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("noise", [0.0, 0.1])
+def test_a_spent_budget_still_returns_heads_within_tol(noise):
+    truth, features, coef, gram, rss = lifted_problem(11, 5, 2, 2, noise)
+    readout = read_out(coef, gram, rss, len(features), budget=0.0)
+    assert not readout.complete
+    heads = MultiHeadLinearAttention(readout.value_matrices, readout.query_matrices)
+    gap = np.linalg.norm(heads.lifted_coef() - coef) / np.linalg.norm(coef)
+    assert gap <= 1e-8 and readout.relative_distance == pytest.approx(gap, abs=1e-12)
+    # The function is the fit's: predictions from the heads equal the lift's.
+    X = random_sequences(np.random.default_rng(0), 20, 7, 5)
+    np.testing.assert_allclose(
+        heads.predict(X), naive_lifted_features(X) @ coef.T, rtol=1e-7, atol=1e-9
+    )
+
+
+# --- every read-out describes one function -----------------------------------------
+
+
+@pytest.mark.parametrize("n_heads", ["auto", None, 1, 3])
+@pytest.mark.parametrize("noise", [0.0, 0.05])
+def test_the_heads_lifted_coefficients_describe_their_predictions(n_heads, noise):
+    truth, features, coef, gram, rss = lifted_problem(21, 4, 2, 2, noise)
+    readout = read_out(coef, gram, rss, len(features), n_heads=n_heads)
+    heads = MultiHeadLinearAttention(readout.value_matrices, readout.query_matrices)
+    X = random_sequences(np.random.default_rng(1), 50, 9, 4)
+    np.testing.assert_allclose(
+        heads.predict(X),
+        naive_lifted_features(X) @ heads.lifted_coef().T,
+        rtol=1e-10,
+        atol=1e-12,
+    )
+    if isinstance(n_heads, int):
+        assert readout.n_heads <= n_heads
+
+
+def test_estimator_coef_and_heads_agree(rng):
     X = random_sequences(rng, 150, 6, 3)
     y = rng.normal(size=(150, 2))
     for n_heads in (None, "auto", 1, 2):
@@ -82,41 +155,100 @@ def test_every_read_out_keeps_coef_and_heads_consistent(rng):
         assert (
             model.n_heads_ == len(model.value_matrices_) == len(model.query_matrices_)
         )
-        if isinstance(n_heads, int):
-            assert model.n_heads_ <= n_heads
 
 
-def training_loss(model, X, y):
-    return float(np.sum((model.predict(X) - y) ** 2))
+# --- noiseless data: the fewest heads within tol -------------------------------------
+
+
+@pytest.mark.parametrize("token_dim", [3, 4, 6])
+@pytest.mark.parametrize("n_heads", [1, 2, 3])
+def test_noiseless_fits_recover_the_generating_heads(token_dim, n_heads):
+    truth, features, coef, gram, rss = lifted_problem(
+        1000 * token_dim + n_heads, token_dim, n_heads
+    )
+    readout = read_out(coef, gram, rss, len(features))
+    assert readout.n_heads == n_heads and readout.criterion == "tol"
+    heads = MultiHeadLinearAttention(readout.value_matrices, readout.query_matrices)
+    assert relative_distance(heads, truth) < 1e-8
+    paper, _ = paper_heads(coef, token_dim, 1e-8)
+    assert len(paper) >= n_heads  # the SVD of the symmetric split needs more
+
+
+@pytest.mark.parametrize("n_heads, n_outputs", [(1, 2), (2, 3), (3, 2)])
+def test_minimal_heads_of_multi_output_models(n_heads, n_outputs):
+    truth = random_attention(
+        np.random.default_rng(7 * n_heads + n_outputs), 4, n_heads, n_outputs
+    )
+    value, query = minimal_heads(truth.lifted_coef(), 4, tol=1e-8)
+    assert value.shape == (n_heads, n_outputs, 4) and query.shape == (n_heads, 4, 4)
+    assert relative_distance(MultiHeadLinearAttention(value, query), truth) < 1e-8
+
+
+@pytest.mark.parametrize("token_dim", [4, 8])
+def test_a_generic_function_needs_all_heads(token_dim):
+    # One output, generic coefficients: no antisymmetric part lowers the rank of W
+    # below d (the slices would need a common isotropic subspace).
+    coef = np.random.default_rng(token_dim).normal(size=(1, n_lifted(token_dim)))
+    value, _ = minimal_heads(coef, token_dim, tol=1e-8)
+    assert len(value) == token_dim
+    assert fewest_heads_bound(coef, token_dim, 1e-8) == token_dim // 2
+
+
+def test_tolerance_trades_heads_for_fidelity():
+    rng = np.random.default_rng(5)
+    d = 6
+    coef = random_attention(rng, d, 2).lifted_coef()
+    noisy = coef + 1e-4 * np.linalg.norm(coef) * rng.normal(size=coef.shape) / np.sqrt(
+        coef.size
+    )
+    many, _ = minimal_heads(noisy, d, tol=1e-8)
+    few_value, few_query = minimal_heads(noisy, d, tol=1e-3)
+    assert len(few_value) == 2 < len(many)
+    found = MultiHeadLinearAttention(few_value, few_query)
+    assert np.linalg.norm(found.lifted_coef() - noisy) <= 1e-3 * np.linalg.norm(noisy)
+
+
+@pytest.mark.parametrize("token_dim, n_heads", [(4, 3), (6, 4), (6, 5), (8, 6)])
+def test_more_than_half_of_the_heads(token_dim, n_heads):
+    # Past d/2 heads alternating projections stall; the isotropic-subspace
+    # Gauss-Newton fallback (one output) still finds the generating count.
+    truth = random_attention(
+        np.random.default_rng(31 * token_dim + n_heads), token_dim, n_heads
+    )
+    value, query = minimal_heads(truth.lifted_coef(), token_dim, tol=1e-8)
+    assert len(value) == n_heads
+    assert relative_distance(MultiHeadLinearAttention(value, query), truth) < 1e-8
+
+
+def test_zero_function_has_no_heads():
+    readout = read_out_heads(
+        np.zeros((2, n_lifted(3))), 3, "auto", 1e-8, apply_weight=lambda r: r
+    )
+    assert readout.n_heads == 0 and readout.value_matrices.shape == (0, 2, 3)
+
+
+# --- fixed counts ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize("k", [1, 2, 3])
-def test_k_heads_beat_the_truncated_paper_read_out(rng, k):
-    d = 5
-    truth = random_attention(rng, d, 4)
-    X = random_sequences(rng, 400, 10, d)
-    y = truth.predict(X)[:, 0] + 0.01 * rng.normal(size=400)
-    fitted = LinearAttentionRegressor(n_heads=k).fit(X, y)
-    assert fitted.n_heads_ == k
-    value, query = paper_heads(
-        LinearAttentionRegressor(n_heads=None).fit(X, y).coef_[None], d, tol=0.0
-    )
+def test_k_heads_beat_the_truncated_paper_read_out(k):
+    truth, features, coef, gram, rss = lifted_problem(40 + k, 5, 4, 1, 0.01)
+    readout = read_out(coef, gram, rss, len(features), n_heads=k)
+    assert readout.n_heads == k and readout.criterion == "fixed"
+    fitted = MultiHeadLinearAttention(readout.value_matrices, readout.query_matrices)
+    value, query = paper_heads(coef, 5, tol=0.0)
     truncated = MultiHeadLinearAttention(value[:k], query[:k])
-    assert training_loss(fitted, X, y) <= np.sum((truncated.predict(X)[:, 0] - y) ** 2)
-    lifted = LinearAttentionRegressor(n_heads=None).fit(X, y)
-    assert training_loss(fitted, X, y) >= training_loss(lifted, X, y) * (1 - 1e-9)
+    loss = weighted_distance(fitted.lifted_coef(), coef, gram)
+    assert loss <= weighted_distance(truncated.lifted_coef(), coef, gram)
 
 
-def test_k_heads_match_the_lifted_solution_when_enough(rng):
-    d = 4
-    truth = random_attention(rng, d, 2)
-    X = random_sequences(rng, 3 * n_lifted(d), 10, d)
-    y = truth.predict(X)[:, 0]
+def test_k_heads_match_the_lifted_solution_when_enough():
+    truth, features, coef, gram, rss = lifted_problem(3, 4, 2)
     for k in (2, 3, 10):
-        model = LinearAttentionRegressor(n_heads=k).fit(X, y)
-        assert model.n_heads_ == (2 if k == 2 else model.n_heads_)
-        assert model.n_heads_ <= k
-        assert relative_distance(model.attention_, truth) < 1e-8
+        readout = read_out(coef, gram, rss, len(features), n_heads=k)
+        assert readout.n_heads == 2
+        heads = MultiHeadLinearAttention(readout.value_matrices, readout.query_matrices)
+        assert relative_distance(heads, truth) < 1e-8
 
 
 def test_k_heads_minimize_the_weighted_objective(rng):
@@ -124,7 +256,7 @@ def test_k_heads_minimize_the_weighted_objective(rng):
     # lowers the weighted objective (a local minimum).
     d = 3
     coef = rng.normal(size=(1, n_lifted(d)))
-    features = lifted_features(random_sequences(rng, 60, 5, d))
+    features = naive_lifted_features(random_sequences(rng, 60, 5, d))
     weight = features.T @ features + 0.1 * np.eye(n_lifted(d))
     value, query = fixed_heads(coef, d, 2, lambda residual: residual @ weight, tol=1e-8)
 
@@ -139,36 +271,74 @@ def test_k_heads_minimize_the_weighted_objective(rng):
         assert objective(value + dv, query + dq) >= best * (1 - 1e-9)
 
 
+# --- canonical form, parameter counts, reporting ------------------------------------
+
+
 @pytest.mark.parametrize("n_heads", ["auto", None, 2])
-def test_heads_are_canonical_and_deterministic(rng, n_heads):
-    truth = random_attention(rng, 5, 3)
-    X = random_sequences(rng, 300, 8, 5)
-    y = truth.predict(X)[:, 0] + 0.01 * rng.normal(size=300)
-    first = LinearAttentionRegressor(n_heads=n_heads).fit(X, y)
-    second = LinearAttentionRegressor(n_heads=n_heads).fit(X.copy(), y.copy())
-    np.testing.assert_array_equal(first.value_matrices_, second.value_matrices_)
-    np.testing.assert_array_equal(first.query_matrices_, second.query_matrices_)
-    strengths = [np.linalg.norm(V) for V in first.value_matrices_]
+@pytest.mark.parametrize("noise", [0.0, 0.01])
+def test_heads_are_canonical_and_deterministic(n_heads, noise):
+    truth, features, coef, gram, rss = lifted_problem(9, 5, 3, 1, noise)
+    first = read_out(coef, gram, rss, len(features), n_heads=n_heads)
+    second = read_out(coef.copy(), gram.copy(), rss.copy(), len(features), n_heads)
+    assert first.complete and second.complete
+    np.testing.assert_array_equal(first.value_matrices, second.value_matrices)
+    np.testing.assert_array_equal(first.query_matrices, second.query_matrices)
+    strengths = [np.linalg.norm(V) for V in first.value_matrices]
     assert strengths == sorted(strengths, reverse=True)
-    for V, Q in zip(first.value_matrices_, first.query_matrices_, strict=True):
+    for V, Q in zip(first.value_matrices, first.query_matrices, strict=True):
         assert np.linalg.norm(V) == pytest.approx(np.linalg.norm(Q))
         assert V.flat[np.argmax(np.abs(V))] > 0
 
 
-def test_zero_function_has_no_heads():
-    X = np.random.default_rng(0).normal(size=(50, 4, 2))
-    model = LinearAttentionRegressor().fit(X, np.zeros(50))
-    assert model.n_heads_ == 0
-    np.testing.assert_array_equal(model.predict(X), 0.0)
+def jacobian_rank(token_dim, n_heads, n_outputs):
+    """Rank of the map (V, Q) -> lifted coefficients at a random point, by central
+    differences of the definition ``W = sum_h V_h (x) Q_h``."""
+    rng = np.random.default_rng(0)
+    d = token_dim
+    point = rng.normal(size=n_heads * (n_outputs * d + d * d))
+
+    def lifted(x):
+        value = x[: n_heads * n_outputs * d].reshape(n_heads, n_outputs, d)
+        query = x[n_heads * n_outputs * d :].reshape(n_heads, d, d)
+        return MultiHeadLinearAttention(value, query).lifted_coef().ravel()
+
+    step = 1e-6
+    columns = [
+        (lifted(point + step * e) - lifted(point - step * e)) / (2 * step)
+        for e in np.eye(point.size)
+    ]
+    singular = np.linalg.svd(np.stack(columns, axis=1), compute_uv=False)
+    return int(np.sum(singular > 1e-7 * singular[0]))
 
 
-@pytest.mark.parametrize("token_dim, n_heads", [(4, 3), (6, 4), (6, 5), (8, 6)])
-def test_more_than_half_of_the_heads(token_dim, n_heads):
-    # Past d/2 heads alternating projections stall; the isotropic-subspace
-    # Gauss-Newton fallback (one output) still finds the generating count.
-    truth = random_attention(
-        np.random.default_rng(31 * token_dim + n_heads), token_dim, n_heads
+@pytest.mark.parametrize(
+    "token_dim, n_heads, n_outputs",
+    [(3, 1, 1), (3, 2, 1), (4, 2, 1), (4, 3, 1), (4, 2, 2), (3, 2, 3), (4, 5, 2)],
+)
+def test_parameter_count_is_the_dimension_of_the_head_model(
+    token_dim, n_heads, n_outputs
+):
+    assert head_parameter_count(n_heads, n_outputs, token_dim) == jacobian_rank(
+        token_dim, n_heads, n_outputs
     )
-    value, query = minimal_heads(truth.lifted_coef(), token_dim, tol=1e-8)
-    assert len(value) == n_heads
-    assert relative_distance(MultiHeadLinearAttention(value, query), truth) < 1e-8
+
+
+def test_verbose_reports_the_counts_tried_and_the_time(capsys):
+    truth, features, coef, gram, rss = lifted_problem(2, 4, 2, 1, 0.05)
+    readout = read_out(coef, gram, rss, len(features), verbose=1)
+    out = capsys.readouterr().out
+    assert "screen" in out and "test" in out and " s]" in out
+    assert f"{readout.n_heads} heads (f-test)" in out
+    assert isinstance(readout, HeadReadout) and readout.seconds > 0
+
+
+@pytest.mark.parametrize(
+    "coef, token_dim, message",
+    [
+        (np.zeros(40), 4, "shape"),
+        (np.zeros((1, 41)), 4, "token_dim=4 needs 40"),
+    ],
+)
+def test_bad_coefficients_are_rejected(coef, token_dim, message):
+    with pytest.raises(ValueError, match=message):
+        read_out_heads(coef, token_dim, "auto", 1e-8, apply_weight=lambda r: r)
