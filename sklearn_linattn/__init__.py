@@ -12,10 +12,12 @@ from ._estimators import (
     LinearAttentionClassifier,
     LinearAttentionRegressor,
 )
+from ._heads import HeadReadout
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "HeadReadout",
     "IdentifiabilityCertificate",
     "LiftedAttentionFeatures",
     "LinearAttentionClassifier",
