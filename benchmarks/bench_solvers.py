@@ -38,8 +38,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import PolynomialFeatures
 
 from sklearn_linattn import LinearAttentionRegressor
-from sklearn_linattn._lift import lifted_features, n_lifted_features
 from sklearn_linattn._data import lifted_data
+from sklearn_linattn._lift import lifted_features, n_lifted_features
 from sklearn_linattn._solvers import choose_solver
 from sklearn_linattn.datasets import make_random_mhla
 

@@ -134,7 +134,7 @@ for ax, convention, title in [
             [floor] * len(singular), singular, color=line.get_color(), marker="x",
             s=80, zorder=3,
         )
-    for r, lam in zip(certified, eigen):
+    for r, lam in zip(certified, eigen, strict=True):
         ax.annotate(
             f"{r['p_orth']:g}", (lam, r["gradient descent"][convention]), fontsize=7,
             xytext=(3, 3), textcoords="offset points",

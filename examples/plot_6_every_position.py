@@ -26,7 +26,6 @@ from sklearn_linattn.datasets import (
     make_random_mhla,
 )
 
-
 # %%
 # Recovering a random causal layer from few sequences
 # ---------------------------------------------------

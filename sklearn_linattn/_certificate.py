@@ -20,7 +20,7 @@ import scipy.linalg
 import scipy.sparse.linalg
 from sklearn.exceptions import ConvergenceWarning
 
-from ._data import Rescaling, _RowLayout, lifted_data, power_of_two_scale
+from ._data import _RowLayout, lifted_data, power_of_two_scale
 from ._lift import lifted_kernel, n_lifted_features
 from ._validation import validate_sequences
 
@@ -251,8 +251,12 @@ class IdentifiabilityCertificate:
         weight_sum = weight_sum if weight_sum > 0 else np.inf
         return cls(
             identifiable=rank == p,
-            min_eigenvalue=rescaling.eigenvalue(max(spectrum.eigenvalues[0], 0.0) / weight_sum),
-            max_eigenvalue=rescaling.eigenvalue(max(spectrum.eigenvalues[-1], 0.0) / weight_sum),
+            min_eigenvalue=rescaling.eigenvalue(
+                max(spectrum.eigenvalues[0], 0.0) / weight_sum
+            ),
+            max_eigenvalue=rescaling.eigenvalue(
+                max(spectrum.eigenvalues[-1], 0.0) / weight_sum
+            ),
             rank=rank,
             n_lifted_features=p,
             n_samples=int(n_observations),
@@ -386,8 +390,16 @@ def estimate_extreme_eigenvalues(
                 layout=layout,
             )
         eigenvalues = spectrum.eigenvalues
-        return _estimated(eigenvalues[0], eigenvalues[-1], weight_sum, n_observations,
-                          token_dim, rescaling, p_tol, trusted=False)
+        return _estimated(
+            eigenvalues[0],
+            eigenvalues[-1],
+            weight_sum,
+            n_observations,
+            token_dim,
+            rescaling,
+            p_tol,
+            trusted=False,
+        )
 
     def gram_product(vector):
         return operator.rmatvec(operator.matvec(vector))
@@ -420,19 +432,46 @@ def estimate_extreme_eigenvalues(
     certificate_tol = max(p_tol, tol)
     largest = top_eigenvalue(gram_product)
     if largest is None or largest <= 0:
-        return _estimated(0.0, largest or 0.0, weight_sum, n_observations, token_dim,
-                          rescaling, certificate_tol, trusted=False)
+        return _estimated(
+            0.0,
+            largest or 0.0,
+            weight_sum,
+            n_observations,
+            token_dim,
+            rescaling,
+            certificate_tol,
+            trusted=False,
+        )
     if n_observations < n_lifted:
-        return _estimated(0.0, largest, weight_sum, n_observations, token_dim,
-                          rescaling, certificate_tol, trusted)
-    top = top_eigenvalue(lambda vector: largest * np.ravel(vector) - gram_product(vector))
+        return _estimated(
+            0.0,
+            largest,
+            weight_sum,
+            n_observations,
+            token_dim,
+            rescaling,
+            certificate_tol,
+            trusted,
+        )
+    top = top_eigenvalue(
+        lambda vector: largest * np.ravel(vector) - gram_product(vector)
+    )
     smallest = 0.0 if top is None else max(largest - top, 0.0)
-    return _estimated(smallest, largest, weight_sum, n_observations, token_dim,
-                      rescaling, certificate_tol, trusted and top is not None)
+    return _estimated(
+        smallest,
+        largest,
+        weight_sum,
+        n_observations,
+        token_dim,
+        rescaling,
+        certificate_tol,
+        trusted and top is not None,
+    )
 
 
-def _estimated(smallest, largest, weight_sum, n_observations, token_dim, rescaling,
-               tol, trusted):
+def _estimated(
+    smallest, largest, weight_sum, n_observations, token_dim, rescaling, tol, trusted
+):
     """Certificate from estimates of the extreme eigenvalues of ``A^T A``."""
     p = n_lifted_features(token_dim)
     identifiable = trusted and n_observations >= p and smallest > tol * largest
@@ -554,7 +593,7 @@ def certify(X, token_dim=None, tol=None, convention="isometric"):
 
 def _paper_certificate(data, tol):
     """The authors' number: eigenvalues of the covariance of the unscaled lifted
-    features, ``D^-1 (G - N mu mu^T) D^-1 / (N - 1)`` with ``D`` the isometric weights."""
+    features, ``D^-1 (G - N mu mu^T) D^-1 / (N - 1)``, ``D`` the isometric weights."""
     statistics = data.statistics()
     n = statistics.weight_sum
     gram, _, _, mean, _ = statistics.normal_equations(fit_intercept=True)

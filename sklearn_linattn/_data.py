@@ -420,7 +420,9 @@ class InMemoryLiftedData:
         weight_factor = np.sqrt(rescaling.weight / old.weight)
         self.row_scale = self.row_scale * weight_factor
         if self.targets is not None:
-            self.targets = self.targets * (weight_factor * rescaling.target / old.target)
+            self.targets = self.targets * (
+                weight_factor * rescaling.target / old.target
+            )
         self.rescaling = rescaling
 
     def _chunks(self):
@@ -438,9 +440,7 @@ class InMemoryLiftedData:
     def statistics(self, progress=None):
         """Stream the weighted lifted rows into :class:`LiftedStatistics`."""
         statistics = LiftedStatistics(self.n_lifted, self.n_outputs)
-        targets = (
-            np.zeros((self.n_rows, 0)) if self.targets is None else self.targets
-        )
+        targets = np.zeros((self.n_rows, 0)) if self.targets is None else self.targets
         buffer = None
         for start, stop, chunk in self._chunks():
             if buffer is None:
@@ -750,7 +750,12 @@ class DaskLiftedData:
         blocks = self.sequences.to_delayed().ravel()
         parts = [
             dask.delayed(_block_statistics)(
-                block, targets, weights, self.layout_args, self.rescaling, self.batch_size
+                block,
+                targets,
+                weights,
+                self.layout_args,
+                self.rescaling,
+                self.batch_size,
             )
             for block, targets, weights in zip(
                 blocks, self._block_targets(), self._block_weights(), strict=True
@@ -775,11 +780,9 @@ class DaskLiftedData:
             if self.layout.positions == "last":
                 self._row_scale = np.sqrt(weights)
             else:
-                padding = (
-                    self.sequences.map_blocks(
-                        padding_row_mask, dtype=bool, drop_axis=2
-                    ).compute()
-                )
+                padding = self.sequences.map_blocks(
+                    padding_row_mask, dtype=bool, drop_axis=2
+                ).compute()
                 self._row_scale = np.sqrt((~padding * weights[:, None]).ravel())
         return self._row_scale
 

@@ -240,9 +240,7 @@ class _LinearAttentionBase(BaseEstimator):
             rescaling=None if first_call else self._rescaling,
         )
         batch = data.statistics()
-        self._statistics = (
-            batch if first_call else self._statistics.copy().merge(batch)
-        )
+        self._statistics = batch if first_call else self._statistics.copy().merge(batch)
         if first_call:
             self._rescaling, self._layout = data.rescaling, data.layout
             self._single_output = single_output
@@ -355,9 +353,7 @@ class _LinearAttentionBase(BaseEstimator):
         coef = np.atleast_2d(self.coef_)
         intercept = np.atleast_1d(self.intercept_)
         if is_dask_array(sequences):
-            rows = predict_dask(
-                sequences, coef, intercept, self.positions, self.causal
-            )
+            rows = predict_dask(sequences, coef, intercept, self.positions, self.causal)
         else:
             rows = lifted_predict(
                 sequences,

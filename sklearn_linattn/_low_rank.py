@@ -24,7 +24,6 @@ import time
 import numpy as np
 import scipy.linalg
 
-
 __all__ = [
     "alternating_projections",
     "balanced_rows",

@@ -244,7 +244,9 @@ def solve_dual(
         centering=(row_scale, row_terms, grand) if fit_intercept else None,
         layout=data.layout,
     )
-    operator = CenteredOperator(CompactOperator(pairs, queries), row_scale, feature_mean)
+    operator = CenteredOperator(
+        CompactOperator(pairs, queries), row_scale, feature_mean
+    )
     return LiftedSolution(
         coef=coef,
         feature_mean=feature_mean,
@@ -398,7 +400,9 @@ def resolve_solver(solver, data):
     """The solver to run on ``data``: ``"auto"`` decided by :func:`choose_solver`,
     and a clear error for a solver the data source cannot serve."""
     if solver == "auto":
-        return choose_solver(data.n_rows, data.n_lifted, distributed=data.is_distributed)
+        return choose_solver(
+            data.n_rows, data.n_lifted, distributed=data.is_distributed
+        )
     if solver == "dual" and data.is_distributed:
         raise ValueError(
             "Dask arrays are fitted blockwise, with solver 'auto' or 'normal' "

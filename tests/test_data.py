@@ -81,11 +81,16 @@ def test_solver_contract(rng, source, solver, fit_intercept):
     # the residual sum of squares and the head-fit weight, in rescaled units
     target_scale, weight_scale = data.rescaling.target, data.rescaling.weight
     np.testing.assert_allclose(
-        solution.residual_sum_of_squares, rss * target_scale**2 * weight_scale, rtol=1e-6
+        solution.residual_sum_of_squares,
+        rss * target_scale**2 * weight_scale,
+        rtol=1e-6,
     )
     probe = rng.normal(size=(2, features.shape[1]))
     token = data.rescaling.token
-    expected = probe @ (gram * weight_scale * token**6 + alpha * weight_scale * token**6 * np.eye(len(gram)))
+    expected = probe @ (
+        gram * weight_scale * token**6
+        + alpha * weight_scale * token**6 * np.eye(len(gram))
+    )
     np.testing.assert_allclose(solution.apply_weight(probe), expected, rtol=1e-7)
     assert solution.n_observations == 60
 
@@ -268,7 +273,9 @@ def test_grid_search_routes_sample_weights(rng):
 def test_class_weight_equals_sample_weight(rng):
     X = random_sequences(rng, 80, 4, 3)
     y = rng.choice(["a", "b", "c"], size=80, p=[0.6, 0.3, 0.1])
-    balanced = LinearAttentionClassifier(class_weight="balanced", n_heads=None).fit(X, y)
+    balanced = LinearAttentionClassifier(class_weight="balanced", n_heads=None).fit(
+        X, y
+    )
     counts = {label: np.sum(y == label) for label in "abc"}
     weights = np.array([80 / (3 * counts[label]) for label in y])
     manual = LinearAttentionClassifier(n_heads=None).fit(X, y, sample_weight=weights)
@@ -293,7 +300,9 @@ def test_fit_then_partial_fit_equals_fit_on_both(rng):
     model.partial_fit(X[50:], y[50:], sample_weight=weights[50:])
     whole = LinearAttentionRegressor(**params).fit(X, y, sample_weight=weights)
     np.testing.assert_allclose(model.coef_, whole.coef_, rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(model.intercept_, whole.intercept_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        model.intercept_, whole.intercept_, rtol=1e-9, atol=1e-12
+    )
     assert model.certificate_.n_samples == 90
 
 
@@ -312,7 +321,9 @@ def test_classifier_partial_fit_equals_fit(rng):
     with pytest.raises(ValueError, match="classes must be passed on the first call"):
         model.partial_fit(X[:40], y[:40])
     for start in range(0, 120, 40):
-        model.partial_fit(X[start : start + 40], y[start : start + 40], classes=[3, 5, 7])
+        model.partial_fit(
+            X[start : start + 40], y[start : start + 40], classes=[3, 5, 7]
+        )
     whole = LinearAttentionClassifier(n_heads=None).fit(X, y)
     np.testing.assert_array_equal(model.classes_, [3, 5, 7])
     np.testing.assert_allclose(model.coef_, whole.coef_, rtol=1e-9, atol=1e-12)
@@ -371,7 +382,9 @@ def test_partial_fit_defers_the_solve(rng, monkeypatch):
     whole = LinearAttentionRegressor(n_heads=None).fit(X, y)
     np.testing.assert_allclose(model.coef_, whole.coef_, rtol=1e-9, atol=1e-12)
     assert not hasattr(LinearAttentionRegressor(), "coef_")
-    restored = pickle.loads(pickle.dumps(LinearAttentionRegressor(n_heads=None).partial_fit(X, y)))
+    restored = pickle.loads(
+        pickle.dumps(LinearAttentionRegressor(n_heads=None).partial_fit(X, y))
+    )
     np.testing.assert_allclose(restored.coef_, whole.coef_, rtol=1e-9, atol=1e-12)
 
 

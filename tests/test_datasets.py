@@ -9,6 +9,7 @@ from sklearn_linattn import (
     LinearAttentionRegressor,
     certify,
 )
+from sklearn_linattn._lift import lifted_position_features
 from sklearn_linattn.datasets import (
     associative_recall_attention,
     automaton_lookup_attention,
@@ -20,7 +21,6 @@ from sklearn_linattn.datasets import (
     make_automaton_traces,
     make_random_mhla,
 )
-from sklearn_linattn._lift import lifted_position_features
 
 
 def test_random_mhla_targets_are_the_model_output():

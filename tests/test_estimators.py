@@ -20,7 +20,6 @@ from sklearn_linattn import (
 )
 from sklearn_linattn._lift import lifted_features
 
-
 # Checks that fail by design, with the reason (scikit-learn marks them xfail).
 EXPECTED_FAILED_CHECKS = {
     "LinearAttentionClassifier": {
@@ -34,8 +33,15 @@ EXPECTED_FAILED_CHECKS = {
 }
 
 
+ESTIMATORS = [
+    LinearAttentionRegressor(),
+    LinearAttentionClassifier(),
+    LiftedAttentionFeatures(),
+]
+
+
 @parametrize_with_checks(
-    [LinearAttentionRegressor(), LinearAttentionClassifier(), LiftedAttentionFeatures()],
+    ESTIMATORS,
     expected_failed_checks=lambda estimator: EXPECTED_FAILED_CHECKS.get(
         type(estimator).__name__, {}
     ),

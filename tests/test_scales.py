@@ -80,7 +80,9 @@ def test_certify_does_not_depend_on_scale(rng, scale):
     X = random_sequences(rng, 40, 5, 3)
     reference = certify(X)
     scaled = certify(X * scale)
-    assert scaled.identifiable == reference.identifiable and scaled.rank == reference.rank
+    assert (
+        scaled.identifiable == reference.identifiable and scaled.rank == reference.rank
+    )
     few = certify(X[:10] * scale)  # kernel form
     assert few.rank == certify(X[:10]).rank == 10
 
@@ -123,7 +125,9 @@ def test_tiny_alpha_on_rank_deficient_data(rng, alpha, solver):
 @pytest.mark.parametrize("solver", ["normal", "dual", "cg"])
 def test_all_zero_input_gives_a_zero_model(solver):
     """Defect 5: cg raised ArpackError on all-zero input."""
-    model = LinearAttentionRegressor(solver=solver).fit(np.zeros((30, 3, 2)), np.ones(30))
+    model = LinearAttentionRegressor(solver=solver).fit(
+        np.zeros((30, 3, 2)), np.ones(30)
+    )
     assert not np.any(model.coef_) and model.certificate_.rank == 0
     assert not model.certificate_.identifiable and model.n_heads_ == 0
     np.testing.assert_array_equal(model.predict(np.ones((2, 3, 2))), 0.0)
@@ -148,7 +152,9 @@ def test_cg_claims_nothing_when_it_did_not_converge(rng):
 
 def test_partial_fit_without_targets_is_explained(rng):
     """Defect 9: IndexError after the first batch."""
-    model = LinearAttentionRegressor().partial_fit(rng.normal(size=(5, 2, 2)), np.ones(5))
+    model = LinearAttentionRegressor().partial_fit(
+        rng.normal(size=(5, 2, 2)), np.ones(5)
+    )
     with pytest.raises(ValueError, match="requires y to be passed"):
         model.partial_fit(rng.normal(size=(5, 2, 2)), None)
 
@@ -177,7 +183,8 @@ def test_certify_validates_token_dim(rng, token_dim, error, message):
 
 
 @pytest.mark.parametrize(
-    "params", [{"n_heads": True}, {"token_dim": True}, {"n_jobs": 0}, {"batch_size": False}]
+    "params",
+    [{"n_heads": True}, {"token_dim": True}, {"n_jobs": 0}, {"batch_size": False}],
 )
 def test_bad_integer_parameters(rng, params):
     """Defect 14: n_heads=True and token_dim=True passed validation; n_jobs=0 failed
