@@ -455,6 +455,21 @@ class InMemoryLiftedData:
                 progress(stop, self.n_rows)
         return statistics
 
+    def residual_sum_of_squares(self, coef, feature_mean, target_mean):
+        """Weighted residual sum of squares of a (rescaled) model, by one more
+        streamed pass: exact where the statistics' difference of large terms
+        rounds away a small residual."""
+        total = np.zeros(coef.shape[0])
+        offset = target_mean - coef @ feature_mean
+        for start, stop, chunk in self._chunks():
+            features = self.layout.features(chunk, n_threads=self.n_threads)
+            fitted = features @ coef.T + offset
+            residual = (
+                self.targets[start:stop] - self.row_scale[start:stop, None] * fitted
+            )
+            total += np.einsum("ij,ij->j", residual, residual)
+        return total
+
     def compact_rows(self):
         """``(sqrt(w) pairs, queries)`` of every row, ``O(n_rows d^2)`` memory."""
         pairs = np.empty((self.n_rows, self.token_dim * (self.token_dim + 1) // 2))

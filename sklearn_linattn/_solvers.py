@@ -152,7 +152,11 @@ def solve_normal(
     # rounding error it is indistinguishable from zero (noiseless data).
     rounding = data.n_lifted * np.finfo(np.float64).eps
     rounding *= squares + 2 * np.abs(cross) + np.abs(quadratic)
-    residual = np.where(residual > rounding, residual, 0.0)
+    if np.any(residual <= rounding):
+        if hasattr(data, "residual_sum_of_squares"):  # in memory: one more pass
+            residual = data.residual_sum_of_squares(coef, feature_mean, target_mean)
+        else:  # indistinguishable from zero
+            residual = np.where(residual > rounding, residual, 0.0)
     certificate = IdentifiabilityCertificate._from_spectrum(
         spectrum,
         statistics.weight_sum,
