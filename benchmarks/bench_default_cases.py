@@ -43,7 +43,8 @@ The cases (issue 11; its "before" times are printed next to ours):
 
 ``--quick`` keeps the cases but shrinks the slowest inputs (d=16 instead of 32 for
 the random interpolating case, 500 automaton lookups, 20 partial_fit batches) and
-times 1 fit of each; about a minute on an idle 2-core machine.
+times 1 fit of each. Measured on a shared 2-core machine (load average 7-9): the
+quick mode in 7 s, the full mode in about 15 s (a minute with ``--blas-threads 0``).
 
 BLAS runs on 1 thread by default (``--blas-threads 0`` leaves the environment's
 setting): on a machine shared with other busy processes, OpenBLAS's 2 threads
