@@ -11,6 +11,7 @@ from ._estimators import (
     LinearAttentionClassifier,
     LinearAttentionRegressor,
 )
+from ._model_selection import LinearAttentionClassifierCV, LinearAttentionRegressorCV
 
 __version__ = "0.1.0.dev0"
 
@@ -18,7 +19,9 @@ __all__ = [
     "IdentifiabilityCertificate",
     "LiftedAttentionFeatures",
     "LinearAttentionClassifier",
+    "LinearAttentionClassifierCV",
     "LinearAttentionRegressor",
+    "LinearAttentionRegressorCV",
     "MultiHeadLinearAttention",
     "certify",
     "__version__",
