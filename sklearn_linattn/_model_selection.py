@@ -25,18 +25,21 @@ exactly as :class:`~sklearn_linattn.LinearAttentionRegressor` would.
 """
 
 import time
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 import scipy.linalg
 from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
-from sklearn.metrics import accuracy_score, check_scoring, mean_squared_error
-from sklearn.metrics import get_scorer_names
+from sklearn.metrics import (
+    accuracy_score,
+    check_scoring,
+    get_scorer_names,
+    mean_squared_error,
+)
 from sklearn.model_selection import check_cv
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import column_or_1d
 
 from ._certificate import default_rank_tol
 from ._data import (
@@ -137,6 +140,51 @@ def _loo_normal(data, targets, alphas, fit_intercept):
     return statistics, predictions
 
 
+def _unweighted_kernel(data):
+    """``<phi_i, phi_j>`` of every row (rescaled tokens, without the weights), from
+    the compact rows: ``O(n_rows d^2)`` memory besides the ``n_rows^2`` kernel."""
+    pairs, queries = [], []
+    for _, _, chunk in data._chunks():
+        chunk_pairs, chunk_queries = data.layout.pairs(chunk, n_threads=data.n_threads)
+        pairs.append(chunk_pairs)
+        queries.append(chunk_queries)
+    return lifted_kernel(np.concatenate(pairs), np.concatenate(queries))
+
+
+def _dual_fold_predictions(
+    kernel, train, test, weights, targets, alphas, fit_intercept, tol
+):
+    """Predictions (rescaled units) for the ``test`` rows of the models fitted on the
+    ``train`` rows, every alpha from one eigendecomposition of the training kernel.
+
+    Returns
+    -------
+    predictions : ndarray of shape (n_test_rows, n_alphas, n_outputs)
+    """
+    train_weights = weights[train]
+    row_scale = np.sqrt(train_weights)
+    weight_sum = float(train_weights.sum())
+    columns = kernel[:, train]
+    train_targets = targets[train]
+    target_mean = np.zeros(targets.shape[1])
+    rows = np.concatenate([train, test])
+    block = columns[rows]  # (n_train + n_test, n_train)
+    if fit_intercept and weight_sum > 0:
+        # <phi_i - mean, phi_j - mean>, the mean weighted over the training rows.
+        means = columns[rows] @ train_weights / weight_sum
+        grand = float(train_weights @ means[: train.size]) / weight_sum
+        block = block - means[:, None] - means[None, : train.size] + grand
+        target_mean = train_weights @ train_targets / weight_sum
+    training = block[: train.size]
+    weighted = row_scale[:, None] * training * row_scale[None, :]
+    eigenvalues, eigenvectors = scipy.linalg.eigh(weighted, check_finite=False)
+    filters = _spectral_filters(eigenvalues, alphas, tol)
+    projected = eigenvectors.T @ (row_scale[:, None] * (train_targets - target_mean))
+    dual_coef = eigenvectors @ (filters[:, :, None] * projected)  # (A, n_train, o)
+    predictions = block[train.size :] @ (row_scale[:, None] * dual_coef) + target_mean
+    return np.swapaxes(predictions, 0, 1)
+
+
 def _loo_dual(data, targets, alphas, fit_intercept):
     """Leave-one-out predictions (rescaled units) from the eigendecomposition of the
     weighted, centered kernel (fewer rows than lifted features).
@@ -145,12 +193,7 @@ def _loo_dual(data, targets, alphas, fit_intercept):
     -------
     predictions : ndarray of shape (n_rows, n_alphas, n_outputs)
     """
-    pairs, queries = [], []
-    for _, _, chunk in data._chunks():
-        chunk_pairs, chunk_queries = data.layout.pairs(chunk, n_threads=data.n_threads)
-        pairs.append(chunk_pairs)
-        queries.append(chunk_queries)
-    kernel = lifted_kernel(np.concatenate(pairs), np.concatenate(queries))
+    kernel = _unweighted_kernel(data)
     row_scale = data.row_scale
     weights = row_scale**2
     weight_sum = float(weights.sum())
@@ -312,8 +355,18 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
 
     # --- the cross-validation ---------------------------------------------------
 
-    def _cross_validate(self, sequences, targets, fit_weights, score_weights, truth,
-                        split_y, groups, single_output, alphas):
+    def _cross_validate(
+        self,
+        sequences,
+        targets,
+        fit_weights,
+        score_weights,
+        truth,
+        split_y,
+        groups,
+        single_output,
+        alphas,
+    ):
         """Choose alpha, then set the model for it; returns ``self``."""
         if is_dask_array(sequences):
             raise TypeError(
@@ -332,6 +385,9 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
             None if score_weights is None else np.repeat(score_weights, per_sample)
         )
         scorer = self._scorer()
+        mode = self.gcv_mode
+        if mode == "auto":
+            mode = "dual" if data.n_rows < data.n_lifted else "normal"
         if self.cv is None:
             if self.positions == "all":
                 raise ValueError(
@@ -339,9 +395,6 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                     "positions='all' pass an integer cv or a splitter, which splits "
                     "whole sequences."
                 )
-            mode = self.gcv_mode
-            if mode == "auto":
-                mode = "dual" if data.n_rows < data.n_lifted else "normal"
             scaled_targets = targets * data.rescaling.target
             if mode == "normal":
                 statistics, loo = _loo_normal(
@@ -353,8 +406,9 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
             loo /= data.rescaling.target
             scores = np.array(
                 [
-                    self._score(scorer, loo[:, index], truth, row_score_weights,
-                                kept_rows)
+                    self._score(
+                        scorer, loo[:, index], truth, row_score_weights, kept_rows
+                    )
                     for index in range(len(alphas))
                 ]
             )
@@ -363,10 +417,19 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                     loo, targets, row_score_weights, single_output
                 )
         else:
-            mode = "normal"
             statistics, scores = self._kfold(
-                data, sequences, targets, fit_weights, row_score_weights, kept_rows,
-                truth, split_y, groups, scaled, scorer,
+                data,
+                mode,
+                sequences,
+                targets,
+                fit_weights,
+                row_score_weights,
+                kept_rows,
+                truth,
+                split_y,
+                groups,
+                scaled,
+                scorer,
             )
         scores = np.where(np.isfinite(scores), scores, -np.inf)
         best = int(np.argmax(scores))
@@ -380,9 +443,23 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         self._fit_final(data, statistics, mode, single_output)
         return self
 
-    def _kfold(self, data, sequences, targets, fit_weights, row_score_weights,
-               kept_rows, truth, split_y, groups, scaled, scorer):
-        """Mean score of each alpha over the folds, and the total statistics."""
+    def _kfold(
+        self,
+        data,
+        mode,
+        sequences,
+        targets,
+        fit_weights,
+        row_score_weights,
+        kept_rows,
+        truth,
+        split_y,
+        groups,
+        scaled,
+        scorer,
+    ):
+        """Mean score of each alpha over the folds, and the total statistics
+        (None in kernel form, ``mode="dual"``)."""
         n_samples = sequences.shape[0]
         per_sample = data.n_rows // max(n_samples, 1)
         splitter = check_cv(self.cv, split_y, classifier=self._is_classifier)
@@ -409,40 +486,88 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                 rescaling=data.rescaling,
             ).statistics()
 
-        test_statistics = [statistics_of(test) for _, test in folds.splits]
-        if folds.partition:
-            total = test_statistics[0].copy()
-            for part in test_statistics[1:]:
-                total.merge(part)
+        if mode == "dual":
+            kernel = _unweighted_kernel(data)
+            row_index = np.arange(data.n_rows)
+            scaled_targets = targets * data.rescaling.target
+            total = None
         else:
-            total = data.statistics()
-        factor = data.rescaling.coef_factor
+            test_statistics = [statistics_of(test) for _, test in folds.splits]
+            if folds.partition:
+                total = test_statistics[0].copy()
+                for part in test_statistics[1:]:
+                    total.merge(part)
+            else:
+                total = data.statistics()
         fold_scores = np.empty((len(folds.splits), len(scaled)))
         for fold, (train, test) in enumerate(folds.splits):
-            if folds.complement[fold]:
-                training = total.subtract(test_statistics[fold])
+            if mode == "dual":
+                predictions = (
+                    _dual_fold_predictions(
+                        kernel,
+                        rows(row_index, train),
+                        rows(row_index, test),
+                        data.row_scale**2,
+                        scaled_targets,
+                        scaled,
+                        self.fit_intercept,
+                        default_rank_tol(data.n_lifted),
+                    )
+                    / data.rescaling.target
+                )
             else:
-                training = statistics_of(train)
-            coefs, intercepts = _kfold_coefs(training, scaled, self.fit_intercept)
-            n_alphas, n_outputs, n_lifted = coefs.shape
-            predictions = lifted_predict(
-                rows(sequences, test),
-                coefs.reshape(-1, n_lifted) * factor,
-                intercepts.ravel() / data.rescaling.target,
-                self.positions,
-                self.causal,
-                batch_size=self.batch_size,
-                n_threads=effective_n_jobs(self.n_jobs),
-            ).reshape(-1, n_alphas, n_outputs)
+                predictions = self._normal_fold_predictions(
+                    data,
+                    total,
+                    test_statistics[fold],
+                    folds.complement[fold],
+                    statistics_of,
+                    rows,
+                    sequences,
+                    train,
+                    test,
+                    scaled,
+                )
             test_truth = rows(truth, test)
             test_weights = rows(row_score_weights, test)
             test_kept = rows(kept_rows, test)
-            for index in range(n_alphas):
+            for index in range(len(scaled)):
                 fold_scores[fold, index] = self._score(
                     scorer, predictions[:, index], test_truth, test_weights, test_kept
                 )
             self._log(f"fold {fold + 1}/{len(folds.splits)}: {fold_scores[fold]}")
         return total, fold_scores.mean(axis=0)
+
+    def _normal_fold_predictions(
+        self,
+        data,
+        total,
+        test_statistics,
+        complement,
+        statistics_of,
+        rows,
+        sequences,
+        train,
+        test,
+        scaled,
+    ):
+        """Held-out predictions (data units) of every alpha, from the training
+        statistics: the total minus the test fold's when they are complements."""
+        if complement:
+            training = total.subtract(test_statistics)
+        else:
+            training = statistics_of(train)
+        coefs, intercepts = _kfold_coefs(training, scaled, self.fit_intercept)
+        n_alphas, n_outputs, n_lifted = coefs.shape
+        return lifted_predict(
+            rows(sequences, test),
+            coefs.reshape(-1, n_lifted) * data.rescaling.coef_factor,
+            intercepts.ravel() / data.rescaling.target,
+            self.positions,
+            self.causal,
+            batch_size=self.batch_size,
+            n_threads=effective_n_jobs(self.n_jobs),
+        ).reshape(-1, n_alphas, n_outputs)
 
     def _scorer(self):
         if self.scoring is None:
@@ -608,7 +733,13 @@ certificate_, head_search_, token_dim_, n_features_in_, feature_names_in_
 
     _targets = LinearAttentionRegressor._targets
     predict = LinearAttentionRegressor.predict
-    score = LinearAttentionRegressor.score
+
+    def score(self, X, y, sample_weight=None):
+        if self.positions == "last":
+            return RegressorMixin.score(self, X, y, sample_weight=sample_weight)
+        return LinearAttentionRegressor.score(self, X, y, sample_weight=sample_weight)
+
+    score.__doc__ = LinearAttentionRegressor.score.__doc__
 
     def _stand_in(self):
         return _PredictionsRegressor()
@@ -663,8 +794,15 @@ certificate_, head_search_, token_dim_, n_features_in_, feature_names_in_
             weights = validate_sample_weight(sample_weight, sequences.shape[0])
             split_y = targets.reshape(sequences.shape[0], -1)
             return self._cross_validate(
-                sequences, targets, weights, weights, targets, split_y, groups,
-                single_output, alphas,
+                sequences,
+                targets,
+                weights,
+                weights,
+                targets,
+                split_y,
+                groups,
+                single_output,
+                alphas,
             )
 
 
@@ -784,7 +922,13 @@ feature_names_in_
     _row_weights = LinearAttentionClassifier._row_weights
     decision_function = LinearAttentionClassifier.decision_function
     predict = LinearAttentionClassifier.predict
-    score = LinearAttentionClassifier.score
+
+    def score(self, X, y, sample_weight=None):
+        if self.positions == "last":
+            return ClassifierMixin.score(self, X, y, sample_weight=sample_weight)
+        return LinearAttentionClassifier.score(self, X, y, sample_weight=sample_weight)
+
+    score.__doc__ = LinearAttentionClassifier.score.__doc__
 
     def _stand_in(self):
         return _PredictionsClassifier(np.array([0, 1]))
@@ -843,10 +987,17 @@ feature_names_in_
             fit_weights = self._row_weights(labels, sample_weight, sequences)
             score_weights = validate_sample_weight(sample_weight, sequences.shape[0])
             n_samples = sequences.shape[0]
-            split_y = labels if self.positions == "last" else labels.reshape(
-                n_samples, -1
+            split_y = (
+                labels if self.positions == "last" else labels.reshape(n_samples, -1)
             )
             return self._cross_validate(
-                sequences, targets, fit_weights, score_weights, labels, split_y,
-                groups, False, alphas,
+                sequences,
+                targets,
+                fit_weights,
+                score_weights,
+                labels,
+                split_y,
+                groups,
+                False,
+                alphas,
             )

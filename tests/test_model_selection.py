@@ -284,9 +284,7 @@ def test_noiseless_data_recovers_the_generating_heads(rng):
     model = LinearAttentionRegressorCV([0.0, 1e-6, 1.0], cv=4).fit(X, truth.predict(X))
     assert model.alpha_ == 0.0
     assert model.n_heads_ == 2 and model.certificate_.identifiable
-    assert model.attention_.distance(truth) < 1e-8 * np.linalg.norm(
-        truth.lifted_coef()
-    )
+    assert model.attention_.distance(truth) < 1e-8 * np.linalg.norm(truth.lifted_coef())
 
 
 def test_classifier_leave_one_out_is_accuracy_of_explicit_loop(rng):
