@@ -389,9 +389,9 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         kept_rows = np.ones(data.n_rows, dtype=bool)
         if self.positions == "all":
             kept_rows = ~padding_row_mask(sequences).ravel()
-        row_score_weights = (
-            None if score_weights is None else np.repeat(score_weights, per_sample)
-        )
+        row_score_weights = score_weights
+        if score_weights is not None and score_weights.shape[0] != data.n_rows:
+            row_score_weights = np.repeat(score_weights, per_sample)
         scorer = self._scorer()
         mode = self.gcv_mode
         if mode == "auto":
@@ -835,16 +835,17 @@ class LinearAttentionClassifierCV(ClassifierMixin, _LinearAttentionCVBase):
         None: efficient leave-one-out; an int: ``StratifiedKFold`` with that many
         folds (as ``GridSearchCV``); or any splitter.
     scoring : str, callable or None, default=None
-        None: accuracy (weighted by ``sample_weight``; ``RidgeClassifierCV`` uses
-        the squared error of the +1/-1 targets for leave-one-out). A scorer is
+        None: accuracy, weighted by ``sample_weight`` times ``class_weight`` (as
+        ``RidgeClassifierCV`` weighs its leave-one-out errors, which are the
+        squared errors of the +1/-1 targets there). A scorer is
         called with a stand-in classifier whose ``decision_function(X)`` returns
         ``X``, the cross-validated decision values, without sample weights.
     token_dim, n_heads, fit_intercept, tol, positions, causal, batch_size, \
 n_jobs, verbose, gcv_mode, store_cv_results
         See :class:`LinearAttentionRegressorCV`.
     class_weight : dict, "balanced" or None, default=None
-        Weights of the classes in the least-squares objective (not in the score),
-        as in :class:`LinearAttentionClassifier`.
+        Weights of the classes in the least-squares objective and in the default
+        score, as in :class:`LinearAttentionClassifier`.
 
     Attributes
     ----------
@@ -973,8 +974,8 @@ feature_names_in_
         y : array-like of shape (n_samples,)
             Class labels (one per position with ``positions="all"``).
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weight of each sequence (multiplied by ``class_weight``
-            in the fits; alone in the default score).
+            Non-negative weight of each sequence (multiplied by ``class_weight``),
+            in the fits and in the default score.
         groups : array-like of shape (n_samples,), default=None
             Group labels for a group splitter passed as ``cv``.
 
@@ -995,7 +996,6 @@ feature_names_in_
             self.classes_ = binarizer.classes_
             targets = binarizer.transform(labels).astype(np.float64)
             fit_weights = self._row_weights(labels, sample_weight, sequences)
-            score_weights = validate_sample_weight(sample_weight, sequences.shape[0])
             n_samples = sequences.shape[0]
             split_y = (
                 labels if self.positions == "last" else labels.reshape(n_samples, -1)
@@ -1004,7 +1004,7 @@ feature_names_in_
                 sequences,
                 targets,
                 fit_weights,
-                score_weights,
+                fit_weights,
                 labels,
                 split_y,
                 groups,

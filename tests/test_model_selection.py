@@ -15,8 +15,32 @@ from sklearn_linattn import (
 )
 from sklearn_linattn._lift import lifted_features
 
+# Checks that fail by design, with the reason (scikit-learn marks them xfail).
+EXPECTED_FAILED_CHECKS = {
+    "LinearAttentionClassifierCV": {
+        "check_class_weight_classifiers": (
+            "as for LinearAttentionClassifier: without an intercept each score is an "
+            "odd function of the input, f(-Z) = -f(Z), so no alpha and no class "
+            "weight predicts one class on both sides of the origin, where the "
+            "check's blobs lie"
+        ),
+    },
+}
 
-@parametrize_with_checks([LinearAttentionRegressorCV(), LinearAttentionClassifierCV()])
+
+# n_heads=None: the CV part is what is new here; with the default minimal-head
+# read-out, check_regressor_multioutput alone took 3 minutes on this branch (the
+# plain LinearAttentionRegressor() as long: the head search on random 5-output
+# targets), and test_estimators.py covers the read-out.
+@parametrize_with_checks(
+    [
+        LinearAttentionRegressorCV(n_heads=None),
+        LinearAttentionClassifierCV(n_heads=None),
+    ],
+    expected_failed_checks=lambda estimator: EXPECTED_FAILED_CHECKS.get(
+        type(estimator).__name__, {}
+    ),
+)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
