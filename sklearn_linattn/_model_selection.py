@@ -64,6 +64,20 @@ from ._validation import (
 __all__ = ["LinearAttentionClassifierCV", "LinearAttentionRegressorCV"]
 
 _INTEGER_PARAMETERS = ("token_dim", "n_heads", "batch_size", "n_jobs")
+# A leverage within this of one (rounding of an exact one: a row no other row
+# predicts, e.g. alpha=0 with fewer rows than lifted features) has no finite
+# leave-one-out residual.
+_LEVERAGE_TOL = 1e-9
+
+
+def _leave_one_out_residual(residual, leverage):
+    """``residual / (1 - leverage)``; infinite where the leverage is one.
+
+    residual : (n_alphas, m, n_outputs); leverage : (m, n_alphas).
+    """
+    denominator = (1.0 - leverage.T)[:, :, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(denominator > _LEVERAGE_TOL, residual / denominator, np.inf)
 
 
 # --- the spectral path: every alpha from one eigendecomposition ---------------------
@@ -140,10 +154,7 @@ def _loo_normal(data, targets, alphas, fit_intercept):
         leverage = (rotated**2 @ filters.T) * weights[start:stop, None]  # (m, A)
         if fit_intercept and weight_sum > 0:
             leverage += weights[start:stop, None] / weight_sum
-        with np.errstate(divide="ignore", invalid="ignore"):
-            loo_residual = (targets[start:stop] - fitted) / (1.0 - leverage.T)[
-                :, :, None
-            ]
+        loo_residual = _leave_one_out_residual(targets[start:stop] - fitted, leverage)
         predictions[start:stop] = np.swapaxes(targets[start:stop] - loo_residual, 0, 1)
     return statistics, predictions
 
@@ -222,8 +233,7 @@ def _loo_dual(data, targets, alphas, fit_intercept):
     leverage = eigenvectors**2 @ (filters * np.maximum(eigenvalues, 0.0)).T  # (n, A)
     if fit_intercept and weight_sum > 0:
         leverage += weights[:, None] / weight_sum
-    with np.errstate(divide="ignore", invalid="ignore"):
-        loo_residual = (centered - fitted) / (1.0 - leverage.T)[:, :, None]
+    loo_residual = _leave_one_out_residual(centered - fitted, leverage)
     return np.swapaxes(targets - loo_residual, 0, 1)
 
 
@@ -711,9 +721,10 @@ certificate_, head_search_, token_dim_, n_features_in_, feature_names_in_
 
     Notes
     -----
-    Leave-one-out leverages ``h_i`` equal to one (a row no other row can predict,
-    e.g. with ``alpha=0`` and more lifted features than rows) give no finite score;
-    such an alpha is never chosen unless every alpha has that problem. Reference:
+    Leave-one-out leverages ``h_i`` within ``1e-9`` of one (a row no other row can
+    predict, e.g. with ``alpha=0`` and more lifted features than rows) give no
+    finite score; such an alpha is never chosen unless every alpha has that
+    problem. Reference:
     Yau et al., "Learning Linear Attention in Polynomial Time", NeurIPS 2025.
 
     Examples
@@ -754,6 +765,8 @@ certificate_, head_search_, token_dim_, n_features_in_, feature_names_in_
 
     def _score(self, scorer, predictions, targets, weights, kept):
         predictions, targets = predictions[kept], targets[kept]
+        if not np.all(np.isfinite(predictions)):  # a leverage of one
+            return -np.inf
         if scorer is None:
             weights = None if weights is None else weights[kept]
             if weights is not None and not weights.sum() > 0:
@@ -949,6 +962,8 @@ feature_names_in_
 
     def _score(self, scorer, predictions, labels, weights, kept):
         scores = self._decisions(predictions[kept])
+        if not np.all(np.isfinite(scores)):  # a leverage of one
+            return -np.inf
         labels = labels[kept]
         stand_in = _PredictionsClassifier(self.classes_)
         if scorer is None:

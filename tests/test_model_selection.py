@@ -228,6 +228,17 @@ def test_gcv_modes_agree(rng):
     np.testing.assert_allclose(primal.coef_, dual.coef_, rtol=1e-6, atol=1e-10)
 
 
+@pytest.mark.parametrize("scoring", [None, "r2"])
+def test_leverage_one_is_never_chosen(rng, scoring):
+    # Fewer rows than lifted features and alpha=0: the minimum-norm fit
+    # interpolates, every leverage is one and leave-one-out has no finite score.
+    X = random_sequences(rng, 10, 4, 3)
+    y = rng.normal(size=10)
+    model = LinearAttentionRegressorCV([0.0, 1.0], scoring=scoring).fit(X, y)
+    assert model.cv_scores_[0] == -np.inf and np.isfinite(model.cv_scores_[1])
+    assert model.alpha_ == 1.0
+
+
 # --- sample weights ----------------------------------------------------------------
 
 
