@@ -13,6 +13,7 @@ from ._estimators import (
     LinearAttentionRegressor,
 )
 from ._heads import HeadReadout
+from ._model_selection import LinearAttentionClassifierCV, LinearAttentionRegressorCV
 
 __version__ = "0.1.0.dev0"
 
@@ -21,7 +22,9 @@ __all__ = [
     "IdentifiabilityCertificate",
     "LiftedAttentionFeatures",
     "LinearAttentionClassifier",
+    "LinearAttentionClassifierCV",
     "LinearAttentionRegressor",
+    "LinearAttentionRegressorCV",
     "MultiHeadLinearAttention",
     "certify",
     "preprocessing",

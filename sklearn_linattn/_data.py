@@ -217,6 +217,20 @@ class LiftedStatistics:
         self.n_observations += other.n_observations
         return self
 
+    def subtract(self, other):
+        """The statistics of the rows in ``self`` but not in ``other`` (``other``
+        holds a subset of these rows, e.g. a cross-validation fold): a new object,
+        ``self`` and ``other`` are left unchanged."""
+        new = self.copy()
+        new.gram_upper -= other.gram_upper
+        new.moment -= other.moment
+        new.feature_sum -= other.feature_sum
+        new.target_sum -= other.target_sum
+        new.target_square_sum -= other.target_square_sum
+        new.weight_sum -= other.weight_sum
+        new.n_observations -= other.n_observations
+        return new
+
     def copy(self):
         new = LiftedStatistics.__new__(LiftedStatistics)
         new.__dict__.update(

@@ -1,0 +1,391 @@
+"""LinearAttentionRegressorCV / LinearAttentionClassifierCV: the same choice as
+GridSearchCV, exact leave-one-out, sample weights, the final model."""
+
+import numpy as np
+import pytest
+from conftest import random_attention, random_sequences
+from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sklearn_linattn import (
+    LinearAttentionClassifier,
+    LinearAttentionClassifierCV,
+    LinearAttentionRegressor,
+    LinearAttentionRegressorCV,
+)
+from sklearn_linattn._lift import lifted_features
+
+# Checks that fail by design, with the reason (scikit-learn marks them xfail).
+EXPECTED_FAILED_CHECKS = {
+    "LinearAttentionClassifierCV": {
+        "check_class_weight_classifiers": (
+            "as for LinearAttentionClassifier: without an intercept each score is an "
+            "odd function of the input, f(-Z) = -f(Z), so no alpha and no class "
+            "weight predicts one class on both sides of the origin, where the "
+            "check's blobs lie"
+        ),
+    },
+}
+
+
+# n_heads=None: the CV part is what is new here; with the default minimal-head
+# read-out, check_regressor_multioutput alone took 3 minutes on this branch (the
+# plain LinearAttentionRegressor() as long: the head search on random 5-output
+# targets), and test_estimators.py covers the read-out.
+@parametrize_with_checks(
+    [
+        LinearAttentionRegressorCV(n_heads=None),
+        LinearAttentionClassifierCV(n_heads=None),
+    ],
+    expected_failed_checks=lambda estimator: EXPECTED_FAILED_CHECKS.get(
+        type(estimator).__name__, {}
+    ),
+)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+def noisy_regression(rng, n_samples, token_dim=4, n_tokens=6, noise=1.0, n_outputs=1):
+    """A generating MHLA plus noise of the size of its signal, so that the best
+    alpha is in the middle of a wide grid."""
+    truth = random_attention(rng, token_dim, 2, n_outputs)
+    X = random_sequences(rng, n_samples, n_tokens, token_dim)
+    signal = truth.predict(X)
+    y = signal + noise * signal.std() * rng.normal(size=signal.shape)
+    return X, (y[:, 0] if n_outputs == 1 else y)
+
+
+ALPHAS = np.logspace(-3, 4, 15)
+
+
+def grid_search(estimator, X, y, cv, scoring=None, sample_weight=None):
+    search = GridSearchCV(estimator, {"alpha": ALPHAS}, cv=cv, scoring=scoring)
+    search.fit(X, y, sample_weight=sample_weight)
+    return search
+
+
+# --- K-fold: the same choice and scores as GridSearchCV ----------------------------
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_kfold_matches_grid_search(rng, fit_intercept, shuffle):
+    X, y = noisy_regression(rng, 80)
+    cv = KFold(5, shuffle=shuffle, random_state=0 if shuffle else None)
+    plain = LinearAttentionRegressor(n_heads=None, fit_intercept=fit_intercept)
+    search = grid_search(plain, X, y, cv, scoring="neg_mean_squared_error")
+    model = LinearAttentionRegressorCV(
+        ALPHAS, cv=cv, n_heads=None, fit_intercept=fit_intercept
+    ).fit(X, y)
+
+    scores = search.cv_results_["mean_test_score"]
+    assert np.ptp(scores) > 0.1 * np.abs(scores).max()  # the choice matters
+    assert 0 < search.best_index_ < len(ALPHAS) - 1  # an interior optimum
+    assert model.alpha_ == search.best_params_["alpha"]
+    np.testing.assert_allclose(model.cv_scores_, scores, rtol=1e-7)
+    assert model.best_score_ == pytest.approx(search.best_score_, rel=1e-7)
+
+
+def test_kfold_with_a_scorer_and_several_outputs_matches_grid_search(rng):
+    X, y = noisy_regression(rng, 80, n_outputs=2)
+    search = grid_search(LinearAttentionRegressor(n_heads=None), X, y, 4, "r2")
+    model = LinearAttentionRegressorCV(ALPHAS, cv=4, scoring="r2", n_heads=None)
+    model.fit(X, y)
+    assert model.alpha_ == search.best_params_["alpha"]
+    np.testing.assert_allclose(
+        model.cv_scores_, search.cv_results_["mean_test_score"], rtol=1e-7
+    )
+    assert model.coef_.shape == search.best_estimator_.coef_.shape
+
+
+def test_kfold_every_position_matches_grid_search(rng):
+    X, _ = noisy_regression(rng, 60, token_dim=3, n_tokens=5)
+    truth = random_attention(rng, 3, 1)
+    # Targets per position from the definition: y_t = V (S_t) Q z_t, S_t the prefix.
+    S = np.cumsum(np.einsum("nti,ntj->ntij", X, X), axis=1)
+    V, Q = truth.value_matrices[0, 0], truth.query_matrices[0]
+    y = np.einsum("b,ntbc,ce,nte->nt", V, S, Q, X)
+    y = y + 0.5 * y.std() * rng.normal(size=y.shape)
+    plain = LinearAttentionRegressor(n_heads=None, positions="all")
+    search = grid_search(plain, X, y, KFold(3))  # default score: R^2 per position
+    model = LinearAttentionRegressorCV(
+        ALPHAS, cv=KFold(3), scoring="r2", n_heads=None, positions="all"
+    ).fit(X, y)
+    assert model.alpha_ == search.best_params_["alpha"]
+    np.testing.assert_allclose(
+        model.cv_scores_, search.cv_results_["mean_test_score"], rtol=1e-7
+    )
+
+
+def noisy_classes(rng, n_samples, n_classes=2):
+    """Labels from the sign (or argmax) of noisy attention outputs."""
+    outputs = 1 if n_classes == 2 else n_classes
+    X, scores = noisy_regression(rng, n_samples, noise=0.7, n_outputs=outputs)
+    labels = scores > 0 if n_classes == 2 else scores.argmax(axis=1)
+    return X, np.asarray(["a", "b", "c", "d"])[labels.astype(int)]
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_classifier_kfold_matches_grid_search(rng, n_classes):
+    X, y = noisy_classes(rng, 160, n_classes)
+    search = grid_search(LinearAttentionClassifier(n_heads=None), X, y, 5)
+    model = LinearAttentionClassifierCV(ALPHAS, cv=5, n_heads=None).fit(X, y)
+    scores = search.cv_results_["mean_test_score"]
+    assert np.ptp(scores) > 0.02  # accuracy depends on alpha here
+    assert model.alpha_ == search.best_params_["alpha"]
+    np.testing.assert_allclose(model.cv_scores_, scores, rtol=1e-12)
+    # A scorer on the decision values, through a stand-in estimator.
+    if n_classes == 2:
+        search = grid_search(
+            LinearAttentionClassifier(n_heads=None), X, y, StratifiedKFold(4), "roc_auc"
+        )
+        model = LinearAttentionClassifierCV(
+            ALPHAS, cv=StratifiedKFold(4), scoring="roc_auc", n_heads=None
+        ).fit(X, y)
+        assert model.alpha_ == search.best_params_["alpha"]
+        np.testing.assert_allclose(
+            model.cv_scores_, search.cv_results_["mean_test_score"], rtol=1e-9
+        )
+
+
+# --- leave-one-out against an explicit loop -----------------------------------------
+
+
+def explicit_leave_one_out(X, y, alpha, fit_intercept, sample_weight=None):
+    """Refit without each row in turn (the definition of leave-one-out)."""
+    predictions = np.empty_like(y)
+    for i in range(len(X)):
+        kept = np.arange(len(X)) != i
+        model = LinearAttentionRegressor(
+            alpha=alpha, n_heads=None, fit_intercept=fit_intercept
+        ).fit(
+            X[kept],
+            y[kept],
+            sample_weight=None if sample_weight is None else sample_weight[kept],
+        )
+        predictions[i] = model.predict(X[i : i + 1])[0]
+    return predictions
+
+
+@pytest.mark.parametrize(
+    "n_samples, token_dim, solver", [(40, 2, "normal"), (12, 3, "dual")]
+)
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_leave_one_out_equals_explicit_loop(
+    rng, n_samples, token_dim, solver, fit_intercept, weighted
+):
+    X = random_sequences(rng, n_samples, 4, token_dim)
+    y = rng.normal(size=n_samples)
+    weights = rng.uniform(0.2, 3.0, size=n_samples) if weighted else None
+    alphas = [1e-2, 1e-1, 1.0]
+    model = LinearAttentionRegressorCV(
+        alphas,
+        scoring="neg_mean_absolute_error",  # store predictions
+        n_heads=None,
+        fit_intercept=fit_intercept,
+        store_cv_results=True,
+    ).fit(X, y, sample_weight=weights)
+    assert model.solver_ == solver
+    assert model.cv_results_.shape == (n_samples, len(alphas))
+    for index, alpha in enumerate(alphas):
+        expected = explicit_leave_one_out(X, y, alpha, fit_intercept, weights)
+        np.testing.assert_allclose(
+            model.cv_results_[:, index], expected, rtol=1e-6, atol=1e-8
+        )
+        # A scorer is called without weights, as GridSearchCV does by default.
+        assert model.cv_scores_[index] == pytest.approx(
+            -np.mean(np.abs(expected - y)), rel=1e-6
+        )
+
+
+def test_leave_one_out_default_score_is_weighted_squared_error(rng):
+    X = random_sequences(rng, 40, 4, 2)
+    y = rng.normal(size=(40, 2))
+    weights = rng.uniform(0.2, 3.0, size=40)
+    model = LinearAttentionRegressorCV(
+        [0.01, 1.0], fit_intercept=True, n_heads=None, store_cv_results=True
+    ).fit(X, y, sample_weight=weights)
+    assert model.cv_results_.shape == (40, 2, 2)
+    for index, alpha in enumerate(model.alphas):
+        errors = explicit_leave_one_out(X, y, alpha, True, weights) - y
+        # RidgeCV's convention: squared errors times the sample weight.
+        np.testing.assert_allclose(
+            model.cv_results_[:, :, index], errors**2 * weights[:, None], rtol=1e-6
+        )
+        expected = -np.average((errors**2).mean(axis=1), weights=weights)
+        assert model.cv_scores_[index] == pytest.approx(expected, rel=1e-6)
+
+
+def test_gcv_modes_agree(rng):
+    X = random_sequences(rng, 25, 4, 3)  # p = 18 lifted features
+    y = rng.normal(size=25)
+    kwargs = dict(alphas=[0.01, 0.1, 1.0], n_heads=None, fit_intercept=True)
+    primal = LinearAttentionRegressorCV(gcv_mode="normal", **kwargs).fit(X, y)
+    dual = LinearAttentionRegressorCV(gcv_mode="dual", **kwargs).fit(X, y)
+    assert (primal.solver_, dual.solver_) == ("normal", "dual")
+    np.testing.assert_allclose(primal.cv_scores_, dual.cv_scores_, rtol=1e-6)
+    np.testing.assert_allclose(primal.coef_, dual.coef_, rtol=1e-6, atol=1e-10)
+
+
+@pytest.mark.parametrize("scoring", [None, "r2"])
+def test_leverage_one_is_never_chosen(rng, scoring):
+    # Fewer rows than lifted features and alpha=0: the minimum-norm fit
+    # interpolates, every leverage is one and leave-one-out has no finite score.
+    X = random_sequences(rng, 10, 4, 3)
+    y = rng.normal(size=10)
+    model = LinearAttentionRegressorCV([0.0, 1.0], scoring=scoring).fit(X, y)
+    assert model.cv_scores_[0] == -np.inf and np.isfinite(model.cv_scores_[1])
+    assert model.alpha_ == 1.0
+
+
+# --- sample weights ----------------------------------------------------------------
+
+
+def test_zero_weights_equal_dropping_rows_in_leave_one_out(rng):
+    X, y = noisy_regression(rng, 60)
+    weights = rng.uniform(0.5, 2.0, size=60)
+    weights[::4] = 0.0
+    kept = weights > 0
+    kwargs = dict(alphas=ALPHAS, n_heads=None, fit_intercept=True)
+    weighted = LinearAttentionRegressorCV(**kwargs).fit(X, y, sample_weight=weights)
+    dropped = LinearAttentionRegressorCV(**kwargs).fit(
+        X[kept], y[kept], sample_weight=weights[kept]
+    )
+    np.testing.assert_allclose(weighted.cv_scores_, dropped.cv_scores_, rtol=1e-8)
+    assert weighted.alpha_ == dropped.alpha_
+    np.testing.assert_allclose(weighted.coef_, dropped.coef_, rtol=1e-8)
+
+
+def test_zero_weights_equal_dropping_rows_in_kfold(rng):
+    X, y = noisy_regression(rng, 100)
+    weights = rng.uniform(0.5, 2.0, size=100)
+    zero = np.flatnonzero(np.arange(100) % 5 == 0)
+    weights[zero] = 0.0
+    kept = np.flatnonzero(weights > 0)
+    reduced = list(KFold(4, shuffle=True, random_state=1).split(kept))
+    full = []  # the same folds, each with some zero-weight rows in its test set
+    for fold, (_, test) in enumerate(reduced):
+        test_full = np.concatenate([kept[test], zero[fold::4]])
+        full.append((np.setdiff1d(np.arange(100), test_full), test_full))
+    kwargs = dict(alphas=ALPHAS, n_heads=None)
+    weighted = LinearAttentionRegressorCV(cv=full, **kwargs).fit(
+        X, y, sample_weight=weights
+    )
+    dropped = LinearAttentionRegressorCV(cv=reduced, **kwargs).fit(
+        X[kept], y[kept], sample_weight=weights[kept]
+    )
+    np.testing.assert_allclose(weighted.cv_scores_, dropped.cv_scores_, rtol=1e-8)
+    assert weighted.alpha_ == dropped.alpha_
+
+
+def test_integer_weights_equal_repeated_rows_in_the_final_model(rng):
+    X, y = noisy_regression(rng, 80)
+    counts = rng.integers(1, 4, size=80)
+    weighted = LinearAttentionRegressorCV(ALPHAS, cv=3, n_heads=None).fit(
+        X, y, sample_weight=counts
+    )
+    repeated = LinearAttentionRegressor(alpha=weighted.alpha_, n_heads=None).fit(
+        np.repeat(X, counts, axis=0), np.repeat(y, counts)
+    )
+    np.testing.assert_allclose(weighted.coef_, repeated.coef_, rtol=1e-8)
+
+
+# --- the final model ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cv", [None, 3])
+@pytest.mark.parametrize("n_samples", [20, 120])  # dual and normal for cv=None
+def test_final_model_is_the_plain_estimator_at_alpha(rng, cv, n_samples):
+    X, y = noisy_regression(rng, n_samples)
+    weights = rng.uniform(0.5, 2.0, size=n_samples)
+    model = LinearAttentionRegressorCV(ALPHAS, cv=cv, fit_intercept=True).fit(
+        X, y, sample_weight=weights
+    )
+    plain = LinearAttentionRegressor(alpha=model.alpha_, fit_intercept=True).fit(
+        X, y, sample_weight=weights
+    )
+    # The default read-out refines heads iteratively (Gauss-Newton with a time
+    # budget): the two fits agree to its convergence, not to rounding.
+    np.testing.assert_allclose(model.coef_, plain.coef_, rtol=1e-5, atol=1e-10)
+    assert model.intercept_ == pytest.approx(plain.intercept_, rel=1e-5, abs=1e-10)
+    assert model.n_heads_ == plain.n_heads_
+    assert model.certificate_.rank == plain.certificate_.rank
+    assert model.certificate_.identifiable == plain.certificate_.identifiable
+    np.testing.assert_allclose(
+        model.predict(X), plain.predict(X), rtol=1e-5, atol=1e-10
+    )
+
+
+def test_noiseless_data_recovers_the_generating_heads(rng):
+    truth = random_attention(rng, 3, 2)
+    X = random_sequences(rng, 200, 8, 3)
+    model = LinearAttentionRegressorCV([0.0, 1e-6, 1.0], cv=4).fit(X, truth.predict(X))
+    assert model.alpha_ == 0.0
+    assert model.n_heads_ == 2 and model.certificate_.identifiable
+    assert model.attention_.distance(truth) < 1e-8 * np.linalg.norm(truth.lifted_coef())
+
+
+def test_classifier_leave_one_out_is_accuracy_of_explicit_loop(rng):
+    X, y = noisy_classes(rng, 30)
+    X = X[:, :, :2]  # d = 2: p = 6 < 30 rows, the Gram path
+    alphas = [0.01, 10.0]
+    model = LinearAttentionClassifierCV(alphas, n_heads=None, store_cv_results=True)
+    model.fit(X, y)
+    targets = np.where(y == model.classes_[1], 1.0, -1.0)
+    for index, alpha in enumerate(alphas):
+        decisions = explicit_leave_one_out(X, targets, alpha, False)
+        np.testing.assert_allclose(
+            model.cv_results_[:, 0, index], decisions, rtol=1e-6, atol=1e-9
+        )
+        accuracy = np.mean(model.classes_[(decisions > 0).astype(int)] == y)
+        assert model.cv_scores_[index] == pytest.approx(accuracy)
+
+
+def test_balanced_class_weight_reaches_the_fits(rng):
+    X, y = noisy_classes(rng, 120)
+    y[:40] = "a"  # imbalance the classes
+    model = LinearAttentionClassifierCV(
+        ALPHAS, cv=3, class_weight="balanced", n_heads=None
+    ).fit(X, y)
+    plain = LinearAttentionClassifier(
+        alpha=model.alpha_, class_weight="balanced", n_heads=None
+    ).fit(X, y)
+    np.testing.assert_allclose(model.coef_, plain.coef_, rtol=1e-8)
+
+
+# --- errors ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"alphas": [1.0, -1.0]}, "non-negative"),
+        ({"alphas": []}, "non-empty"),
+        ({"alphas": [[1.0, 2.0]]}, "1-D"),
+        ({"cv": 3, "store_cv_results": True}, "incompatible"),
+        ({"positions": "all"}, "integer cv"),
+    ],
+)
+def test_bad_parameters_are_named(rng, params, message):
+    X = random_sequences(rng, 20, 4, 2)
+    y = rng.normal(size=(20, 4)) if params.get("positions") else rng.normal(size=20)
+    with pytest.raises(ValueError, match=message):
+        LinearAttentionRegressorCV(**params).fit(X, y)
+
+
+def test_dask_input_gets_a_clear_error(rng):
+    da = pytest.importorskip("dask.array")
+    X = random_sequences(rng, 20, 4, 2)
+    with pytest.raises(TypeError, match="in memory"):
+        LinearAttentionRegressorCV().fit(da.from_array(X), rng.normal(size=20))
+
+
+def test_lifted_features_are_what_the_folds_score(rng):
+    """The held-out predictions are those of the lifted model: the chosen model's
+    predictions equal lifted features times coef_."""
+    X, y = noisy_regression(rng, 50)
+    model = LinearAttentionRegressorCV(ALPHAS, cv=5, n_heads=None).fit(X, y)
+    np.testing.assert_allclose(
+        model.predict(X), lifted_features(X) @ model.coef_, rtol=1e-9
+    )
