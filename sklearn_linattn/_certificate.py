@@ -20,9 +20,9 @@ import scipy.linalg
 import scipy.sparse.linalg
 from sklearn.exceptions import ConvergenceWarning
 
-from ._data import _RowLayout, lifted_data, power_of_two_scale
+from ._data import _RowLayout, is_dask_array, lifted_data, power_of_two_scale
 from ._lift import lifted_kernel, n_lifted_features
-from ._validation import validate_sequences
+from ._validation import check_sequence_values, validate_sequences
 
 __all__ = [
     "GramSpectrum",
@@ -337,6 +337,8 @@ class IdentifiabilityCertificate:
             not show identifiability: the span of the training features is unknown.
         """
         sequences = validate_sequences(X, token_dim=self.token_dim)
+        if is_dask_array(sequences):  # a bool per input: computed here
+            sequences = check_sequence_values(sequences.compute())
         n_samples, n_tokens, _ = sequences.shape
         shape = (n_samples,) if self._positions == "last" else (n_samples, n_tokens)
         if self.identifiable:

@@ -68,11 +68,22 @@ def is_dask_array(X):
     return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "chunks")
 
 
-def power_of_two_scale(largest):
-    """The power of two ``c`` with ``c * largest`` in [1/2, 1) (1 for 0 or inf)."""
+def power_of_two_scale(largest, name="X"):
+    """The power of two ``c`` with ``c * largest`` in [1/2, 1) (1 for 0 or inf).
+
+    Raises a ValueError for values so small (below about 1e-301, the subnormal
+    range) that ``1 / largest`` is not a float.
+    """
     if not np.isfinite(largest) or largest <= 0:
         return 1.0
-    return float(np.ldexp(1.0, -int(np.frexp(largest)[1])))
+    exponent = int(np.frexp(largest)[1])
+    if exponent < -1000:
+        raise ValueError(
+            f"The largest entry of {name} in absolute value is {largest:.1e}: values "
+            "this small (below about 1e-301) cannot be rescaled exactly. Multiply "
+            f"{name} by a constant first (for sample weights only their ratios matter)."
+        )
+    return float(np.ldexp(1.0, -exponent))
 
 
 @dataclass(frozen=True)
@@ -329,8 +340,9 @@ def padding_row_mask(sequences):
 
 
 def _row_scale(sequences, sample_weight, positions, weight_scale):
-    """``sqrt(w)`` per row: the sample weight (times ``weight_scale``), and zero at
-    left-padding positions."""
+    """``sqrt(w)`` per row: the weight (times ``weight_scale``), and zero at
+    left-padding positions. With ``positions="all"`` the weights may be given per
+    sequence or per position (class weights differ between positions)."""
     n_samples, n_tokens, _ = sequences.shape
     weights = (
         np.ones(n_samples)
@@ -340,7 +352,8 @@ def _row_scale(sequences, sample_weight, positions, weight_scale):
     if positions == "last":
         return np.sqrt(weights)
     kept = ~padding_row_mask(sequences)
-    return np.sqrt((kept * weights[:, None]).ravel())
+    weights = weights.reshape(n_samples, -1)  # (n, 1) per sequence, (n, T) per row
+    return np.sqrt((kept * weights).ravel())
 
 
 class _RowLayout:
@@ -412,10 +425,12 @@ class InMemoryLiftedData:
         largest = max(sequences.max(initial=0.0), -sequences.min(initial=0.0))
         weight_scale = 1.0
         if sample_weight is not None:
-            weight_scale = power_of_two_scale(np.max(sample_weight, initial=0.0))
+            weight_scale = power_of_two_scale(
+                np.max(sample_weight, initial=0.0), "sample_weight"
+            )
         target_scale = 1.0
         if targets is not None:
-            target_scale = power_of_two_scale(np.max(np.abs(targets), initial=0.0))
+            target_scale = power_of_two_scale(np.max(np.abs(targets), initial=0.0), "y")
         self.rescaling = Rescaling(
             power_of_two_scale(largest), target_scale, weight_scale
         )
@@ -743,8 +758,12 @@ class DaskLiftedData:
         if sample_weight is not None:
             lazy.append(da.max(da.asarray(sample_weight)))
         largest, *others = dask.compute(*lazy)
-        target_scale = power_of_two_scale(others.pop(0)) if targets is not None else 1
-        weight_scale = power_of_two_scale(others.pop(0)) if others else 1.0
+        target_scale = (
+            power_of_two_scale(others.pop(0), "y") if targets is not None else 1.0
+        )
+        weight_scale = (
+            power_of_two_scale(others.pop(0), "sample_weight") if others else 1.0
+        )
         self.rescaling = Rescaling(
             power_of_two_scale(float(largest)), target_scale, weight_scale
         )
@@ -761,10 +780,14 @@ class DaskLiftedData:
         self._row_scale = self._targets = None
 
     def _block_weights(self):
-        """Sample weights split like the sequence blocks (None for unit weights)."""
+        """Weights split like the sequence blocks (None for unit weights): per
+        sequence, or per row (``positions="all"`` with class weights)."""
         if self.sample_weight is None:
             return [None] * len(self.sequences.chunks[0])
-        weights = self.sample_weight.rechunk((self.sequences.chunks[0],))
+        sample_chunks = self.sequences.chunks[0]
+        if self.sample_weight.shape[0] != self.sequences.shape[0]:  # per row
+            sample_chunks = tuple(size * self.per_sample for size in sample_chunks)
+        weights = self.sample_weight.rechunk((sample_chunks,))
         return list(weights.to_delayed().ravel())
 
     def _block_targets(self):
@@ -812,7 +835,8 @@ class DaskLiftedData:
                 padding = self.sequences.map_blocks(
                     padding_row_mask, dtype=bool, drop_axis=2
                 ).compute()
-                self._row_scale = np.sqrt((~padding * weights[:, None]).ravel())
+                weights = weights.reshape(n_samples, -1)
+                self._row_scale = np.sqrt((~padding * weights).ravel())
         return self._row_scale
 
     @property

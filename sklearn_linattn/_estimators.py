@@ -315,6 +315,15 @@ class _LinearAttentionBase(BaseEstimator):
             rescaling.heads(readout.query_matrices),
         )
         coef = attention.lifted_coef()
+        if not np.all(np.isfinite(coef)) or (
+            np.any(solution.coef) and not np.any(coef)
+        ):
+            raise ValueError(
+                "The fitted lifted coefficients are not representable in float64: "
+                "they scale as y / |Z|^3, and the scales of X and y here put them "
+                "beyond the float range (for example |X| ~ 1e150). Rescale X (or y) "
+                "by a constant first."
+            )
         self.attention_ = attention
         self.value_matrices_ = attention.value_matrices
         self.query_matrices_ = attention.query_matrices
@@ -333,14 +342,23 @@ class _LinearAttentionBase(BaseEstimator):
     def _score_positions(self, metric, X, y, sample_weight):
         """``metric`` over every position that is not left padding, each weighted
         by its sequence's weight (``positions="all"``)."""
-        predictions = self.predict(X)
-        kept = ~padding_row_mask(validate_sequences(X, token_dim=self.token_dim_))
-        weights = None
-        if sample_weight is not None:
-            weights = np.broadcast_to(
-                np.asarray(sample_weight, dtype=float)[:, None], kept.shape
-            )[kept]
-        return metric(np.asarray(y)[kept], predictions[kept], sample_weight=weights)
+        if is_dask_array(X):
+            X = X.compute()
+        sequences = validate_sequences(X, token_dim=self.token_dim_)
+        n_samples, n_tokens, _ = sequences.shape
+        targets = np.asarray(y.compute() if is_dask_array(y) else y)
+        if targets.shape[:2] != (n_samples, n_tokens):
+            raise ValueError(
+                "With positions='all', y must hold a target per position, shape "
+                f"(n_samples, n_tokens[, n_outputs]) = ({n_samples}, {n_tokens}"
+                f"[, n_outputs]); got shape {targets.shape}."
+            )
+        weights = validate_sample_weight(sample_weight, n_samples)
+        kept = ~padding_row_mask(sequences)
+        if weights is not None:
+            weights = np.broadcast_to(weights[:, None], kept.shape)[kept]
+        predictions = self.predict(sequences)
+        return metric(targets[kept], predictions[kept], sample_weight=weights)
 
     def _lifted_output(self, X):
         """``X`` through the fitted lifted model: ``(n_samples, n_outputs)``, or
@@ -825,6 +843,13 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
             if missing:
                 raise ValueError("Input y contains NaN (a missing label).")
         check_classification_targets(labels)
+        if self.positions == "all":
+            # Labels at left-padding positions are ignored (zero weight): give them
+            # a label of a real position so that they add no class.
+            kept = ~padding_row_mask(sequences).ravel()
+            if kept.any() and not kept.all():
+                labels = labels.copy()
+                labels[~kept] = labels[kept][0]
         return labels
 
     def _row_weights(self, labels, sample_weight, sequences):

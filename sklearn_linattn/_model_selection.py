@@ -668,7 +668,11 @@ class LinearAttentionRegressorCV(RegressorMixin, _LinearAttentionCVBase):
         ``RidgeCV``, with a stand-in estimator whose ``predict(X)`` returns ``X``
         and ``X`` the cross-validated predictions; without sample weights, as
         ``GridSearchCV`` does without metadata routing. Leave-one-out scores all
-        rows at once; K-fold averages the fold scores.
+        rows at once; K-fold averages the fold scores. With ``positions="all"``
+        the scorer sees one row per (non-padding) position, pooled, like
+        :meth:`LinearAttentionRegressor.score`; ``GridSearchCV``'s ``"r2"`` on the
+        ``(n_samples, n_tokens)`` targets averages R^2 over positions instead, so
+        the two scores differ there (the chosen alpha usually agrees).
     token_dim : int, default=None
         Dimension ``d`` of a token; see :class:`LinearAttentionRegressor`.
     n_heads : "auto", int or None, default="auto"

@@ -404,3 +404,63 @@ def test_pickles_stay_small(rng, solver):
         warnings.simplefilter("ignore", ConvergenceWarning)  # cg capped at 50
         model.fit(X, rng.normal(size=n))
     assert len(pickle.dumps(model)) <= 2 * 8 * p * p
+
+
+# --- found by hostile testing --------------------------------------------------------
+
+
+def test_class_weight_per_position_equals_last_on_prefixes(rng):
+    n, T, d = 12, 4, 3
+    X = random_sequences(rng, n, T, d)
+    labels = rng.choice(["a", "b"], size=(n, T), p=[0.7, 0.3])
+    prefixes = np.zeros((n * T, T, d))
+    for i in range(n):
+        for t in range(T):
+            prefixes[i * T + t, T - t - 1 :] = X[i, : t + 1]
+    weights = {"a": 1.0, "b": 3.0}
+    every = LinearAttentionClassifier(positions="all", class_weight=weights, n_heads=None)
+    last = LinearAttentionClassifier(class_weight=weights, n_heads=None)
+    every.fit(X, labels)
+    last.fit(prefixes, labels.ravel())
+    np.testing.assert_allclose(every.coef_, last.coef_, rtol=1e-9, atol=1e-12)
+    remote = LinearAttentionClassifier(
+        positions="all", class_weight="balanced", n_heads=None
+    ).fit(da.from_array(X, chunks=(5, T, d)), labels)
+    local = LinearAttentionClassifier(
+        positions="all", class_weight="balanced", n_heads=None
+    ).fit(X, labels)
+    np.testing.assert_allclose(remote.coef_, local.coef_, rtol=1e-9, atol=1e-12)
+
+
+def test_labels_at_padding_positions_add_no_class(rng):
+    X = random_sequences(rng, 20, 5, 3)
+    X[:4, :2] = 0.0  # left padding
+    labels = rng.integers(0, 2, size=(20, 5))
+    labels[:4, :2] = 7  # junk labels where there is no token
+    model = LinearAttentionClassifier(positions="all", n_heads=None).fit(X, labels)
+    np.testing.assert_array_equal(model.classes_, [0, 1])
+
+
+def test_score_per_position_checks_its_input_and_takes_dask(rng):
+    X = random_sequences(rng, 20, 5, 3)
+    y = rng.normal(size=(20, 5))
+    model = LinearAttentionRegressor(positions="all", n_heads=None).fit(X, y)
+    for bad in (y[:, :3], y[:, -1]):
+        with pytest.raises(ValueError, match="must hold a target per position"):
+            model.score(X, bad)
+    with pytest.raises(ValueError, match=r"expected \(20,\)"):
+        model.score(X, y, sample_weight=np.ones(3))
+    assert model.score(da.from_array(X, chunks=(7, 5, 3)), y) == pytest.approx(
+        model.score(X, y)
+    )
+
+
+def test_covers_takes_dask_arrays(rng):
+    X = random_sequences(rng, 10, 4, 3)  # 10 < p = 18: not identifiable
+    certificate = LinearAttentionRegressor(n_heads=None).fit(X, rng.normal(size=10))
+    probe = np.concatenate([X[:3], random_sequences(rng, 3, 4, 3)])
+    expected = certificate.certificate_.covers(probe)
+    np.testing.assert_array_equal(
+        certificate.certificate_.covers(da.from_array(probe, chunks=2)), expected
+    )
+    assert expected.tolist() == [True] * 3 + [False] * 3

@@ -201,3 +201,20 @@ def test_dask_unknown_chunk_sizes_are_explained(rng):
     selected = X[X[:, 0, 0] > -10]
     with pytest.raises(ValueError, match="compute_chunk_sizes"):
         LinearAttentionRegressor().fit(selected, y)
+
+
+@pytest.mark.parametrize("scale", [1e-150, 1e150])
+def test_unrepresentable_coefficients_are_an_error(problem, scale):
+    """|X| ~ 1e150 puts y / |Z|^3 beyond the float range: a clear error, not a
+    model that predicts NaN or zeros."""
+    X, y, _ = problem
+    with pytest.raises(ValueError, match="not representable in float64"):
+        LinearAttentionRegressor().fit(X * scale, y)
+
+
+def test_subnormal_inputs_and_weights_are_an_error(problem):
+    X, y, _ = problem
+    with pytest.raises(ValueError, match="largest entry of X"):
+        LinearAttentionRegressor().fit(X * 1e-310, y)
+    with pytest.raises(ValueError, match="largest entry of sample_weight"):
+        LinearAttentionRegressor().fit(X, y, sample_weight=np.full(len(X), 1e-320))
