@@ -418,7 +418,9 @@ def test_class_weight_per_position_equals_last_on_prefixes(rng):
         for t in range(T):
             prefixes[i * T + t, T - t - 1 :] = X[i, : t + 1]
     weights = {"a": 1.0, "b": 3.0}
-    every = LinearAttentionClassifier(positions="all", class_weight=weights, n_heads=None)
+    every = LinearAttentionClassifier(
+        positions="all", class_weight=weights, n_heads=None
+    )
     last = LinearAttentionClassifier(class_weight=weights, n_heads=None)
     every.fit(X, labels)
     last.fit(prefixes, labels.ravel())
