@@ -19,6 +19,7 @@ minimum-norm solution (Algorithm 1 of Yau et al. 2025; see the theory page).
 ``"auto"`` once, for every caller.
 """
 
+import contextlib
 import os
 import warnings
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ from ._certificate import (
     gram_spectrum,
     kernel_spectrum,
 )
-from ._data import CenteredOperator, CompactOperator
+from ._data import CenteredOperator, CompactOperator, single_threaded_blas
 from ._lift import lifted_kernel, lifted_rmatvec
 
 __all__ = [
@@ -54,6 +55,17 @@ __all__ = [
 # Relative accuracy of the Lanczos eigenvalue estimates behind solver="cg"'s
 # certificate.
 LANCZOS_TOL = 1e-6
+# Up to this many rows, the p x p (or n x n) factorizations and eigensolvers run on
+# one BLAS thread: faster at these sizes, and no collapse when other processes
+# share the cores (measured in benchmarks/bench_speed.py).
+_SINGLE_THREAD_ORDER = 1000
+
+
+def _dense_threads(order):
+    """BLAS limits for dense linear algebra on matrices of this order."""
+    if order <= _SINGLE_THREAD_ORDER:
+        return single_threaded_blas()
+    return contextlib.nullcontext()
 
 
 @dataclass
@@ -116,6 +128,10 @@ def solve_gram(gram, moment, alpha, spectrum):
     -------
     coef : ndarray of shape (n_outputs, p)
     """
+    if spectrum.full_rank and alpha == 0 and spectrum.factor is not None:
+        return scipy.linalg.cho_solve(
+            (spectrum.factor, False), moment, check_finite=False
+        ).T
     if spectrum.full_rank or alpha > spectrum.threshold:
         regularized = gram + alpha * np.eye(gram.shape[0]) if alpha > 0 else gram
         try:
@@ -143,8 +159,9 @@ def solve_normal(
     gram, moment, squares, feature_mean, target_mean = statistics.normal_equations(
         fit_intercept
     )
-    spectrum = gram_spectrum(gram, default_rank_tol(data.n_lifted))
-    coef = solve_gram(gram, moment, alpha, spectrum)
+    with _dense_threads(data.n_lifted):
+        spectrum = gram_spectrum(gram, default_rank_tol(data.n_lifted))
+        coef = solve_gram(gram, moment, alpha, spectrum)
     residual = (
         squares
         - 2 * np.einsum("op,po->o", coef, moment)
@@ -218,14 +235,9 @@ def solve_dual(
         feature_mean = np.zeros(data.n_lifted)
     centered_targets = targets - np.outer(row_scale, target_mean)
     tol = default_rank_tol(data.n_lifted)
-    spectrum = kernel_spectrum(kernel, tol)
-    weights = _eigen_solve(
-        spectrum.eigenvalues,
-        spectrum.eigenvectors,
-        spectrum.threshold,
-        centered_targets,
-        alpha,
-    )
+    with _dense_threads(len(kernel)):
+        spectrum = kernel_spectrum(kernel, tol)
+        weights = solve_gram(kernel, centered_targets, alpha, spectrum).T
     residual = centered_targets - kernel @ weights
     # A_c^T a = A^T a - mean (r . a)
     coef = lifted_rmatvec(pairs, queries, weights) - np.outer(
