@@ -656,7 +656,7 @@ def certify(X, token_dim=None, tol=None):
     >>> certify(rng.normal(size=(10, 5, 3))).rank  # fewer samples than p
     10
     """
-    from ._solvers import choose_solver
+    from ._solvers import _dense_threads, choose_solver
 
     token_dim = _check_token_dim(token_dim)
     tol = _check_tol(tol)
@@ -666,14 +666,17 @@ def certify(X, token_dim=None, tol=None):
     solver = choose_solver(data.n_rows, data.n_lifted, distributed=data.is_distributed)
     if solver == "dual":
         pairs, queries = data.compact_rows()
-        spectrum = kernel_spectrum(lifted_kernel(pairs, queries), tol)
+        with _dense_threads(data.n_rows):
+            spectrum = kernel_spectrum(lifted_kernel(pairs, queries), tol)
         return IdentifiabilityCertificate._from_kernel(
             spectrum, pairs, queries, data.rescaling, float(data.n_rows), data.n_rows
         )
     statistics = data.statistics()
     gram = statistics.normal_equations(fit_intercept=False)[0]
+    with _dense_threads(data.n_lifted):
+        spectrum = gram_spectrum(gram, tol)
     return IdentifiabilityCertificate._from_spectrum(
-        gram_spectrum(gram, tol),
+        spectrum,
         statistics.weight_sum,
         statistics.n_observations,
         data.token_dim,

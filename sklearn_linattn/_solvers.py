@@ -155,13 +155,17 @@ def solve_normal(
     Memory: one chunk of lifted rows plus ``O(p^2)``.
     """
     statistics = data.statistics(progress=progress)
+    with _dense_threads(data.n_lifted):
+        return _solve_statistics(data, statistics, alpha, fit_intercept)
+
+
+def _solve_statistics(data, statistics, alpha, fit_intercept):
     alpha = data.rescaling.alpha(alpha)
     gram, moment, squares, feature_mean, target_mean = statistics.normal_equations(
         fit_intercept
     )
-    with _dense_threads(data.n_lifted):
-        spectrum = gram_spectrum(gram, default_rank_tol(data.n_lifted))
-        coef = solve_gram(gram, moment, alpha, spectrum)
+    spectrum = gram_spectrum(gram, default_rank_tol(data.n_lifted))
+    coef = solve_gram(gram, moment, alpha, spectrum)
     residual = (
         squares
         - 2 * np.einsum("op,po->o", coef, moment)
@@ -220,6 +224,11 @@ def solve_dual(
     coefficients are ``A_c^T a``, ``a = (K + alpha I)^{-1} y_c`` (``pinv(K) y_c``
     for ``alpha = 0``: the minimum-norm solution). Memory ``O(n_rows^2)``.
     """
+    with _dense_threads(data.n_rows):
+        return _solve_kernel(data, alpha, fit_intercept)
+
+
+def _solve_kernel(data, alpha, fit_intercept):
     pairs, queries = data.compact_rows()
     row_scale, targets = data.row_scale, data.targets
     alpha = data.rescaling.alpha(alpha)
@@ -235,9 +244,8 @@ def solve_dual(
         feature_mean = np.zeros(data.n_lifted)
     centered_targets = targets - np.outer(row_scale, target_mean)
     tol = default_rank_tol(data.n_lifted)
-    with _dense_threads(len(kernel)):
-        spectrum = kernel_spectrum(kernel, tol)
-        weights = solve_gram(kernel, centered_targets, alpha, spectrum).T
+    spectrum = kernel_spectrum(kernel, tol)
+    weights = solve_gram(kernel, centered_targets, alpha, spectrum).T
     residual = centered_targets - kernel @ weights
     # A_c^T a = A^T a - mean (r . a)
     coef = lifted_rmatvec(pairs, queries, weights) - np.outer(
