@@ -115,7 +115,10 @@ def fit_section(sizes, n_samples, repeats):
         model = LinearAttentionRegressor(n_heads=None)
         model.fit(X, y)  # warm up
         np.testing.assert_allclose(
-            model.coef_, reference_fit(X, y), rtol=1e-6, atol=1e-9 * abs(model.coef_).max()
+            model.coef_,
+            reference_fit(X, y),
+            rtol=1e-6,
+            atol=1e-9 * abs(model.coef_).max(),
         )
         reference, fit, accumulate, certificate, spectrum = [], [], [], [], []
         statistics = statistics_function(X, y)
@@ -178,7 +181,6 @@ def gram_section(sizes, n_samples, repeats):
         row["accumulate_gflops"] = flops / row["accumulate_s"] / 1e9
         rows.append(row)
         print(row, flush=True)
-        del P
     return rows
 
 
@@ -192,14 +194,19 @@ def load_section(sizes, n_samples, repeats):
     rng = np.random.default_rng(1)
     X = rng.normal(size=(1797, 8, 8))  # digits-sized: 8 rows of 8 pixels
     y = rng.integers(0, 10, size=1797)
-    cases.append(("classifier d=8, 10 classes", LinearAttentionClassifier(n_heads=None), X, y))
+    cases.append(
+        ("classifier d=8, 10 classes", LinearAttentionClassifier(n_heads=None), X, y)
+    )
     for _, model, X, y in cases:
         model.fit(X, y)
-    quiet = {name: median_seconds(lambda: m.fit(X, y), repeats) for name, m, X, y in cases}
+    quiet = {
+        name: median_seconds(lambda: m.fit(X, y), repeats) for name, m, X, y in cases
+    }
     quiet_load = load_average()
     with BusyMachine():
         busy = {
-            name: median_seconds(lambda: m.fit(X, y), repeats) for name, m, X, y in cases
+            name: median_seconds(lambda: m.fit(X, y), repeats)
+            for name, m, X, y in cases
         }
         busy_load = load_average()
     rows = [
@@ -256,10 +263,11 @@ def dual_section(repeats):
 
 def main():
     parser = make_parser(__doc__, quick=True)
+    parser.add_argument("--repeats", type=int, default=3, help="timings per median")
     args = parser.parse_args()
     compile_kernels()
     n_samples = 4000 if args.quick else 20000
-    repeats = 3 if args.quick else 5
+    repeats = args.repeats
     print(f"load average before: {load_average():.2f}", flush=True)
     results = {"load_average_start": load_average()}
 
@@ -277,9 +285,11 @@ def main():
                 ("certify", "{certify_s:.3f} s"),
                 (
                     "certificate / fit",
-                    lambda r: f"{100 * r['certificate_share']:.0f}%"
-                    if "certificate_share" in r
-                    else "",
+                    lambda r: (
+                        f"{100 * r['certificate_share']:.0f}%"
+                        if "certificate_share" in r
+                        else ""
+                    ),
                 ),
             ],
             fit_rows,
@@ -308,7 +318,11 @@ def main():
         print("(both counted as 2 n p^2 flops)")
 
     load_rows, quiet_load, busy_load = load_section((4, 8, 12), n_samples, repeats)
-    results["load"] = {"rows": load_rows, "quiet_load": quiet_load, "busy_load": busy_load}
+    results["load"] = {
+        "rows": load_rows,
+        "quiet_load": quiet_load,
+        "busy_load": busy_load,
+    }
     print(
         f"\n### 4. one busy-loop process on the machine (load average {quiet_load:.1f} "
         f"quiet, {busy_load:.1f} busy)\n"
@@ -345,7 +359,12 @@ def main():
     print("\n### 6. dual solver (16 tokens)\n")
     print(
         markdown_table(
-            [("n", "{n}"), ("d", "{d}"), ("alpha", "{alpha:g}"), ("fit", "{fit_s:.3f} s")],
+            [
+                ("n", "{n}"),
+                ("d", "{d}"),
+                ("alpha", "{alpha:g}"),
+                ("fit", "{fit_s:.3f} s"),
+            ],
             dual_rows,
         )
     )

@@ -31,7 +31,7 @@ import scipy.linalg
 import scipy.sparse.linalg
 from sklearn.exceptions import ConvergenceWarning
 
-from ._data import Rescaling, _RowLayout, lifted_data, power_of_two_scale
+from ._data import _RowLayout, lifted_data, power_of_two_scale
 from ._lift import lifted_kernel, n_lifted_features
 from ._validation import validate_sequences
 
@@ -167,10 +167,10 @@ def extreme_eigenvalues(gram, factor):
     """
     size = gram.shape[0]
     largest = _top_eigenvalue(lambda vector: gram @ vector, size)
-    inverse_top = _top_eigenvalue(
-        lambda vector: scipy.linalg.cho_solve((factor, False), vector, check_finite=False),
-        size,
-    )
+    def inverse_product(vector):
+        return scipy.linalg.cho_solve((factor, False), vector, check_finite=False)
+
+    inverse_top = _top_eigenvalue(inverse_product, size)
     if largest is None or inverse_top is None or inverse_top <= 0:
         return None
     return 1.0 / inverse_top, largest

@@ -111,7 +111,9 @@ def blas_threads():
             _blas_controller = ThreadpoolController()
         controller = _blas_controller
     counts = [
-        pool.num_threads for pool in controller.lib_controllers if pool.user_api == "blas"
+        pool.num_threads
+        for pool in controller.lib_controllers
+        if pool.user_api == "blas"
     ]
     return max(counts, default=1)
 
@@ -215,10 +217,15 @@ class LiftedStatistics:
 
     @property
     def gram_upper(self):
+        self.fold()
+        return self._gram
+
+    def fold(self):
+        """Fold the distinct entries accumulated by :meth:`add_compact` into the
+        Gram (done whenever it is read)."""
         if self._products is not None:
             add_structured_gram(self._products, self._token_dim, self._gram)
             self._products = None
-        return self._gram
 
     @gram_upper.setter
     def gram_upper(self, value):
@@ -312,7 +319,9 @@ class LiftedStatistics:
         block_rows = pair_products.shape[0]
         for start in range(0, n_rows, block_rows):
             stop = min(start + block_rows, n_rows)
-            left = upper_outer_products(pairs[start:stop], out=pair_products[: stop - start])
+            left = upper_outer_products(
+                pairs[start:stop], out=pair_products[: stop - start]
+            )
             right = upper_outer_products(
                 queries[start:stop], out=query_products[: stop - start]
             )
@@ -353,7 +362,7 @@ class LiftedStatistics:
         return self
 
     def copy(self):
-        self.gram_upper  # fold pending structured products in
+        self.fold()
         new = LiftedStatistics.__new__(LiftedStatistics)
         new.__dict__.update(
             {
@@ -365,7 +374,7 @@ class LiftedStatistics:
         return new
 
     def __getstate__(self):
-        self.gram_upper  # pickle the Gram, not pending products
+        self.fold()  # pickle the Gram, not pending products
         return self.__dict__
 
     def normal_equations(self, fit_intercept):
@@ -666,7 +675,7 @@ class InMemoryLiftedData:
                     statistics, *others = pool.map(accumulate, range(n_workers))
                 for other in others:
                     statistics.merge(other)
-            statistics.gram_upper  # fold the distinct entries into the Gram
+            statistics.fold()
         return statistics
 
     def compact_rows(self):

@@ -279,7 +279,9 @@ def test_structured_statistics_equal_the_naive_weighted_sums(rng, positions, n_t
     np.testing.assert_allclose(
         statistics.moment, Phi.T @ (w[:, None] * y_scaled), rtol=1e-11, atol=1e-13
     )
-    np.testing.assert_allclose(statistics.feature_sum, Phi.T @ w, rtol=1e-11, atol=1e-13)
+    np.testing.assert_allclose(
+        statistics.feature_sum, Phi.T @ w, rtol=1e-11, atol=1e-13
+    )
     assert statistics.weight_sum == pytest.approx(w.sum(), rel=1e-12)
     assert statistics.n_observations == np.count_nonzero(w)
 
