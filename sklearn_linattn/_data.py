@@ -630,11 +630,14 @@ class InMemoryLiftedData:
         # Chunks of one matrix product each (compact rows are small), handed out
         # one at a time so that the threads finish together.
         per_sample = self.layout.rows_per_sample(self.sequences.shape[1])
+        threads = max(self.n_threads, blas_threads())
         block_rows = structured_block_rows(self.token_dim)
+        if threads > 1:  # at least 4 chunks per thread, for balance
+            block_rows = min(block_rows, max(256, -(-self.n_rows // (4 * threads))))
         bounds = self._chunk_bounds(
             max(1, min(self.batch_size, block_rows // per_sample))
         )
-        n_workers = max(1, min(max(self.n_threads, blas_threads()), len(bounds)))
+        n_workers = max(1, min(threads, len(bounds)))
         lock = threading.Lock()
         done = [0]
         next_chunk = iter(bounds)
