@@ -56,9 +56,11 @@ __all__ = [
 # certificate.
 LANCZOS_TOL = 1e-6
 # Up to this many rows, the p x p (or n x n) factorizations and eigensolvers run on
-# one BLAS thread: faster at these sizes, and no collapse when other processes
-# share the cores (measured in benchmarks/bench_speed.py).
-_SINGLE_THREAD_ORDER = 1000
+# one BLAS thread. With other processes on the cores, OpenBLAS's threads collapse
+# (benchmarks/bench_speed.py, section 6: the dual fit at n = 2000 took 24x the time
+# of n = 1000 with 2 threads on a loaded machine, for 8x the flops); a second
+# thread saves less than 2x on a quiet one.
+_SINGLE_THREAD_ORDER = 4096
 
 
 def _dense_threads(order):
