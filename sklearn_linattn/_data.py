@@ -642,13 +642,23 @@ class InMemoryLiftedData:
         done = [0]
         next_chunk = iter(bounds)
 
+        # Tokens within 2^-20..2^20 of 1 are lifted as given and the compact rows
+        # scaled afterwards (exact: powers of two; no copy of the chunk).
+        token_scale = self.rescaling.token
+        scale_after = 2.0**-20 <= token_scale <= 2.0**20
+
         def chunks():
             while True:
                 with lock:
                     sample_range = next(next_chunk, None)
                 if sample_range is None:
                     return
-                yield self._chunk(*sample_range)
+                start, stop = sample_range
+                if scale_after:
+                    rows = start * per_sample, stop * per_sample
+                    yield *rows, self.sequences[start:stop]
+                else:
+                    yield self._chunk(start, stop)
 
         def accumulate(_):
             statistics = LiftedStatistics(self.n_lifted, self.n_outputs)
@@ -660,7 +670,11 @@ class InMemoryLiftedData:
                     )
                 pairs, queries = self.layout.pairs(chunk)
                 scale = self.row_scale[start:stop]
-                pairs *= scale[:, None]
+                if scale_after and token_scale != 1.0:
+                    pairs *= (token_scale**2 * scale)[:, None]
+                    queries *= token_scale
+                else:
+                    pairs *= scale[:, None]
                 statistics.add_compact(
                     pairs, queries, targets[start:stop], scale, workspace=workspace
                 )
