@@ -61,9 +61,10 @@ _CHUNK_BYTES = (32 * 2**20, 256 * 2**20)
 
 # The structured Gram accumulation (LiftedStatistics.add_compact) keeps the distinct
 # entries of the Gram, about p^2 / 4, and forms m (m + 1) / 2 pair products per row
-# (m = d (d + 1) / 2) in blocks of about this many bytes; it is used while a block of
-# 256 rows stays under 64 MiB (d <= 22), beyond which the symmetric rank-k update of
-# the lifted rows is as fast (measured in benchmarks/bench_speed.py).
+# (m = d (d + 1) / 2) in blocks of about this many bytes. It is used while a block of
+# 256 rows stays under 64 MiB (d <= 22); beyond, the pair products of a block would
+# outgrow the chunk of lifted rows and the symmetric rank-k update of those is used
+# (benchmarks/bench_speed.py measures d <= 16 only).
 _STRUCTURED_BLOCK_BYTES = 16 * 2**20
 _STRUCTURED_MAX_PRODUCTS = 32768
 
@@ -188,7 +189,9 @@ class LiftedStatistics:
     Attributes
     ----------
     gram_upper : ndarray of shape (p, p), Fortran-ordered
-        Upper triangle of ``Phi^T W Phi`` (the lower triangle is not maintained).
+        Upper triangle of ``Phi^T W Phi`` (the lower triangle is maintained only by
+        :meth:`add_compact`). Reading it folds in the distinct entries
+        :meth:`add_compact` accumulated.
     moment : ndarray of shape (p, n_outputs)
         ``Phi^T W y``.
     feature_sum : ndarray of shape (p,)
