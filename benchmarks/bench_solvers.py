@@ -134,7 +134,7 @@ def throughput_section(quick, repeats):
         ("p", "{p}"),
         ("n", "{n_samples}"),
         (
-            "accumulate: lift + syrk per chunk",
+            "accumulate (structured, from sequences)",
             "{accumulate_seconds:.3f} s ({accumulate_gflops:.0f} GFLOP/s)",
         ),
         ("syrk alone (Phi in memory)", "{syrk_seconds:.3f} s"),

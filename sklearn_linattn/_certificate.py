@@ -9,6 +9,17 @@ minimizer iff its lifted features lie in the span of the training features
 
 The eigenvalues come from the solver's own factorization: the Gram matrix
 (``"normal"``), the kernel matrix (``"dual"``) or Lanczos estimates (``"cg"``).
+
+What is exact and what is estimated, for a Gram matrix (:func:`gram_spectrum`): up to
+``p = 300`` lifted features the whole spectrum is computed (``eigvalsh``). Above, when
+the Cholesky factorization succeeds, the largest eigenvalue comes from Lanczos on the
+Gram and the smallest from Lanczos on its inverse (through the Cholesky factor): both
+converged to a relative residual of ``1e-4``, which puts the eigenvalues within about
+``1e-7`` relative (Ritz values converge quadratically); the rank is then ``p`` and
+the verdict identifiable, provided the smallest eigenvalue exceeds the rank threshold
+by a factor 1000. Otherwise (Cholesky fails, or the estimate comes near the
+threshold) the whole spectrum is computed, with eigenvectors when the Gram is
+singular (``covers`` and the minimum-norm solve need them).
 """
 
 import warnings
@@ -40,24 +51,47 @@ _COVERS_RTOL = 1e-6
 # Up to this many lifted features, solver="cg" forms the Gram from p products and
 # decomposes it exactly instead of estimating its extreme eigenvalues by Lanczos.
 _DENSE_CERTIFICATE_FEATURES = 64
+# Up to this many lifted features gram_spectrum computes every eigenvalue (eigvalsh
+# costs about as much as the Lanczos estimates there); above, the extreme ones are
+# estimated from the Cholesky factor (measured in benchmarks/bench_speed.py).
+_EXACT_SPECTRUM_FEATURES = 300
+# ARPACK's relative residual for those estimates, and the factor by which the
+# estimated smallest eigenvalue must exceed the rank threshold to be trusted.
+_ESTIMATE_TOL = 1e-4
+_RANK_MARGIN = 1e3
 
 
 class GramSpectrum:
-    """Eigenvalues of a Gram or kernel matrix, with eigenvectors when needed.
+    """Eigenvalues of a Gram or kernel matrix, with eigenvectors or a Cholesky factor
+    when they are known.
 
     Parameters
     ----------
     eigenvalues : ndarray, ascending
+        All of them, or only estimates of the smallest and the largest (then
+        ``size`` is the matrix's order and the matrix has full rank).
     eigenvectors : ndarray or None
     tol : float
         Relative tolerance: eigenvalues at most ``tol`` times the largest count as
         zero.
+    size : int, optional
+        Order of the matrix; default ``eigenvalues.size``.
+    factor : ndarray or None
+        Upper Cholesky factor ``U`` of the matrix (``U^T U``), when it was computed
+        and the matrix has full rank.
     """
 
-    def __init__(self, eigenvalues, eigenvectors, tol):
+    def __init__(self, eigenvalues, eigenvectors, tol, size=None, factor=None):
         self.eigenvalues = eigenvalues
         self.eigenvectors = eigenvectors
         self.tol = tol
+        self.size = eigenvalues.size if size is None else int(size)
+        self.factor = factor
+
+    @property
+    def estimated(self):
+        """Whether only the extreme eigenvalues are known (as estimates)."""
+        return self.size != self.eigenvalues.size
 
     @property
     def threshold(self):
@@ -65,11 +99,13 @@ class GramSpectrum:
 
     @property
     def rank(self):
+        if self.estimated:
+            return self.size
         return int(np.count_nonzero(self.eigenvalues > self.threshold))
 
     @property
     def full_rank(self):
-        return self.rank == self.eigenvalues.size
+        return self.rank == self.size
 
 
 def default_rank_tol(n_lifted):
@@ -82,20 +118,101 @@ def default_rank_tol(n_lifted):
     return n_lifted * np.finfo(np.float64).eps
 
 
+def _cholesky(matrix):
+    """Upper Cholesky factor, or None when the matrix is numerically not positive
+    definite."""
+    try:
+        return scipy.linalg.cholesky(matrix, check_finite=False)
+    except np.linalg.LinAlgError:
+        return None
+
+
+def _top_eigenvalue(matvec, size):
+    """Largest eigenvalue of a symmetric operator by Lanczos, or None."""
+    operator = scipy.sparse.linalg.LinearOperator(
+        (size, size), matvec=matvec, dtype=np.float64
+    )
+    try:
+        return float(
+            scipy.sparse.linalg.eigsh(
+                operator,
+                k=1,
+                which="LA",
+                tol=_ESTIMATE_TOL,
+                v0=np.ones(size),
+                return_eigenvectors=False,
+            )[0]
+        )
+    except scipy.sparse.linalg.ArpackNoConvergence:
+        return None
+
+
+def extreme_eigenvalues(gram, factor):
+    """Estimates of the smallest and largest eigenvalue of a positive definite
+    ``gram`` from its upper Cholesky factor, by Lanczos on ``gram`` and on its
+    inverse; None when Lanczos does not converge.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.linalg
+    >>> from sklearn_linattn._certificate import extreme_eigenvalues
+    >>> A = np.random.default_rng(0).normal(size=(200, 50))
+    >>> gram = A.T @ A
+    >>> smallest, largest = extreme_eigenvalues(gram, scipy.linalg.cholesky(gram))
+    >>> exact = np.linalg.eigvalsh(gram)
+    >>> bool(np.isclose(smallest, exact[0], rtol=1e-6))
+    True
+    >>> bool(np.isclose(largest, exact[-1], rtol=1e-6))
+    True
+    """
+    size = gram.shape[0]
+    largest = _top_eigenvalue(lambda vector: gram @ vector, size)
+    def inverse_product(vector):
+        return scipy.linalg.cho_solve((factor, False), vector, check_finite=False)
+
+    inverse_top = _top_eigenvalue(inverse_product, size)
+    if largest is None or inverse_top is None or inverse_top <= 0:
+        return None
+    return 1.0 / inverse_top, largest
+
+
 def gram_spectrum(gram, tol):
-    """Spectrum of a symmetric positive semi-definite Gram matrix; eigenvectors
-    only when it is singular (null space for ``covers``, minimum-norm solve)."""
+    """Spectrum of a symmetric positive semi-definite Gram matrix.
+
+    With more than 300 rows and a successful Cholesky factorization, only the
+    extreme eigenvalues, estimated from the factor (see the module docstring);
+    else every eigenvalue, and the eigenvectors when the Gram is singular (null
+    space for ``covers``, minimum-norm solve). The Cholesky factor is kept for the
+    solve when the Gram has full rank.
+    """
+    size = gram.shape[0]
+    factor = _cholesky(gram)
+    if factor is not None and size > _EXACT_SPECTRUM_FEATURES:
+        extremes = extreme_eigenvalues(gram, factor)
+        if extremes is not None and extremes[0] > _RANK_MARGIN * tol * extremes[1]:
+            return GramSpectrum(np.array(extremes), None, tol, size=size, factor=factor)
     spectrum = GramSpectrum(scipy.linalg.eigvalsh(gram, check_finite=False), None, tol)
     if spectrum.full_rank:
+        spectrum.factor = factor
         return spectrum
     eigenvalues, eigenvectors = scipy.linalg.eigh(gram, check_finite=False)
     return GramSpectrum(eigenvalues, eigenvectors, tol)
 
 
-def kernel_spectrum(kernel, tol):
-    """Full eigen-decomposition of a kernel matrix (the dual solve needs it)."""
-    eigenvalues, eigenvectors = scipy.linalg.eigh(kernel, check_finite=False)
-    return GramSpectrum(eigenvalues, eigenvectors, tol)
+def kernel_spectrum(kernel, tol, eigenvectors=False):
+    """Eigenvalues of a kernel matrix, with its Cholesky factor when it has full
+    rank, else (or with ``eigenvectors=True``) its eigenvectors: the dual solve and
+    ``covers`` need one or the other."""
+    if not eigenvectors:
+        spectrum = GramSpectrum(
+            scipy.linalg.eigvalsh(kernel, check_finite=False), None, tol
+        )
+        if spectrum.full_rank:
+            spectrum.factor = _cholesky(kernel)
+            if spectrum.factor is not None:
+                return spectrum
+    eigenvalues, vectors = scipy.linalg.eigh(kernel, check_finite=False)
+    return GramSpectrum(eigenvalues, vectors, tol)
 
 
 class _FeatureSpan:
@@ -125,9 +242,14 @@ class _KernelSpan:
     squared distance of ``phi(x)`` to the span is ``k(x, x) - k_x^T pinv(K) k_x``,
     the kernel centered (with the row weights) when an intercept was fitted."""
 
-    def __init__(self, pairs, queries, weights, centering, layout, token_scale):
+    def __init__(
+        self, pairs, queries, weights, centering, layout, token_scale, factor=None
+    ):
         self.pairs, self.queries, self.weights = pairs, queries, weights
         self.centering, self.layout, self.token_scale = centering, layout, token_scale
+        # Upper Cholesky factor U of a full-rank kernel (U^T U): then
+        # k_x^T K^{-1} k_x = ||U^{-T} k_x||^2, and `weights` is None.
+        self.factor = factor
 
     @property
     def centered(self):
@@ -150,7 +272,13 @@ class _KernelSpan:
                 - row_terms
                 + grand * row_scale
             )
-        inside = np.einsum("nr,nr->n", *(2 * [cross @ self.weights]))
+        if self.factor is not None:
+            coordinates = scipy.linalg.solve_triangular(
+                self.factor, cross.T, trans="T", check_finite=False
+            )
+            inside = np.einsum("rn,rn->n", coordinates, coordinates)
+        else:
+            inside = np.einsum("nr,nr->n", *(2 * [cross @ self.weights]))
         return _ratio(
             np.sqrt(np.maximum(own - inside, 0.0)), np.sqrt(np.maximum(own, 0.0))
         )
@@ -200,10 +328,14 @@ class IdentifiabilityCertificate:
         Relative eigenvalue tolerance used.
     token_dim : int
     exact : bool
-        True when the eigenvalues come from a decomposition (``certify``, solvers
+        True when the rank comes from a decomposition (``certify``, solvers
         ``"normal"`` and ``"dual"``, and ``"cg"`` for ``p <= 64``); False for the
         Lanczos estimates of solver ``"cg"``, accurate to about ``tol`` of
-        ``max_eigenvalue``.
+        ``max_eigenvalue``. With ``certify`` and ``"normal"`` above ``p = 300``, a
+        Gram matrix whose Cholesky factorization succeeds has its extreme
+        eigenvalues computed by Lanczos from the factor, to about ``1e-7``
+        relative, and full rank established by the factorization; every other
+        case computes the whole spectrum.
     """
 
     identifiable: bool
@@ -236,7 +368,7 @@ class IdentifiabilityCertificate:
     ):
         """Certificate of a lifted Gram matrix ``sum(w) * Lambda`` (rescaled units)
         from its spectrum."""
-        p = spectrum.eigenvalues.size
+        p = spectrum.size
         rank = spectrum.rank
         layout = layout or _RowLayout("last", True, token_dim)
         span = None
@@ -292,7 +424,17 @@ class IdentifiabilityCertificate:
         rank = int(np.count_nonzero(kept))
         smallest = eigenvalues[n_rows - p] if n_rows >= p else 0.0
         span = None
-        if rank < p:
+        if rank < p and spectrum.eigenvectors is None:  # full-rank kernel
+            span = _KernelSpan(
+                pairs,
+                queries,
+                None,
+                centering,
+                layout,
+                rescaling.token,
+                factor=spectrum.factor,
+            )
+        elif rank < p:
             weights = spectrum.eigenvectors[:, kept] / np.sqrt(eigenvalues[kept])
             span = _KernelSpan(
                 pairs, queries, weights, centering, layout, rescaling.token
@@ -562,7 +704,7 @@ def certify(X, token_dim=None, tol=None, convention="isometric"):
     >>> certify(rng.normal(size=(10, 5, 3))).rank  # fewer samples than p
     10
     """
-    from ._solvers import choose_solver
+    from ._solvers import _dense_threads, choose_solver
 
     token_dim = _check_token_dim(token_dim)
     tol = _check_tol(tol)
@@ -578,14 +720,17 @@ def certify(X, token_dim=None, tol=None, convention="isometric"):
         return _paper_certificate(data, tol)
     if solver == "dual":
         pairs, queries = data.compact_rows()
-        spectrum = kernel_spectrum(lifted_kernel(pairs, queries), tol)
+        with _dense_threads(data.n_rows):
+            spectrum = kernel_spectrum(lifted_kernel(pairs, queries), tol)
         return IdentifiabilityCertificate._from_kernel(
             spectrum, pairs, queries, data.rescaling, float(data.n_rows), data.n_rows
         )
     statistics = data.statistics()
     gram = statistics.normal_equations(fit_intercept=False)[0]
+    with _dense_threads(data.n_lifted):
+        spectrum = gram_spectrum(gram, tol)
     return IdentifiabilityCertificate._from_spectrum(
-        gram_spectrum(gram, tol),
+        spectrum,
         statistics.weight_sum,
         statistics.n_observations,
         data.token_dim,

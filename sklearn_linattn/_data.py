@@ -20,13 +20,16 @@ coefficients then scale back exactly by ``c^3 / s`` (:class:`Rescaling`): the cu
 features neither overflow nor underflow, whatever the scale of the data.
 """
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse.linalg
-from scipy.linalg.blas import dsyrk
+from scipy.linalg.blas import dgemm, dsyrk
 
 from ._lift import (
+    add_structured_gram,
     lifted_features,
     lifted_matvec,
     lifted_position_features,
@@ -34,6 +37,7 @@ from ._lift import (
     n_lifted_features,
     pair_statistics,
     position_pair_statistics,
+    upper_outer_products,
 )
 
 __all__ = [
@@ -55,12 +59,77 @@ __all__ = [
 # run near BLAS speed (measured in benchmarks/bench_solvers.py, section 2).
 _CHUNK_BYTES = (32 * 2**20, 256 * 2**20)
 
+# The structured Gram accumulation (LiftedStatistics.add_compact) keeps the distinct
+# entries of the Gram, about p^2 / 4, and forms m (m + 1) / 2 pair products per row
+# (m = d (d + 1) / 2) in blocks of about this many bytes. It is used while a block of
+# 256 rows stays under 64 MiB (d <= 22); beyond, the pair products of a block would
+# outgrow the chunk of lifted rows and the symmetric rank-k update of those is used
+# (benchmarks/bench_speed.py measures d <= 16 only).
+_STRUCTURED_BLOCK_BYTES = 16 * 2**20
+_STRUCTURED_MAX_PRODUCTS = 32768
+
 
 def default_batch_size(n_lifted, rows_per_sample=1):
     """Samples per chunk: ``2 p`` rows, kept between 32 and 256 MiB of features."""
     row_bytes = 8 * n_lifted * rows_per_sample
     low, high = (bound // row_bytes for bound in _CHUNK_BYTES)
     return max(1, min(max(2 * n_lifted // rows_per_sample, low), high))
+
+
+def structured_block_rows(token_dim):
+    """Rows per matrix product of :meth:`LiftedStatistics.add_compact`."""
+    n_pairs = token_dim * (token_dim + 1) // 2
+    width = n_pairs * (n_pairs + 1) // 2
+    return int(min(max(_STRUCTURED_BLOCK_BYTES // (8 * width), 256), 4096))
+
+
+def compact_workspace(token_dim, block_rows):
+    """Buffers for :meth:`LiftedStatistics.add_compact`."""
+    n_pairs = token_dim * (token_dim + 1) // 2
+    return (
+        np.empty((block_rows, n_pairs * (n_pairs + 1) // 2)),
+        np.empty((block_rows, token_dim * (token_dim + 1) // 2)),
+    )
+
+
+def uses_structured_gram(token_dim):
+    """Whether the Gram is accumulated from its distinct entries (small ``d``)."""
+    n_pairs = token_dim * (token_dim + 1) // 2
+    return n_pairs * (n_pairs + 1) // 2 <= _STRUCTURED_MAX_PRODUCTS
+
+
+_blas_controller = None
+_blas_controller_lock = threading.Lock()
+
+
+def blas_threads():
+    """The BLAS thread count in force (``threadpoolctl``; 1 when unknown)."""
+    global _blas_controller
+    from threadpoolctl import ThreadpoolController
+
+    with _blas_controller_lock:
+        if _blas_controller is None:
+            _blas_controller = ThreadpoolController()
+        controller = _blas_controller
+    counts = [
+        pool.num_threads
+        for pool in controller.lib_controllers
+        if pool.user_api == "blas"
+    ]
+    return max(counts, default=1)
+
+
+def single_threaded_blas():
+    """Context manager: BLAS on one thread (small dense products and factorizations
+    run faster so, and do not collapse when other processes share the cores)."""
+    global _blas_controller
+    from threadpoolctl import ThreadpoolController
+
+    with _blas_controller_lock:
+        if _blas_controller is None:
+            _blas_controller = ThreadpoolController()
+        controller = _blas_controller
+    return controller.limit(limits=1, user_api="blas")
 
 
 def is_dask_array(X):
@@ -151,7 +220,9 @@ class LiftedStatistics:
     Attributes
     ----------
     gram_upper : ndarray of shape (p, p), Fortran-ordered
-        Upper triangle of ``Phi^T W Phi`` (the lower triangle is not maintained).
+        Upper triangle of ``Phi^T W Phi`` (the lower triangle is maintained only by
+        :meth:`add_compact`). Reading it folds in the distinct entries
+        :meth:`add_compact` accumulated.
     moment : ndarray of shape (p, n_outputs)
         ``Phi^T W y``.
     feature_sum : ndarray of shape (p,)
@@ -166,7 +237,11 @@ class LiftedStatistics:
     """
 
     def __init__(self, n_lifted, n_outputs):
-        self.gram_upper = np.zeros((n_lifted, n_lifted), order="F")
+        self._gram = np.zeros((n_lifted, n_lifted), order="F")
+        # Distinct Gram entries accumulated by add_compact, folded into the Gram
+        # when it is read (see _lift.add_structured_gram).
+        self._products = None
+        self._token_dim = None
         self.moment = np.zeros((n_lifted, n_outputs))
         self.feature_sum = np.zeros(n_lifted)
         self.target_sum = np.zeros(n_outputs)
@@ -175,8 +250,25 @@ class LiftedStatistics:
         self.n_observations = 0
 
     @property
+    def gram_upper(self):
+        self.fold()
+        return self._gram
+
+    def fold(self):
+        """Fold the distinct entries accumulated by :meth:`add_compact` into the
+        Gram (done whenever it is read)."""
+        if self._products is not None:
+            add_structured_gram(self._products, self._token_dim, self._gram)
+            self._products = None
+
+    @gram_upper.setter
+    def gram_upper(self, value):
+        self._products = None
+        self._gram = value
+
+    @property
     def n_lifted(self):
-        return self.gram_upper.shape[0]
+        return self._gram.shape[0]
 
     @property
     def n_outputs(self):
@@ -212,10 +304,85 @@ class LiftedStatistics:
         products = features.T @ augmented
         self.moment += products[:, :-1]
         self.feature_sum += products[:, -1]
+        self._add_sums(targets, row_scale)
+
+    def _add_sums(self, targets, row_scale):
         self.target_sum += row_scale @ targets
         self.target_square_sum += np.einsum("ij,ij->j", targets, targets)
         self.weight_sum += float(row_scale @ row_scale)
         self.n_observations += int(np.count_nonzero(row_scale))
+
+    def add_compact(
+        self, pairs, queries, targets, row_scale, block_rows=None, workspace=None
+    ):
+        """Add a chunk of weighted rows given in compact form, without their lifted
+        features.
+
+        The Gram's distinct entries ``sum_i s_ia s_ib q_ie q_if`` (``a <= b``,
+        ``e <= f``: about ``p^2 / 4`` of them) are accumulated as one matrix product
+        per block of rows, half the flops of a symmetric rank-k update of the
+        lifted rows (see :func:`~sklearn_linattn._lift.add_structured_gram`).
+
+        Parameters
+        ----------
+        pairs : ndarray of shape (m, d * (d + 1) // 2), C-ordered
+            ``sqrt(w) s`` of each row (weighted pair statistics).
+        queries : ndarray of shape (m, d), C-ordered
+        targets : ndarray of shape (m, n_outputs)
+            ``sqrt(w) y``.
+        row_scale : ndarray of shape (m,)
+            ``sqrt(w)``.
+        block_rows : int, optional
+            Rows per matrix product (memory: ``block_rows * n_pairs^2 / 2`` floats).
+        workspace : tuple of two ndarrays, optional
+            Buffers of shapes ``(block_rows, n_pairs * (n_pairs + 1) // 2)`` and
+            ``(block_rows, d * (d + 1) // 2)`` to reuse between calls.
+        """
+        n_rows, d = queries.shape
+        n_pairs = pairs.shape[1]
+        width, query_width = n_pairs * (n_pairs + 1) // 2, d * (d + 1) // 2
+        if self._products is None:
+            self._products = np.zeros((width, query_width), order="F")
+            self._token_dim = d
+        if block_rows is None:
+            block_rows = structured_block_rows(d)
+        if workspace is None:
+            block_rows = max(1, min(block_rows, n_rows))
+            workspace = compact_workspace(d, block_rows)
+        pair_products, query_products = workspace
+        block_rows = pair_products.shape[0]
+        for start in range(0, n_rows, block_rows):
+            stop = min(start + block_rows, n_rows)
+            left = upper_outer_products(
+                pairs[start:stop], out=pair_products[: stop - start]
+            )
+            right = upper_outer_products(
+                queries[start:stop], out=query_products[: stop - start]
+            )
+            # products += left^T right; both are C-ordered, i.e. their transposes
+            # are Fortran-ordered and BLAS reads them in place.
+            self._products = dgemm(
+                1.0,
+                left.T,
+                right.T,
+                beta=1.0,
+                c=self._products,
+                trans_a=0,
+                trans_b=1,
+                overwrite_c=1,
+            )
+        # Phi^T W y and Phi^T w in one product: s^T [(sqrt(w) y, sqrt(w)) (x) q].
+        augmented = np.empty((n_rows, targets.shape[1] + 1))
+        augmented[:, :-1] = targets
+        augmented[:, -1] = row_scale
+        weighted_queries = (augmented[:, :, None] * queries[:, None, :]).reshape(
+            n_rows, -1
+        )
+        products = (pairs.T @ weighted_queries).reshape(n_pairs, -1, d)
+        products = products.transpose(1, 0, 2).reshape(augmented.shape[1], -1)
+        self.moment += products[:-1].T
+        self.feature_sum += products[-1]
+        self._add_sums(targets, row_scale)
 
     def merge(self, other):
         """Add the statistics of other rows (sums add up): returns ``self``."""
@@ -243,6 +410,7 @@ class LiftedStatistics:
         return new
 
     def copy(self):
+        self.fold()
         new = LiftedStatistics.__new__(LiftedStatistics)
         new.__dict__.update(
             {
@@ -252,6 +420,10 @@ class LiftedStatistics:
         )
         new.gram_upper = np.asfortranarray(new.gram_upper)
         return new
+
+    def __getstate__(self):
+        self.fold()  # pickle the Gram, not pending products
+        return self.__dict__
 
     def normal_equations(self, fit_intercept):
         """The weighted (and, with an intercept, centered) normal equations.
@@ -454,20 +626,39 @@ class InMemoryLiftedData:
             )
         self.rescaling = rescaling
 
-    def _chunks(self):
+    def _chunks(self, batch_size=None):
         """Yield ``(row_start, row_stop, rescaled sequences of the chunk)``."""
-        n_samples, n_tokens, _ = self.sequences.shape
-        per_sample = self.layout.rows_per_sample(n_tokens)
-        token_scale = self.rescaling.token
-        for start in range(0, n_samples, self.batch_size):
-            stop = min(start + self.batch_size, n_samples)
-            chunk = self.sequences[start:stop]
-            if token_scale != 1.0:
-                chunk = chunk * token_scale
-            yield start * per_sample, stop * per_sample, chunk
+        for start, stop in self._chunk_bounds(batch_size):
+            yield self._chunk(start, stop)
+
+    def _chunk_bounds(self, batch_size=None):
+        n_samples = self.sequences.shape[0]
+        batch_size = self.batch_size if batch_size is None else batch_size
+        return [
+            (start, min(start + batch_size, n_samples))
+            for start in range(0, n_samples, batch_size)
+        ]
+
+    def _chunk(self, start, stop):
+        """``(row_start, row_stop, rescaled sequences)`` of samples start:stop."""
+        per_sample = self.layout.rows_per_sample(self.sequences.shape[1])
+        chunk = self.sequences[start:stop]
+        if self.rescaling.token != 1.0:
+            chunk = chunk * self.rescaling.token
+        return start * per_sample, stop * per_sample, chunk
 
     def statistics(self, progress=None):
-        """Stream the weighted lifted rows into :class:`LiftedStatistics`."""
+        """Stream the weighted lifted rows into :class:`LiftedStatistics`.
+
+        For small ``d`` (:func:`uses_structured_gram`) the rows stay in compact form
+        and the Gram's distinct entries are accumulated
+        (:meth:`LiftedStatistics.add_compact`) by as many threads as ``n_threads``
+        or the BLAS thread count allows, each with single-threaded BLAS and its own
+        statistics, added up at the end; otherwise each chunk of lifted rows goes
+        through a symmetric rank-k update.
+        """
+        if uses_structured_gram(self.token_dim):
+            return self._structured_statistics(progress)
         statistics = LiftedStatistics(self.n_lifted, self.n_outputs)
         targets = np.zeros((self.n_rows, 0)) if self.targets is None else self.targets
         buffer = None
@@ -498,6 +689,78 @@ class InMemoryLiftedData:
             )
             total += np.einsum("ij,ij->j", residual, residual)
         return total
+
+    def _structured_statistics(self, progress):
+        targets = (
+            np.zeros((self.n_rows, 0)) if self.targets is None else self.targets
+        )
+        # Chunks of one matrix product each (compact rows are small), handed out
+        # one at a time so that the threads finish together.
+        per_sample = self.layout.rows_per_sample(self.sequences.shape[1])
+        threads = max(self.n_threads, blas_threads())
+        block_rows = structured_block_rows(self.token_dim)
+        if threads > 1:  # at least 4 chunks per thread, for balance
+            block_rows = min(block_rows, max(256, -(-self.n_rows // (4 * threads))))
+        bounds = self._chunk_bounds(
+            max(1, min(self.batch_size, block_rows // per_sample))
+        )
+        n_workers = max(1, min(threads, len(bounds)))
+        lock = threading.Lock()
+        done = [0]
+        next_chunk = iter(bounds)
+
+        # Tokens within 2^-20..2^20 of 1 are lifted as given and the compact rows
+        # scaled afterwards (exact: powers of two; no copy of the chunk).
+        token_scale = self.rescaling.token
+        scale_after = 2.0**-20 <= token_scale <= 2.0**20
+
+        def chunks():
+            while True:
+                with lock:
+                    sample_range = next(next_chunk, None)
+                if sample_range is None:
+                    return
+                start, stop = sample_range
+                if scale_after:
+                    rows = start * per_sample, stop * per_sample
+                    yield *rows, self.sequences[start:stop]
+                else:
+                    yield self._chunk(start, stop)
+
+        def accumulate(_):
+            statistics = LiftedStatistics(self.n_lifted, self.n_outputs)
+            workspace = None
+            for start, stop, chunk in chunks():
+                if workspace is None:
+                    workspace = compact_workspace(
+                        self.token_dim, min(block_rows, self.n_rows)
+                    )
+                pairs, queries = self.layout.pairs(chunk)
+                scale = self.row_scale[start:stop]
+                if scale_after and token_scale != 1.0:
+                    pairs *= (token_scale**2 * scale)[:, None]
+                    queries *= token_scale
+                else:
+                    pairs *= scale[:, None]
+                statistics.add_compact(
+                    pairs, queries, targets[start:stop], scale, workspace=workspace
+                )
+                if progress is not None:
+                    with lock:
+                        done[0] += stop - start
+                        progress(done[0], self.n_rows)
+            return statistics
+
+        with single_threaded_blas():
+            if n_workers == 1:
+                statistics = accumulate(0)
+            else:
+                with ThreadPoolExecutor(n_workers) as pool:
+                    statistics, *others = pool.map(accumulate, range(n_workers))
+                for other in others:
+                    statistics.merge(other)
+            statistics.fold()
+        return statistics
 
     def compact_rows(self):
         """``(sqrt(w) pairs, queries)`` of every row, ``O(n_rows d^2)`` memory."""

@@ -34,6 +34,7 @@ import numpy as np
 from numba import njit, types
 
 __all__ = [
+    "add_structured_gram",
     "lifted_feature_pairs",
     "lifted_features",
     "lifted_kernel",
@@ -43,11 +44,13 @@ __all__ = [
     "n_lifted_features",
     "pair_statistics",
     "position_pair_statistics",
+    "upper_outer_products",
 ]
 
 _SQRT2 = math.sqrt(2.0)
 
 
+_READONLY_2D = types.Array(types.float64, 2, "C", readonly=True)
 _READONLY_3D = types.Array(types.float64, 3, "C", readonly=True)
 _WRITABLE_2D = types.Array(types.float64, 2, "C")
 _WRITABLE_3D = types.Array(types.float64, 3, "C")
@@ -481,3 +484,141 @@ def lifted_position_features(sequences, causal=True, out=None, n_threads=1):
         out.reshape(n_samples, n_tokens, p),
     )
     return out
+
+
+# --- the lifted Gram from its distinct entries ----------------------------------------
+#
+# G[(a, e), (b, f)] = sum_i s_ia s_ib q_ie q_if is symmetric in a <-> b and in e <-> f
+# separately, so only the products for a <= b and e <= f are distinct: the matrix
+# H = U^T V with U[i, (a, b)] = s_ia s_ib and V[i, (e, f)] = q_ie q_if (pairs of
+# pairs in numpy.triu_indices order). H has about p^2 / 4 entries and costs about
+# half the flops of a symmetric rank-k update of G, as one GEMM.
+
+
+@_jit
+def _upper_outer_into(rows, out):  # pragma: no cover - compiled by Numba
+    n, m = rows.shape
+    for i in range(n):
+        k = 0
+        for a in range(m):
+            value = rows[i, a]
+            for b in range(a, m):
+                out[i, k] = value * rows[i, b]
+                k += 1
+
+
+def upper_outer_products(rows, out=None):
+    """The distinct products of each row with itself: ``rows[:, a] * rows[:, b]``
+    for ``a <= b``, in ``numpy.triu_indices`` order.
+
+    Parameters
+    ----------
+    rows : ndarray of shape (n, m), float64, C-ordered
+    out : ndarray of shape (n, m * (m + 1) // 2), float64, C-ordered, optional
+
+    Returns
+    -------
+    products : ndarray of shape (n, m * (m + 1) // 2)
+        ``out`` if it was given.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_linattn._lift import upper_outer_products
+    >>> upper_outer_products(np.array([[1.0, 2.0, 3.0]]))
+    array([[1., 2., 3., 4., 6., 9.]])
+    """
+    n, m = rows.shape
+    shape = (n, m * (m + 1) // 2)
+    if out is None:
+        out = np.empty(shape)
+    elif out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
+        raise ValueError(
+            f"out must be a C-contiguous float64 array of shape {shape}, got "
+            f"{out.dtype} array of shape {out.shape}."
+        )
+    if n:
+        _compiled(_upper_outer_into, (_READONLY_2D, _WRITABLE_2D))(rows, out)
+    return out
+
+
+@_jit
+def _add_structured_into(products_t, d, gram):  # pragma: no cover - Numba
+    """``gram += G`` from ``products_t = products.T`` (C-ordered views of the
+    Fortran-ordered arrays; ``G`` is symmetric, so its transpose is itself)."""
+    m = gram.shape[0] // d
+    # index of the pair (e, f), e <= f, in triu order, for every e and f
+    query_index = np.empty((d, d), dtype=np.int64)
+    k = 0
+    for e in range(d):
+        for f in range(e, d):
+            query_index[e, f] = k
+            query_index[f, e] = k
+            k += 1
+    r = 0
+    for a in range(m):
+        for b in range(a, m):
+            for e in range(d):
+                row = a * d + e
+                for f in range(d):
+                    value = products_t[query_index[e, f], r]
+                    gram[row, b * d + f] += value
+                    if a != b:
+                        gram[b * d + f, row] += value
+            r += 1
+
+
+def add_structured_gram(products, token_dim, gram):
+    """Add the lifted Gram matrix whose distinct entries are ``products`` to ``gram``.
+
+    ``products[(a, b), (e, f)] = sum_i s_ia s_ib q_ie q_if`` for pairs ``a <= b`` of
+    the weighted pair statistics and ``e <= f`` of the queries (both in
+    ``numpy.triu_indices`` order), i.e. ``upper_outer_products(s).T @
+    upper_outer_products(q)``. Since the lifted features are ``s (x) q``, the Gram
+    entry of features ``(a, e)`` and ``(b, f)`` is ``products[(min(a, b), max(a, b)),
+    (min(e, f), max(e, f))]``; both triangles of ``gram`` are written.
+
+    Parameters
+    ----------
+    products : ndarray of shape (m * (m + 1) // 2, d * (d + 1) // 2), Fortran-ordered
+        ``m = d * (d + 1) // 2``.
+    token_dim : int
+        ``d``.
+    gram : ndarray of shape (p, p), float64, Fortran-ordered
+        Updated in place.
+
+    Returns
+    -------
+    gram : ndarray of shape (p, p)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_linattn._lift import (add_structured_gram, pair_statistics,
+    ...     lifted_features, upper_outer_products)
+    >>> Z = np.random.default_rng(0).normal(size=(50, 4, 2))
+    >>> pairs, queries = pair_statistics(Z)
+    >>> products = upper_outer_products(pairs).T @ upper_outer_products(queries)
+    >>> gram = add_structured_gram(np.asfortranarray(products), 2,
+    ...                            np.zeros((6, 6), order="F"))
+    >>> features = lifted_features(Z)
+    >>> np.allclose(gram, features.T @ features)
+    True
+    """
+    d = int(token_dim)
+    m = d * (d + 1) // 2
+    p = m * d
+    expected = (m * (m + 1) // 2, d * (d + 1) // 2)
+    if products.shape != expected or not products.flags.f_contiguous:
+        raise ValueError(
+            f"products must be a Fortran-ordered array of shape {expected}, got "
+            f"shape {products.shape}."
+        )
+    if gram.shape != (p, p) or not gram.flags.f_contiguous:
+        raise ValueError(
+            f"gram must be a Fortran-ordered array of shape {(p, p)}, got shape "
+            f"{gram.shape}."
+        )
+    kernel = _compiled(_add_structured_into, (_READONLY_2D, types.int64, _WRITABLE_2D))
+    kernel(products.T, d, gram.T)
+    return gram

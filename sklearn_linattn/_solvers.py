@@ -19,6 +19,7 @@ minimum-norm solution (Algorithm 1 of Yau et al. 2025; see the theory page).
 ``"auto"`` once, for every caller.
 """
 
+import contextlib
 import os
 import warnings
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ from ._certificate import (
     gram_spectrum,
     kernel_spectrum,
 )
-from ._data import CenteredOperator, CompactOperator
+from ._data import CenteredOperator, CompactOperator, single_threaded_blas
 from ._lift import lifted_kernel, lifted_rmatvec
 
 __all__ = [
@@ -54,6 +55,19 @@ __all__ = [
 # Relative accuracy of the Lanczos eigenvalue estimates behind solver="cg"'s
 # certificate.
 LANCZOS_TOL = 1e-6
+# Up to this many rows, the p x p (or n x n) factorizations and eigensolvers run on
+# one BLAS thread. With other processes on the cores, OpenBLAS's threads collapse
+# (benchmarks/bench_speed.py, section 6: the dual fit at n = 2000 took 24x the time
+# of n = 1000 with 2 threads on a loaded machine, for 8x the flops); a second
+# thread saves less than 2x on a quiet one.
+_SINGLE_THREAD_ORDER = 4096
+
+
+def _dense_threads(order):
+    """BLAS limits for dense linear algebra on matrices of this order."""
+    if order <= _SINGLE_THREAD_ORDER:
+        return single_threaded_blas()
+    return contextlib.nullcontext()
 
 
 @dataclass
@@ -116,6 +130,10 @@ def solve_gram(gram, moment, alpha, spectrum):
     -------
     coef : ndarray of shape (n_outputs, p)
     """
+    if spectrum.full_rank and alpha == 0 and spectrum.factor is not None:
+        return scipy.linalg.cho_solve(
+            (spectrum.factor, False), moment, check_finite=False
+        ).T
     if spectrum.full_rank or alpha > spectrum.threshold:
         regularized = gram + alpha * np.eye(gram.shape[0]) if alpha > 0 else gram
         try:
@@ -139,6 +157,11 @@ def solve_normal(
     Memory: one chunk of lifted rows plus ``O(p^2)``.
     """
     statistics = data.statistics(progress=progress)
+    with _dense_threads(data.n_lifted):
+        return _solve_statistics(data, statistics, alpha, fit_intercept)
+
+
+def _solve_statistics(data, statistics, alpha, fit_intercept):
     alpha = data.rescaling.alpha(alpha)
     gram, moment, squares, feature_mean, target_mean = statistics.normal_equations(
         fit_intercept
@@ -210,6 +233,11 @@ def solve_dual(
     coefficients are ``A_c^T a``, ``a = (K + alpha I)^{-1} y_c`` (``pinv(K) y_c``
     for ``alpha = 0``: the minimum-norm solution). Memory ``O(n_rows^2)``.
     """
+    with _dense_threads(data.n_rows):
+        return _solve_kernel(data, alpha, fit_intercept)
+
+
+def _solve_kernel(data, alpha, fit_intercept):
     pairs, queries = data.compact_rows()
     row_scale, targets = data.row_scale, data.targets
     alpha = data.rescaling.alpha(alpha)
@@ -226,13 +254,7 @@ def solve_dual(
     centered_targets = targets - np.outer(row_scale, target_mean)
     tol = default_rank_tol(data.n_lifted)
     spectrum = kernel_spectrum(kernel, tol)
-    weights = _eigen_solve(
-        spectrum.eigenvalues,
-        spectrum.eigenvectors,
-        spectrum.threshold,
-        centered_targets,
-        alpha,
-    )
+    weights = solve_gram(kernel, centered_targets, alpha, spectrum).T
     residual = centered_targets - kernel @ weights
     # A_c^T a = A^T a - mean (r . a)
     coef = lifted_rmatvec(pairs, queries, weights) - np.outer(

@@ -340,18 +340,25 @@ def test_an_interrupted_call_leaves_the_model_unchanged(rng, monkeypatch, method
     model.fit(X[:30], y[:30])
     before = pickle.dumps(model)
     calls = {"n": 0}
-    original = LiftedStatistics.add
+    originals = {
+        name: getattr(LiftedStatistics, name) for name in ("add", "add_compact")
+    }
 
-    def interrupted(self, *args):
-        calls["n"] += 1
-        if calls["n"] == 2:  # inside the chunk loop, after one chunk was added
-            raise KeyboardInterrupt
-        return original(self, *args)
+    def interrupting(name):
+        def interrupted(self, *args, **kwargs):
+            calls["n"] += 1
+            if calls["n"] == 2:  # inside the chunk loop, after one chunk was added
+                raise KeyboardInterrupt
+            return originals[name](self, *args, **kwargs)
 
-    monkeypatch.setattr(LiftedStatistics, "add", interrupted)
+        return interrupted
+
+    for name in originals:  # whichever accumulation the data source uses
+        monkeypatch.setattr(LiftedStatistics, name, interrupting(name))
     with pytest.raises(KeyboardInterrupt):
         getattr(model, method)(X[30:], y[30:])
-    monkeypatch.setattr(LiftedStatistics, "add", original)
+    for name, original in originals.items():
+        monkeypatch.setattr(LiftedStatistics, name, original)
     assert pickle.dumps(model) == before
     # and the next call sees only its own batch on top of the first fit
     model.partial_fit(X[30:], y[30:])

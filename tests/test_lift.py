@@ -177,3 +177,40 @@ def test_position_kernels_no_samples():
     assert lifted_position_features(np.empty((0, 3, 2))).shape == (0, 6)
     pairs, queries = position_pair_statistics(np.empty((0, 3, 2)))
     assert pairs.shape == (0, 3) and queries.shape == (0, 2)
+
+
+@pytest.mark.parametrize("width", [1, 2, 7])
+def test_upper_outer_products_match_triu_indices(rng, width):
+    from sklearn_linattn._lift import upper_outer_products
+
+    rows = rng.normal(size=(9, width))
+    first, second = np.triu_indices(width)
+    expected = rows[:, first] * rows[:, second]  # naive: every a <= b, triu order
+    np.testing.assert_array_equal(upper_outer_products(rows), expected)
+    out = np.empty(expected.shape)
+    assert upper_outer_products(rows, out=out) is out
+    with pytest.raises(ValueError, match="C-contiguous float64 array of shape"):
+        upper_outer_products(rows, out=np.empty((9, expected.shape[1] + 1)))
+
+
+@pytest.mark.parametrize("token_dim", [1, 2, 3, 5])
+def test_structured_gram_equals_the_gram_of_the_naive_features(rng, token_dim):
+    """The distinct entries sum_i s_ia s_ib q_ie q_if (a <= b, e <= f), folded into
+    p x p, equal Phi^T Phi of the features written from the definition."""
+    from sklearn_linattn._lift import add_structured_gram, upper_outer_products
+
+    Z = rng.normal(size=(40, 4, token_dim))
+    Phi = naive_lifted_features(Z)
+    pairs, queries = pair_statistics(Z)
+    products = np.asfortranarray(
+        upper_outer_products(pairs).T @ upper_outer_products(queries)
+    )
+    p = Phi.shape[1]
+    start = rng.normal(size=(p, p))
+    expected = start + Phi.T @ Phi
+    gram = add_structured_gram(products, token_dim, np.array(start, order="F"))
+    np.testing.assert_allclose(gram, expected, rtol=1e-12, atol=1e-10)
+    with pytest.raises(ValueError, match="Fortran-ordered array of shape"):
+        add_structured_gram(products, token_dim, np.zeros((p + 1, p + 1), order="F"))
+    with pytest.raises(ValueError, match="products must be"):
+        add_structured_gram(products[:-1], token_dim, np.zeros((p, p), order="F"))

@@ -236,3 +236,90 @@ def test_available_memory_is_plausible():
     from sklearn_linattn._solvers import available_memory
 
     assert 2**20 < available_memory() < 2**50
+
+
+@pytest.mark.parametrize("positions", ["last", "all"])
+@pytest.mark.parametrize("n_threads", [1, 3])
+def test_structured_statistics_equal_the_naive_weighted_sums(rng, positions, n_threads):
+    """The Gram accumulated from its distinct entries (compact rows, worker threads)
+    equals Phi^T W Phi of the naive features; moments and sums too."""
+    from sklearn_linattn._data import InMemoryLiftedData, uses_structured_gram
+    from sklearn_linattn._lift import lifted_position_features
+
+    X = random_sequences(rng, 60, 5, 3)
+    X[:4, :2] = 0.0  # left padding: zero weight at those positions
+    weights = rng.uniform(0.0, 3.0, size=60)
+    weights[:3] = 0.0
+    rows = 60 if positions == "last" else 300
+    y = rng.normal(size=(rows, 2))
+    data = InMemoryLiftedData(
+        X, y, weights, positions=positions, batch_size=7, n_threads=n_threads
+    )
+    assert uses_structured_gram(3)
+    statistics = data.statistics()
+    scaled = X * data.rescaling.token
+    if positions == "last":
+        Phi = naive_lifted_features(scaled)
+    else:
+        Phi = lifted_position_features(scaled)
+        # the per-position rows checked against the naive map of each prefix
+        for t in (0, 2, 4):
+            np.testing.assert_allclose(
+                Phi.reshape(60, 5, -1)[:, t],
+                naive_lifted_features(np.ascontiguousarray(scaled[:, : t + 1])),
+                rtol=1e-12,
+                atol=1e-14,
+            )
+    w = data.row_scale**2  # zero at the padding positions and zero-weight samples
+    y_scaled = data.targets / np.where(data.row_scale > 0, data.row_scale, 1)[:, None]
+    gram = (Phi * w[:, None]).T @ Phi
+    np.testing.assert_allclose(
+        statistics.gram_upper, gram, rtol=1e-11, atol=1e-13 * abs(gram).max()
+    )
+    np.testing.assert_allclose(
+        statistics.moment, Phi.T @ (w[:, None] * y_scaled), rtol=1e-11, atol=1e-13
+    )
+    np.testing.assert_allclose(
+        statistics.feature_sum, Phi.T @ w, rtol=1e-11, atol=1e-13
+    )
+    assert statistics.weight_sum == pytest.approx(w.sum(), rel=1e-12)
+    assert statistics.n_observations == np.count_nonzero(w)
+
+
+def test_estimated_spectrum_above_300_features_matches_eigvalsh(rng):
+    """Above p = 300 a positive definite Gram gets Lanczos estimates of its extreme
+    eigenvalues from the Cholesky factor; a singular one the exact spectrum."""
+    from sklearn_linattn._certificate import default_rank_tol, gram_spectrum
+
+    A = rng.normal(size=(900, 320))
+    gram = A.T @ A
+    exact = np.linalg.eigvalsh(gram)  # independent reference
+    spectrum = gram_spectrum(gram, default_rank_tol(320))
+    assert spectrum.estimated and spectrum.full_rank and spectrum.rank == 320
+    assert spectrum.eigenvalues[0] == pytest.approx(exact[0], rel=1e-6)
+    assert spectrum.eigenvalues[-1] == pytest.approx(exact[-1], rel=1e-6)
+    np.testing.assert_allclose(spectrum.factor.T @ spectrum.factor, gram, rtol=1e-10)
+
+    singular = A[:, :300].T @ A[:, :300]
+    basis = np.linalg.qr(rng.normal(size=(320, 300)))[0]
+    singular = basis @ singular @ basis.T  # rank 300 of 320
+    spectrum = gram_spectrum(singular, default_rank_tol(320))
+    assert not spectrum.estimated and spectrum.rank == 300
+    assert spectrum.eigenvectors is not None
+
+
+def test_normal_fit_above_300_features_agrees_with_cg_and_certify(rng):
+    """d = 9 (p = 405): the estimated certificate agrees with the exact spectrum and
+    the coefficients with LSQR."""
+    truth = random_attention(rng, 9, 2)
+    X = random_sequences(rng, 1500, 12, 9)
+    y = truth.predict(X)[:, 0]
+    normal = LinearAttentionRegressor(n_heads=None, solver="normal").fit(X, y)
+    Phi = naive_lifted_features(X)
+    exact = np.linalg.eigvalsh(Phi.T @ Phi / len(X))
+    certificate = normal.certificate_
+    assert certificate.identifiable and certificate.rank == 405
+    assert certificate.min_eigenvalue == pytest.approx(exact[0], rel=1e-6)
+    assert certificate.max_eigenvalue == pytest.approx(exact[-1], rel=1e-6)
+    expected = np.linalg.lstsq(Phi, y, rcond=None)[0]
+    np.testing.assert_allclose(normal.coef_, expected, rtol=1e-7, atol=1e-9)

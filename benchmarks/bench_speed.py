@@ -1,0 +1,377 @@
+"""Fit speed against a plain numpy reference, quiet and with the machine busy.
+
+Run: ``python benchmarks/bench_speed.py [--quick] [--json FILE]``
+
+Uses only the public API and numpy, so the same script measures an older version of
+the package too (``PYTHONPATH=/path/to/old/checkout``). Sections (medians of repeats;
+every ratio is measured in one run against a baseline timed in the same run):
+
+1. ``fit`` (``n_heads=None``) against the numpy reference (einsum lift,
+   ``P.T @ P``, ``np.linalg.solve``) at d = 8, 12, 16, 32 tokens, 20000 sequences,
+   default threads.
+2. The streamed Gram accumulation (``LinearAttentionRegressor`` with
+   ``n_heads=None`` minus its solve is not separable from outside, so the statistics
+   are timed through the data source when it is importable) against one GEMM
+   ``A.T @ A`` over the same lifted features already in memory; both counted as
+   ``2 n p^2`` flops.
+3. The certificate's share of the fit: ``certify`` on the same data (which
+   accumulates the same Gram) against the accumulation alone.
+4. No collapse under load: fit time at d = 4, 8, 12 (and the digits-sized
+   classifier) with one CPU-bound busy-loop process started by this script, against
+   the quiet time in the same run.
+5. ``certify`` with fewer sequences than lifted features (d = 16, 500 sequences):
+   time and peak memory against ``fit`` with ``solver="auto"``.
+6. The dual solver (fewer rows than features): fit time.
+"""
+
+import multiprocessing
+import os
+import time
+
+import numpy as np
+from _common import (
+    compile_kernels,
+    make_parser,
+    markdown_table,
+    median_seconds,
+    peak_bytes,
+    reference_lifted_features,
+    write_json,
+)
+
+from sklearn_linattn import LinearAttentionClassifier, LinearAttentionRegressor, certify
+
+
+def _busy_loop():  # pragma: no cover - runs in the child process
+    while True:
+        pass
+
+
+class BusyMachine:
+    """Context manager: one CPU-bound process spinning while the block runs."""
+
+    def __enter__(self):
+        context = multiprocessing.get_context("spawn")
+        self.process = context.Process(target=_busy_loop, daemon=True)
+        self.process.start()
+        time.sleep(0.5)  # let it start spinning
+        return self
+
+    def __exit__(self, *exc):
+        self.process.terminate()
+        self.process.join()
+
+
+def load_average():
+    try:
+        return os.getloadavg()[0]
+    except OSError:  # pragma: no cover - not Unix
+        return float("nan")
+
+
+def reference_fit(X, y):
+    """The plain numpy reference: einsum lift, ``P.T @ P``, ``np.linalg.solve``."""
+    P = reference_lifted_features(X)
+    return np.linalg.solve(P.T @ P, P.T @ y)
+
+
+def certificate_function(X):
+    """The certificate's own cost (spectrum of the accumulated Gram, under the
+    thread limits the solver uses), when the internals are importable."""
+    try:
+        import contextlib
+
+        from sklearn_linattn import _solvers
+        from sklearn_linattn._certificate import default_rank_tol, gram_spectrum
+        from sklearn_linattn._data import InMemoryLiftedData
+    except ImportError:
+        return None
+    gram = InMemoryLiftedData(X).statistics().normal_equations(False)[0]
+    tol = default_rank_tol(gram.shape[0])
+    limits = getattr(_solvers, "_dense_threads", lambda order: contextlib.nullcontext())
+
+    def spectrum():
+        with limits(gram.shape[0]):
+            return gram_spectrum(gram, tol)
+
+    return spectrum
+
+
+def statistics_function(X, y):
+    """The package's streamed accumulation alone, when the data source exists."""
+    try:
+        from sklearn_linattn._data import InMemoryLiftedData
+    except ImportError:
+        return None
+    return lambda: InMemoryLiftedData(X, y[:, None]).statistics()
+
+
+def fit_section(sizes, n_samples, repeats):
+    rows = []
+    for d in sizes:
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(n_samples, 32, d))
+        y = rng.normal(size=n_samples)
+        model = LinearAttentionRegressor(n_heads=None)
+        model.fit(X, y)  # warm up
+        np.testing.assert_allclose(
+            model.coef_,
+            reference_fit(X, y),
+            rtol=1e-6,
+            atol=1e-9 * abs(model.coef_).max(),
+        )
+        reference, fit, accumulate, certificate, spectrum = [], [], [], [], []
+        statistics = statistics_function(X, y)
+        spectrum_function = certificate_function(X)
+        for _ in range(repeats):  # interleaved, so that load changes hit both alike
+            reference.append(median_seconds(lambda: reference_fit(X, y), 1))
+            fit.append(median_seconds(lambda: model.fit(X, y), 1))
+            if statistics is not None:
+                accumulate.append(median_seconds(statistics, 1))
+            certificate.append(median_seconds(lambda: certify(X), 1))
+            if spectrum_function is not None:
+                spectrum.append(median_seconds(spectrum_function, 1))
+        row = {
+            "d": d,
+            "p": model.coef_.size,
+            "n": n_samples,
+            "reference_s": float(np.median(reference)),
+            "fit_s": float(np.median(fit)),
+            "speedup": float(np.median(np.array(reference) / np.array(fit))),
+            "certify_s": float(np.median(certificate)),
+        }
+        if accumulate:
+            row["accumulate_s"] = float(np.median(accumulate))
+        if spectrum:
+            row["spectrum_s"] = float(np.median(spectrum))
+            row["certificate_share"] = float(
+                np.median(np.array(spectrum) / np.array(fit))
+            )
+        rows.append(row)
+        print(row, flush=True)
+    return rows
+
+
+def gram_section(sizes, n_samples, repeats):
+    rows = []
+    for d in sizes:
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(n_samples, 32, d))
+        y = rng.normal(size=n_samples)
+        statistics = statistics_function(X, y)
+        if statistics is None:
+            return rows
+        P = reference_lifted_features(X)
+        statistics()
+        gemm, accumulate = [], []
+        for _ in range(repeats):
+            gemm.append(median_seconds(lambda: P.T @ P, 1))
+            accumulate.append(median_seconds(statistics, 1))
+        p = P.shape[1]
+        flops = 2.0 * n_samples * p * p
+        row = {
+            "d": d,
+            "p": p,
+            "n": n_samples,
+            "gemm_s": float(np.median(gemm)),
+            "accumulate_s": float(np.median(accumulate)),
+            "ratio": float(np.median(np.array(gemm) / np.array(accumulate))),
+        }
+        row["gemm_gflops"] = flops / row["gemm_s"] / 1e9
+        row["accumulate_gflops"] = flops / row["accumulate_s"] / 1e9
+        rows.append(row)
+        print(row, flush=True)
+    return rows
+
+
+def load_section(sizes, n_samples, repeats):
+    cases = []
+    for d in sizes:
+        rng = np.random.default_rng(d)
+        X = rng.normal(size=(n_samples, 32, d))
+        y = rng.normal(size=n_samples)
+        cases.append((f"regressor d={d}", LinearAttentionRegressor(n_heads=None), X, y))
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1797, 8, 8))  # digits-sized: 8 rows of 8 pixels
+    y = rng.integers(0, 10, size=1797)
+    cases.append(
+        ("classifier d=8, 10 classes", LinearAttentionClassifier(n_heads=None), X, y)
+    )
+    for _, model, X, y in cases:
+        model.fit(X, y)
+    quiet = {
+        name: median_seconds(lambda: m.fit(X, y), repeats) for name, m, X, y in cases
+    }
+    quiet_load = load_average()
+    with BusyMachine():
+        busy = {
+            name: median_seconds(lambda: m.fit(X, y), repeats)
+            for name, m, X, y in cases
+        }
+        busy_load = load_average()
+    rows = [
+        {
+            "case": name,
+            "quiet_s": quiet[name],
+            "busy_s": busy[name],
+            "slowdown": busy[name] / quiet[name],
+        }
+        for name, *_ in cases
+    ]
+    for row in rows:
+        print(row, flush=True)
+    return rows, quiet_load, busy_load
+
+
+def certify_section(repeats):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 32, 16))
+    y = rng.normal(size=500)
+    certify(X)
+    model = LinearAttentionRegressor(n_heads=None)
+    row = {
+        "certify_s": median_seconds(lambda: certify(X), repeats),
+        "fit_s": median_seconds(lambda: model.fit(X, y), repeats),
+        "certify_peak_mib": peak_bytes(lambda: certify(X)) / 2**20,
+        "fit_peak_mib": peak_bytes(lambda: model.fit(X, y)) / 2**20,
+        "solver": model.solver_ if hasattr(model, "solver_") else "",
+    }
+    print(row, flush=True)
+    return row
+
+
+def dual_section(repeats):
+    rows = []
+    for n_samples, d in [(1000, 16), (2000, 16)]:
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(n_samples, 16, d))
+        y = rng.normal(size=n_samples)
+        for alpha in (0.0, 1e-3):
+            model = LinearAttentionRegressor(n_heads=None, solver="dual", alpha=alpha)
+            model.fit(X, y)
+            rows.append(
+                {
+                    "n": n_samples,
+                    "d": d,
+                    "alpha": alpha,
+                    "fit_s": median_seconds(lambda: model.fit(X, y), repeats),
+                }
+            )
+            print(rows[-1], flush=True)
+    return rows
+
+
+def main():
+    parser = make_parser(__doc__, quick=True)
+    parser.add_argument("--repeats", type=int, default=3, help="timings per median")
+    args = parser.parse_args()
+    compile_kernels()
+    n_samples = 4000 if args.quick else 20000
+    repeats = args.repeats
+    print(f"load average before: {load_average():.2f}", flush=True)
+    results = {"load_average_start": load_average()}
+
+    fit_rows = fit_section((8, 12, 16), n_samples, repeats)
+    results["fit"] = fit_rows
+    print(f"\n### 1. fit (n_heads=None) vs numpy reference, 32 tokens, n={n_samples}\n")
+    print(
+        markdown_table(
+            [
+                ("d", "{d}"),
+                ("p", "{p}"),
+                ("numpy reference", "{reference_s:.3f} s"),
+                ("fit", "{fit_s:.3f} s"),
+                ("speed-up", "{speedup:.2f}x"),
+                ("certify", "{certify_s:.3f} s"),
+                (
+                    "certificate / fit",
+                    lambda r: (
+                        f"{100 * r['certificate_share']:.0f}%"
+                        if "certificate_share" in r
+                        else ""
+                    ),
+                ),
+            ],
+            fit_rows,
+        )
+    )
+
+    gram_rows = gram_section((8, 12, 16), n_samples, repeats)
+    results["gram"] = gram_rows
+    if gram_rows:
+        print("\n### 2. streamed Gram accumulation vs one GEMM on Phi in memory\n")
+        print(
+            markdown_table(
+                [
+                    ("d", "{d}"),
+                    ("p", "{p}"),
+                    ("A.T @ A", "{gemm_s:.3f} s ({gemm_gflops:.0f} GFLOP/s)"),
+                    (
+                        "accumulate (from sequences)",
+                        "{accumulate_s:.3f} s ({accumulate_gflops:.0f} GFLOP/s)",
+                    ),
+                    ("GEMM time / accumulate time", "{ratio:.0%}"),
+                ],
+                gram_rows,
+            )
+        )
+        print("(both counted as 2 n p^2 flops)")
+
+    load_rows, quiet_load, busy_load = load_section((4, 8, 12), n_samples, repeats)
+    results["load"] = {
+        "rows": load_rows,
+        "quiet_load": quiet_load,
+        "busy_load": busy_load,
+    }
+    print(
+        f"\n### 4. one busy-loop process on the machine (load average {quiet_load:.1f} "
+        f"quiet, {busy_load:.1f} busy)\n"
+    )
+    print(
+        markdown_table(
+            [
+                ("case", "{case}"),
+                ("quiet", "{quiet_s:.3f} s"),
+                ("busy", "{busy_s:.3f} s"),
+                ("busy / quiet", "{slowdown:.2f}"),
+            ],
+            load_rows,
+        )
+    )
+
+    certify_row = certify_section(repeats)
+    results["certify"] = certify_row
+    print("\n### 5. certify with fewer sequences than features (d=16, 500 sequences)\n")
+    print(
+        markdown_table(
+            [
+                ("certify", "{certify_s:.3f} s"),
+                ("certify peak", "{certify_peak_mib:.0f} MiB"),
+                ("fit (auto)", "{fit_s:.3f} s"),
+                ("fit peak", "{fit_peak_mib:.0f} MiB"),
+            ],
+            [certify_row],
+        )
+    )
+
+    dual_rows = dual_section(repeats)
+    results["dual"] = dual_rows
+    print("\n### 6. dual solver (16 tokens)\n")
+    print(
+        markdown_table(
+            [
+                ("n", "{n}"),
+                ("d", "{d}"),
+                ("alpha", "{alpha:g}"),
+                ("fit", "{fit_s:.3f} s"),
+            ],
+            dual_rows,
+        )
+    )
+    results["load_average_end"] = load_average()
+    print(f"\nload average after: {load_average():.2f}")
+    write_json(args.json, results)
+
+
+if __name__ == "__main__":
+    main()
