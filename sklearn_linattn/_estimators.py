@@ -852,6 +852,18 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
                 labels[~kept] = labels[kept][0]
         return labels
 
+    def _encoded_labels(self, y, sequences):
+        """Labels per row and their +1/-1 one-hot targets; sets ``classes_``."""
+        labels = self._labels(y, sequences)
+        if np.unique(labels).size < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs samples of at least two classes; "
+                f"got 1 class ({labels[0]!r})."
+            )
+        binarizer = LabelBinarizer(pos_label=1, neg_label=-1).fit(labels)
+        self.classes_ = binarizer.classes_
+        return labels, binarizer.transform(labels).astype(np.float64)
+
     def _row_weights(self, labels, sample_weight, sequences):
         """Sample weights times class weights: per sample, or per row when class
         weights differ between the positions of a sequence."""
@@ -889,15 +901,7 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         self._check_parameters()
         with _AtomicUpdate(self):
             sequences = self._sequences(X, reset=True)
-            labels = self._labels(y, sequences)
-            if np.unique(labels).size < 2:
-                raise ValueError(
-                    f"{type(self).__name__} needs samples of at least two classes; "
-                    f"got 1 class ({labels[0]!r})."
-                )
-            binarizer = LabelBinarizer(pos_label=1, neg_label=-1).fit(labels)
-            self.classes_ = binarizer.classes_
-            targets = binarizer.transform(labels).astype(np.float64)
+            labels, targets = self._encoded_labels(y, sequences)
             weights = self._row_weights(labels, sample_weight, sequences)
             return self._fit_rows(sequences, targets, weights, single_output=False)
 

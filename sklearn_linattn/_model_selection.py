@@ -37,7 +37,6 @@ from sklearn.metrics import (
     get_scorer_names,
 )
 from sklearn.model_selection import check_cv
-from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._certificate import default_rank_tol
@@ -947,6 +946,7 @@ feature_names_in_
         return tags
 
     _labels = LinearAttentionClassifier._labels
+    _encoded_labels = LinearAttentionClassifier._encoded_labels
     _row_weights = LinearAttentionClassifier._row_weights
     decision_function = LinearAttentionClassifier.decision_function
     predict = LinearAttentionClassifier.predict
@@ -1005,15 +1005,7 @@ feature_names_in_
         alphas = self._check_parameters()
         with _AtomicUpdate(self):
             sequences = self._sequences(X, reset=True)
-            labels = self._labels(y, sequences)
-            if np.unique(labels).size < 2:
-                raise ValueError(
-                    f"{type(self).__name__} needs samples of at least two classes; "
-                    f"got 1 class ({labels[0]!r})."
-                )
-            binarizer = LabelBinarizer(pos_label=1, neg_label=-1).fit(labels)
-            self.classes_ = binarizer.classes_
-            targets = binarizer.transform(labels).astype(np.float64)
+            labels, targets = self._encoded_labels(y, sequences)
             fit_weights = self._row_weights(labels, sample_weight, sequences)
             n_samples = sequences.shape[0]
             split_y = (
