@@ -127,8 +127,9 @@ def _cholesky(matrix):
         return None
 
 
-def _top_eigenvalue(matvec, size):
-    """Largest eigenvalue of a symmetric operator by Lanczos, or None."""
+def _top_eigenvalue(matvec, size, tol=_ESTIMATE_TOL, maxiter=None):
+    """Largest eigenvalue of a symmetric operator by Lanczos, or None when it does
+    not converge."""
     operator = scipy.sparse.linalg.LinearOperator(
         (size, size), matvec=matvec, dtype=np.float64
     )
@@ -138,7 +139,8 @@ def _top_eigenvalue(matvec, size):
                 operator,
                 k=1,
                 which="LA",
-                tol=_ESTIMATE_TOL,
+                tol=tol,
+                maxiter=maxiter,
                 v0=np.ones(size),
                 return_eigenvectors=False,
             )[0]
@@ -549,29 +551,15 @@ def estimate_extreme_eigenvalues(
         return operator.rmatvec(operator.matvec(vector))
 
     def top_eigenvalue(matvec):
-        linear = scipy.sparse.linalg.LinearOperator(
-            (n_lifted, n_lifted), matvec=matvec, dtype=np.float64
-        )
-        try:
-            return float(
-                scipy.sparse.linalg.eigsh(
-                    linear,
-                    k=1,
-                    which="LA",
-                    tol=tol,
-                    maxiter=max(max_iter, 1000),
-                    v0=np.ones(n_lifted),
-                    return_eigenvectors=False,
-                )[0]
-            )
-        except scipy.sparse.linalg.ArpackNoConvergence:
+        value = _top_eigenvalue(matvec, n_lifted, tol, max(max_iter, 1000))
+        if value is None:
             warnings.warn(
                 "The Lanczos estimate of the certificate's eigenvalues did not "
                 "converge; the certificate claims no identifiability.",
                 ConvergenceWarning,
                 stacklevel=5,
             )
-            return None
+        return value
 
     certificate_tol = max(p_tol, tol)
     largest = top_eigenvalue(gram_product)
