@@ -14,8 +14,9 @@ every ratio is measured in one run against a baseline timed in the same run):
    are timed through the data source when it is importable) against one GEMM
    ``A.T @ A`` over the same lifted features already in memory; both counted as
    ``2 n p^2`` flops.
-3. The certificate's share of the fit: ``certify`` on the same data (which
-   accumulates the same Gram) against the accumulation alone.
+3. The certificate's share of the fit: its spectrum (under the solver's thread
+   limits), in all and beyond the Cholesky factor the solve needs anyway; and
+   ``certify`` on the same data (which accumulates the same Gram).
 4. No collapse under load: fit time at d = 4, 8, 12 (and the digits-sized
    classifier) with one CPU-bound busy-loop process started by this script, against
    the quiet time in the same run.
@@ -29,6 +30,7 @@ import os
 import time
 
 import numpy as np
+import scipy.linalg
 from _common import (
     compile_kernels,
     make_parser,
@@ -40,6 +42,20 @@ from _common import (
 )
 
 from sklearn_linattn import LinearAttentionClassifier, LinearAttentionRegressor, certify
+
+
+# OpenBLAS's worker threads keep spinning for 0.1-0.3 s after a multi-threaded call
+# (measured: the accumulation at d = 8 took 55 ms right after a GEMM, 33 ms after a
+# 0.3 s pause), which would slow whichever call comes next; every timed call here is
+# followed by this pause, so each starts on an idle machine.
+SETTLE_SECONDS = 0.3
+
+
+def timed(function):
+    """Seconds of one call of ``function``, then a pause for BLAS threads to idle."""
+    seconds = median_seconds(function, 1)
+    time.sleep(SETTLE_SECONDS)
+    return seconds
 
 
 def _busy_loop():  # pragma: no cover - runs in the child process
@@ -75,8 +91,9 @@ def reference_fit(X, y):
     return np.linalg.solve(P.T @ P, P.T @ y)
 
 
-def certificate_function(X):
-    """The certificate's own cost (spectrum of the accumulated Gram, under the
+def certificate_functions(X):
+    """The certificate's own cost: the spectrum of the accumulated Gram, and the
+    Cholesky factorization within it that the solve needs anyway (both under the
     thread limits the solver uses), when the internals are importable."""
     try:
         import contextlib
@@ -94,7 +111,11 @@ def certificate_function(X):
         with limits(gram.shape[0]):
             return gram_spectrum(gram, tol)
 
-    return spectrum
+    def cholesky():
+        with limits(gram.shape[0]):
+            return scipy.linalg.cholesky(gram, check_finite=False)
+
+    return spectrum, cholesky
 
 
 def statistics_function(X, y):
@@ -121,16 +142,18 @@ def fit_section(sizes, n_samples, repeats):
             atol=1e-9 * abs(model.coef_).max(),
         )
         reference, fit, accumulate, certificate, spectrum = [], [], [], [], []
+        factorization = []
         statistics = statistics_function(X, y)
-        spectrum_function = certificate_function(X)
+        functions = certificate_functions(X)
         for _ in range(repeats):  # interleaved, so that load changes hit both alike
-            reference.append(median_seconds(lambda: reference_fit(X, y), 1))
-            fit.append(median_seconds(lambda: model.fit(X, y), 1))
+            reference.append(timed(lambda: reference_fit(X, y)))
+            fit.append(timed(lambda: model.fit(X, y)))
             if statistics is not None:
-                accumulate.append(median_seconds(statistics, 1))
-            certificate.append(median_seconds(lambda: certify(X), 1))
-            if spectrum_function is not None:
-                spectrum.append(median_seconds(spectrum_function, 1))
+                accumulate.append(timed(statistics))
+            certificate.append(timed(lambda: certify(X)))
+            if functions is not None:
+                spectrum.append(timed(functions[0]))
+                factorization.append(timed(functions[1]))
         row = {
             "d": d,
             "p": model.coef_.size,
@@ -144,8 +167,14 @@ def fit_section(sizes, n_samples, repeats):
             row["accumulate_s"] = float(np.median(accumulate))
         if spectrum:
             row["spectrum_s"] = float(np.median(spectrum))
+            row["cholesky_s"] = float(np.median(factorization))
             row["certificate_share"] = float(
                 np.median(np.array(spectrum) / np.array(fit))
+            )
+            # Beyond the Cholesky factor, which the solve needs without a certificate
+            # too (only the p <= 300 path, a full eigvalsh, does not reuse it).
+            row["certificate_extra_share"] = float(
+                np.median((np.array(spectrum) - np.array(factorization)) / np.array(fit))
             )
         rows.append(row)
         print(row, flush=True)
@@ -165,8 +194,8 @@ def gram_section(sizes, n_samples, repeats):
         statistics()
         gemm, accumulate = [], []
         for _ in range(repeats):
-            gemm.append(median_seconds(lambda: P.T @ P, 1))
-            accumulate.append(median_seconds(statistics, 1))
+            gemm.append(timed(lambda: P.T @ P))
+            accumulate.append(timed(statistics))
         p = P.shape[1]
         flops = 2.0 * n_samples * p * p
         row = {
@@ -288,6 +317,14 @@ def main():
                     lambda r: (
                         f"{100 * r['certificate_share']:.0f}%"
                         if "certificate_share" in r
+                        else ""
+                    ),
+                ),
+                (
+                    "certificate beyond the Cholesky / fit",
+                    lambda r: (
+                        f"{100 * r['certificate_extra_share']:.0f}%"
+                        if "certificate_extra_share" in r
                         else ""
                     ),
                 ),

@@ -55,11 +55,20 @@ _DENSE_CERTIFICATE_FEATURES = 64
 # costs about as much as the Lanczos estimates there); above, the extreme ones are
 # estimated from the Cholesky factor (measured in benchmarks/bench_speed.py).
 _EXACT_SPECTRUM_FEATURES = 300
-# ARPACK's relative residual for those estimates, and the factor by which the
-# estimated smallest eigenvalue must exceed the rank threshold to be trusted.
+# ARPACK's relative residual for the "cg" solver's estimates, and the factor by
+# which an estimated smallest eigenvalue must exceed the rank threshold to be trusted.
 _ESTIMATE_TOL = 1e-4
 _RANK_MARGIN = 1e3
-
+# Block Lanczos for the estimates from the Cholesky factor: BLOCK vectors per
+# product (a triangular solve with 4 right-hand sides reads the factor once, as one
+# with a single vector does), stopped when the estimate changes by less than
+# _BLOCK_RTOL relative in one step, or after _BLOCK_MAX_STEPS steps. Measured on
+# Gaussian, |Gaussian| and uniform tokens, d = 7..16, with and without centering:
+# within 3e-3 of eigvalsh (smallest from above, largest from below), and at d = 16
+# 20% faster than ARPACK at a residual of 1e-2 (whose estimates erred by up to 2e-2).
+_BLOCK = 4
+_BLOCK_RTOL = 1e-3
+_BLOCK_MAX_STEPS = 30
 
 class GramSpectrum:
     """Eigenvalues of a Gram or kernel matrix, with eigenvectors or a Cholesky factor
@@ -149,10 +158,39 @@ def _top_eigenvalue(matvec, size, tol=_ESTIMATE_TOL, maxiter=None):
         return None
 
 
+def _block_top_eigenvalue(apply, size):
+    """Largest eigenvalue of a symmetric positive semi-definite operator by block
+    Lanczos (``apply`` maps a ``(size, k)`` block to its image), or None when it
+    does not settle within ``_BLOCK_MAX_STEPS`` steps. The estimate is a Ritz
+    value: never above the true eigenvalue."""
+    block = min(_BLOCK, size)
+    basis = np.linalg.qr(np.random.default_rng(0).normal(size=(size, block)))[0]
+    images = apply(basis)
+    previous = None
+    for _ in range(_BLOCK_MAX_STEPS):
+        projected = basis.T @ images
+        value = scipy.linalg.eigvalsh(
+            (projected + projected.T) / 2, subset_by_index=[len(projected) - 1] * 2
+        )[0]
+        if previous is not None and abs(value - previous) <= _BLOCK_RTOL * abs(value):
+            return float(value)
+        if basis.shape[1] + block > size:
+            break
+        previous = value
+        new = images[:, -block:]
+        for _ in range(2):  # Gram-Schmidt against the basis, twice for stability
+            new = new - basis @ (basis.T @ new)
+        new = np.linalg.qr(new)[0]
+        basis = np.hstack([basis, new])
+        images = np.hstack([images, apply(new)])
+    return None
+
+
 def extreme_eigenvalues(gram, factor):
     """Estimates of the smallest and largest eigenvalue of a positive definite
-    ``gram`` from its upper Cholesky factor, by Lanczos on ``gram`` and on its
-    inverse; None when Lanczos does not converge.
+    ``gram`` from its upper Cholesky factor, by block Lanczos on ``gram`` and on
+    its inverse (within about 3e-3 relative; the smallest from above, the largest
+    from below); None when they do not settle.
 
     Examples
     --------
@@ -162,17 +200,18 @@ def extreme_eigenvalues(gram, factor):
     >>> gram = A.T @ A
     >>> smallest, largest = extreme_eigenvalues(gram, scipy.linalg.cholesky(gram))
     >>> exact = np.linalg.eigvalsh(gram)
-    >>> bool(np.isclose(smallest, exact[0], rtol=1e-6))
+    >>> bool(np.isclose(smallest, exact[0], rtol=1e-2))
     True
-    >>> bool(np.isclose(largest, exact[-1], rtol=1e-6))
+    >>> bool(np.isclose(largest, exact[-1], rtol=1e-2))
     True
     """
     size = gram.shape[0]
-    largest = _top_eigenvalue(lambda vector: gram @ vector, size)
-    def inverse_product(vector):
-        return scipy.linalg.cho_solve((factor, False), vector, check_finite=False)
+    largest = _block_top_eigenvalue(lambda block: gram @ block, size)
 
-    inverse_top = _top_eigenvalue(inverse_product, size)
+    def inverse_product(block):
+        return scipy.linalg.cho_solve((factor, False), block, check_finite=False)
+
+    inverse_top = _block_top_eigenvalue(inverse_product, size)
     if largest is None or inverse_top is None or inverse_top <= 0:
         return None
     return 1.0 / inverse_top, largest

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse.linalg
-from scipy.linalg.blas import dgemm, dsyrk
+from scipy.linalg.blas import dsyrk
 
 from ._lift import (
     add_structured_gram,
@@ -351,6 +351,12 @@ class LiftedStatistics:
             workspace = compact_workspace(d, block_rows)
         pair_products, query_products = workspace
         block_rows = pair_products.shape[0]
+        # products^T (C-ordered view of the Fortran-ordered products) += right^T left,
+        # through numpy's matmul: it releases the GIL, so the threads of
+        # InMemoryLiftedData.statistics multiply in parallel (scipy's BLAS wrappers
+        # hold it).
+        accumulated = self._products.T
+        product = np.empty_like(accumulated)
         for start in range(0, n_rows, block_rows):
             stop = min(start + block_rows, n_rows)
             left = upper_outer_products(
@@ -359,18 +365,8 @@ class LiftedStatistics:
             right = upper_outer_products(
                 queries[start:stop], out=query_products[: stop - start]
             )
-            # products += left^T right; both are C-ordered, i.e. their transposes
-            # are Fortran-ordered and BLAS reads them in place.
-            self._products = dgemm(
-                1.0,
-                left.T,
-                right.T,
-                beta=1.0,
-                c=self._products,
-                trans_a=0,
-                trans_b=1,
-                overwrite_c=1,
-            )
+            np.matmul(right.T, left, out=product)
+            accumulated += product
         # Phi^T W y and Phi^T w in one product: s^T [(sqrt(w) y, sqrt(w)) (x) q].
         augmented = np.empty((n_rows, targets.shape[1] + 1))
         augmented[:, :-1] = targets
