@@ -218,17 +218,20 @@ def extreme_eigenvalues(gram, factor):
 
 
 def gram_spectrum(gram, tol):
-    """Spectrum of a symmetric positive semi-definite Gram matrix.
+    """Spectrum of a symmetric positive semi-definite Gram (or kernel) matrix.
 
     With more than 300 rows and a successful Cholesky factorization, only the
     extreme eigenvalues, estimated from the factor (see the module docstring);
-    else every eigenvalue, and the eigenvectors when the Gram is singular (null
-    space for ``covers``, minimum-norm solve). The Cholesky factor is kept for the
-    solve when the Gram has full rank.
+    else every eigenvalue, and the eigenvectors when the matrix is singular or its
+    Cholesky factorization failed (null space for ``covers``, minimum-norm solve).
+    The Cholesky factor is kept for the solve when the matrix has full rank.
     """
     size = gram.shape[0]
     factor = _cholesky(gram)
-    if factor is not None and size > _EXACT_SPECTRUM_FEATURES:
+    if factor is None:
+        eigenvalues, eigenvectors = scipy.linalg.eigh(gram, check_finite=False)
+        return GramSpectrum(eigenvalues, eigenvectors, tol)
+    if size > _EXACT_SPECTRUM_FEATURES:
         extremes = extreme_eigenvalues(gram, factor)
         if extremes is not None and extremes[0] > _RANK_MARGIN * tol * extremes[1]:
             return GramSpectrum(np.array(extremes), None, tol, size=size, factor=factor)
@@ -240,20 +243,61 @@ def gram_spectrum(gram, tol):
     return GramSpectrum(eigenvalues, eigenvectors, tol)
 
 
-def kernel_spectrum(kernel, tol, eigenvectors=False):
-    """Eigenvalues of a kernel matrix, with its Cholesky factor when it has full
-    rank, else (or with ``eigenvectors=True``) its eigenvectors: the dual solve and
-    ``covers`` need one or the other."""
-    if not eigenvectors:
-        spectrum = GramSpectrum(
-            scipy.linalg.eigvalsh(kernel, check_finite=False), None, tol
-        )
-        if spectrum.full_rank:
-            spectrum.factor = _cholesky(kernel)
-            if spectrum.factor is not None:
-                return spectrum
+def kernel_spectrum(kernel, tol, n_lifted):
+    """Spectrum of a kernel matrix ``A A^T`` (``n_lifted`` columns in ``A``).
+
+    With fewer rows than lifted features the Gram ``A^T A`` is singular whatever
+    the kernel is, and the certificate needs only the kernel's rank and largest
+    eigenvalue: :func:`gram_spectrum` (a Cholesky factor, with estimated extreme
+    eigenvalues above 300 rows). With at least as many rows, every eigenvalue:
+    the ``n_lifted``-th largest is the Gram's smallest.
+    """
+    if len(kernel) < n_lifted:
+        return gram_spectrum(kernel, tol)
+    spectrum = GramSpectrum(scipy.linalg.eigvalsh(kernel, check_finite=False), None, tol)
+    if spectrum.full_rank:
+        spectrum.factor = _cholesky(kernel)
+        if spectrum.factor is not None:
+            return spectrum
     eigenvalues, vectors = scipy.linalg.eigh(kernel, check_finite=False)
     return GramSpectrum(eigenvalues, vectors, tol)
+
+
+def householder_vector(direction):
+    """Unit ``v`` such that ``(I - 2 v v^T) direction`` is a multiple of ``e_0``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_linattn._certificate import householder_vector, reflect
+    >>> v = householder_vector(np.array([3.0, 4.0]))
+    >>> reflect(v, np.array([[3.0], [4.0]])).round(12).ravel()
+    array([-5.,  0.])
+    """
+    v = np.array(direction, dtype=np.float64)
+    v[0] += np.copysign(np.linalg.norm(v), v[0])
+    return v / np.linalg.norm(v)
+
+
+def reflect(v, rows):
+    """``(I - 2 v v^T) rows`` for a unit ``v`` (``rows`` of shape ``(n, k)``)."""
+    return rows - 2.0 * np.outer(v, v @ rows)
+
+
+def deflated_kernel(kernel, direction):
+    """The kernel in a basis whose first vector is ``direction``, without that
+    vector's row and column: ``(Q K Q)[1:, 1:]`` with ``Q`` the reflection of
+    :func:`householder_vector`. When ``K direction = 0`` (a kernel centered with
+    these row weights) the two hold the same non-zero eigenvalues, and the
+    deflated one has full rank when the rest of ``K`` does. Returns ``(block, v)``.
+    """
+    v = householder_vector(direction)
+    image = kernel @ v
+    # Q K Q = K - 2 v w^T - 2 w v^T with w = K v - (v^T K v) v
+    image -= float(v @ image) * v
+    rotated = kernel - 2.0 * np.outer(v, image)
+    rotated -= 2.0 * np.outer(image, v)
+    return rotated[1:, 1:], v
 
 
 class _FeatureSpan:
@@ -284,13 +328,18 @@ class _KernelSpan:
     the kernel centered (with the row weights) when an intercept was fitted."""
 
     def __init__(
-        self, pairs, queries, weights, centering, layout, token_scale, factor=None
+        self, pairs, queries, weights, centering, layout, token_scale, factor=None,
+        reflection=None,
     ):
         self.pairs, self.queries, self.weights = pairs, queries, weights
         self.centering, self.layout, self.token_scale = centering, layout, token_scale
         # Upper Cholesky factor U of a full-rank kernel (U^T U): then
-        # k_x^T K^{-1} k_x = ||U^{-T} k_x||^2, and `weights` is None.
+        # k_x^T K^{-1} k_x = ||U^{-T} k_x||^2, and `weights` is None. With
+        # `reflection`, U factors the deflated centered kernel (deflated_kernel),
+        # and k_x is rotated the same way first (its first coordinate is zero: the
+        # centered k_x is orthogonal to the row weights).
         self.factor = factor
+        self.reflection = reflection
 
     @property
     def centered(self):
@@ -314,8 +363,11 @@ class _KernelSpan:
                 + grand * row_scale
             )
         if self.factor is not None:
+            cross = cross.T
+            if self.reflection is not None:
+                cross = reflect(self.reflection, cross)[1:]
             coordinates = scipy.linalg.solve_triangular(
-                self.factor, cross.T, trans="T", check_finite=False
+                self.factor, cross, trans="T", check_finite=False
             )
             inside = np.einsum("rn,rn->n", coordinates, coordinates)
         else:
@@ -450,20 +502,28 @@ class IdentifiabilityCertificate:
         n_observations,
         centering=None,
         layout=None,
+        reflection=None,
     ):
         """Certificate from the spectrum of the kernel matrix (dual solver).
 
         The non-zero eigenvalues of ``A A^T`` and ``A^T A`` coincide, so the ``p``
         eigenvalues of ``Lambda`` are the ``p`` largest of the kernel's (padded
-        with zeros when there are fewer rows than features).
+        with zeros when there are fewer rows than features). With ``reflection``
+        the spectrum is that of the deflated centered kernel
+        (:func:`deflated_kernel`), which lacks only the centered kernel's zero.
         """
         n_rows, d = queries.shape
         p = n_lifted_features(d)
         layout = layout or _RowLayout("last", True, d)
-        eigenvalues = spectrum.eigenvalues  # ascending
-        kept = eigenvalues > spectrum.threshold
-        rank = int(np.count_nonzero(kept))
-        smallest = eigenvalues[n_rows - p] if n_rows >= p else 0.0
+        eigenvalues = spectrum.eigenvalues  # ascending; estimates only when n_rows < p
+        rank = spectrum.rank
+        if n_rows >= p:
+            every = eigenvalues
+            if reflection is not None:  # the deflated direction's zero
+                every = np.sort(np.append(eigenvalues, 0.0))
+            smallest = every[n_rows - p]
+        else:
+            smallest = 0.0
         span = None
         if rank < p and spectrum.eigenvectors is None:  # full-rank kernel
             span = _KernelSpan(
@@ -474,9 +534,15 @@ class IdentifiabilityCertificate:
                 layout,
                 rescaling.token,
                 factor=spectrum.factor,
+                reflection=reflection,
             )
         elif rank < p:
+            kept = eigenvalues > spectrum.threshold
             weights = spectrum.eigenvectors[:, kept] / np.sqrt(eigenvalues[kept])
+            if reflection is not None:
+                weights = reflect(
+                    reflection, np.vstack([np.zeros((1, rank)), weights])
+                )
             span = _KernelSpan(
                 pairs, queries, weights, centering, layout, rescaling.token
             )
@@ -748,7 +814,9 @@ def certify(X, token_dim=None, tol=None, convention="isometric"):
     if solver == "dual":
         pairs, queries = data.compact_rows()
         with _dense_threads(data.n_rows):
-            spectrum = kernel_spectrum(lifted_kernel(pairs, queries), tol)
+            spectrum = kernel_spectrum(
+                lifted_kernel(pairs, queries), tol, data.n_lifted
+            )
         return IdentifiabilityCertificate._from_kernel(
             spectrum, pairs, queries, data.rescaling, float(data.n_rows), data.n_rows
         )

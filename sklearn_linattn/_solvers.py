@@ -35,8 +35,10 @@ from ._certificate import (
     IdentifiabilityCertificate,
     default_rank_tol,
     estimate_extreme_eigenvalues,
+    deflated_kernel,
     gram_spectrum,
     kernel_spectrum,
+    reflect,
 )
 from ._data import CenteredOperator, CompactOperator, single_threaded_blas
 from ._lift import lifted_kernel, lifted_rmatvec
@@ -253,8 +255,21 @@ def _solve_kernel(data, alpha, fit_intercept):
         feature_mean = np.zeros(data.n_lifted)
     centered_targets = targets - np.outer(row_scale, target_mean)
     tol = default_rank_tol(data.n_lifted)
-    spectrum = kernel_spectrum(kernel, tol)
-    weights = solve_gram(kernel, centered_targets, alpha, spectrum).T
+    reflection = None
+    if fit_intercept and total > 0:
+        # The centered kernel is singular along the row weights (K r = 0) and the
+        # centered targets are orthogonal to them: solve on the other directions,
+        # where the kernel has full rank on generic data (Cholesky, no eigh).
+        block, reflection = deflated_kernel(kernel, row_scale)
+        spectrum = kernel_spectrum(block, tol, data.n_lifted)
+        rotated = reflect(reflection, centered_targets)[1:]
+        solution = solve_gram(block, rotated, alpha, spectrum).T
+        weights = reflect(
+            reflection, np.vstack([np.zeros((1, targets.shape[1])), solution])
+        )
+    else:
+        spectrum = kernel_spectrum(kernel, tol, data.n_lifted)
+        weights = solve_gram(kernel, centered_targets, alpha, spectrum).T
     residual = centered_targets - kernel @ weights
     # A_c^T a = A^T a - mean (r . a)
     coef = lifted_rmatvec(pairs, queries, weights) - np.outer(
@@ -269,6 +284,7 @@ def _solve_kernel(data, alpha, fit_intercept):
         data.n_observations,
         centering=(row_scale, row_terms, grand) if fit_intercept else None,
         layout=data.layout,
+        reflection=reflection,
     )
     operator = CenteredOperator(
         CompactOperator(pairs, queries), row_scale, feature_mean

@@ -85,6 +85,38 @@ def test_dual_and_cg_equal_normal(rng, n_samples, fit_intercept, alpha):
         assert estimate.covers(probe).tolist() == expected
 
 
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("kind", ["estimated", "repeated rows"])
+def test_dual_without_full_eigendecomposition_equals_normal(rng, fit_intercept, kind):
+    """The dual solver factors the kernel (deflated along the row weights when it
+    is centered) instead of decomposing it: the same coefficients, rank, largest
+    eigenvalue and `covers` as the normal solver. At d = 9 with 350 sequences the
+    kernel's extreme eigenvalues are estimated (more than 300 rows); with repeated
+    rows the kernel is singular and its eigenvectors are used."""
+    if kind == "estimated":
+        d, X = 9, random_sequences(rng, 350, 6, 9)
+    else:
+        d, X = 4, random_sequences(rng, 12, 6, 4)
+        X = np.concatenate([X, X[:6]])  # 18 rows of rank 12
+    truth = random_attention(rng, d, 2)
+    y = truth.predict(X)[:, 0] + 0.1 * rng.normal(size=len(X))
+    params = dict(n_heads=None, tol=0.0, fit_intercept=fit_intercept)
+    normal = LinearAttentionRegressor(solver="normal", **params).fit(X, y)
+    dual = LinearAttentionRegressor(solver="dual", **params).fit(X, y)
+    scale = np.linalg.norm(normal.coef_)
+    assert np.linalg.norm(dual.coef_ - normal.coef_) < 1e-7 * scale
+    np.testing.assert_allclose(dual.intercept_, normal.intercept_, atol=1e-7)
+    exact, kernel = normal.certificate_, dual.certificate_
+    distinct = len(np.unique(X.reshape(len(X), -1), axis=0))
+    assert exact.rank == kernel.rank == distinct - fit_intercept
+    assert not kernel.identifiable and kernel.min_eigenvalue == 0.0
+    assert kernel.max_eigenvalue == pytest.approx(exact.max_eigenvalue, rel=1e-2)
+    probe = np.concatenate([X[:4], random_sequences(rng, 4, 6, d)])
+    expected = [True] * 4 + [False] * 4
+    assert exact.covers(probe).tolist() == expected
+    assert kernel.covers(probe).tolist() == expected
+
+
 def test_lanczos_certificate_beyond_small_p(rng):
     """Above p = 64, cg estimates the extreme eigenvalues by Lanczos: the estimates
     match the exact spectrum, and `covers` needs a decomposition it does not have."""
