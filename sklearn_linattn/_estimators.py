@@ -41,6 +41,7 @@ from ._solvers import SOLVERS, resolve_solver, solve_normal
 from ._validation import (
     reject_boolean_parameters,
     validate_sample_weight,
+    input_precision,
     validate_sequences,
     validate_targets,
 )
@@ -170,6 +171,12 @@ class _LinearAttentionBase(BaseEstimator):
     # --- the one fitting path -------------------------------------------------
 
     def _sequences(self, X, reset):
+        # The precision the data came in (float32 rounding is the head read-out's
+        # noise floor); partial_fit keeps the coarsest over its batches.
+        precision = input_precision(X)
+        if not reset:
+            precision = max(precision, getattr(self, "_input_precision", precision))
+        self._input_precision = precision
         return validate_sequences(
             X,
             token_dim=self.token_dim if reset else self.token_dim_,
@@ -297,6 +304,7 @@ class _LinearAttentionBase(BaseEstimator):
             n_observations=solution.n_observations - int(self.fit_intercept),
             budget_seconds=solve_seconds + _HEAD_BUDGET_FLOOR,
             verbose=self.verbose,
+            data_precision=getattr(self, "_input_precision", None),
         )
         self._log(
             f"{readout.value_matrices.shape[0]} head(s) read out in "
@@ -416,7 +424,8 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           ``k`` heads are accepted when they reproduce the lifted solution within
           ``tol``; on noisy data when their training loss is not significantly
           worse than the lifted fit's (an F-test at level 0.01 with the residual
-          variance and the parameter counts; see the theory page). The search has
+          variance and the parameter counts; see the theory page), or, for float32
+          input, when they are within the input's precision of it. The search has
           a budget: as long as the regression itself took, plus 50 ms, counted in
           CPU time. When it is spent, the best valid heads found so far are
           returned (possibly more than the minimum; ``head_search_.complete`` is
@@ -425,7 +434,7 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         - int ``k``: the best model with at most ``k`` heads for the training
           objective (least squares plus the ``alpha`` penalty): the lifted solution
           when ``k`` heads reproduce it within ``tol``, else refined from it in head
-          space (L-BFGS). Predictions then come from those ``k`` heads.
+          space (Gauss-Newton). Predictions then come from those ``k`` heads.
         - None: the paper's read-out, the SVD of the symmetric split of ``W``; up
           to ``n_outputs * d`` heads (at most ``d * d``).
     fit_intercept : bool, default=False
@@ -558,6 +567,7 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
 
     def _targets(self, y, sequences):
         n_samples, n_tokens, _ = sequences.shape
+        self._input_precision = max(self._input_precision, input_precision(y))
         return validate_targets(
             y,
             n_samples,

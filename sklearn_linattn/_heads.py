@@ -234,7 +234,9 @@ class HeadReadout:
     criterion : str
         Why this count was returned: ``"tol"`` (the heads compute the lifted
         function within ``tol``), ``"f-test"`` (their training loss is not
-        significantly worse than the lifted fit's), ``"fixed"`` (the best model
+        significantly worse than the lifted fit's), ``"precision"`` (their
+        training predictions are within the input's floating-point precision of
+        the lifted fit's: float32 data), ``"fixed"`` (the best model
         with the requested number of heads), ``"paper"`` (the paper's SVD
         read-out, requested or the fallback when the budget ran out).
     complete : bool
@@ -274,7 +276,7 @@ class _Search:
     clock and the log."""
 
     def __init__(self, lifted_coef, token_dim, tol, apply_weight, rss, n_obs,
-                 budget_seconds, verbose):
+                 budget_seconds, verbose, data_precision=None):
         self.coef = lifted_coef
         self.d = token_dim
         self.m, self.p = lifted_coef.shape
@@ -293,6 +295,25 @@ class _Search:
         # Residual degrees of freedom of the lifted fit; no test without them.
         self.df_residual = self.m * (int(n_obs or 0) - self.p)
         self.variance = rss / self.df_residual if self.df_residual > 0 else None
+        self.data_precision = data_precision or 0.0
+        self._signal = None
+
+    @property
+    def signal(self):
+        """Training-metric energy of the lifted fit's predictions (computed once;
+        the time per output row is kept for the search's cost estimates)."""
+        if self._signal is None:
+            start = time.thread_time()
+            self._signal = float(np.vdot(self.coef, self.apply_weight(self.coef)))
+            self.apply_seconds = (time.thread_time() - start) / self.m
+        return self._signal
+
+    @property
+    def precision_loss(self):
+        """Loss increases below the data's own rounding are no evidence against a
+        count: heads whose training predictions are within ``data_precision``
+        (relative RMS) of the lifted fit's are accepted."""
+        return self.data_precision**2 * max(self.signal, 0.0)
 
     def weight_matrix(self, n_heads, n_kept):
         """``M`` as a matrix when Gauss-Newton for this count should use dense
@@ -337,7 +358,7 @@ class _Search:
         if df1 <= 0:
             return None
         critical = float(scipy.stats.f.isf(SIGNIFICANCE, df1, self.df_residual))
-        return df1, critical * df1 * self.variance, critical
+        return df1, max(critical * df1 * self.variance, self.precision_loss), critical
 
     def statistic(self, loss, n_heads, n_kept=None):
         test = self.test(n_heads, n_kept)
@@ -351,11 +372,10 @@ class _Search:
         in the training metric): then counts come from the F-test."""
         if not self.variance:
             return False
-        start = time.thread_time()
-        signal = np.vdot(self.coef, self.apply_weight(self.coef))
-        self.apply_seconds = (time.thread_time() - start) / self.m  # per row
         noise = self.variance * self.m * self.p
-        return bool(signal > 0 and np.sqrt(noise / signal) > NOISE_SHARE * self.tol)
+        return bool(
+            self.signal > 0 and np.sqrt(noise / self.signal) > NOISE_SHARE * self.tol
+        )
 
 
 def _tol_search(search, lower, upper, at_upper=None):
@@ -656,6 +676,7 @@ def read_out_heads(
     n_observations=None,
     budget_seconds=None,
     verbose=0,
+    data_precision=None,
 ):
     """Heads of a fitted lifted model: the estimators' read-out.
 
@@ -711,6 +732,14 @@ def read_out_heads(
         Time allowed for the search; None for no limit.
     verbose : int
         Print each count tried, its statistic and the time.
+    data_precision : float, optional
+        Relative precision of the data as given (the estimators pass the machine
+        epsilon of float32 input, see :func:`~sklearn_linattn._validation.input_precision`).
+        A count is also accepted when its training loss exceeds the lifted fit's by
+        at most ``data_precision^2`` times the energy of the fitted predictions
+        (criterion ``"precision"``): rounding float32 data leaves a residual that
+        is not independent noise (it follows the inputs), which the F-test would
+        read as structure.
 
     Returns
     -------
@@ -746,12 +775,16 @@ def read_out_heads(
     with threadpool_limits(limits=1, user_api="blas"):
         return _read_out(
             lifted_coef, d, n_heads, tol, apply_weight, residual_sum_of_squares,
-            n_observations, budget_seconds, verbose,
+            n_observations, budget_seconds, verbose, data_precision,
         )
 
 
-def _read_out(lifted_coef, d, n_heads, tol, apply_weight, rss, n_obs, budget, verbose):
-    search = _Search(lifted_coef, d, tol, apply_weight, rss, n_obs, budget, verbose)
+def _read_out(
+    lifted_coef, d, n_heads, tol, apply_weight, rss, n_obs, budget, verbose, precision
+):
+    search = _Search(
+        lifted_coef, d, tol, apply_weight, rss, n_obs, budget, verbose, precision
+    )
     m = search.m
     split = fold_lifted_coef(lifted_coef, d)
     decomposition = svd(split)  # the paper's read-out, kept for the fallback
@@ -805,7 +838,9 @@ def _read_out(lifted_coef, d, n_heads, tol, apply_weight, rss, n_obs, budget, ve
         if found is None:
             return result(split, paper_count, "tol" if search.complete else "paper")
         value_rows, query_rows, k, loss, kept = found
-        return result(value_rows.T @ query_rows, k, "f-test", loss, kept)
+        statistic, critical = search.statistic(loss, k, kept)
+        criterion = "precision" if statistic > critical else "f-test"
+        return result(value_rows.T @ query_rows, k, criterion, loss, kept)
     if upper == paper_count:
         return result(split, paper_count, "tol")
     # A fixed count below what reproduces the fit: the best model with k heads.

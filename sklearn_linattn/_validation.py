@@ -15,6 +15,7 @@ from sklearn.utils.validation import _check_sample_weight, check_array, validate
 
 __all__ = [
     "check_sequence_values",
+    "input_precision",
     "reject_boolean_parameters",
     "validate_sample_weight",
     "validate_sequences",
@@ -26,6 +27,26 @@ _LAYOUT = (
     "Expected sequences of shape (n_samples, n_tokens, token_dim), or rows of shape "
     "(n_samples, n_tokens * token_dim) with token_dim given"
 )
+
+
+def input_precision(*arrays):
+    """Machine epsilon of the least precise floating-point array among ``arrays``
+    (float64's when none is a floating-point array): the relative precision at
+    which the data were given, before their conversion to float64.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_linattn._validation import input_precision
+    >>> float(input_precision(np.ones(3, dtype=np.float32), [1.0, 2.0]))
+    1.1920928955078125e-07
+    """
+    eps = float(np.finfo(np.float64).eps)
+    for array in arrays:
+        dtype = getattr(array, "dtype", None)
+        if isinstance(dtype, np.dtype) and np.issubdtype(dtype, np.floating):
+            eps = max(eps, float(np.finfo(dtype).eps))
+    return eps
 
 
 def _is_dask_array(X):
