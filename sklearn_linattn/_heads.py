@@ -379,11 +379,16 @@ class _Search:
 
 
 def _tol_search(search, lower, upper, at_upper=None):
-    """Fewest heads in ``[lower, upper)`` within ``tol``: upward single starts of
-    alternating projections until one succeeds, then downward with restarts (and
-    the isotropic Gauss-Newton for one output) until one fails. ``at_upper`` is a
-    known solution with ``upper`` heads, if any. Returns ``(folded, n_heads)`` or
-    None."""
+    """Fewest heads in ``[lower, upper)`` within ``tol``. ``at_upper`` is a known
+    solution with ``upper`` heads, if any (the paper's read-out).
+
+    With ``at_upper``: one probe at ``lower`` by alternating projections alone
+    (few heads are often exactly the bound), then downwards from the best count found, with restarts (and the
+    isotropic Gauss-Newton for one output), until a count fails. Every step down
+    is a valid answer, so a spent budget still returns the fewest heads found so
+    far; probing upwards instead spends the budget on counts that fail. Without
+    ``at_upper`` (a fixed count below the paper's): upward single starts until
+    one succeeds, then downwards. Returns ``(folded, n_heads)`` or None."""
     found = None
     for k in range(lower, upper):
         if search.expired():
@@ -394,6 +399,8 @@ def _tol_search(search, lower, upper, at_upper=None):
             deadline=search.deadline,
         )
         search.log(f"{k} heads: distance {error:.1e} (tol {search.tol:g})")
+        if error > search.tol and at_upper is not None:
+            break  # the bound failed: go down from the paper's count
         if error > search.tol and k > 1:
             starts = [folded]
             if search.m == 1 and k < search.d:
@@ -868,11 +875,11 @@ def minimal_heads(lifted_coef, token_dim, tol, budget_seconds=None):
 
     No model with fewer than the slices' eigenvalue bound can work, and the
     paper's read-out (the SVD of the symmetric split, truncated within ``tol``)
-    always does. Counts from the bound upwards get one start of alternating
-    projections each, until one succeeds; counts below that one are then retried
-    with restarts, one at a time, until one fails. (Alternating projections
-    converge quickly to a solution of exactly the probed rank but slowly to one of
-    lower rank, so a probe above the minimal count is no reliable test.)
+    always does. The bound gets one probe by alternating projections; when it
+    fails, counts below the paper's are tried one at a time, downwards, until one
+    fails (with one output first by Levenberg-Marquardt on a common isotropic
+    subspace of the slices, then by alternating projections with restarts), so
+    that the search holds a valid answer at every step.
 
     Returns
     -------
