@@ -14,7 +14,7 @@ allows 50 ms once, not per fit). Reported per row: both times,
 their ratio, the same ratio in process CPU time (all threads; less sensitive to
 other processes on a shared machine), the read-out's own CPU time
 (``head_search_.seconds``, the clock its budget is counted in; the budget is the
-solve's wall time plus 50 ms), the heads returned (per repeat when they differ),
+solve's wall time plus 40 ms), the heads returned (per repeat when they differ),
 ``head_search_.complete`` and ``head_search_.criterion``.
 
 The cases (issue 11; its "before" times are printed next to ours):

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.stats
-from threadpoolctl import threadpool_limits
 
+from ._data import single_threaded_blas
 from ._low_rank import (
     RESTARTS,
     alternating_projections,
@@ -779,7 +779,7 @@ def read_out_heads(
             f"lifted_coef has {lifted_coef.shape[1]} columns; token_dim={d} needs "
             f"{d * d * (d + 1) // 2} (d * d * (d + 1) / 2)."
         )
-    with threadpool_limits(limits=1, user_api="blas"):
+    with single_threaded_blas():  # a cached controller: ~2 ms less per fit
         return _read_out(
             lifted_coef, d, n_heads, tol, apply_weight, residual_sum_of_squares,
             n_observations, budget_seconds, verbose, data_precision,
@@ -806,8 +806,8 @@ def _read_out(
             float(np.linalg.norm(theta - lifted_coef) / search.norm)
             if search.norm else 0.0
         )
-        if loss is None and criterion != "paper":
-            loss = search.loss(theta)
+        if loss is None and criterion != "paper" and search.variance is not None:
+            loss = search.loss(theta)  # for the F statistic reported
         statistic, critical = (
             search.statistic(loss, k, n_kept) if loss is not None else (np.nan, np.nan)
         )

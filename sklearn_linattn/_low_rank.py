@@ -248,8 +248,9 @@ def alternating_projections(
     window_start = np.inf
     best, best_error = None, np.inf
     basis = None
-    # Large matrices: subspace iteration instead of an eigendecomposition per step.
-    warm = warm or (
+    # Large matrices: subspace iteration instead of an eigendecomposition per step
+    # (which the compiled window does faster below WARM_MIN_SIZE / 4).
+    warm = (warm and 4 * min(start.shape) >= WARM_MIN_SIZE) or (
         min(start.shape) >= WARM_MIN_SIZE and 4 * rank <= min(start.shape)
     )
     if not warm:
