@@ -424,11 +424,13 @@ class IdentifiabilityCertificate:
         True when the rank comes from a decomposition (``certify``, solvers
         ``"normal"`` and ``"dual"``, and ``"cg"`` for ``p <= 64``); False for the
         Lanczos estimates of solver ``"cg"``, accurate to about ``tol`` of
-        ``max_eigenvalue``. With ``certify`` and ``"normal"`` above ``p = 300``, a
-        Gram matrix whose Cholesky factorization succeeds has its extreme
-        eigenvalues computed by Lanczos from the factor, to about ``1e-7``
-        relative, and full rank established by the factorization; every other
-        case computes the whole spectrum.
+        ``max_eigenvalue``. With ``certify`` and ``"normal"`` above ``p = 300``
+        (and ``"dual"`` above 300 rows, fewer than ``p``), a matrix whose Cholesky
+        factorization succeeds has its extreme eigenvalues estimated by block
+        Lanczos from the factor, within about ``3e-3`` relative
+        (``min_eigenvalue`` from above), and full rank established by the
+        factorization and those estimates; every other case computes the whole
+        spectrum.
     """
 
     identifiable: bool

@@ -142,7 +142,7 @@ WARM_MIN_SIZE = 256
 # Iterations per compiled call: a window, or fewer on large folded matrices so that
 # a call costs at most about this many flops (min(shape)^2 * max(shape) per
 # iteration) and the deadline is checked often enough.
-CHUNK_FLOPS = 2**24
+CHUNK_FLOPS = 2**22
 _INDEX = types.Array(types.int64, 1, "C", readonly=True)
 _WINDOW_SIGNATURE = (
     types.Array(types.float64, 2, "C"),
@@ -301,10 +301,12 @@ def alternating_projections(
 GN_MAX_ITER = 60
 GN_MAX_DAMPING = 1e8
 GN_STARTS = 40
+GN_CHUNK = 10
 _ISOTROPIC_SIGNATURE = (
     types.Array(types.float64, 3, "C", readonly=True),
     types.Array(types.float64, 2, "C", readonly=True),
     types.int64,
+    types.float64,
     types.float64,
 )
 
@@ -329,7 +331,7 @@ def _isotropy_value(slices, basis):  # pragma: no cover - compiled by Numba
 
 @_jit
 def _isotropic_levenberg_marquardt(
-    slices, start, max_iter, max_damping
+    slices, start, max_iter, max_damping, damping
 ):  # pragma: no cover - compiled by Numba
     """Levenberg-Marquardt for an orthonormal ``N`` (``d x k``) with
     ``N^T S_e N = 0`` for every slice; steps ``N -> qr(N + C X)`` with ``C`` an
@@ -337,14 +339,15 @@ def _isotropic_levenberg_marquardt(
     each ``N^T S_e N`` in the Frobenius metric (off-diagonal entries weighted by
     ``sqrt(2)``), whose derivative along ``X`` is
     ``d(N^T S N)[a, b] / dX[i, j] = [a == j] T[i, b] + [b == j] T[i, a]`` with
-    ``T = C^T S N``. Returns the basis reached and ``sum_e ||N^T S_e N||_F^2``."""
+    ``T = C^T S N``. Runs at most ``max_iter`` steps from ``damping``; returns the
+    basis reached, ``sum_e ||N^T S_e N||_F^2``, the damping, and whether the
+    iteration stopped (converged, or no step improves)."""
     n_slices, d = slices.shape[0], slices.shape[1]
     k = start.shape[1]
     free = d - k
     n_pairs = k * (k + 1) // 2
     basis = np.ascontiguousarray(np.linalg.qr(start)[0])
     value = _isotropy_value(slices, basis)
-    damping = 1e-3
     jacobian = np.zeros((n_slices * n_pairs, free * k))
     residual = np.zeros(n_slices * n_pairs)
     for _ in range(max_iter):
@@ -381,26 +384,30 @@ def _isotropic_levenberg_marquardt(
                 break
             damping *= 4
             if damping > max_damping:
-                return basis, value
+                return basis, value, damping, True
         if improvement <= 1e-30 + 1e-12 * value:
-            break
-    return basis, value
+            return basis, value, damping, True
+    return basis, value, damping, False
 
 
 def _isotropic_subspace(slices, start, deadline=np.inf):
     """Levenberg-Marquardt for an orthonormal ``N`` with ``N^T S_e N = 0`` for all e
-    (:func:`_isotropic_levenberg_marquardt`, compiled; at most ``GN_MAX_ITER``
-    steps, about a millisecond at ``d = 16``).
+    (:func:`_isotropic_levenberg_marquardt`, compiled), at most ``GN_MAX_ITER``
+    steps, ``GN_CHUNK`` per compiled call between deadline checks.
 
     Returns the basis reached and ``sum_e ||N^T S_e N||_F^2``.
     """
     kernel = _compiled(_isotropic_levenberg_marquardt, _ISOTROPIC_SIGNATURE)
-    return kernel(
-        np.ascontiguousarray(slices, dtype=np.float64),
-        np.ascontiguousarray(start, dtype=np.float64),
-        GN_MAX_ITER,
-        GN_MAX_DAMPING,
-    )
+    slices = np.ascontiguousarray(slices, dtype=np.float64)
+    basis = np.ascontiguousarray(start, dtype=np.float64)
+    damping, steps = 1e-3, 0
+    while True:
+        basis, value, damping, stopped = kernel(
+            slices, basis, GN_CHUNK, GN_MAX_DAMPING, damping
+        )
+        steps += GN_CHUNK
+        if stopped or steps >= GN_MAX_ITER or _expired(deadline):
+            return basis, value
 
 
 def _isotropic_fold(
@@ -529,9 +536,11 @@ def low_rank_fold(
             gap = unfold_lifted_coef(folded, token_dim) - lifted_coef
             return folded, np.linalg.norm(gap) / norm
     random_state = np.random.default_rng(RESTART_SEED)
-    best, best_error = None, np.inf
+    # Until an iterate is found: the split's rank-`rank` truncation.
+    best = _project_rank(split, rank)
+    best_error = np.linalg.norm(unfold_lifted_coef(best, token_dim) - lifted_coef) / norm
     for attempt in range(1 + restarts):
-        if attempt and _expired(deadline):
+        if _expired(deadline):
             break
         start = split
         if attempt:
