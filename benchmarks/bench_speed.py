@@ -22,7 +22,8 @@ every ratio is measured in one run against a baseline timed in the same run):
    the quiet time in the same run.
 5. ``certify`` with fewer sequences than lifted features (d = 16, 500 sequences):
    time and peak memory against ``fit`` with ``solver="auto"``.
-6. The dual solver (fewer rows than features): fit time.
+6. The dual solver (fewer rows than features): fit time, with and without an
+   intercept (``--only-dual`` runs this section alone).
 """
 
 import multiprocessing
@@ -275,14 +276,17 @@ def dual_section(repeats):
         rng = np.random.default_rng(0)
         X = rng.normal(size=(n_samples, 16, d))
         y = rng.normal(size=n_samples)
-        for alpha in (0.0, 1e-3):
-            model = LinearAttentionRegressor(n_heads=None, solver="dual", alpha=alpha)
+        for alpha, intercept in ((0.0, False), (1e-3, False), (0.0, True)):
+            model = LinearAttentionRegressor(
+                n_heads=None, solver="dual", alpha=alpha, fit_intercept=intercept
+            )
             model.fit(X, y)
             rows.append(
                 {
                     "n": n_samples,
                     "d": d,
                     "alpha": alpha,
+                    "fit_intercept": intercept,
                     "fit_s": median_seconds(lambda: model.fit(X, y), repeats),
                 }
             )
@@ -293,6 +297,9 @@ def dual_section(repeats):
 def main():
     parser = make_parser(__doc__, quick=True)
     parser.add_argument("--repeats", type=int, default=3, help="timings per median")
+    parser.add_argument(
+        "--only-dual", action="store_true", help="run section 6 (the dual solver) only"
+    )
     args = parser.parse_args()
     compile_kernels()
     n_samples = 4000 if args.quick else 20000
@@ -300,96 +307,97 @@ def main():
     print(f"load average before: {load_average():.2f}", flush=True)
     results = {"load_average_start": load_average()}
 
-    fit_rows = fit_section((8, 12, 16), n_samples, repeats)
-    results["fit"] = fit_rows
-    print(f"\n### 1. fit (n_heads=None) vs numpy reference, 32 tokens, n={n_samples}\n")
-    print(
-        markdown_table(
-            [
-                ("d", "{d}"),
-                ("p", "{p}"),
-                ("numpy reference", "{reference_s:.3f} s"),
-                ("fit", "{fit_s:.3f} s"),
-                ("speed-up", "{speedup:.2f}x"),
-                ("certify", "{certify_s:.3f} s"),
-                (
-                    "certificate / fit",
-                    lambda r: (
-                        f"{100 * r['certificate_share']:.0f}%"
-                        if "certificate_share" in r
-                        else ""
-                    ),
-                ),
-                (
-                    "certificate beyond the Cholesky / fit",
-                    lambda r: (
-                        f"{100 * r['certificate_extra_share']:.0f}%"
-                        if "certificate_extra_share" in r
-                        else ""
-                    ),
-                ),
-            ],
-            fit_rows,
-        )
-    )
-
-    gram_rows = gram_section((8, 12, 16), n_samples, repeats)
-    results["gram"] = gram_rows
-    if gram_rows:
-        print("\n### 2. streamed Gram accumulation vs one GEMM on Phi in memory\n")
+    if not args.only_dual:
+        fit_rows = fit_section((8, 12, 16), n_samples, repeats)
+        results["fit"] = fit_rows
+        print(f"\n### 1. fit (n_heads=None) vs numpy reference, 32 tokens, n={n_samples}\n")
         print(
             markdown_table(
                 [
                     ("d", "{d}"),
                     ("p", "{p}"),
-                    ("A.T @ A", "{gemm_s:.3f} s ({gemm_gflops:.0f} GFLOP/s)"),
+                    ("numpy reference", "{reference_s:.3f} s"),
+                    ("fit", "{fit_s:.3f} s"),
+                    ("speed-up", "{speedup:.2f}x"),
+                    ("certify", "{certify_s:.3f} s"),
                     (
-                        "accumulate (from sequences)",
-                        "{accumulate_s:.3f} s ({accumulate_gflops:.0f} GFLOP/s)",
+                        "certificate / fit",
+                        lambda r: (
+                            f"{100 * r['certificate_share']:.0f}%"
+                            if "certificate_share" in r
+                            else ""
+                        ),
                     ),
-                    ("GEMM time / accumulate time", "{ratio:.0%}"),
+                    (
+                        "certificate beyond the Cholesky / fit",
+                        lambda r: (
+                            f"{100 * r['certificate_extra_share']:.0f}%"
+                            if "certificate_extra_share" in r
+                            else ""
+                        ),
+                    ),
                 ],
-                gram_rows,
+                fit_rows,
             )
         )
-        print("(both counted as 2 n p^2 flops)")
 
-    load_rows, quiet_load, busy_load = load_section((4, 8, 12), n_samples, repeats)
-    results["load"] = {
-        "rows": load_rows,
-        "quiet_load": quiet_load,
-        "busy_load": busy_load,
-    }
-    print(
-        f"\n### 4. one busy-loop process on the machine (load average {quiet_load:.1f} "
-        f"quiet, {busy_load:.1f} busy)\n"
-    )
-    print(
-        markdown_table(
-            [
-                ("case", "{case}"),
-                ("quiet", "{quiet_s:.3f} s"),
-                ("busy", "{busy_s:.3f} s"),
-                ("busy / quiet", "{slowdown:.2f}"),
-            ],
-            load_rows,
-        )
-    )
+        gram_rows = gram_section((8, 12, 16), n_samples, repeats)
+        results["gram"] = gram_rows
+        if gram_rows:
+            print("\n### 2. streamed Gram accumulation vs one GEMM on Phi in memory\n")
+            print(
+                markdown_table(
+                    [
+                        ("d", "{d}"),
+                        ("p", "{p}"),
+                        ("A.T @ A", "{gemm_s:.3f} s ({gemm_gflops:.0f} GFLOP/s)"),
+                        (
+                            "accumulate (from sequences)",
+                            "{accumulate_s:.3f} s ({accumulate_gflops:.0f} GFLOP/s)",
+                        ),
+                        ("GEMM time / accumulate time", "{ratio:.0%}"),
+                    ],
+                    gram_rows,
+                )
+            )
+            print("(both counted as 2 n p^2 flops)")
 
-    certify_row = certify_section(repeats)
-    results["certify"] = certify_row
-    print("\n### 5. certify with fewer sequences than features (d=16, 500 sequences)\n")
-    print(
-        markdown_table(
-            [
-                ("certify", "{certify_s:.3f} s"),
-                ("certify peak", "{certify_peak_mib:.0f} MiB"),
-                ("fit (auto)", "{fit_s:.3f} s"),
-                ("fit peak", "{fit_peak_mib:.0f} MiB"),
-            ],
-            [certify_row],
+        load_rows, quiet_load, busy_load = load_section((4, 8, 12), n_samples, repeats)
+        results["load"] = {
+            "rows": load_rows,
+            "quiet_load": quiet_load,
+            "busy_load": busy_load,
+        }
+        print(
+            f"\n### 4. one busy-loop process on the machine (load average {quiet_load:.1f} "
+            f"quiet, {busy_load:.1f} busy)\n"
         )
-    )
+        print(
+            markdown_table(
+                [
+                    ("case", "{case}"),
+                    ("quiet", "{quiet_s:.3f} s"),
+                    ("busy", "{busy_s:.3f} s"),
+                    ("busy / quiet", "{slowdown:.2f}"),
+                ],
+                load_rows,
+            )
+        )
+
+        certify_row = certify_section(repeats)
+        results["certify"] = certify_row
+        print("\n### 5. certify with fewer sequences than features (d=16, 500 sequences)\n")
+        print(
+            markdown_table(
+                [
+                    ("certify", "{certify_s:.3f} s"),
+                    ("certify peak", "{certify_peak_mib:.0f} MiB"),
+                    ("fit (auto)", "{fit_s:.3f} s"),
+                    ("fit peak", "{fit_peak_mib:.0f} MiB"),
+                ],
+                [certify_row],
+            )
+        )
 
     dual_rows = dual_section(repeats)
     results["dual"] = dual_rows
@@ -400,6 +408,7 @@ def main():
                 ("n", "{n}"),
                 ("d", "{d}"),
                 ("alpha", "{alpha:g}"),
+                ("fit_intercept", "{fit_intercept}"),
                 ("fit", "{fit_s:.3f} s"),
             ],
             dual_rows,
