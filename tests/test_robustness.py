@@ -311,7 +311,9 @@ def test_kernels_compile_where_numba_cannot_cache():
 
 def test_read_only_install_location(tmp_path):
     """An install copied to a read-only directory imports and fits (as root the
-    permissions do not bind; the test above covers Numba's refusal to cache)."""
+    permissions do not bind; the test above covers Numba's refusal to cache). Its
+    kernels compile in the process, which must not eat the head search's budget:
+    the first fit finds the same 3 heads as the second, its search complete."""
     import shutil
 
     import sklearn_linattn
@@ -335,9 +337,13 @@ def test_read_only_install_location(tmp_path):
     env.pop("NUMBA_CACHE_DIR")
     code = (
         "import numpy as np, sklearn_linattn as s; "
+        "from sklearn_linattn.datasets import make_random_mhla; "
         "print(s.__file__); "
         "m = s.LinearAttentionRegressor().fit(np.ones((5, 3, 2)) + "
-        "np.arange(30).reshape(5, 3, 2), np.arange(5.0)); print('ok', m.n_heads_)"
+        "np.arange(30).reshape(5, 3, 2), np.arange(5.0)); print('ok', m.n_heads_); "
+        "X, y, _ = make_random_mhla(200, 8, 4, n_heads=3, random_state=0); "
+        "fits = [s.LinearAttentionRegressor().fit(X, y) for _ in range(2)]; "
+        "print('heads', [(f.n_heads_, f.head_search_.complete) for f in fits])"
     )
     result = subprocess.run(
         [sys.executable, "-c", code],
@@ -349,6 +355,7 @@ def test_read_only_install_location(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert str(package) in result.stdout and "ok" in result.stdout
+    assert "heads [(3, True), (3, True)]" in result.stdout, result.stdout
 
 
 def test_pure_python_kernels_pass_the_kernel_tests():
