@@ -44,7 +44,6 @@ from _common import (
 
 from sklearn_linattn import LinearAttentionClassifier, LinearAttentionRegressor, certify
 
-
 # OpenBLAS's worker threads keep spinning for 0.1-0.3 s after a multi-threaded call
 # (measured: the accumulation at d = 8 took 55 ms right after a GEMM, 33 ms after a
 # 0.3 s pause), which would slow whichever call comes next; every timed call here is
@@ -174,9 +173,8 @@ def fit_section(sizes, n_samples, repeats):
             )
             # Beyond the Cholesky factor, which the solve needs without a certificate
             # too (only the p <= 300 path, a full eigvalsh, does not reuse it).
-            row["certificate_extra_share"] = float(
-                np.median((np.array(spectrum) - np.array(factorization)) / np.array(fit))
-            )
+            extra = np.array(spectrum) - np.array(factorization)
+            row["certificate_extra_share"] = float(np.median(extra / np.array(fit)))
         rows.append(row)
         print(row, flush=True)
     return rows
@@ -310,7 +308,10 @@ def main():
     if not args.only_dual:
         fit_rows = fit_section((8, 12, 16), n_samples, repeats)
         results["fit"] = fit_rows
-        print(f"\n### 1. fit (n_heads=None) vs numpy reference, 32 tokens, n={n_samples}\n")
+        print(
+            "\n### 1. fit (n_heads=None) vs numpy reference, 32 tokens, "
+            f"n={n_samples}\n"
+        )
         print(
             markdown_table(
                 [
@@ -369,8 +370,8 @@ def main():
             "busy_load": busy_load,
         }
         print(
-            f"\n### 4. one busy-loop process on the machine (load average {quiet_load:.1f} "
-            f"quiet, {busy_load:.1f} busy)\n"
+            "\n### 4. one busy-loop process on the machine (load average "
+            f"{quiet_load:.1f} quiet, {busy_load:.1f} busy)\n"
         )
         print(
             markdown_table(
@@ -386,7 +387,10 @@ def main():
 
         certify_row = certify_section(repeats)
         results["certify"] = certify_row
-        print("\n### 5. certify with fewer sequences than features (d=16, 500 sequences)\n")
+        print(
+            "\n### 5. certify with fewer sequences than features "
+            "(d=16, 500 sequences)\n"
+        )
         print(
             markdown_table(
                 [

@@ -254,7 +254,8 @@ def kernel_spectrum(kernel, tol, n_lifted):
     """
     if len(kernel) < n_lifted:
         return gram_spectrum(kernel, tol)
-    spectrum = GramSpectrum(scipy.linalg.eigvalsh(kernel, check_finite=False), None, tol)
+    eigenvalues = scipy.linalg.eigvalsh(kernel, check_finite=False)
+    spectrum = GramSpectrum(eigenvalues, None, tol)
     if spectrum.full_rank:
         spectrum.factor = _cholesky(kernel)
         if spectrum.factor is not None:

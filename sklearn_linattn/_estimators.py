@@ -39,9 +39,9 @@ from ._lift import lifted_feature_pairs, lifted_features
 from ._progress import ChunkProgress
 from ._solvers import SOLVERS, resolve_solver, solve_normal
 from ._validation import (
+    input_precision,
     reject_boolean_parameters,
     validate_sample_weight,
-    input_precision,
     validate_sequences,
     validate_targets,
 )

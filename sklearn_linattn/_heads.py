@@ -25,11 +25,11 @@ import numpy as np
 import scipy.stats
 
 from ._data import single_threaded_blas
+from ._lift import compile_search_kernels
 from ._low_rank import (
     RESTARTS,
     alternating_projections,
     balanced_rows,
-    compile_kernels,
     fewest_heads_bound,
     fold_lifted_coef,
     head_coef,
@@ -384,8 +384,9 @@ def _tol_search(search, lower, upper, at_upper=None):
     solution with ``upper`` heads, if any (the paper's read-out).
 
     With ``at_upper``: one probe at ``lower`` by alternating projections alone
-    (few heads are often exactly the bound), then downwards from the best count found, with restarts (and the
-    isotropic Gauss-Newton for one output), until a count fails. Every step down
+    (few heads are often exactly the bound), then downwards from the best count
+    found, with restarts (and the isotropic Gauss-Newton for one output), until a
+    count fails. Every step down
     is a valid answer, so a spent budget still returns the fewest heads found so
     far; probing upwards instead spends the budget on counts that fail. Without
     ``at_upper`` (a fixed count below the paper's): upward single starts until
@@ -742,7 +743,7 @@ def read_out_heads(
         Print each count tried, its statistic and the time.
     data_precision : float, optional
         Relative precision of the data as given (the estimators pass the machine
-        epsilon of float32 input, see :func:`~sklearn_linattn._validation.input_precision`).
+        epsilon of float32 input; see ``_validation.input_precision``).
         A count is also accepted when its training loss exceeds the lifted fit's by
         at most ``data_precision^2`` times the energy of the fitted predictions
         (criterion ``"precision"``): rounding float32 data leaves a residual that
@@ -781,7 +782,7 @@ def read_out_heads(
             f"{d * d * (d + 1) // 2} (d * d * (d + 1) / 2)."
         )
     if n_heads is not None:
-        compile_kernels()  # before the search's clock starts
+        compile_search_kernels()  # before the search's clock starts
     with single_threaded_blas():  # a cached controller: ~2 ms less per fit
         return _read_out(
             lifted_coef, d, n_heads, tol, apply_weight, residual_sum_of_squares,

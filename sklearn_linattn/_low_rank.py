@@ -23,14 +23,12 @@ import time
 
 import numpy as np
 import scipy.linalg
-from numba import types
 
-from ._lift import _compiled, _jit
+from ._lift import isotropic_levenberg_marquardt, projection_window
 
 __all__ = [
     "alternating_projections",
     "balanced_rows",
-    "compile_kernels",
     "fewest_heads_bound",
     "fold_lifted_coef",
     "head_coef",
@@ -144,85 +142,18 @@ WARM_MIN_SIZE = 256
 # a call costs at most about this many flops (min(shape)^2 * max(shape) per
 # iteration) and the deadline is checked often enough.
 CHUNK_FLOPS = 2**22
-_INDEX = types.Array(types.int64, 1, "C", readonly=True)
-_WINDOW_SIGNATURE = (
-    types.Array(types.float64, 2, "C"),
-    types.Array(types.float64, 2, "C", readonly=True),
-    _INDEX,
-    _INDEX,
-    types.Array(types.float64, 1, "C", readonly=True),
-    types.int64,
-    types.int64,
-    types.float64,
-    types.float64,
-    types.Array(types.float64, 2, "C"),
-)
-
-
-@_jit
-def _projection_window(
-    current, lifted_coef, first, second, scales, rank, n_iter, stop_error, norm, best
-):  # pragma: no cover - compiled by Numba
-    """Up to ``n_iter`` alternating projections from ``current`` (rank projection
-    by the eigenvectors of the smaller Gram matrix, as :func:`_project_rank`, then
-    the affine projection); stops early below ``stop_error``. Writes the best
-    rank-``rank`` iterate of the window into ``best``. Returns ``(current, best
-    error, last error, iterations)``."""
-    n_outputs, n_lifted = lifted_coef.shape
-    n_rows, n_cols = current.shape
-    best_error = np.inf
-    error = np.inf
-    gap = np.empty((n_outputs, n_lifted))
-    done = 0
-    for _ in range(n_iter):
-        done += 1
-        if n_rows <= n_cols:
-            top = np.ascontiguousarray(
-                np.linalg.eigh(current @ current.T)[1][:, n_rows - rank :]
-            )
-            low_rank = top @ (top.T @ current)
-        else:
-            top = np.ascontiguousarray(
-                np.linalg.eigh(current.T @ current)[1][:, n_cols - rank :]
-            )
-            low_rank = (current @ top) @ top.T
-        # gap = unfold(low_rank) - lifted_coef, then current = low_rank - fold(gap)
-        flat = low_rank.reshape(n_outputs, -1)
-        following = flat.copy()
-        total = 0.0
-        for o in range(n_outputs):
-            for j in range(n_lifted):
-                value = (flat[o, first[j]] + flat[o, second[j]]) * (0.5 / scales[j])
-                gap[o, j] = value - lifted_coef[o, j]
-                total += gap[o, j] * gap[o, j]
-                following[o, first[j]] = flat[o, first[j]] - gap[o, j] * scales[j]
-                following[o, second[j]] = flat[o, second[j]] - gap[o, j] * scales[j]
-        error = np.sqrt(total) / norm
-        if error < best_error:
-            best_error = error
-            best[:, :] = low_rank
-        current = following.reshape(n_rows, n_cols)
-        if error <= stop_error:
-            break
-    return current, best_error, error, done
-
-
-def compile_kernels():
-    """Compile the search's Numba kernels for this process (a fraction of a second
-    from Numba's disk cache, about 10 s without it), so that compilation never
-    counts against a search's time budget: heads must not depend on whether the
-    kernels were compiled yet."""
-    _compiled(_projection_window, _WINDOW_SIGNATURE)
-    _compiled(_isotropic_levenberg_marquardt, _ISOTROPIC_SIGNATURE)
 
 
 def _warm_window(current, lifted_coef, token_dim, rank, n_iter, stop_error, basis):
-    """:func:`_projection_window` with the rank projection by warm-started subspace
-    iteration (:func:`_project_rank_warm`), in numpy, for large folded matrices.
-    Returns ``(current, best iterate, best error, last error, iterations, basis)``."""
+    """:func:`~sklearn_linattn._lift.projection_window` with the rank projection by
+    warm-started subspace iteration (:func:`_project_rank_warm`), in numpy, for
+    large folded matrices. Returns ``(current, best iterate, best error, last
+    error, iterations, basis)``."""
     norm = np.linalg.norm(lifted_coef)
     best, best_error, error = None, np.inf, np.inf
-    for done in range(1, n_iter + 1):
+    done = 0
+    for _ in range(n_iter):
+        done += 1
         low_rank, basis = _project_rank_warm(current, rank, basis)
         gap = unfold_lifted_coef(low_rank, token_dim) - lifted_coef
         error = np.linalg.norm(gap) / norm
@@ -266,7 +197,6 @@ def alternating_projections(
     if not warm:
         first, second, scales = _fold_indices(token_dim)
         window_best = np.empty_like(current)
-        kernel = _compiled(_projection_window, _WINDOW_SIGNATURE)
     chunk = int(np.clip(CHUNK_FLOPS // (min(start.shape) ** 2 * max(start.shape)),
                         1, WINDOW))
     iteration, finished = 0, False
@@ -280,7 +210,7 @@ def alternating_projections(
                     basis,
                 )
             else:
-                current, error_best, error, done = kernel(
+                current, error_best, error, done = projection_window(
                     current, lifted_coef, first, second, scales, rank, n_iter,
                     POLISH[1] * tol, norm, window_best,
                 )
@@ -312,13 +242,6 @@ GN_MAX_ITER = 60
 GN_MAX_DAMPING = 1e8
 GN_STARTS = 40
 GN_CHUNK = 10
-_ISOTROPIC_SIGNATURE = (
-    types.Array(types.float64, 3, "C", readonly=True),
-    types.Array(types.float64, 2, "C", readonly=True),
-    types.int64,
-    types.float64,
-    types.float64,
-)
 
 
 def _keep_complement(slices, projector):
@@ -329,90 +252,18 @@ def _keep_complement(slices, projector):
     return 2 * projected - np.matmul(projected, projector)
 
 
-@_jit
-def _isotropy_value(slices, basis):  # pragma: no cover - compiled by Numba
-    """``sum_e ||N^T S_e N||_F^2``."""
-    total = 0.0
-    for e in range(slices.shape[0]):
-        block = basis.T @ (slices[e] @ basis)
-        total += np.sum(block * block)
-    return total
-
-
-@_jit
-def _isotropic_levenberg_marquardt(
-    slices, start, max_iter, max_damping, damping
-):  # pragma: no cover - compiled by Numba
-    """Levenberg-Marquardt for an orthonormal ``N`` (``d x k``) with
-    ``N^T S_e N = 0`` for every slice; steps ``N -> qr(N + C X)`` with ``C`` an
-    orthonormal basis of the complement. The residual is the upper triangle of
-    each ``N^T S_e N`` in the Frobenius metric (off-diagonal entries weighted by
-    ``sqrt(2)``), whose derivative along ``X`` is
-    ``d(N^T S N)[a, b] / dX[i, j] = [a == j] T[i, b] + [b == j] T[i, a]`` with
-    ``T = C^T S N``. Runs at most ``max_iter`` steps from ``damping``; returns the
-    basis reached, ``sum_e ||N^T S_e N||_F^2``, the damping, and whether the
-    iteration stopped (converged, or no step improves)."""
-    n_slices, d = slices.shape[0], slices.shape[1]
-    k = start.shape[1]
-    free = d - k
-    n_pairs = k * (k + 1) // 2
-    basis = np.ascontiguousarray(np.linalg.qr(start)[0])
-    value = _isotropy_value(slices, basis)
-    jacobian = np.zeros((n_slices * n_pairs, free * k))
-    residual = np.zeros(n_slices * n_pairs)
-    for _ in range(max_iter):
-        complement = np.ascontiguousarray(np.linalg.svd(basis)[0][:, k:])
-        jacobian[:, :] = 0.0
-        for e in range(n_slices):
-            image = slices[e] @ basis
-            block = basis.T @ image
-            mixed = complement.T @ image  # T[i, b]
-            row = e * n_pairs
-            for a in range(k):
-                for b in range(a, k):
-                    weight = 1.0 if a == b else np.sqrt(2.0)
-                    residual[row] = block[a, b] * weight
-                    for i in range(free):
-                        jacobian[row, i * k + a] += mixed[i, b] * weight
-                        jacobian[row, i * k + b] += mixed[i, a] * weight
-                    row += 1
-        gradient = jacobian.T @ residual
-        curvature = jacobian.T @ jacobian
-        improvement = 0.0
-        while True:
-            step = np.linalg.solve(
-                curvature + damping * np.eye(free * k), -gradient
-            )
-            moved = basis + complement @ step.reshape(free, k)
-            trial = np.ascontiguousarray(np.linalg.qr(moved)[0])
-            trial_value = _isotropy_value(slices, trial)
-            if trial_value < value:
-                basis = trial
-                damping = max(damping / 3, 1e-12)
-                improvement = value - trial_value
-                value = trial_value
-                break
-            damping *= 4
-            if damping > max_damping:
-                return basis, value, damping, True
-        if improvement <= 1e-30 + 1e-12 * value:
-            return basis, value, damping, True
-    return basis, value, damping, False
-
-
 def _isotropic_subspace(slices, start, deadline=np.inf):
     """Levenberg-Marquardt for an orthonormal ``N`` with ``N^T S_e N = 0`` for all e
-    (:func:`_isotropic_levenberg_marquardt`, compiled), at most ``GN_MAX_ITER``
-    steps, ``GN_CHUNK`` per compiled call between deadline checks.
+    (:func:`~sklearn_linattn._lift.isotropic_levenberg_marquardt`, compiled), at
+    most ``GN_MAX_ITER`` steps, ``GN_CHUNK`` per compiled call between deadline checks.
 
     Returns the basis reached and ``sum_e ||N^T S_e N||_F^2``.
     """
-    kernel = _compiled(_isotropic_levenberg_marquardt, _ISOTROPIC_SIGNATURE)
     slices = np.ascontiguousarray(slices, dtype=np.float64)
     basis = np.ascontiguousarray(start, dtype=np.float64)
     damping, steps = 1e-3, 0
     while True:
-        basis, value, damping, stopped = kernel(
+        basis, value, damping, stopped = isotropic_levenberg_marquardt(
             slices, basis, GN_CHUNK, GN_MAX_DAMPING, damping
         )
         steps += GN_CHUNK
@@ -548,7 +399,8 @@ def low_rank_fold(
     random_state = np.random.default_rng(RESTART_SEED)
     # Until an iterate is found: the split's rank-`rank` truncation.
     best = _project_rank(split, rank)
-    best_error = np.linalg.norm(unfold_lifted_coef(best, token_dim) - lifted_coef) / norm
+    gap = unfold_lifted_coef(best, token_dim) - lifted_coef
+    best_error = np.linalg.norm(gap) / norm
     for attempt in range(1 + restarts):
         if _expired(deadline):
             break
