@@ -164,25 +164,30 @@ def _block_top_eigenvalue(apply, size):
     does not settle within ``_BLOCK_MAX_STEPS`` steps. The estimate is a Ritz
     value: never above the true eigenvalue."""
     block = min(_BLOCK, size)
-    basis = np.linalg.qr(np.random.default_rng(0).normal(size=(size, block)))[0]
-    images = apply(basis)
-    previous = None
+    width = min(size, block * (_BLOCK_MAX_STEPS + 1))
+    # basis and images filled in place, block by block (no copies as they grow)
+    basis = np.empty((size, width), order="F")  # column blocks contiguous
+    images = np.empty((size, width), order="F")
+    start = np.random.default_rng(0).normal(size=(size, block))
+    basis[:, :block] = np.linalg.qr(start)[0]
+    images[:, :block] = apply(basis[:, :block])
+    used, previous = block, None
     for _ in range(_BLOCK_MAX_STEPS):
-        projected = basis.T @ images
+        projected = basis[:, :used].T @ images[:, :used]
         value = scipy.linalg.eigvalsh(
-            (projected + projected.T) / 2, subset_by_index=[len(projected) - 1] * 2
+            (projected + projected.T) / 2, subset_by_index=[used - 1, used - 1]
         )[0]
         if previous is not None and abs(value - previous) <= _BLOCK_RTOL * abs(value):
             return float(value)
-        if basis.shape[1] + block > size:
+        if used + block > width:
             break
         previous = value
-        new = images[:, -block:]
+        new = images[:, used - block : used]
         for _ in range(2):  # Gram-Schmidt against the basis, twice for stability
-            new = new - basis @ (basis.T @ new)
-        new = np.linalg.qr(new)[0]
-        basis = np.hstack([basis, new])
-        images = np.hstack([images, apply(new)])
+            new = new - basis[:, :used] @ (basis[:, :used].T @ new)
+        basis[:, used : used + block] = np.linalg.qr(new)[0]
+        images[:, used : used + block] = apply(basis[:, used : used + block])
+        used += block
     return None
 
 
