@@ -81,21 +81,30 @@ class GramSpectrum:
         ``size`` is the matrix's order and the matrix has full rank).
     eigenvectors : ndarray or None
     tol : float
-        Relative tolerance: eigenvalues at most ``tol`` times the largest count as
-        zero.
+        Relative tolerance: eigenvalues at most ``tol`` times the largest (or times
+        ``scale``, if larger) count as zero.
     size : int, optional
         Order of the matrix; default ``eigenvalues.size``.
     factor : ndarray or None
         Upper Cholesky factor ``U`` of the matrix (``U^T U``), when it was computed
         and the matrix has full rank.
+    scale : float, default=0
+        The magnitude the matrix's rounding errors are relative to, when larger
+        than its largest eigenvalue: for a matrix centered by subtracting ``n mu
+        mu^T`` from an uncentered one, the uncentered matrix's largest diagonal
+        entry (the centering leaves errors of about ``eps`` times it, which would
+        otherwise count as rank when the centered matrix is itself rounding).
     """
 
-    def __init__(self, eigenvalues, eigenvectors, tol, size=None, factor=None):
+    def __init__(
+        self, eigenvalues, eigenvectors, tol, size=None, factor=None, scale=0.0
+    ):
         self.eigenvalues = eigenvalues
         self.eigenvectors = eigenvectors
         self.tol = tol
         self.size = eigenvalues.size if size is None else int(size)
         self.factor = factor
+        self.scale = float(scale)
 
     @property
     def estimated(self):
@@ -104,7 +113,7 @@ class GramSpectrum:
 
     @property
     def threshold(self):
-        return self.tol * max(self.eigenvalues[-1], 0.0)
+        return self.tol * max(self.eigenvalues[-1], self.scale, 0.0)
 
     @property
     def rank(self):
@@ -222,7 +231,7 @@ def extreme_eigenvalues(gram, factor):
     return 1.0 / inverse_top, largest
 
 
-def gram_spectrum(gram, tol):
+def gram_spectrum(gram, tol, scale=0.0):
     """Spectrum of a symmetric positive semi-definite Gram (or kernel) matrix.
 
     With more than 300 rows and a successful Cholesky factorization, only the
@@ -230,43 +239,50 @@ def gram_spectrum(gram, tol):
     else every eigenvalue, and the eigenvectors when the matrix is singular or its
     Cholesky factorization failed (null space for ``covers``, minimum-norm solve).
     The Cholesky factor is kept for the solve when the matrix has full rank.
+    ``scale``: see :class:`GramSpectrum`.
     """
     size = gram.shape[0]
     factor = _cholesky(gram)
     if factor is None:
         eigenvalues, eigenvectors = scipy.linalg.eigh(gram, check_finite=False)
-        return GramSpectrum(eigenvalues, eigenvectors, tol)
+        return GramSpectrum(eigenvalues, eigenvectors, tol, scale=scale)
     if size > _EXACT_SPECTRUM_FEATURES:
         extremes = extreme_eigenvalues(gram, factor)
-        if extremes is not None and extremes[0] > _RANK_MARGIN * tol * extremes[1]:
-            return GramSpectrum(np.array(extremes), None, tol, size=size, factor=factor)
-    spectrum = GramSpectrum(scipy.linalg.eigvalsh(gram, check_finite=False), None, tol)
+        if extremes is not None and extremes[0] > _RANK_MARGIN * tol * max(
+            extremes[1], scale
+        ):
+            return GramSpectrum(
+                np.array(extremes), None, tol, size=size, factor=factor, scale=scale
+            )
+    eigenvalues = scipy.linalg.eigvalsh(gram, check_finite=False)
+    spectrum = GramSpectrum(eigenvalues, None, tol, scale=scale)
     if spectrum.full_rank:
         spectrum.factor = factor
         return spectrum
     eigenvalues, eigenvectors = scipy.linalg.eigh(gram, check_finite=False)
-    return GramSpectrum(eigenvalues, eigenvectors, tol)
+    return GramSpectrum(eigenvalues, eigenvectors, tol, scale=scale)
 
 
-def kernel_spectrum(kernel, tol, n_lifted):
+def kernel_spectrum(kernel, tol, n_lifted, scale=0.0):
     """Spectrum of a kernel matrix ``A A^T`` (``n_lifted`` columns in ``A``).
 
     With fewer rows than lifted features the Gram ``A^T A`` is singular whatever
     the kernel is, and the certificate needs only the kernel's rank and largest
     eigenvalue: :func:`gram_spectrum` (a Cholesky factor, with estimated extreme
     eigenvalues above 300 rows). With at least as many rows, every eigenvalue:
-    the ``n_lifted``-th largest is the Gram's smallest.
+    the ``n_lifted``-th largest is the Gram's smallest. ``scale``: see
+    :class:`GramSpectrum`.
     """
     if len(kernel) < n_lifted:
-        return gram_spectrum(kernel, tol)
+        return gram_spectrum(kernel, tol, scale)
     eigenvalues = scipy.linalg.eigvalsh(kernel, check_finite=False)
-    spectrum = GramSpectrum(eigenvalues, None, tol)
+    spectrum = GramSpectrum(eigenvalues, None, tol, scale=scale)
     if spectrum.full_rank:
         spectrum.factor = _cholesky(kernel)
         if spectrum.factor is not None:
             return spectrum
     eigenvalues, vectors = scipy.linalg.eigh(kernel, check_finite=False)
-    return GramSpectrum(eigenvalues, vectors, tol)
+    return GramSpectrum(eigenvalues, vectors, tol, scale=scale)
 
 
 def householder_vector(direction):

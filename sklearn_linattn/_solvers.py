@@ -145,7 +145,9 @@ def solve_gram(gram, moment, alpha, spectrum):
             pass
     if spectrum.eigenvectors is None:
         eigenvalues, eigenvectors = scipy.linalg.eigh(gram, check_finite=False)
-        spectrum = GramSpectrum(eigenvalues, eigenvectors, spectrum.tol)
+        spectrum = GramSpectrum(
+            eigenvalues, eigenvectors, spectrum.tol, scale=spectrum.scale
+        )
     return _eigen_solve(
         spectrum.eigenvalues, spectrum.eigenvectors, spectrum.threshold, moment, alpha
     ).T
@@ -168,7 +170,9 @@ def _solve_statistics(data, statistics, alpha, fit_intercept):
     gram, moment, squares, feature_mean, target_mean = statistics.normal_equations(
         fit_intercept
     )
-    spectrum = gram_spectrum(gram, default_rank_tol(data.n_lifted))
+    # Centering leaves rounding of about eps times the uncentered diagonal.
+    scale = np.max(np.diag(gram) + statistics.weight_sum * feature_mean**2, initial=0)
+    spectrum = gram_spectrum(gram, default_rank_tol(data.n_lifted), scale)
     coef = solve_gram(gram, moment, alpha, spectrum)
     cross = np.einsum("op,po->o", coef, moment)
     quadratic = np.einsum("op,op->o", coef @ gram, coef)
@@ -244,6 +248,7 @@ def _solve_kernel(data, alpha, fit_intercept):
     row_scale, targets = data.row_scale, data.targets
     alpha = data.rescaling.alpha(alpha)
     kernel = lifted_kernel(pairs, queries)
+    scale = np.max(np.diag(kernel), initial=0.0)  # before centering: see GramSpectrum
     total = float(row_scale @ row_scale)
     if fit_intercept and total > 0:
         kernel, row_terms, grand = _centered_kernel(kernel, row_scale)
@@ -261,14 +266,14 @@ def _solve_kernel(data, alpha, fit_intercept):
         # centered targets are orthogonal to them: solve on the other directions,
         # where the kernel has full rank on generic data (Cholesky, no eigh).
         block, reflection = deflated_kernel(kernel, row_scale)
-        spectrum = kernel_spectrum(block, tol, data.n_lifted)
+        spectrum = kernel_spectrum(block, tol, data.n_lifted, scale)
         rotated = reflect(reflection, centered_targets)[1:]
         solution = solve_gram(block, rotated, alpha, spectrum).T
         weights = reflect(
             reflection, np.vstack([np.zeros((1, targets.shape[1])), solution])
         )
     else:
-        spectrum = kernel_spectrum(kernel, tol, data.n_lifted)
+        spectrum = kernel_spectrum(kernel, tol, data.n_lifted, scale)
         weights = solve_gram(kernel, centered_targets, alpha, spectrum).T
     residual = centered_targets - kernel @ weights
     # A_c^T a = A^T a - mean (r . a)

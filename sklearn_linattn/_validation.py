@@ -43,9 +43,12 @@ def input_precision(*arrays):
     """
     eps = float(np.finfo(np.float64).eps)
     for array in arrays:
-        dtype = getattr(array, "dtype", None)
-        if isinstance(dtype, np.dtype) and np.issubdtype(dtype, np.floating):
-            eps = max(eps, float(np.finfo(dtype).eps))
+        dtypes = getattr(array, "dtypes", None)  # a DataFrame: one per column
+        if dtypes is None or isinstance(dtypes, np.dtype):
+            dtypes = [getattr(array, "dtype", None)]
+        for dtype in dtypes:
+            if isinstance(dtype, np.dtype) and np.issubdtype(dtype, np.floating):
+                eps = max(eps, float(np.finfo(dtype).eps))
     return eps
 
 
