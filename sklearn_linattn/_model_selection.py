@@ -54,7 +54,7 @@ from ._estimators import (
     _LinearAttentionBase,
 )
 from ._lift import lifted_kernel
-from ._solvers import solve_dual, solve_normal
+from ._solvers import solve_dual, solve_normal, uncentered_scale
 from ._validation import (
     reject_boolean_parameters,
     validate_sample_weight,
@@ -82,14 +82,15 @@ def _leave_one_out_residual(residual, leverage):
 # --- the spectral path: every alpha from one eigendecomposition ---------------------
 
 
-def _spectral_filters(eigenvalues, alphas, tol):
+def _spectral_filters(eigenvalues, alphas, tol, scale=0.0):
     """``1 / (lambda_k + alpha)`` for each alpha (rows) and eigenvalue (columns).
 
     As :func:`~sklearn_linattn._solvers.solve_gram`: the full inverse when the
     matrix is numerically positive definite or ``alpha`` exceeds the rank threshold,
-    else the numerically-null directions are dropped (minimum norm).
+    else the numerically-null directions are dropped (minimum norm). ``scale``:
+    the rank threshold's floor for centered matrices, as there.
     """
-    threshold = tol * max(eigenvalues[-1], 0.0) if eigenvalues.size else 0.0
+    threshold = tol * max(eigenvalues[-1], scale, 0.0) if eigenvalues.size else 0.0
     kept = eigenvalues > threshold
     full_rank = bool(np.all(kept))
     filters = np.zeros((len(alphas), eigenvalues.size))
@@ -117,7 +118,10 @@ def _kfold_coefs(statistics, alphas, fit_intercept):
     )
     eigenvalues, eigenvectors = _eigh(gram)
     filters = _spectral_filters(
-        eigenvalues, alphas, default_rank_tol(statistics.n_lifted)
+        eigenvalues,
+        alphas,
+        default_rank_tol(statistics.n_lifted),
+        uncentered_scale(gram, feature_mean, statistics.weight_sum),
     )
     projected = eigenvectors.T @ moment  # (p, n_outputs)
     coefs = np.swapaxes(eigenvectors @ (filters[:, :, None] * projected), 1, 2)
@@ -139,7 +143,12 @@ def _loo_normal(data, targets, alphas, fit_intercept):
         fit_intercept
     )
     eigenvalues, eigenvectors = _eigh(gram)
-    filters = _spectral_filters(eigenvalues, alphas, default_rank_tol(data.n_lifted))
+    filters = _spectral_filters(
+        eigenvalues,
+        alphas,
+        default_rank_tol(data.n_lifted),
+        uncentered_scale(gram, feature_mean, statistics.weight_sum),
+    )
     projected = filters[:, :, None] * (eigenvectors.T @ moment)  # (A, p, o)
     mean_projected = feature_mean @ eigenvectors
     weights = data.row_scale**2
@@ -187,6 +196,7 @@ def _dual_fold_predictions(
     target_mean = np.zeros(targets.shape[1])
     rows = np.concatenate([train, test])
     block = columns[rows]  # (n_train + n_test, n_train)
+    scale = np.max(train_weights * np.diag(kernel)[train], initial=0.0)
     if fit_intercept and weight_sum > 0:
         # <phi_i - mean, phi_j - mean>, the mean weighted over the training rows.
         means = columns[rows] @ train_weights / weight_sum
@@ -196,7 +206,7 @@ def _dual_fold_predictions(
     training = block[: train.size]
     weighted = row_scale[:, None] * training * row_scale[None, :]
     eigenvalues, eigenvectors = _eigh(weighted)
-    filters = _spectral_filters(eigenvalues, alphas, tol)
+    filters = _spectral_filters(eigenvalues, alphas, tol, scale)
     projected = eigenvectors.T @ (row_scale[:, None] * (train_targets - target_mean))
     dual_coef = eigenvectors @ (filters[:, :, None] * projected)  # (A, n_train, o)
     predictions = block[train.size :] @ (row_scale[:, None] * dual_coef) + target_mean
@@ -216,6 +226,7 @@ def _loo_dual(data, targets, alphas, fit_intercept):
     weights = row_scale**2
     weight_sum = float(weights.sum())
     target_mean = np.zeros(targets.shape[1])
+    scale = np.max(weights * np.diag(kernel), initial=0.0)  # before centering
     if fit_intercept and weight_sum > 0:
         # <phi_i - mean, phi_j - mean> with the weighted mean of the features.
         means = kernel @ weights / weight_sum
@@ -224,7 +235,9 @@ def _loo_dual(data, targets, alphas, fit_intercept):
         target_mean = weights @ targets / weight_sum
     weighted = row_scale[:, None] * kernel * row_scale[None, :]
     eigenvalues, eigenvectors = _eigh(weighted)
-    filters = _spectral_filters(eigenvalues, alphas, default_rank_tol(data.n_lifted))
+    filters = _spectral_filters(
+        eigenvalues, alphas, default_rank_tol(data.n_lifted), scale
+    )
     centered = targets - target_mean
     projected = eigenvectors.T @ (row_scale[:, None] * centered)  # (n, o)
     dual_coef = eigenvectors @ (filters[:, :, None] * projected)  # (A, n, o)

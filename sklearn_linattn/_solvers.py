@@ -165,13 +165,19 @@ def solve_normal(
         return _solve_statistics(data, statistics, alpha, fit_intercept)
 
 
+def uncentered_scale(gram, feature_mean, weight_sum):
+    """Largest diagonal entry of the uncentered Gram ``gram + weight_sum mean
+    mean^T``: centering leaves rounding of about ``eps`` times it, the floor of the
+    rank threshold (see :class:`~sklearn_linattn._certificate.GramSpectrum`)."""
+    return float(np.max(np.diag(gram) + weight_sum * feature_mean**2, initial=0.0))
+
+
 def _solve_statistics(data, statistics, alpha, fit_intercept):
     alpha = data.rescaling.alpha(alpha)
     gram, moment, squares, feature_mean, target_mean = statistics.normal_equations(
         fit_intercept
     )
-    # Centering leaves rounding of about eps times the uncentered diagonal.
-    scale = np.max(np.diag(gram) + statistics.weight_sum * feature_mean**2, initial=0)
+    scale = uncentered_scale(gram, feature_mean, statistics.weight_sum)
     spectrum = gram_spectrum(gram, default_rank_tol(data.n_lifted), scale)
     coef = solve_gram(gram, moment, alpha, spectrum)
     cross = np.einsum("op,po->o", coef, moment)
