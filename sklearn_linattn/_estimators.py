@@ -198,9 +198,20 @@ class _LinearAttentionBase(BaseEstimator):
             rescaling=rescaling,
         )
 
+    def _check_rows(self, data):
+        """Refuse data without a single training row: with ``positions="all"``,
+        sequences that are left padding throughout (all-zero tokens)."""
+        if self.positions == "all" and data.n_observations == 0:
+            raise ValueError(
+                'With positions="all", every token of every sequence is left '
+                "padding (all-zero tokens), so there is no position to fit; expected "
+                "at least one sequence with a non-zero token."
+            )
+
     def _fit_rows(self, sequences, targets, sample_weight, single_output):
         """Fit on validated sequences and target rows; set every attribute."""
         data = self._data_source(sequences, targets, sample_weight)
+        self._check_rows(data)
         solver = resolve_solver(self.solver, data)
         self._log(
             f"solver {solver!r}: {data.n_rows} rows, p={data.n_lifted}"
@@ -248,6 +259,8 @@ class _LinearAttentionBase(BaseEstimator):
             sample_weight,
             rescaling=None if first_call else self._rescaling,
         )
+        if first_call:
+            self._check_rows(data)
         batch = data.statistics()
         self._statistics = batch if first_call else self._statistics.copy().merge(batch)
         if first_call:

@@ -187,6 +187,26 @@ def test_left_padding_positions_are_left_out(rng):
     assert model.certificate_.covers(padded).shape == (20, 7)
 
 
+@pytest.mark.parametrize("method", ["fit", "partial_fit"])
+@pytest.mark.parametrize(
+    "estimator", [LinearAttentionRegressor, LinearAttentionClassifier]
+)
+def test_sequences_that_are_all_padding_are_refused(method, estimator):
+    """Every position is left padding: no row to fit, as with all-zero weights."""
+    X = np.zeros((6, 4, 3))
+    y = np.tile([0, 1, 0, 1], (6, 1))
+    classifier = estimator is LinearAttentionClassifier
+    classifier_batch = method == "partial_fit" and classifier
+    kwargs = {"classes": [0, 1]} if classifier_batch else {}
+    model = estimator(positions="all")
+    with pytest.raises(ValueError, match="every token of every sequence is left"):
+        getattr(model, method)(X, y, **kwargs)
+    assert not hasattr(model, "coef_") or method == "partial_fit"
+    # one sequence without padding is enough
+    X[0] = 1.0
+    getattr(estimator(positions="all"), method)(X, y, **kwargs)
+
+
 def test_every_position_on_dask_equals_numpy(rng):
     X = random_sequences(rng, 40, 5, 3)
     y = rng.normal(size=(40, 5, 2))
