@@ -205,6 +205,17 @@ class Rescaling:
         with np.errstate(under="ignore", over="ignore"):
             return float(np.ldexp(value, -6 * self._exponent(self.token)))
 
+    @classmethod
+    def from_largest(cls, token, target=None, weight=None):
+        """The scales for data whose largest magnitudes are these (``None``: no
+        targets, or no sample weights); errors name ``X``, ``y``, ``sample_weight``
+        (:func:`power_of_two_scale`)."""
+        token = power_of_two_scale(float(token))
+        target = 1.0 if target is None else power_of_two_scale(float(target), "y")
+        if weight is not None:
+            weight = power_of_two_scale(float(weight), "sample_weight")
+        return cls(token, target, 1.0 if weight is None else weight)
+
 
 class LiftedStatistics:
     """Running weighted sums that determine the lifted least-squares problem.
@@ -590,24 +601,19 @@ class InMemoryLiftedData:
             batch_size = default_batch_size(self.n_lifted, rows_per_sample)
         self.batch_size = max(1, min(batch_size, n_samples))
         self.n_threads = n_threads
-        largest = max(sequences.max(initial=0.0), -sequences.min(initial=0.0))
-        weight_scale = 1.0
-        if sample_weight is not None:
-            weight_scale = power_of_two_scale(
-                np.max(sample_weight, initial=0.0), "sample_weight"
-            )
-        target_scale = 1.0
-        if targets is not None:
-            target_scale = power_of_two_scale(np.max(np.abs(targets), initial=0.0), "y")
-        self.rescaling = Rescaling(
-            power_of_two_scale(largest), target_scale, weight_scale
+        self.rescaling = Rescaling.from_largest(
+            max(sequences.max(initial=0.0), -sequences.min(initial=0.0)),
+            None if targets is None else np.max(np.abs(targets), initial=0.0),
+            None if sample_weight is None else np.max(sample_weight, initial=0.0),
         )
-        self.row_scale = _row_scale(sequences, sample_weight, positions, weight_scale)
+        self.row_scale = _row_scale(
+            sequences, sample_weight, positions, self.rescaling.weight
+        )
         self.n_observations = int(np.count_nonzero(self.row_scale))
         self.targets = None
         self.n_outputs = 0
         if targets is not None:
-            self.targets = targets * (self.row_scale * target_scale)[:, None]
+            self.targets = targets * (self.row_scale * self.rescaling.target)[:, None]
             self.n_outputs = targets.shape[1]
 
     def set_rescaling(self, rescaling):
@@ -1017,14 +1023,10 @@ class DaskLiftedData:
         if sample_weight is not None:
             lazy.append(da.max(da.asarray(sample_weight)))
         largest, *others = dask.compute(*lazy)
-        target_scale = (
-            power_of_two_scale(others.pop(0), "y") if targets is not None else 1.0
-        )
-        weight_scale = (
-            power_of_two_scale(others.pop(0), "sample_weight") if others else 1.0
-        )
-        self.rescaling = Rescaling(
-            power_of_two_scale(float(largest)), target_scale, weight_scale
+        self.rescaling = Rescaling.from_largest(
+            largest,
+            None if targets is None else others.pop(0),
+            None if sample_weight is None else others.pop(0),
         )
         self.sample_weight = (
             None if sample_weight is None else da.asarray(sample_weight)
