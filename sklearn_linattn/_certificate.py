@@ -649,6 +649,13 @@ def estimate_extreme_eigenvalues(
     """
     n_lifted = operator.shape[1]
     p_tol = default_rank_tol(n_lifted)
+
+    def estimated(smallest, largest, tol, trusted):
+        return _estimated(
+            smallest, largest, weight_sum, n_observations, token_dim, rescaling, tol,
+            trusted,
+        )
+
     if n_lifted <= _DENSE_CERTIFICATE_FEATURES:
         gram = np.stack(
             [operator.rmatvec(operator.matvec(row)) for row in np.eye(n_lifted)]
@@ -665,16 +672,7 @@ def estimate_extreme_eigenvalues(
                 layout=layout,
             )
         eigenvalues = spectrum.eigenvalues
-        return _estimated(
-            eigenvalues[0],
-            eigenvalues[-1],
-            weight_sum,
-            n_observations,
-            token_dim,
-            rescaling,
-            p_tol,
-            trusted=False,
-        )
+        return estimated(eigenvalues[0], eigenvalues[-1], p_tol, trusted=False)
 
     def gram_product(vector):
         return operator.rmatvec(operator.matvec(vector))
@@ -693,41 +691,14 @@ def estimate_extreme_eigenvalues(
     certificate_tol = max(p_tol, tol)
     largest = top_eigenvalue(gram_product)
     if largest is None or largest <= 0:
-        return _estimated(
-            0.0,
-            largest or 0.0,
-            weight_sum,
-            n_observations,
-            token_dim,
-            rescaling,
-            certificate_tol,
-            trusted=False,
-        )
+        return estimated(0.0, largest or 0.0, certificate_tol, trusted=False)
     if n_observations < n_lifted:
-        return _estimated(
-            0.0,
-            largest,
-            weight_sum,
-            n_observations,
-            token_dim,
-            rescaling,
-            certificate_tol,
-            trusted,
-        )
+        return estimated(0.0, largest, certificate_tol, trusted)
     top = top_eigenvalue(
         lambda vector: largest * np.ravel(vector) - gram_product(vector)
     )
     smallest = 0.0 if top is None else max(largest - top, 0.0)
-    return _estimated(
-        smallest,
-        largest,
-        weight_sum,
-        n_observations,
-        token_dim,
-        rescaling,
-        certificate_tol,
-        trusted and top is not None,
-    )
+    return estimated(smallest, largest, certificate_tol, trusted and top is not None)
 
 
 def _estimated(
