@@ -32,7 +32,7 @@ import scipy.sparse.linalg
 from sklearn.exceptions import ConvergenceWarning
 
 from ._data import _RowLayout, is_dask_array, lifted_data, power_of_two_scale
-from ._lift import lifted_kernel, n_lifted_features
+from ._lift import largest_magnitude, lifted_kernel, n_lifted_features
 from ._validation import check_sequence_values, validate_sequences
 
 __all__ = [
@@ -405,8 +405,7 @@ def _span_scaled(sequences, span):
     features are centered by the training mean, which fixes the training scale."""
     if span.centered:
         return sequences * span.token_scale
-    largest = max(sequences.max(initial=0.0), -sequences.min(initial=0.0))
-    return sequences * power_of_two_scale(largest)
+    return sequences * power_of_two_scale(largest_magnitude(sequences))
 
 
 def _ratio(outside, total):

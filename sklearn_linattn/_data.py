@@ -22,7 +22,7 @@ features neither overflow nor underflow, whatever the scale of the data.
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse.linalg
@@ -30,6 +30,7 @@ from scipy.linalg.blas import dsyrk
 
 from ._lift import (
     add_structured_gram,
+    largest_magnitude,
     lifted_features,
     lifted_matvec,
     lifted_position_features,
@@ -65,7 +66,7 @@ _CHUNK_BYTES = (32 * 2**20, 256 * 2**20)
 # 256 rows stays under 64 MiB (d <= 22); beyond, the pair products of a block would
 # outgrow the chunk of lifted rows and the symmetric rank-k update of those is used
 # (benchmarks/bench_speed.py measures d <= 16 only).
-_STRUCTURED_BLOCK_BYTES = 16 * 2**20
+_STRUCTURED_BLOCK_BYTES = 5 * 2**20
 _STRUCTURED_MAX_PRODUCTS = 32768
 
 
@@ -90,6 +91,14 @@ def compact_workspace(token_dim, block_rows):
         np.empty((block_rows, n_pairs * (n_pairs + 1) // 2)),
         np.empty((block_rows, token_dim * (token_dim + 1) // 2)),
     )
+
+
+def _lifts_as_given(token_scale):
+    """Whether tokens with this scale are lifted unscaled and their statistics
+    rescaled afterwards (:meth:`LiftedStatistics.scale_features`): for scales
+    within ``2^-20..2^20`` no sum of products of six entries overflows or
+    underflows."""
+    return 2.0**-20 <= token_scale <= 2.0**20
 
 
 def uses_structured_gram(token_dim):
@@ -391,6 +400,16 @@ class LiftedStatistics:
         self.feature_sum += products[-1]
         self._add_sums(targets, row_scale)
 
+    def scale_features(self, factor):
+        """The statistics of the same rows with every lifted feature multiplied by
+        ``factor`` (tokens by ``c``: ``factor = c^3``; a power of two keeps this
+        exact). Returns ``self``."""
+        self.fold()
+        self._gram *= factor * factor
+        self.moment *= factor
+        self.feature_sum *= factor
+        return self
+
     def merge(self, other):
         """Add the statistics of other rows (sums add up): returns ``self``."""
         self.gram_upper += other.gram_upper
@@ -601,32 +620,48 @@ class InMemoryLiftedData:
             batch_size = default_batch_size(self.n_lifted, rows_per_sample)
         self.batch_size = max(1, min(batch_size, n_samples))
         self.n_threads = n_threads
-        self.rescaling = Rescaling.from_largest(
-            max(sequences.max(initial=0.0), -sequences.min(initial=0.0)),
+        # The token scale needs max |X|, a pass over all of X: it is found by the
+        # first pass that reads X anyway (see the rescaling property).
+        self._rescaling = Rescaling.from_largest(
+            0.0,
             None if targets is None else np.max(np.abs(targets), initial=0.0),
             None if sample_weight is None else np.max(sample_weight, initial=0.0),
         )
+        self._token_scale_known = False
         self.row_scale = _row_scale(
-            sequences, sample_weight, positions, self.rescaling.weight
+            sequences, sample_weight, positions, self._rescaling.weight
         )
         self.n_observations = int(np.count_nonzero(self.row_scale))
         self.targets = None
         self.n_outputs = 0
         if targets is not None:
-            self.targets = targets * (self.row_scale * self.rescaling.target)[:, None]
+            self.targets = targets * (self.row_scale * self._rescaling.target)[:, None]
             self.n_outputs = targets.shape[1]
+
+    @property
+    def rescaling(self):
+        """The :class:`Rescaling` of these data (the token scale is found on first
+        use, by a scan of ``X`` unless :meth:`statistics` found it on its way)."""
+        if not self._token_scale_known:
+            self._set_token_scale(largest_magnitude(self.sequences))
+        return self._rescaling
+
+    def _set_token_scale(self, largest):
+        self._rescaling = replace(self._rescaling, token=power_of_two_scale(largest))
+        self._token_scale_known = True
 
     def set_rescaling(self, rescaling):
         """Use other scales (``partial_fit`` keeps the first batch's, so that the
         statistics of all batches add up); targets and weights follow."""
-        old = self.rescaling
+        old = self._rescaling
         weight_factor = np.sqrt(rescaling.weight / old.weight)
         self.row_scale = self.row_scale * weight_factor
         if self.targets is not None:
             self.targets = self.targets * (
                 weight_factor * rescaling.target / old.target
             )
-        self.rescaling = rescaling
+        self._rescaling = rescaling
+        self._token_scale_known = True
 
     def _chunks(self, batch_size=None):
         """Yield ``(row_start, row_stop, rescaled sequences of the chunk)``."""
@@ -711,13 +746,16 @@ class InMemoryLiftedData:
         done = [0]
         next_chunk = iter(bounds)
 
-        # Tokens within 2^-20..2^20 of 1 are lifted as given and the compact rows
-        # scaled afterwards (exact: powers of two; no copy of the chunk).
-        token_scale = self.rescaling.token
-        scale_after = 2.0**-20 <= token_scale <= 2.0**20
+        # Tokens whose scale c is within 2^-20..2^20 are lifted as given and the
+        # statistics scaled afterwards (exact: powers of two; no copy of the chunk).
+        # When c is not known yet, each thread also finds max |X| over its chunks
+        # while they are in cache, instead of a separate pass over all of X.
+        find_scale = not self._token_scale_known
+        scale_after = find_scale or _lifts_as_given(self._rescaling.token)
+        scale_too_small = threading.Event()  # found |x| >= 2^20: lift scaled chunks
 
         def chunks():
-            while True:
+            while not scale_too_small.is_set():
                 with lock:
                     sample_range = next(next_chunk, None)
                 if sample_range is None:
@@ -731,19 +769,20 @@ class InMemoryLiftedData:
 
         def accumulate(_):
             statistics = LiftedStatistics(self.n_lifted, self.n_outputs)
-            workspace = None
+            workspace, largest = None, 0.0
             for start, stop, chunk in chunks():
+                if find_scale:
+                    largest = max(largest, largest_magnitude(chunk))
+                    if power_of_two_scale(largest) < 2.0**-20:
+                        scale_too_small.set()
+                        break
                 if workspace is None:
                     workspace = compact_workspace(
                         self.token_dim, min(block_rows, self.n_rows)
                     )
                 pairs, queries = self.layout.pairs(chunk)
                 scale = self.row_scale[start:stop]
-                if scale_after and token_scale != 1.0:
-                    pairs *= (token_scale**2 * scale)[:, None]
-                    queries *= token_scale
-                else:
-                    pairs *= scale[:, None]
+                pairs *= scale[:, None]
                 statistics.add_compact(
                     pairs, queries, targets[start:stop], scale, workspace=workspace
                 )
@@ -751,17 +790,30 @@ class InMemoryLiftedData:
                     with lock:
                         done[0] += stop - start
                         progress(done[0], self.n_rows)
-            return statistics
+            return statistics, largest
 
         with single_threaded_blas():
             if n_workers == 1:
-                statistics = accumulate(0)
+                results = [accumulate(0)]
             else:
                 with ThreadPoolExecutor(n_workers) as pool:
-                    statistics, *others = pool.map(accumulate, range(n_workers))
-                for other in others:
-                    statistics.merge(other)
+                    results = list(pool.map(accumulate, range(n_workers)))
+            if find_scale:
+                if scale_too_small.is_set():  # max |X| >= 2^20: scan all of X
+                    largest = largest_magnitude(self.sequences)
+                else:
+                    largest = max(largest for _, largest in results)
+                self._set_token_scale(largest)
+                if scale_too_small.is_set() or not _lifts_as_given(
+                    self._rescaling.token
+                ):  # lift again, from scaled chunks
+                    return self._structured_statistics(progress)
+            statistics = results[0][0]
+            for other, _ in results[1:]:
+                statistics.merge(other)
             statistics.fold()
+        if scale_after:
+            statistics.scale_features(self._rescaling.token**3)
         return statistics
 
     def compact_rows(self):
@@ -882,8 +934,7 @@ def lifted_predict(
     for start in range(0, n_samples, batch_size):
         stop = min(start + batch_size, n_samples)
         chunk = sequences[start:stop]
-        largest = max(chunk.max(initial=0.0), -chunk.min(initial=0.0))
-        scale = power_of_two_scale(largest)
+        scale = power_of_two_scale(largest_magnitude(chunk))
         if scale != 1.0:
             chunk = chunk * scale
         rows = slice(start * per_sample, stop * per_sample)

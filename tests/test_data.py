@@ -493,3 +493,40 @@ def test_covers_takes_dask_arrays(rng):
         certificate.certificate_.covers(da.from_array(probe, chunks=2)), expected
     )
     assert expected.tolist() == [True] * 3 + [False] * 3
+
+
+@pytest.mark.parametrize("scale", [2.0**-60, 1e-7, 1.0, 3e6, 2.0**60])
+@pytest.mark.parametrize("positions", ["last", "all"])
+@pytest.mark.parametrize("one_large_sequence", [False, True])
+def test_streamed_statistics_are_exact_at_every_scale(
+    rng, scale, positions, one_large_sequence
+):
+    """The streamed statistics find the token scale c = 2^-k from max |X| on their
+    way (or, when a chunk shows it is too small, by a scan) and equal those of the
+    naive lifted features of c X, at every scale and with several threads."""
+    X = rng.normal(size=(3000, 4, 3)) * scale
+    if one_large_sequence:  # only the last chunk reveals the scale
+        X[-1] *= 2.0**40
+    y = rng.normal(size=(X.shape[0] * (4 if positions == "all" else 1), 1))
+    data = lifted_data(X, y, positions=positions, n_threads=2)
+    statistics = data.statistics()
+    c = data.rescaling.token
+    assert c * np.abs(X).max() >= 0.5 and c * np.abs(X).max() < 1.0
+    if positions == "all":
+        features = naive_position_features(X * c, causal=True)
+    else:
+        features = naive_lifted_features(X * c)
+    targets = y * data.rescaling.target
+    gram = features.T @ features
+    np.testing.assert_allclose(
+        np.triu(statistics.gram_upper), np.triu(gram), atol=1e-12 * abs(gram).max()
+    )
+    moment = features.T @ targets
+    np.testing.assert_allclose(
+        statistics.moment, moment, atol=1e-12 * abs(features).sum(0).max()
+    )
+    np.testing.assert_allclose(
+        statistics.feature_sum,
+        features.sum(axis=0),
+        atol=1e-12 * abs(features).sum(0).max(),
+    )
