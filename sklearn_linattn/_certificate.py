@@ -181,11 +181,16 @@ def _block_top_eigenvalue(apply, size):
     start = np.random.default_rng(0).normal(size=(size, block))
     basis[:, :block] = np.linalg.qr(start)[0]
     images[:, :block] = apply(basis[:, :block])
+    # the operator projected on the basis, one new block column per step
+    projected = np.empty((width, width))
     used, previous = block, None
     for _ in range(_BLOCK_MAX_STEPS):
-        projected = basis[:, :used].T @ images[:, :used]
-        # numpy's eigvalsh: a fraction of scipy's call overhead on these small blocks
-        value = np.linalg.eigvalsh((projected + projected.T) / 2)[-1]
+        new_columns = slice(used - block, used)
+        projected[:used, new_columns] = basis[:, :used].T @ images[:, new_columns]
+        projected[new_columns, :used] = projected[:used, new_columns].T
+        # numpy's eigvalsh (of the lower triangle): a fraction of scipy's call
+        # overhead on these small blocks
+        value = np.linalg.eigvalsh(projected[:used, :used])[-1]
         if previous is not None and abs(value - previous) <= _BLOCK_RTOL * abs(value):
             return float(value)
         if used + block > width:
