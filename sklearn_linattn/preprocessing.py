@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import (
     _check_feature_names_in,
@@ -205,7 +206,18 @@ class _TokenTransformerMixin:
         self.n_tokens_ = sequences.shape[1]
 
     def _output(self, sequences, was_2d):
-        return sequences.reshape(len(sequences), -1) if was_2d else sequences
+        if was_2d:
+            return sequences.reshape(len(sequences), -1)
+        container = _get_output_config("transform", self)["dense"]
+        if container != "default":
+            raise ValueError(
+                f"{type(self).__name__} returns 3-D sequences for 3-D input, which a "
+                f"{container} DataFrame cannot hold. With set_output(transform="
+                f"'{container}'), pass the sequences as rows of shape (n_samples, "
+                "n_tokens * token_dim) and set token_dim; or use set_output("
+                "transform='default')."
+            )
+        return sequences
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

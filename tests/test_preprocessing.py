@@ -183,6 +183,25 @@ def test_positional_feature_names(rng):
     assert len(names) == encoder.transform(X).shape[1]
 
 
+@pytest.mark.parametrize(
+    "transformer", [PositionalEncoding(), TokenwiseTransformer(StandardScaler())]
+)
+def test_pandas_output_needs_rows(rng, transformer):
+    """A DataFrame cannot hold 3-D sequences: pandas output with 3-D input is a
+    clear error naming the 2-D layout; rows with token_dim give a DataFrame whose
+    columns are get_feature_names_out."""
+    pd = pytest.importorskip("pandas")
+    X = rng.normal(size=(4, 5, 3))
+    transformer = transformer.set_output(transform="pandas")
+    with pytest.raises(ValueError, match=r"n_tokens \* token_dim.*token_dim"):
+        transformer.fit_transform(X)
+    rows = transformer.set_params(token_dim=3).fit_transform(X.reshape(4, -1))
+    assert isinstance(rows, pd.DataFrame)
+    assert rows.columns.tolist() == transformer.get_feature_names_out().tolist()
+    reference = transformer.set_output(transform="default").fit_transform(X)
+    np.testing.assert_allclose(rows.to_numpy(), reference.reshape(4, -1))
+
+
 def test_permutation_invariance_without_positions_and_not_with(rng):
     """Attention ignores the order of context tokens; positions make it see it."""
     X = rng.normal(size=(300, 5, 2))
