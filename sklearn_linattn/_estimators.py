@@ -391,23 +391,27 @@ class _LinearAttentionBase(BaseEstimator):
         sequences = validate_sequences(
             X, token_dim=self.token_dim_, estimator=self, reset=False
         )
-        coef = np.atleast_2d(self.coef_)
-        intercept = np.atleast_1d(self.intercept_)
-        if is_dask_array(sequences):
-            rows = predict_dask(sequences, coef, intercept, self.positions, self.causal)
-        else:
-            rows = lifted_predict(
-                sequences,
-                coef,
-                intercept,
-                self.positions,
-                self.causal,
-                batch_size=self.batch_size,
-                n_threads=effective_n_jobs(self.n_jobs),
-            )
+        rows = self._lifted_rows(
+            sequences, np.atleast_2d(self.coef_), np.atleast_1d(self.intercept_)
+        )
         if self.positions == "all":
             return rows.reshape(sequences.shape[0], sequences.shape[1], -1)
         return rows
+
+    def _lifted_rows(self, sequences, coef, intercept):
+        """Lifted model(s) ``coef``, ``intercept`` (data units) on validated
+        sequences: ``(n_rows, n_outputs)``, lazy and blockwise for a Dask array."""
+        if is_dask_array(sequences):
+            return predict_dask(sequences, coef, intercept, self.positions, self.causal)
+        return lifted_predict(
+            sequences,
+            coef,
+            intercept,
+            self.positions,
+            self.causal,
+            batch_size=self.batch_size,
+            n_threads=effective_n_jobs(self.n_jobs),
+        )
 
 
 class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):

@@ -42,9 +42,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ._certificate import default_rank_tol
 from ._data import (
     StatisticsSource,
+    _RowLayout,
     is_dask_array,
     lifted_data,
-    lifted_predict,
     padding_row_mask,
 )
 from ._estimators import (
@@ -56,6 +56,7 @@ from ._estimators import (
 from ._lift import lifted_kernel
 from ._solvers import solve_dual, solve_normal, uncentered_scale
 from ._validation import (
+    check_sequence_values,
     reject_boolean_parameters,
     validate_sample_weight,
 )
@@ -149,22 +150,63 @@ def _loo_normal(data, targets, alphas, fit_intercept):
         default_rank_tol(data.n_lifted),
         uncentered_scale(gram, feature_mean, statistics.weight_sum),
     )
-    projected = filters[:, :, None] * (eigenvectors.T @ moment)  # (A, p, o)
-    mean_projected = feature_mean @ eigenvectors
+    spectral = (
+        eigenvectors,
+        feature_mean @ eigenvectors,
+        filters[:, :, None] * (eigenvectors.T @ moment),  # (A, p, o)
+        filters,
+        target_mean,
+    )
     weights = data.row_scale**2
     weight_sum = float(weights.sum())
-    predictions = np.empty((data.n_rows, len(alphas), targets.shape[1]))
-    for start, stop, chunk in data._chunks():
-        # (phi_i - mean)^T V for the rows of the chunk: one p x p product per chunk.
-        rotated = data.layout.features(chunk, n_threads=data.n_threads) @ eigenvectors
-        rotated -= mean_projected
-        fitted = rotated @ projected + target_mean  # (A, m, o)
-        leverage = (rotated**2 @ filters.T) * weights[start:stop, None]  # (m, A)
+    n_alphas, n_outputs = len(alphas), targets.shape[1]
+    predictions = np.empty((data.n_rows, n_alphas, n_outputs))
+
+    def add_predictions(start, stop, fitted, spread):
+        leverage = spread * weights[start:stop, None]  # (m, A)
         if fit_intercept and weight_sum > 0:
             leverage += weights[start:stop, None] / weight_sum
         loo_residual = _leave_one_out_residual(targets[start:stop] - fitted, leverage)
         predictions[start:stop] = np.swapaxes(targets[start:stop] - loo_residual, 0, 1)
+
+    if data.is_distributed:  # one pass on the workers; (A (o + 1)) numbers a row
+        packed = data.sequences.map_blocks(
+            _block_spectral_fits,
+            data.layout_args,
+            data.rescaling.token,
+            *spectral,
+            dtype=np.float64,
+            drop_axis=2,
+            chunks=(data.sequences.chunks[0], (n_alphas * (n_outputs + 1),)),
+        ).compute()
+        fitted = packed[:, : n_alphas * n_outputs].reshape(-1, n_alphas, n_outputs)
+        add_predictions(
+            0, data.n_rows, fitted.swapaxes(0, 1), packed[:, n_alphas * n_outputs :]
+        )
+        return statistics, predictions
+    for start, stop, chunk in data._chunks():
+        features = data.layout.features(chunk, n_threads=data.n_threads)
+        add_predictions(start, stop, *_spectral_fits(features, *spectral))
     return statistics, predictions
+
+
+def _spectral_fits(features, eigenvectors, mean_projected, projected, filters, offset):
+    """Fitted values of every alpha, ``(A, m, o)``, and the leverages before the
+    row weight, ``(m, A)``, of lifted rows (rescaled units) from the Gram's
+    eigendecomposition: ``(phi_i - mean)^T V``, one ``p x p`` product."""
+    rotated = features @ eigenvectors - mean_projected
+    return rotated @ projected + offset, rotated**2 @ filters.T
+
+
+def _block_spectral_fits(block, layout_args, token_scale, *spectral):
+    """:func:`_spectral_fits` of a block of sequences (runs on a Dask worker),
+    packed as rows ``[fitted (A x o), leverage factors (A)]``."""
+    sequences = check_sequence_values(block)
+    if token_scale != 1.0:
+        sequences = sequences * token_scale
+    layout = _RowLayout(*layout_args, sequences.shape[2])
+    fitted, spread = _spectral_fits(layout.features(sequences), *spectral)
+    return np.hstack([fitted.swapaxes(0, 1).reshape(len(spread), -1), spread])
 
 
 def _unweighted_kernel(data):
@@ -398,10 +440,12 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         alphas,
     ):
         """Choose alpha, then set the model for it; returns ``self``."""
-        if is_dask_array(sequences):
-            raise TypeError(
-                f"{type(self).__name__} needs X in memory; compute the Dask array "
-                "first (or fit the plain estimator, which accepts Dask arrays)."
+        distributed = is_dask_array(sequences)
+        if distributed and self.gcv_mode == "dual":
+            raise ValueError(
+                f"{type(self).__name__} fits a Dask array from statistics "
+                "(gcv_mode 'auto' or 'normal'); the kernel form (gcv_mode='dual') "
+                "needs X in memory."
             )
         start = time.perf_counter()
         data = self._data_source(sequences, targets, fit_weights)
@@ -410,14 +454,16 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         per_sample = data.n_rows // max(n_samples, 1)
         kept_rows = np.ones(data.n_rows, dtype=bool)
         if self.positions == "all":
-            kept_rows = ~padding_row_mask(sequences).ravel()
+            mask = padding_row_mask(sequences)
+            kept_rows = ~np.asarray(mask.compute() if distributed else mask).ravel()
         row_score_weights = score_weights
         if score_weights is not None and score_weights.shape[0] != data.n_rows:
             row_score_weights = np.repeat(score_weights, per_sample)
         scorer = self._scorer()
         mode = self.gcv_mode
         if mode == "auto":
-            mode = "dual" if data.n_rows < data.n_lifted else "normal"
+            in_memory_kernel = not distributed and data.n_rows < data.n_lifted
+            mode = "dual" if in_memory_kernel else "normal"
         if self.cv is None:
             if self.positions == "all":
                 raise ValueError(
@@ -589,15 +635,14 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
             training = statistics_of(train)
         coefs, intercepts = _kfold_coefs(training, scaled, self.fit_intercept)
         n_alphas, n_outputs, n_lifted = coefs.shape
-        return lifted_predict(
+        predictions = self._lifted_rows(
             rows(sequences, test),
             data.rescaling.coef(coefs.reshape(-1, n_lifted)),
             intercepts.ravel() / data.rescaling.target,
-            self.positions,
-            self.causal,
-            batch_size=self.batch_size,
-            n_threads=effective_n_jobs(self.n_jobs),
-        ).reshape(-1, n_alphas, n_outputs)
+        )
+        if is_dask_array(predictions):  # computed blockwise; the predictions are small
+            predictions = predictions.compute()
+        return predictions.reshape(-1, n_alphas, n_outputs)
 
     def _scorer(self):
         if self.scoring is None:
@@ -813,7 +858,9 @@ certificate_, head_search_, token_dim_, n_features_in_, feature_names_in_
         ----------
         X : array-like of shape (n_samples, n_tokens, token_dim) or \
 (n_samples, n_tokens * token_dim)
-            Training sequences, tokens as rows, the query last.
+            Training sequences, tokens as rows, the query last. A Dask array
+            chunked along samples is lifted blockwise on its workers (not with
+            ``gcv_mode="dual"``).
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Targets (per position with ``positions="all"``).
         sample_weight : array-like of shape (n_samples,), default=None
@@ -1003,6 +1050,8 @@ feature_names_in_
         ----------
         X : array-like of shape (n_samples, n_tokens, token_dim) or \
 (n_samples, n_tokens * token_dim)
+            A Dask array chunked along samples is lifted blockwise on its workers
+            (not with ``gcv_mode="dual"``).
         y : array-like of shape (n_samples,)
             Class labels (one per position with ``positions="all"``).
         sample_weight : array-like of shape (n_samples,), default=None

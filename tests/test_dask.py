@@ -12,7 +12,9 @@ from sklearn.model_selection import GridSearchCV  # noqa: E402
 
 from sklearn_linattn import (  # noqa: E402
     LinearAttentionClassifier,
+    LinearAttentionClassifierCV,
     LinearAttentionRegressor,
+    LinearAttentionRegressorCV,
     certify,
 )
 
@@ -152,3 +154,63 @@ def test_classifier_on_dask_arrays(client, data):
     predicted = remote.predict(X_dask)
     assert isinstance(predicted, da.Array)
     np.testing.assert_array_equal(predicted.compute(), local.predict(X))
+
+
+@pytest.mark.parametrize("cv", [None, 3, "shuffled"])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_cv_estimators_on_dask_equal_in_memory(client, data, cv, fit_intercept):
+    """Leave-one-out (one more blockwise pass) and K-fold (statistics per fold,
+    blockwise held-out predictions) on a Dask array choose the same alpha with the
+    same scores, residuals and model as in memory; tokens far from 1 exercise the
+    rescaling, sample weights the weighted residuals."""
+    from sklearn.model_selection import KFold
+
+    X, y = data
+    X = X * 40.0
+    weights = np.random.default_rng(3).uniform(0.5, 2.0, size=len(X))
+    if cv == "shuffled":
+        cv = KFold(4, shuffle=True, random_state=0)
+    params = dict(
+        alphas=[1e-6, 1e-2, 1e2], cv=cv, fit_intercept=fit_intercept, n_heads=None
+    )
+    params["store_cv_results"] = cv is None
+    local = LinearAttentionRegressorCV(**params).fit(X, y, sample_weight=weights)
+    remote = LinearAttentionRegressorCV(**params).fit(
+        da.from_array(X, chunks=(200, 6, 4)),
+        da.from_array(y, chunks=(300, 2)),
+        sample_weight=da.from_array(weights, chunks=250),
+    )
+    assert remote.alpha_ == local.alpha_
+    np.testing.assert_allclose(remote.cv_scores_, local.cv_scores_, rtol=1e-9)
+    if cv is None:
+        np.testing.assert_allclose(
+            remote.cv_results_, local.cv_results_, rtol=1e-8, atol=1e-12
+        )
+    scale = np.linalg.norm(local.coef_)
+    assert np.linalg.norm(remote.coef_ - local.coef_) < 1e-9 * scale
+
+
+@pytest.mark.parametrize("cv", [None, 3])
+def test_classifier_cv_on_dask_equals_in_memory(client, data, cv):
+    X, y = data
+    labels = np.digitize(y[:, 0], np.quantile(y[:, 0], [1 / 3, 2 / 3]))
+    params = dict(alphas=[1e-3, 1.0, 1e3], cv=cv, n_heads=None)
+    local = LinearAttentionClassifierCV(**params).fit(X, labels)
+    remote = LinearAttentionClassifierCV(**params).fit(
+        da.from_array(X, chunks=(200, 6, 4)), labels
+    )
+    assert remote.alpha_ == local.alpha_
+    np.testing.assert_allclose(remote.cv_scores_, local.cv_scores_, rtol=1e-9)
+    np.testing.assert_array_equal(remote.predict(X), local.predict(X))
+
+
+def test_cv_estimator_on_dask_every_position(client, data):
+    X, _ = data
+    targets = np.random.default_rng(5).normal(size=(len(X), X.shape[1]))
+    params = dict(alphas=[1e-3, 1.0, 1e3], cv=3, positions="all", n_heads=None)
+    local = LinearAttentionRegressorCV(**params).fit(X, targets)
+    remote = LinearAttentionRegressorCV(**params).fit(
+        da.from_array(X, chunks=(200, 6, 4)), targets
+    )
+    assert remote.alpha_ == local.alpha_
+    np.testing.assert_allclose(remote.cv_scores_, local.cv_scores_, rtol=1e-9)

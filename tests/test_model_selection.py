@@ -374,11 +374,13 @@ def test_bad_parameters_are_named(rng, params, message):
         LinearAttentionRegressorCV(**params).fit(X, y)
 
 
-def test_dask_input_gets_a_clear_error(rng):
+def test_dask_kernel_form_gets_a_clear_error(rng):
     da = pytest.importorskip("dask.array")
     X = random_sequences(rng, 20, 4, 2)
-    with pytest.raises(TypeError, match="in memory"):
-        LinearAttentionRegressorCV().fit(da.from_array(X), rng.normal(size=20))
+    with pytest.raises(ValueError, match="gcv_mode='dual'.*in memory"):
+        LinearAttentionRegressorCV(gcv_mode="dual").fit(
+            da.from_array(X), rng.normal(size=20)
+        )
 
 
 def test_lifted_features_are_what_the_folds_score(rng):
