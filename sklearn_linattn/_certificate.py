@@ -643,6 +643,7 @@ def estimate_extreme_eigenvalues(
     trusted,
     feature_mean=None,
     layout=None,
+    scale=0.0,
 ):
     """Certificate of ``A^T A`` for a lifted operator ``A`` (solver ``"cg"``).
 
@@ -651,7 +652,9 @@ def estimate_extreme_eigenvalues(
     the smallest as ``largest - top eigenvalue of (largest I - A^T A)``, which
     converges far faster than asking Lanczos for the bottom of the spectrum. When
     Lanczos does not converge, or ``trusted`` is False (LSQR did not converge), the
-    certificate claims no identifiability.
+    certificate claims no identifiability. ``scale`` floors the rank threshold
+    (see :class:`GramSpectrum`): a centered ``A`` whose largest eigenvalue is at
+    most ``tol * scale`` is rounding of identical rows, rank 0.
     """
     n_lifted = operator.shape[1]
     p_tol = default_rank_tol(n_lifted)
@@ -659,14 +662,14 @@ def estimate_extreme_eigenvalues(
     def estimated(smallest, largest, tol, trusted):
         return _estimated(
             smallest, largest, weight_sum, n_observations, token_dim, rescaling, tol,
-            trusted,
+            trusted, scale,
         )
 
     if n_lifted <= _DENSE_CERTIFICATE_FEATURES:
         gram = np.stack(
             [operator.rmatvec(operator.matvec(row)) for row in np.eye(n_lifted)]
         )
-        spectrum = gram_spectrum((gram + gram.T) / 2, p_tol)
+        spectrum = gram_spectrum((gram + gram.T) / 2, p_tol, scale=scale)
         if trusted or not spectrum.full_rank:
             return IdentifiabilityCertificate._from_spectrum(
                 spectrum,
@@ -708,17 +711,30 @@ def estimate_extreme_eigenvalues(
 
 
 def _estimated(
-    smallest, largest, weight_sum, n_observations, token_dim, rescaling, tol, trusted
+    smallest,
+    largest,
+    weight_sum,
+    n_observations,
+    token_dim,
+    rescaling,
+    tol,
+    trusted,
+    scale=0.0,
 ):
-    """Certificate from estimates of the extreme eigenvalues of ``A^T A``."""
+    """Certificate from estimates of the extreme eigenvalues of ``A^T A``
+    (``scale``: the floor of the rank threshold, see :class:`GramSpectrum`)."""
     p = n_lifted_features(token_dim)
-    identifiable = trusted and n_observations >= p and smallest > tol * largest
+    threshold = tol * max(largest, scale)
+    identifiable = trusted and n_observations >= p and smallest > threshold
+    rank = p if identifiable else None
+    if largest <= threshold:  # every eigenvalue at most the largest: all zero
+        rank = 0
     weight_sum = weight_sum if weight_sum > 0 else np.inf
     return IdentifiabilityCertificate(
         identifiable=bool(identifiable),
         min_eigenvalue=rescaling.eigenvalue(smallest / weight_sum),
         max_eigenvalue=rescaling.eigenvalue(largest / weight_sum),
-        rank=p if identifiable else None,
+        rank=rank,
         n_lifted_features=p,
         n_samples=int(n_observations),
         tol=float(tol),

@@ -496,6 +496,11 @@ class CompactOperator(scipy.sparse.linalg.LinearOperator):
     def _rmatvec(self, vector):
         return lifted_rmatvec(self.pairs, self.queries, np.ravel(vector)[:, None])[0]
 
+    def squared_column_norms(self):
+        """The diagonal of ``A^T A``: ``sum_i w_i s_ia^2 q_ie^2`` for feature
+        ``(a, e)``."""
+        return np.ravel((self.pairs**2).T @ self.queries**2)
+
 
 class CenteredOperator(scipy.sparse.linalg.LinearOperator):
     """``sqrt(W) (Phi - 1 mean^T)`` from ``sqrt(W) Phi``: the intercept's centering,
@@ -1193,6 +1198,10 @@ def _block_rmatvec(block, weight, n_pairs):
     return lifted_rmatvec(block[:, :n_pairs], block[:, n_pairs:], weight)
 
 
+def _block_squared_norms(block, n_pairs):
+    return np.ravel((block[:, :n_pairs] ** 2).T @ block[:, n_pairs:] ** 2)[None]
+
+
 class DaskCompactOperator(scipy.sparse.linalg.LinearOperator):
     """``sqrt(W) Phi`` of compact rows kept on Dask workers."""
 
@@ -1213,6 +1222,16 @@ class DaskCompactOperator(scipy.sparse.linalg.LinearOperator):
             _block_rmatvec,
             self.compact,
             weights[:, None],
+            self.n_pairs,
+            dtype=np.float64,
+            chunks=((1,) * len(self.compact.chunks[0]), (self.shape[1],)),
+        )
+        return partial.sum(axis=0).compute()
+
+    def squared_column_norms(self):
+        """The diagonal of ``A^T A``, summed over the blocks."""
+        partial = self.compact.map_blocks(
+            _block_squared_norms,
             self.n_pairs,
             dtype=np.float64,
             chunks=((1,) * len(self.compact.chunks[0]), (self.shape[1],)),

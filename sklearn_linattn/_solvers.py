@@ -329,9 +329,12 @@ def solve_lsqr(
     alpha = data.rescaling.alpha(alpha)
     n_rows, n_lifted = operator.shape
     total = float(row_scale @ row_scale)
+    scale = 0.0
     if fit_intercept and total > 0:
         feature_mean = operator.rmatvec(row_scale) / total
         target_mean = row_scale @ targets / total
+        # the rank threshold's floor, as for the other solvers (uncentered_scale)
+        scale = float(np.max(operator.squared_column_norms(), initial=0.0))
     else:
         feature_mean = np.zeros(n_lifted)
         target_mean = np.zeros(targets.shape[1])
@@ -357,14 +360,6 @@ def solve_lsqr(
         converged &= result[1] != 7  # 7: the iteration limit was reached
         difference = column - centered.matvec(coef[output])
         residual[output] = difference @ difference
-    if not converged:
-        warnings.warn(
-            f"LSQR did not reach solver_tol={solver_tol} within max_iter={max_iter} "
-            "iterations; increase max_iter, or alpha. The certificate claims no "
-            "identifiability.",
-            ConvergenceWarning,
-            stacklevel=4,
-        )
     certificate = estimate_extreme_eigenvalues(
         centered,
         total,
@@ -376,7 +371,22 @@ def solve_lsqr(
         trusted=converged,
         feature_mean=feature_mean if fit_intercept else None,
         layout=data.layout,
+        scale=scale,
     )
+    if certificate.rank == 0:
+        # Centered rows that are rounding of identical ones (at most tol times the
+        # uncentered scale): LSQR fitted noise; the model is the constant one.
+        coef[:] = 0.0
+        residual = np.einsum("no,no->o", centered_targets, centered_targets)
+        converged = True
+    if not converged:
+        warnings.warn(
+            f"LSQR did not reach solver_tol={solver_tol} within max_iter={max_iter} "
+            "iterations; increase max_iter, or alpha. The certificate claims no "
+            "identifiability.",
+            ConvergenceWarning,
+            stacklevel=4,
+        )
     return LiftedSolution(
         coef=coef,
         feature_mean=feature_mean,

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from conftest import naive_lifted_features, random_attention, random_sequences
 from joblib import Parallel, delayed
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV
 
 from sklearn_linattn import (
@@ -548,14 +549,20 @@ def test_single_nonzero_weight_with_intercept_predicts_its_target():
     np.testing.assert_allclose(model.predict(X), y[3], rtol=1e-12)
 
 
-@pytest.mark.parametrize("solver", ["dual", "normal"])
-def test_identical_rows_with_intercept_fit_the_mean(solver):
+@pytest.mark.parametrize("solver", ["dual", "normal", "cg"])
+@pytest.mark.parametrize("token_dim", [4, 9])  # cg: dense and Lanczos certificates
+def test_identical_rows_with_intercept_fit_the_mean(solver, token_dim):
+    """The centered features are rounding noise: every solver returns the constant
+    model and rank 0 (LSQR used to fit the noise, intercept ~1e16), without a
+    convergence warning."""
     rng = np.random.default_rng(0)
-    X = np.repeat(rng.normal(size=(1, 6, 4)), 10, axis=0)
+    X = np.repeat(rng.normal(size=(1, 6, token_dim)), 10, axis=0)
     y = rng.normal(size=10)
-    model = LinearAttentionRegressor(
-        token_dim=4, fit_intercept=True, solver=solver
-    ).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = LinearAttentionRegressor(
+            token_dim=token_dim, fit_intercept=True, solver=solver
+        ).fit(X, y)
     # minimum-norm solution: coef 0, intercept the mean, as with one weighted row
     np.testing.assert_allclose(model.predict(X[:1]), y.mean(), rtol=1e-9)
     assert model.certificate_.rank == 0

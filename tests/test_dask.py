@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from conftest import random_attention, random_sequences
+from conftest import naive_lifted_features, random_attention, random_sequences
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -214,3 +214,28 @@ def test_cv_estimator_on_dask_every_position(client, data):
     )
     assert remote.alpha_ == local.alpha_
     np.testing.assert_allclose(remote.cv_scores_, local.cv_scores_, rtol=1e-9)
+
+
+def test_cg_on_identical_rows_fits_the_mean(client):
+    """The floor of the rank threshold (the uncentered diagonal, summed over the
+    blocks) makes the centered rounding noise rank 0 on Dask too."""
+    rng = np.random.default_rng(0)
+    X = np.repeat(rng.normal(size=(1, 6, 4)), 30, axis=0)
+    y = rng.normal(size=30)
+    model = LinearAttentionRegressor(solver="cg", fit_intercept=True).fit(
+        da.from_array(X, chunks=(7, 6, 4)), y
+    )
+    assert model.certificate_.rank == 0 and np.abs(model.coef_).max() == 0
+    np.testing.assert_allclose(model.intercept_, y.mean(), rtol=1e-12)
+    operator = LinearAttentionRegressor()._data_source(
+        da.from_array(X, chunks=(7, 6, 4)), None, None
+    ).operator()
+    features = naive_lifted_features(X * operator_scale(X))
+    np.testing.assert_allclose(
+        operator.squared_column_norms(), (features**2).sum(0), rtol=1e-12
+    )
+
+
+def operator_scale(X):
+    """The power of two the data source scales tokens by (max |x| in [1/2, 1))."""
+    return 2.0 ** -np.frexp(np.abs(X).max())[1]
