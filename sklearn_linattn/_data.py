@@ -21,7 +21,6 @@ features neither overflow nor underflow, whatever the scale of the data.
 """
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -39,6 +38,7 @@ from ._lift import (
     pair_statistics,
     position_pair_statistics,
     upper_outer_products,
+    worker_threads,
 )
 
 __all__ = [
@@ -801,8 +801,7 @@ class InMemoryLiftedData:
             if n_workers == 1:
                 results = [accumulate(0)]
             else:
-                with ThreadPoolExecutor(n_workers) as pool:
-                    results = list(pool.map(accumulate, range(n_workers)))
+                results = list(worker_threads().map(accumulate, range(n_workers)))
             if find_scale:
                 if scale_too_small.is_set():  # max |X| >= 2^20: scan all of X
                     largest = largest_magnitude(self.sequences)
