@@ -757,10 +757,10 @@ class InMemoryLiftedData:
         # while they are in cache, instead of a separate pass over all of X.
         find_scale = not self._token_scale_known
         scale_after = find_scale or _lifts_as_given(self._rescaling.token)
-        scale_too_small = threading.Event()  # found |x| >= 2^20: lift scaled chunks
+        large_tokens = threading.Event()  # a chunk has |x| >= 2^20: lift scaled chunks
 
         def chunks():
-            while not scale_too_small.is_set():
+            while not large_tokens.is_set():
                 with lock:
                     sample_range = next(next_chunk, None)
                 if sample_range is None:
@@ -778,8 +778,10 @@ class InMemoryLiftedData:
             for start, stop, chunk in chunks():
                 if find_scale:
                     largest = max(largest, largest_magnitude(chunk))
+                    # (small entries are no verdict yet: a later chunk may be
+                    # larger)
                     if power_of_two_scale(largest) < 2.0**-20:
-                        scale_too_small.set()
+                        large_tokens.set()
                         break
                 if workspace is None:
                     workspace = compact_workspace(
@@ -803,12 +805,12 @@ class InMemoryLiftedData:
             else:
                 results = list(worker_threads().map(accumulate, range(n_workers)))
             if find_scale:
-                if scale_too_small.is_set():  # max |X| >= 2^20: scan all of X
+                if large_tokens.is_set():  # max |X| >= 2^20: scan all of X
                     largest = largest_magnitude(self.sequences)
                 else:
                     largest = max(largest for _, largest in results)
                 self._set_token_scale(largest)
-                if scale_too_small.is_set() or not _lifts_as_given(
+                if large_tokens.is_set() or not _lifts_as_given(
                     self._rescaling.token
                 ):  # lift again, from scaled chunks
                     return self._structured_statistics(progress)
