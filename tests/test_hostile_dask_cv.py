@@ -449,6 +449,38 @@ def test_streamed_statistics_at_every_scale(label, transform):
         )
 
 
+@pytest.mark.parametrize("exponent", [-500, -25, 19, 21, 500])
+@pytest.mark.parametrize("causal", [True, False])
+def test_all_positions_statistics_invariant_under_power_of_two_scale(exponent, causal):
+    """With positions='all' (several rows per sequence, left padding), tokens
+    times 2^k give the same statistics in rescaled units: the rescaled tokens
+    are the same numbers (exponents either side of the 2^20 lift-as-given edge)."""
+    rng = np.random.default_rng(6)
+    X = random_sequences(rng, 300, 5, 2)
+    X[::4, :2] = 0.0
+    y = rng.normal(size=(1500, 1))
+    w = rng.uniform(0.0, 2.0, 300)
+    parts = []
+    for tokens, n_threads in ((X, 1), (np.ldexp(X, exponent), 2)):
+        data = lifted_data(
+            tokens,
+            y,
+            w,
+            positions="all",
+            causal=causal,
+            batch_size=7,
+            n_threads=n_threads,
+        )
+        gram, moment, *_ = data.statistics().normal_equations(True)
+        parts.append((gram, moment, data.rescaling.token))
+    (gram, moment, c), (gram_s, moment_s, c_s) = parts
+    assert c_s == np.ldexp(c, -exponent)
+    np.testing.assert_allclose(
+        gram_s, gram, rtol=1e-12, atol=1e-15 * np.abs(gram).max()
+    )
+    np.testing.assert_allclose(moment_s, moment, rtol=1e-12, atol=1e-15)
+
+
 @pytest.mark.parametrize("exponent", [-300, -27, 27, 300])
 def test_fit_and_certificate_unchanged_by_power_of_two_scale(exponent):
     """Tokens times 2^k, targets times 2^3k: the same coef_ (exactly scaled
@@ -561,6 +593,7 @@ def test_kfold_with_one_large_sequence_equals_refits(
     "times larger (or a first batch of 1e-200) overflows the lifted statistics and "
     "the solver fails with LinAlgError('Internal Error.') instead of a clear error",
 )
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
 @pytest.mark.parametrize("first, second", [(1.0, 1e60), (1e-200, 1.0)])
 def test_partial_fit_far_apart_scales_is_clear(first, second):
     rng = np.random.default_rng(0)
@@ -576,18 +609,19 @@ def test_dask_targets_and_groups(client, problem):
     X_dask = da.from_array(X, chunks=(UNEVEN, 5, 2))
     y_dask = da.from_array(y, chunks=(10, 2))
     groups = np.arange(48) % 6
-    for params in (
-        dict(store_cv_results=True),
-        dict(cv=GroupKFold(3)),
-        dict(cv=3, fit_intercept=True),
+    for params, group in (
+        (dict(store_cv_results=True), None),
+        (dict(cv=GroupKFold(3)), groups),
+        (dict(cv=3, fit_intercept=True), None),
     ):
         params = dict(n_heads=None, alphas=ALPHAS, **params)
+        remote_groups = None if group is None else da.from_array(group, chunks=7)
         assert_same_cv(
             LinearAttentionRegressorCV(**params).fit(
-                X, y, sample_weight=w, groups=groups
+                X, y, sample_weight=w, groups=group
             ),
             LinearAttentionRegressorCV(**params).fit(
-                X_dask, y_dask, sample_weight=w, groups=da.from_array(groups, chunks=7)
+                X_dask, y_dask, sample_weight=w, groups=remote_groups
             ),
         )
 
