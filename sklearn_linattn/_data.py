@@ -421,20 +421,6 @@ class LiftedStatistics:
         self.n_observations += other.n_observations
         return self
 
-    def subtract(self, other):
-        """The statistics of the rows in ``self`` but not in ``other`` (``other``
-        holds a subset of these rows, e.g. a cross-validation fold): a new object,
-        ``self`` and ``other`` are left unchanged."""
-        new = self.copy()
-        new.gram_upper -= other.gram_upper
-        new.moment -= other.moment
-        new.feature_sum -= other.feature_sum
-        new.target_sum -= other.target_sum
-        new.target_square_sum -= other.target_square_sum
-        new.weight_sum -= other.weight_sum
-        new.n_observations -= other.n_observations
-        return new
-
     def copy(self):
         self.fold()
         new = LiftedStatistics.__new__(LiftedStatistics)
@@ -1064,7 +1050,7 @@ class DaskLiftedData:
         batch_size=None,
         n_threads=1,
     ):
-        dask, da = require_dask()
+        _, da = require_dask()
         n_samples, n_tokens, token_dim = sequences.shape
         self.sequences = sequences
         self.layout = _RowLayout(positions, causal, token_dim)
@@ -1074,27 +1060,37 @@ class DaskLiftedData:
         self.per_sample = self.layout.rows_per_sample(n_tokens)
         self.n_rows = n_samples * self.per_sample
         self.batch_size = batch_size
-        lazy = [da.maximum(da.max(sequences), -da.min(sequences))]
-        if targets is not None:
-            lazy.append(da.max(da.absolute(da.asarray(targets))))
-        if sample_weight is not None:
-            lazy.append(da.max(da.asarray(sample_weight)))
-        largest, *others = dask.compute(*lazy)
-        self.rescaling = Rescaling.from_largest(
-            largest,
-            None if targets is None else others.pop(0),
-            None if sample_weight is None else others.pop(0),
-        )
         self.sample_weight = (
             None if sample_weight is None else da.asarray(sample_weight)
         )
         self.raw_targets = None if targets is None else da.asarray(targets)
         self.n_outputs = 0 if targets is None else targets.shape[1]
+        self._rescaling = None
         self._row_scale = None
         self._targets = None
 
+    @property
+    def rescaling(self):
+        """The :class:`Rescaling` of these data: their largest magnitudes, in one
+        pass over the blocks, unless scales were given (:meth:`set_rescaling`:
+        ``partial_fit`` batches and cross-validation folds take no such pass)."""
+        if self._rescaling is None:
+            dask, da = require_dask()
+            lazy = [da.maximum(da.max(self.sequences), -da.min(self.sequences))]
+            if self.raw_targets is not None:
+                lazy.append(da.max(da.absolute(self.raw_targets)))
+            if self.sample_weight is not None:
+                lazy.append(da.max(self.sample_weight))
+            largest, *others = dask.compute(*lazy)
+            self._rescaling = Rescaling.from_largest(
+                largest,
+                None if self.raw_targets is None else others.pop(0),
+                None if self.sample_weight is None else others.pop(0),
+            )
+        return self._rescaling
+
     def set_rescaling(self, rescaling):
-        self.rescaling = rescaling
+        self._rescaling = rescaling
         self._row_scale = self._targets = None
 
     def _block_weights(self):

@@ -261,7 +261,11 @@ class _LinearAttentionBase(BaseEstimator):
         )
         if first_call:
             self._check_rows(data)
-        batch = data.statistics()
+            batch = data.statistics()
+        else:
+            with np.errstate(over="ignore", invalid="ignore"):
+                batch = data.statistics()
+            self._check_batch_scale(batch)
         self._statistics = batch if first_call else self._statistics.copy().merge(batch)
         if first_call:
             self._rescaling, self._layout = data.rescaling, data.layout
@@ -273,6 +277,21 @@ class _LinearAttentionBase(BaseEstimator):
             self.__dict__.pop(name, None)
         self._model_pending = True
         return self
+
+    def _check_batch_scale(self, batch):
+        """A clear error when a batch's statistics overflow in the scales kept from
+        the first batch (its entries or targets are far larger)."""
+        sums = (batch.gram_upper, batch.moment, batch.target_square_sum)
+        if all(np.isfinite(array).all() for array in sums):
+            return
+        raise ValueError(
+            "The lifted statistics of this batch overflow in the scales partial_fit "
+            "keeps from the first batch (tokens times "
+            f"{self._rescaling.token:.3g}, targets times {self._rescaling.target:.3g}, "
+            "so that the batches add up): its X (whose sixth powers enter) or y is "
+            "far larger than the first batch's. Rescale the batches alike, or fit "
+            "them together with fit."
+        )
 
     def _check_partial_fit(self):
         """Whether this is the first batch; a clear error when the estimator was
@@ -376,7 +395,7 @@ class _LinearAttentionBase(BaseEstimator):
                 f"(n_samples, n_tokens[, n_outputs]) = ({n_samples}, {n_tokens}"
                 f"[, n_outputs]); got shape {targets.shape}."
             )
-        weights = validate_sample_weight(sample_weight, n_samples)
+        weights = validate_sample_weight(sample_weight, sequences)
         kept = ~padding_row_mask(sequences)
         if weights is not None:
             weights = np.broadcast_to(weights[:, None], kept.shape)[kept]
@@ -586,6 +605,8 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     def _targets(self, y, sequences):
         n_samples, n_tokens, _ = sequences.shape
         self._input_precision = max(self._input_precision, input_precision(y))
+        if is_dask_array(y) and not is_dask_array(sequences):
+            y = y.compute()  # targets are small; checked like in-memory ones
         return validate_targets(
             y,
             n_samples,
@@ -620,7 +641,7 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         with _AtomicUpdate(self):
             sequences = self._sequences(X, reset=True)
             targets, single_output = self._targets(y, sequences)
-            weights = validate_sample_weight(sample_weight, sequences.shape[0])
+            weights = validate_sample_weight(sample_weight, sequences)
             return self._fit_rows(sequences, targets, weights, single_output)
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -657,7 +678,7 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
             first_call = self._check_partial_fit()
             sequences = self._sequences(X, reset=first_call)
             targets, single_output = self._targets(y, sequences)
-            weights = validate_sample_weight(sample_weight, sequences.shape[0])
+            weights = validate_sample_weight(sample_weight, sequences)
             return self._partial_fit_rows(
                 sequences, targets, weights, single_output, first_call
             )
@@ -895,7 +916,7 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
     def _row_weights(self, labels, sample_weight, sequences):
         """Sample weights times class weights: per sample, or per row when class
         weights differ between the positions of a sequence."""
-        weights = validate_sample_weight(sample_weight, sequences.shape[0])
+        weights = validate_sample_weight(sample_weight, sequences)
         if self.class_weight is None:
             return weights
         class_weights = compute_sample_weight(self.class_weight, labels)

@@ -295,7 +295,8 @@ def _loo_dual(data, targets, alphas, fit_intercept):
 
 
 class _Folds:
-    """The splits of the samples, and whether their statistics can be subtracted."""
+    """The splits of the samples, whether the test folds partition them, and
+    whether each training set is the complement of its test fold."""
 
     def __init__(self, splits, n_samples):
         self.splits = [(np.sort(train), np.sort(test)) for train, test in splits]
@@ -447,6 +448,11 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                 "(gcv_mode 'auto' or 'normal'); the kernel form (gcv_mode='dual') "
                 "needs X in memory."
             )
+        if distributed:  # targets, weights and labels are small: on the client
+            targets, fit_weights, score_weights, truth, split_y = (
+                np.asarray(array.compute()) if is_dask_array(array) else array
+                for array in (targets, fit_weights, score_weights, truth, split_y)
+            )
         start = time.perf_counter()
         data = self._data_source(sequences, targets, fit_weights)
         scaled = np.array([data.rescaling.alpha(alpha) for alpha in alphas])
@@ -567,14 +573,11 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
             row_index = np.arange(data.n_rows)
             scaled_targets = targets * data.rescaling.target
             total = None
-        else:
+        elif folds.partition:  # one pass: the test folds' statistics add up
             test_statistics = [statistics_of(test) for _, test in folds.splits]
-            if folds.partition:
-                total = test_statistics[0].copy()
-                for part in test_statistics[1:]:
-                    total.merge(part)
-            else:
-                total = data.statistics()
+            total = _sum_statistics(test_statistics)
+        else:
+            total = data.statistics()
         fold_scores = np.empty((len(folds.splits), len(scaled)))
         for fold, (train, test) in enumerate(folds.splits):
             if mode == "dual":
@@ -592,17 +595,18 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                     / data.rescaling.target
                 )
             else:
+                # Training statistics as a sum, never as the total minus the test
+                # fold: Gram entries grow as |x|^6, and a fold holding a much larger
+                # sequence would leave the others below the rounding of the total.
+                if folds.partition and folds.complement[fold]:
+                    training = _sum_statistics(
+                        part for other, part in enumerate(test_statistics)
+                        if other != fold
+                    )
+                else:
+                    training = statistics_of(train)
                 predictions = self._normal_fold_predictions(
-                    data,
-                    total,
-                    test_statistics[fold],
-                    folds.complement[fold],
-                    statistics_of,
-                    rows,
-                    sequences,
-                    train,
-                    test,
-                    scaled,
+                    data, training, rows(sequences, test), scaled
                 )
             test_truth = rows(truth, test)
             test_weights = rows(row_score_weights, test)
@@ -614,29 +618,13 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
             self._log(f"fold {fold + 1}/{len(folds.splits)}: {fold_scores[fold]}")
         return total, fold_scores.mean(axis=0)
 
-    def _normal_fold_predictions(
-        self,
-        data,
-        total,
-        test_statistics,
-        complement,
-        statistics_of,
-        rows,
-        sequences,
-        train,
-        test,
-        scaled,
-    ):
+    def _normal_fold_predictions(self, data, training, test_sequences, scaled):
         """Held-out predictions (data units) of every alpha, from the training
-        statistics: the total minus the test fold's when they are complements."""
-        if complement:
-            training = total.subtract(test_statistics)
-        else:
-            training = statistics_of(train)
+        statistics."""
         coefs, intercepts = _kfold_coefs(training, scaled, self.fit_intercept)
         n_alphas, n_outputs, n_lifted = coefs.shape
         predictions = self._lifted_rows(
-            rows(sequences, test),
+            test_sequences,
             data.rescaling.coef(coefs.reshape(-1, n_lifted)),
             intercepts.ravel() / data.rescaling.target,
         )
@@ -666,6 +654,15 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         self.solver_ = mode
         self.n_iter_ = 1 if single_output else np.ones(solution.coef.shape[0], int)
         self.token_dim_ = data.token_dim
+
+
+def _sum_statistics(parts):
+    """The statistics of the union of disjoint sets of rows (a new object)."""
+    parts = iter(parts)
+    total = next(parts).copy()
+    for part in parts:
+        total.merge(part)
+    return total
 
 
 def _select(array, samples, per_sample):
@@ -877,7 +874,7 @@ certificate_, head_search_, token_dim_, n_features_in_, feature_names_in_
         with _AtomicUpdate(self):
             sequences = self._sequences(X, reset=True)
             targets, single_output = self._targets(y, sequences)
-            weights = validate_sample_weight(sample_weight, sequences.shape[0])
+            weights = validate_sample_weight(sample_weight, sequences)
             split_y = targets.reshape(sequences.shape[0], -1)
             return self._cross_validate(
                 sequences,

@@ -176,7 +176,7 @@ def _validate_dask_sequences(X, token_dim, estimator, reset):
         )
     if X.ndim == 3:
         _check_3d_shape(X.shape, token_dim, estimator, reset)
-        return X.rechunk({1: -1, 2: -1})
+        return _without_empty_chunks(X.rechunk({1: -1, 2: -1}))
     _check_ndim(X)
     n_samples, n_features = X.shape
     if n_samples == 0:
@@ -195,7 +195,18 @@ def _validate_dask_sequences(X, token_dim, estimator, reset):
                 f"expecting {estimator.n_features_in_} features as input."
             )
     token_dim = _token_dim_of_width(n_features, token_dim)
-    return X.rechunk({1: -1}).reshape(n_samples, n_features // token_dim, token_dim)
+    X = _without_empty_chunks(X.rechunk({1: -1}))
+    return X.reshape(n_samples, n_features // token_dim, token_dim)
+
+
+def _without_empty_chunks(X):
+    """``X`` without its chunks of 0 samples (``X[mask].compute_chunk_sizes()``
+    leaves them where a block had no selected sample; Dask's reductions and the
+    blockwise checks fail on them)."""
+    sizes = X.chunks[0]
+    if 0 not in sizes:
+        return X
+    return X.rechunk({0: tuple(size for size in sizes if size)})
 
 
 def check_sequence_values(block):
@@ -258,14 +269,18 @@ def validate_targets(y, n_samples, estimator_name="estimator", n_tokens=None):
     return targets.reshape(n_rows, -1), single_output
 
 
-def validate_sample_weight(sample_weight, n_samples):
+def validate_sample_weight(sample_weight, sequences):
     """Sample weights as a float64 array of shape ``(n_samples,)`` (None stays None).
 
     Weights must be finite and non-negative; a scalar is broadcast. A Dask array is
-    checked for its shape only.
+    checked for its shape only while the sequences are a Dask array too; with
+    sequences in memory it is computed (weights are small) and checked like any.
     """
+    n_samples = sequences.shape[0]
     if sample_weight is None:
         return None
+    if _is_dask_array(sample_weight) and not _is_dask_array(sequences):
+        sample_weight = np.asarray(sample_weight.compute())
     if _is_dask_array(sample_weight):
         if sample_weight.shape != (n_samples,):
             raise ValueError(
