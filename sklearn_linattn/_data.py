@@ -21,6 +21,7 @@ features neither overflow nor underflow, whatever the scale of the data.
 """
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -38,7 +39,6 @@ from ._lift import (
     pair_statistics,
     position_pair_statistics,
     upper_outer_products,
-    worker_threads,
 )
 
 __all__ = [
@@ -789,7 +789,8 @@ class InMemoryLiftedData:
             if n_workers == 1:
                 results = [accumulate(0)]
             else:
-                results = list(worker_threads().map(accumulate, range(n_workers)))
+                with ThreadPoolExecutor(n_workers) as pool:
+                    results = list(pool.map(accumulate, range(n_workers)))
             if find_scale:
                 if large_tokens.is_set():  # max |X| >= 2^20: scan all of X
                     largest = largest_magnitude(self.sequences)

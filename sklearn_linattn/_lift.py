@@ -29,7 +29,6 @@ projections and a Levenberg-Marquardt search for an isotropic subspace), called 
 """
 
 import math
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -224,28 +223,6 @@ def largest_magnitude(array):
     return float(kernel(np.asarray(array, dtype=np.float64).reshape(-1)))
 
 
-_workers = None
-_workers_pid = None
-_workers_lock = threading.Lock()
-
-
-def worker_threads():
-    """The package's pool of worker threads, shared by every call (and by
-    concurrent fits, whose tasks then queue): starting threads per call cost about
-    1 ms a fit (a new thread's first BLAS call sets up its buffers), a fifth of a
-    small fit. A forked child process gets its own pool. Tasks must not wait for
-    other tasks of the pool.
-    """
-    global _workers, _workers_pid
-    with _workers_lock:
-        if _workers is None or _workers_pid != os.getpid():
-            _workers = ThreadPoolExecutor(
-                max(2, os.cpu_count() or 1), thread_name_prefix="sklearn_linattn"
-            )
-            _workers_pid = os.getpid()
-        return _workers
-
-
 def _run_by_rows(kernel, n_threads, *arrays):
     """``kernel(*arrays)``, the rows (first axis) shared among ``n_threads`` threads.
 
@@ -258,13 +235,14 @@ def _run_by_rows(kernel, n_threads, *arrays):
             kernel(*arrays)
         return
     bounds = np.linspace(0, n_samples, n_threads + 1).astype(int)
-    list(
-        worker_threads().map(
-            lambda start, stop: kernel(*(a[start:stop] for a in arrays)),
-            bounds[:-1],
-            bounds[1:],
+    with ThreadPoolExecutor(n_threads) as pool:
+        list(
+            pool.map(
+                lambda start, stop: kernel(*(a[start:stop] for a in arrays)),
+                bounds[:-1],
+                bounds[1:],
+            )
         )
-    )
 
 
 @_jit

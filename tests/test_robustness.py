@@ -286,25 +286,6 @@ def test_estimators_fitted_concurrently_in_threads(rng):
         np.testing.assert_allclose(got, want, rtol=1e-10)
 
 
-def _fit_in_child(data):
-    X, y = data
-    return LinearAttentionRegressor(n_jobs=2, n_heads=None).fit(X, y).coef_
-
-
-@pytest.mark.skipif(sys.platform == "win32", reason="fork is POSIX only")
-def test_a_forked_child_gets_its_own_worker_threads(rng):
-    """The worker threads are shared by every call of a process: a child forked
-    after the parent used them (multiprocessing's fork, as in older joblib
-    backends) must start its own, not wait forever on the parent's."""
-    import multiprocessing
-
-    X, y = random_sequences(rng, 3000, 5, 3), rng.normal(size=3000)
-    expected = LinearAttentionRegressor(n_jobs=2, n_heads=None).fit(X, y).coef_
-    with multiprocessing.get_context("fork").Pool(1) as pool:
-        got = pool.apply_async(_fit_in_child, ((X, y),)).get(timeout=120)
-    np.testing.assert_allclose(got, expected, rtol=1e-10)
-
-
 def test_joblib_pickling(tmp_path, rng):
     model = LinearAttentionRegressor().fit(GOOD, np.arange(12.0))
     joblib.dump(model, tmp_path / "model.joblib")
