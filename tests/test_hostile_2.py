@@ -271,10 +271,13 @@ def test_identical_rows_with_intercept_give_the_constant_model(rounding, solver)
 @pytest.mark.parametrize("eps", [1e-6, 1e-4, 1e-3])
 @pytest.mark.parametrize("n_diff", [1, 3])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_small_genuine_centered_spread_is_not_flattened(eps, n_diff, weighted):
-    """Identical rows plus 1 or 3 rows off by eps: cg, normal and dual agree with
-    numpy lstsq on the lifted centered features relative to the targets' spread."""
+@pytest.mark.parametrize("scale", [1.0, 1e-5, 1e20])
+def test_small_genuine_centered_spread_is_not_flattened(eps, n_diff, weighted, scale):
+    """Identical rows plus 1 or 3 rows off by eps (relative): cg, normal and dual
+    agree with numpy lstsq on the lifted centered features relative to the targets'
+    spread, at any token scale (not a power of two)."""
     X, y = _near_identical(eps, n_diff)
+    X, y = X * scale, y * scale**3
     w = np.linspace(0.5, 2.0, len(y)) if weighted else None
     reference = _lstsq_centered(X, y, w)
     assert np.abs(reference - y).max() < 1e-6 * np.ptp(y)  # lstsq interpolates
