@@ -261,12 +261,12 @@ class _LinearAttentionBase(BaseEstimator):
         )
         if first_call:
             self._check_rows(data)
-            batch = data.statistics()
+            statistics = data.statistics()
         else:
             with np.errstate(over="ignore", invalid="ignore"):
-                batch = data.statistics()
-            self._check_batch_scale(batch)
-        self._statistics = batch if first_call else self._statistics.copy().merge(batch)
+                statistics = self._statistics.copy().merge(data.statistics())
+            self._check_batch_scale(statistics)
+        self._statistics = statistics
         if first_call:
             self._rescaling, self._layout = data.rescaling, data.layout
             self._single_output = single_output
@@ -278,19 +278,21 @@ class _LinearAttentionBase(BaseEstimator):
         self._model_pending = True
         return self
 
-    def _check_batch_scale(self, batch):
-        """A clear error when a batch's statistics overflow in the scales kept from
-        the first batch (its entries or targets are far larger)."""
-        sums = (batch.gram_upper, batch.moment, batch.target_square_sum)
+    def _check_batch_scale(self, statistics):
+        """A clear error when the statistics with a new batch overflow in the
+        scales kept from the first batch (the batch's entries or targets are far
+        larger, or the batches add up beyond the float range)."""
+        sums = (statistics.gram_upper, statistics.moment, statistics.target_square_sum)
         if all(np.isfinite(array).all() for array in sums):
             return
         raise ValueError(
-            "The lifted statistics of this batch overflow in the scales partial_fit "
-            "keeps from the first batch (tokens times "
+            "The lifted statistics overflow with this batch in the scales "
+            "partial_fit keeps from the first batch (tokens times "
             f"{self._rescaling.token:.3g}, targets times {self._rescaling.target:.3g}, "
-            "so that the batches add up): its X (whose sixth powers enter) or y is "
-            "far larger than the first batch's. Rescale the batches alike, or fit "
-            "them together with fit."
+            "so that the batches add up): this batch's X (whose sixth powers "
+            "enter) or y (whose squares enter) is far larger than the first "
+            "batch's, or the batches so far add up beyond the float range. Rescale "
+            "the batches alike, or fit them together with fit."
         )
 
     def _check_partial_fit(self):

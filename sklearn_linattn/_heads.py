@@ -891,21 +891,9 @@ def _read_out(
     )
     if not noisy:
         lower = min(fewest_heads_bound(lifted_coef, d, tol), paper_count)
-        if upper == paper_count:
-            found = _tol_search(search, lower, upper, split)
-        else:  # a fixed count: exact models with at most that many heads first
-            found = _tol_search(search, lower, upper + 1)
-            if found is None and not search.expired():
-                # Gauss-Newton to convergence at the count asked for, from the
-                # paper's heads cut to it: some starts cross a long plateau that
-                # the search's early stop (EXACT_STALL) leaves (d = 3, 2 outputs,
-                # 2 heads: 28 steps to 4e-13 from 6e-2 after 3).
-                folded, error = _exact_heads(
-                    search, upper, [search.truncated(upper)], FIXED_ITER, 1e-13
-                )
-                search.log(f"{upper} heads, Gauss-Newton to convergence: {error:.1e}")
-                if error <= search.tol:
-                    found = (folded, upper)
+        found = _tol_search(
+            search, lower, upper, split if upper == paper_count else None
+        )
         if found is not None:
             return result(found[0], found[1], "tol")
         if not fixed or upper == paper_count:
@@ -937,6 +925,17 @@ def _read_out(
         deadline=search.deadline,
     )
     search.log(f"{k} heads: {n_iter} Gauss-Newton steps in the training metric")
+    if not noisy and not search.expired():
+        # With the budget left: exact k-head models can sit behind a plateau that
+        # both searches leave early; Gauss-Newton to convergence from the paper's
+        # heads cut to k crosses it (d = 3, 2 outputs, 2 heads: 28 steps to 4e-13,
+        # after stalling at 6e-2).
+        folded, error = _exact_heads(
+            search, k, [search.truncated(k)], FIXED_ITER, 1e-13
+        )
+        search.log(f"{k} heads, Gauss-Newton to convergence: distance {error:.1e}")
+        if error <= search.tol:
+            return result(folded, k, "tol")
     return result(value_rows.T @ query_rows, k, "fixed", loss)
 
 
