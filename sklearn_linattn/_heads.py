@@ -104,6 +104,9 @@ UPWARD_ITER = 300
 UPWARD_ISOTROPIC_STARTS = 2
 EXACT_DENSE_PARAMETERS = 600
 EXACT_MARGIN = 1e-3
+# A fixed count whose fit is not exact (noiseless): Gauss-Newton steps without the
+# early stop, from the paper's heads cut to the count, with the budget left.
+PLATEAU_ITER = 60
 
 
 def _canonical_signs(left, right):
@@ -925,18 +928,19 @@ def _read_out(
         deadline=search.deadline,
     )
     search.log(f"{k} heads: {n_iter} Gauss-Newton steps in the training metric")
-    if not noisy and not search.expired():
+    fitted = value_rows.T @ query_rows
+    if not noisy and search.distance(fitted) > search.tol and not search.expired():
         # With the budget left: exact k-head models can sit behind a plateau that
-        # both searches leave early; Gauss-Newton to convergence from the paper's
-        # heads cut to k crosses it (d = 3, 2 outputs, 2 heads: 28 steps to 4e-13,
-        # after stalling at 6e-2).
+        # both searches leave early; Gauss-Newton from the paper's heads cut to k
+        # crosses it (d = 3, 2 outputs, 2 heads: 28 steps to 4e-13, after
+        # stalling at 6e-2).
         folded, error = _exact_heads(
-            search, k, [search.truncated(k)], FIXED_ITER, 1e-13
+            search, k, [search.truncated(k)], PLATEAU_ITER, 1e-13
         )
         search.log(f"{k} heads, Gauss-Newton to convergence: distance {error:.1e}")
         if error <= search.tol:
             return result(folded, k, "tol")
-    return result(value_rows.T @ query_rows, k, "fixed", loss)
+    return result(fitted, k, "fixed", loss)
 
 
 def minimal_heads(lifted_coef, token_dim, tol, budget_seconds=None):
