@@ -940,6 +940,11 @@ def _read_out(
         search.log(f"{k} heads, Gauss-Newton to convergence: distance {error:.1e}")
         if error <= search.tol:
             return result(folded, k, "tol")
+        # n_heads="auto"'s search, down from the paper's count: its answer is
+        # exact, and the best k-head model when it has at most k heads.
+        found = _tol_search(search, lower, paper_count, split)
+        if found is not None and found[1] <= k:
+            return result(found[0], found[1], "tol")
     return result(fitted, k, "fixed", loss)
 
 
