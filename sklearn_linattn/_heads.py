@@ -937,7 +937,7 @@ def _read_out(
         folded, error = _exact_heads(
             search, k, [search.truncated(k)], PLATEAU_ITER, 1e-13
         )
-        search.log(f"{k} heads, Gauss-Newton to convergence: distance {error:.1e}")
+        search.log(f"{k} heads, Gauss-Newton without early stop: distance {error:.1e}")
         if error <= search.tol:
             return result(folded, k, "tol")
         # n_heads="auto"'s search, down from the paper's count: its answer is
