@@ -485,7 +485,11 @@ class CompactOperator(scipy.sparse.linalg.LinearOperator):
     def squared_column_norms(self):
         """The diagonal of ``A^T A``: ``sum_i w_i s_ia^2 q_ie^2`` for feature
         ``(a, e)``."""
-        return np.ravel((self.pairs**2).T @ self.queries**2)
+        return _squared_column_norms(self.pairs, self.queries)
+
+
+def _squared_column_norms(pairs, queries):
+    return np.ravel((pairs**2).T @ queries**2)
 
 
 class CenteredOperator(scipy.sparse.linalg.LinearOperator):
@@ -1197,7 +1201,7 @@ def _block_rmatvec(block, weight, n_pairs):
 
 
 def _block_squared_norms(block, n_pairs):
-    return np.ravel((block[:, :n_pairs] ** 2).T @ block[:, n_pairs:] ** 2)[None]
+    return _squared_column_norms(block[:, :n_pairs], block[:, n_pairs:])[None]
 
 
 class DaskCompactOperator(scipy.sparse.linalg.LinearOperator):

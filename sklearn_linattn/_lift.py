@@ -143,6 +143,19 @@ def _lift_into(sequences, out):  # pragma: no cover - compiled by Numba
                 j += 1
 
 
+def _output_array(out, shape):
+    """``out`` checked to be a C-contiguous float64 array of ``shape`` (a new one
+    when None): the kernels write into it."""
+    if out is None:
+        return np.empty(shape)
+    if out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
+        raise ValueError(
+            f"out must be a C-contiguous float64 array of shape {shape}, got "
+            f"{out.dtype} array of shape {out.shape}."
+        )
+    return out
+
+
 def lifted_features(sequences, out=None, n_threads=1):
     """Lifted features of a batch of sequences.
 
@@ -170,13 +183,7 @@ def lifted_features(sequences, out=None, n_threads=1):
     """
     n_samples, _, token_dim = sequences.shape
     shape = (n_samples, n_lifted_features(token_dim))
-    if out is None:
-        out = np.empty(shape)
-    elif out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
-        raise ValueError(
-            f"out must be a C-contiguous float64 array of shape {shape}, got "
-            f"{out.dtype} array of shape {out.shape}."
-        )
+    out = _output_array(out, shape)
     kernel = _compiled(_lift_into, (_READONLY_3D, _WRITABLE_2D))
     _run_by_rows(kernel, n_threads, sequences, out)
     return out
@@ -515,13 +522,7 @@ def lifted_position_features(sequences, causal=True, out=None, n_threads=1):
     n_samples, n_tokens, token_dim = sequences.shape
     p = n_lifted_features(token_dim)
     shape = (n_samples * n_tokens, p)
-    if out is None:
-        out = np.empty(shape)
-    elif out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
-        raise ValueError(
-            f"out must be a C-contiguous float64 array of shape {shape}, got "
-            f"{out.dtype} array of shape {out.shape}."
-        )
+    out = _output_array(out, shape)
     kernel = _compiled(
         _lift_positions_into, (_READONLY_3D, types.boolean, _WRITABLE_3D)
     )
@@ -586,13 +587,7 @@ def upper_outer_products(rows, out=None):
     """
     n, m = rows.shape
     shape = (n, m * (m + 1) // 2)
-    if out is None:
-        out = np.empty(shape)
-    elif out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
-        raise ValueError(
-            f"out must be a C-contiguous float64 array of shape {shape}, got "
-            f"{out.dtype} array of shape {out.shape}."
-        )
+    out = _output_array(out, shape)
     if n:
         _compiled(_upper_outer_into, (_READONLY_2D, _WRITABLE_2D))(rows, out)
     return out

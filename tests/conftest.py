@@ -61,3 +61,16 @@ def naive_relative_distance(model, truth):
 @pytest.fixture
 def rng():
     return np.random.default_rng(20251129)
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A two-process Dask cluster for the tests of one module (skipped without
+    distributed)."""
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    with distributed.Client(cluster) as client:
+        yield client
+    cluster.close()

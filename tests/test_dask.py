@@ -19,16 +19,6 @@ from sklearn_linattn import (  # noqa: E402
 )
 
 
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    )
-    with distributed.Client(cluster) as client:
-        yield client
-    cluster.close()
-
-
 @pytest.fixture
 def data():
     rng = np.random.default_rng(7)

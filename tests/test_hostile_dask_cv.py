@@ -36,16 +36,6 @@ ALPHAS = (1e-3, 1e-1, 10.0)
 
 
 @pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    )
-    with distributed.Client(cluster) as client:
-        yield client
-    cluster.close()
-
-
-@pytest.fixture(scope="module")
 def problem():
     rng = np.random.default_rng(0)
     d, T, n = 2, 5, 48
