@@ -61,17 +61,21 @@ _ESTIMATE_TOL = 1e-4
 _RANK_MARGIN = 1e3
 # Block Lanczos for the estimates from the Cholesky factor: BLOCK vectors per
 # product (a triangular solve with 4 right-hand sides reads the factor once, as one
-# with a single vector does), stopped when the estimate changes by less than
-# _BLOCK_RTOL relative in one step, or after _BLOCK_MAX_STEPS steps. Measured on
-# Gaussian, |Gaussian| and uniform tokens, d = 7..16, with and without centering:
-# median 7e-4, at most 7.5e-3 (|Gaussian|, d = 14) from eigvalsh for the smallest
-# (from above: clustered small eigenvalues converge slowly, and the step-to-step
-# change then understates the error), at most 2e-5 for the largest (from below),
-# and at d = 16
-# 20% faster than ARPACK at a residual of 1e-2 (whose estimates erred by up to 2e-2).
+# with a single vector does), stopped when the top Ritz pair's residual is at most
+# RTOL times its value (then an eigenvalue lies within RTOL relative of the
+# estimate), or after _BLOCK_MAX_STEPS steps. Measured on 60 lifted Grams (Gaussian,
+# |Gaussian| and uniform tokens, d = 7..16, with and without centering) against
+# eigvalsh: the smallest within 1e-3 in the median and 6.2e-3 at most, the largest
+# within 1e-3, with 15 products at d = 12 (benchmarks/bench_speed.py). The earlier
+# rule (stop when the estimate moves by less than 1e-3 in a step) took 18 there and
+# erred by up to 5.5e-3 and 8.8e-3, where an estimate stalled for a step.
 _BLOCK = 4
-_BLOCK_RTOL = 1e-3
+_GRAM_RTOL = 1e-2
+_INVERSE_RTOL = 1.5e-2
 _BLOCK_MAX_STEPS = 30
+# A new Lanczos direction this small relative to the estimate is numerically inside
+# the basis already.
+_EXHAUSTED_RTOL = 1e-10
 
 class GramSpectrum:
     """Eigenvalues of a Gram or kernel matrix, with eigenvectors or a Cholesky factor
@@ -170,51 +174,81 @@ def _top_eigenvalue(matvec, size, tol=_ESTIMATE_TOL, maxiter=None):
         return None
 
 
-def _block_top_eigenvalue(apply, size, first_start=None):
+def _block_top_eigenvalue(apply, start, rtol):
     """Largest eigenvalue of a symmetric positive semi-definite operator by block
-    Lanczos (``apply`` maps a ``(size, k)`` block to its image), or None when it
-    does not settle within ``_BLOCK_MAX_STEPS`` steps. The estimate is a Ritz
-    value: never above the true eigenvalue. ``first_start`` replaces the first of
-    the random start vectors."""
-    block = min(_BLOCK, size)
+    Lanczos (``apply`` maps a ``(size, k)`` block to its image) from the
+    ``(size, k)`` block ``start``, within ``rtol`` relative of an eigenvalue, or
+    None when it does not settle within ``_BLOCK_MAX_STEPS`` steps. The estimate is
+    a Ritz value: never above the true eigenvalue. The small factorizations call
+    LAPACK directly: numpy's and scipy's wrappers cost 2-3x as much on these
+    blocks, about 1.5 ms per certificate at p = 936."""
+    size, block = start.shape
     width = min(size, block * (_BLOCK_MAX_STEPS + 1))
     # basis and images filled in place, block by block (no copies as they grow)
     basis = np.empty((size, width), order="F")  # column blocks contiguous
     images = np.empty((size, width), order="F")
-    start = np.random.default_rng(0).normal(size=(size, block))
-    if first_start is not None:
-        start[:, 0] = first_start
-    basis[:, :block] = np.linalg.qr(start)[0]
+    basis[:, :block] = _orthonormal_columns(start)[0]
     images[:, :block] = apply(basis[:, :block])
-    # the operator projected on the basis, one new block column per step
-    projected = np.empty((width, width))
-    used, previous = block, None
+    # upper triangle of the operator projected on the basis, a block column per step
+    projected = np.empty((width, width), order="F")
+    used = block
     for _ in range(_BLOCK_MAX_STEPS):
         new_columns = slice(used - block, used)
-        projected[:used, new_columns] = basis[:, :used].T @ images[:, new_columns]
-        projected[new_columns, :used] = projected[:used, new_columns].T
-        # numpy's eigvalsh (of the lower triangle): a fraction of scipy's call
-        # overhead on these small blocks
-        value = np.linalg.eigvalsh(projected[:used, :used])[-1]
-        if previous is not None and abs(value - previous) <= _BLOCK_RTOL * abs(value):
+        coefficients = basis[:, :used].T @ images[:, new_columns]
+        projected[:used, new_columns] = coefficients
+        # the newest images' part outside the basis (Gram-Schmidt, twice for
+        # stability); the older images lie inside it
+        residual = images[:, new_columns] - basis[:, :used] @ coefficients
+        residual -= basis[:, :used] @ (basis[:, :used].T @ residual)
+        value, ritz = _top_eigenpair_of_upper(projected[:used, :used])
+        # the Ritz vector's residual A y - value y is residual @ ritz[new_columns]
+        if np.linalg.norm(residual @ ritz[new_columns]) <= rtol * value:
             return float(value)
         if used + block > width:
             break
-        previous = value
-        new = images[:, used - block : used]
-        for _ in range(2):  # Gram-Schmidt against the basis, twice for stability
-            new = new - basis[:, :used] @ (basis[:, :used].T @ new)
-        basis[:, used : used + block] = np.linalg.qr(new)[0]
-        images[:, used : used + block] = apply(basis[:, used : used + block])
+        new_basis, pivots = _orthonormal_columns(residual)
+        exhausted = np.abs(pivots) <= _EXHAUSTED_RTOL * value
+        if np.any(exhausted):
+            # directions whose Krylov sequence ended: continue with random ones
+            residual[:, exhausted] = np.random.default_rng(used).normal(
+                size=(size, np.count_nonzero(exhausted))
+            )
+            for _ in range(2):
+                residual -= basis[:, :used] @ (basis[:, :used].T @ residual)
+            new_basis = _orthonormal_columns(residual)[0]
+        basis[:, used : used + block] = new_basis
+        images[:, used : used + block] = apply(new_basis)
         used += block
     return None
+
+
+def _orthonormal_columns(block):
+    """Q of the QR factorization of a tall block, and the diagonal of R."""
+    factored, reflectors, _, info = scipy.linalg.lapack.dgeqrf(block)
+    orthonormal, _, info_q = scipy.linalg.lapack.dorgqr(factored, reflectors)
+    if info or info_q:
+        raise np.linalg.LinAlgError("QR factorization failed")
+    return orthonormal, np.diag(factored)
+
+
+def _top_eigenpair_of_upper(matrix):
+    """Largest eigenvalue and its unit eigenvector of a small symmetric matrix given
+    by its upper triangle."""
+    order = matrix.shape[0]
+    values, vectors, _, _, info = scipy.linalg.lapack.dsyevr(
+        matrix, compute_v=1, range="I", il=order, iu=order, lower=0
+    )
+    if info:
+        raise np.linalg.LinAlgError("eigenvalue computation failed")
+    return values[0], vectors[:, 0]
 
 
 def extreme_eigenvalues(gram, factor):
     """Estimates of the smallest and largest eigenvalue of a positive definite
     ``gram`` from its upper Cholesky factor, by block Lanczos on ``gram`` and on
-    its inverse (within about 1e-2 relative; the smallest from above, the largest
-    from below); None when they do not settle.
+    its inverse (the smallest from above, the largest from below; each within
+    1.5e-2 and 1e-2 relative of an eigenvalue, and measured within about 1e-2 of
+    the extreme ones); None when they do not settle.
 
     Examples
     --------
@@ -230,17 +264,24 @@ def extreme_eigenvalues(gram, factor):
     True
     """
     size = gram.shape[0]
+    block = min(_BLOCK, size)
+    random_start = np.random.default_rng(0).normal(size=(size, block))
     # sqrt(diag) starts close to the top eigenvector of Grams of nonnegative
     # features (1-2 steps fewer of ~5 on |Gaussian| and uniform tokens, none lost
     # on Gaussian ones)
+    gram_start = random_start.copy()
+    gram_start[:, 0] = np.sqrt(np.maximum(np.diag(gram), 0.0))
     largest = _block_top_eigenvalue(
-        lambda block: gram @ block, size, np.sqrt(np.maximum(np.diag(gram), 0.0))
+        lambda vectors: gram @ vectors, gram_start, _GRAM_RTOL
     )
 
-    def inverse_product(block):
-        return scipy.linalg.cho_solve((factor, False), block, check_finite=False)
+    def inverse_product(vectors):
+        solution, info = scipy.linalg.lapack.dpotrs(factor, vectors, lower=0)
+        if info:
+            raise np.linalg.LinAlgError("triangular solve failed")
+        return solution
 
-    inverse_top = _block_top_eigenvalue(inverse_product, size)
+    inverse_top = _block_top_eigenvalue(inverse_product, random_start, _INVERSE_RTOL)
     if largest is None or inverse_top is None or inverse_top <= 0:
         return None
     return 1.0 / inverse_top, largest
