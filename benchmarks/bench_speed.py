@@ -13,10 +13,12 @@ every ratio is measured in one run against a baseline timed in the same run):
    ``n_heads=None`` minus its solve is not separable from outside, so the statistics
    are timed through the data source when it is importable) against one GEMM
    ``A.T @ A`` over the same lifted features already in memory; both counted as
-   ``2 n p^2`` flops.
+   ``2 n p^2`` flops. Three times as many repeats as the other sections.
 3. The certificate's share of the fit: its spectrum (under the solver's thread
-   limits), in all and beyond the Cholesky factor the solve needs anyway; and
-   ``certify`` on the same data (which accumulates the same Gram).
+   limits), in all and beyond the Cholesky factor the solve needs anyway, timed on
+   its own and, when the internals are importable, inside ``fit`` itself (the
+   solver's spectrum call minus the factorization within it); and ``certify`` on
+   the same data (which accumulates the same Gram).
 4. No collapse under load: fit time at d = 4, 8, 12 (and the digits-sized
    classifier) with one CPU-bound busy-loop process started by this script, against
    the quiet time in the same run.
@@ -118,6 +120,40 @@ def certificate_functions(X):
     return spectrum, cholesky
 
 
+def fit_with_certificate_time(model, X, y):
+    """Seconds of ``model.fit(X, y)`` and of the certificate inside it beyond the
+    Cholesky factorization (the solver's ``gram_spectrum`` call minus the
+    ``_cholesky`` call within it), or None for the latter when the internals are
+    not importable."""
+    try:
+        from sklearn_linattn import _certificate, _solvers
+
+        spectrum_function = _solvers.gram_spectrum
+        cholesky_function = _certificate._cholesky
+    except (ImportError, AttributeError):
+        return timed(lambda: model.fit(X, y)), None
+    spent = {"spectrum": 0.0, "cholesky": 0.0}
+
+    def timing(key, function):
+        def wrapper(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent[key] += time.perf_counter() - start
+
+        return wrapper
+
+    _solvers.gram_spectrum = timing("spectrum", spectrum_function)
+    _certificate._cholesky = timing("cholesky", cholesky_function)
+    try:
+        seconds = timed(lambda: model.fit(X, y))
+    finally:
+        _solvers.gram_spectrum = spectrum_function
+        _certificate._cholesky = cholesky_function
+    return seconds, spent["spectrum"] - spent["cholesky"]
+
+
 def statistics_function(X, y):
     """The package's streamed accumulation alone, when the data source exists."""
     try:
@@ -142,12 +178,15 @@ def fit_section(sizes, n_samples, repeats):
             atol=1e-9 * abs(model.coef_).max(),
         )
         reference, fit, accumulate, certificate, spectrum = [], [], [], [], []
-        factorization = []
+        factorization, inside = [], []
         statistics = statistics_function(X, y)
         functions = certificate_functions(X)
         for _ in range(repeats):  # interleaved, so that load changes hit both alike
             reference.append(timed(lambda: reference_fit(X, y)))
-            fit.append(timed(lambda: model.fit(X, y)))
+            fit_seconds, certificate_seconds = fit_with_certificate_time(model, X, y)
+            fit.append(fit_seconds)
+            if certificate_seconds is not None:
+                inside.append(certificate_seconds / fit_seconds)
             if statistics is not None:
                 accumulate.append(timed(statistics))
             certificate.append(timed(lambda: certify(X)))
@@ -175,6 +214,8 @@ def fit_section(sizes, n_samples, repeats):
             # too (only the p <= 300 path, a full eigvalsh, does not reuse it).
             extra = np.array(spectrum) - np.array(factorization)
             row["certificate_extra_share"] = float(np.median(extra / np.array(fit)))
+        if inside:
+            row["certificate_in_fit_share"] = float(np.median(inside))
         rows.append(row)
         print(row, flush=True)
     return rows
@@ -337,12 +378,22 @@ def main():
                             else ""
                         ),
                     ),
+                    (
+                        "the same, inside fit",
+                        lambda r: (
+                            f"{100 * r['certificate_in_fit_share']:.1f}%"
+                            if "certificate_in_fit_share" in r
+                            else ""
+                        ),
+                    ),
                 ],
                 fit_rows,
             )
         )
 
-        gram_rows = gram_section((8, 12, 16), n_samples, repeats)
+        # three times the repeats: at d = 8 both timings are 20-30 ms, where this
+        # machine's run-to-run noise (+-10%) is the size of the margins measured
+        gram_rows = gram_section((8, 12, 16), n_samples, 3 * repeats)
         results["gram"] = gram_rows
         if gram_rows:
             print("\n### 2. streamed Gram accumulation vs one GEMM on Phi in memory\n")
