@@ -551,7 +551,10 @@ def _upper_outer_into(rows, out):  # pragma: no cover - compiled by Numba
     for i in range(n):
         # A private copy of the row and slice views: without possible aliasing
         # between them, the inner loop vectorizes (2.3x faster, bench_speed.py).
-        row[:] = rows[i]
+        # Element by element: a slice assignment compiles Numba's broadcast-error
+        # formatting, 1.5 s of the first call.
+        for a in range(m):
+            row[a] = rows[i, a]
         products = out[i]
         k = 0
         for a in range(m):
@@ -733,7 +736,9 @@ def _projection_window_kernel(
         error = np.sqrt(total) / norm
         if error < best_error:
             best_error = error
-            best[:, :] = low_rank
+            for r in range(n_rows):  # not best[:, :] = ...: see _upper_outer_into
+                for c in range(n_cols):
+                    best[r, c] = low_rank[r, c]
         current = following.reshape(n_rows, n_cols)
         if error <= stop_error:
             break
@@ -825,9 +830,9 @@ def _isotropic_lm_kernel(
         curvature = jacobian.T @ jacobian
         improvement = 0.0
         while True:
-            step = np.linalg.solve(
-                curvature + damping * np.eye(free * k), -gradient
-            )
+            # inv, not solve: Numba's solve compiles its broadcast-error formatting,
+            # 2.3 s of the first fit after installing (the matrix is small, damped)
+            step = np.linalg.inv(curvature + damping * np.eye(free * k)) @ -gradient
             moved = basis + complement @ step.reshape(free, k)
             trial = np.ascontiguousarray(np.linalg.qr(moved)[0])
             trial_value = _isotropy_value(slices, trial)
@@ -865,7 +870,7 @@ def isotropic_levenberg_marquardt(slices, start, max_iter, max_damping, damping)
 
 def compile_search_kernels():
     """Compile the head search's kernels for this process (a fraction of a second
-    from Numba's disk cache, about 10 s without it), so that compilation never
+    from Numba's disk cache, about 5.5 s without it), so that compilation never
     counts against a search's time budget: heads must not depend on whether the
     kernels were compiled yet."""
     _compiled(_projection_window_kernel, _WINDOW_SIGNATURE)

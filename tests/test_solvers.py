@@ -344,7 +344,9 @@ def test_estimated_spectrum_above_300_features_matches_eigvalsh(rng):
 
 @pytest.mark.parametrize("tokens", ["gaussian", "abs_gaussian", "uniform"])
 @pytest.mark.parametrize("fit_intercept", [False, True])
-def test_lifted_gram_extreme_eigenvalue_estimates_bound_eigvalsh(rng, tokens, fit_intercept):
+def test_lifted_gram_extreme_eigenvalue_estimates_bound_eigvalsh(
+    rng, tokens, fit_intercept
+):
     """On lifted Grams (d = 10, p = 550, clustered small eigenvalues) the smallest
     estimate lies above the smallest eigenvalue and within 1e-2 of it, the largest
     below the largest and within 1e-2."""
