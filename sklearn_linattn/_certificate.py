@@ -13,11 +13,11 @@ The eigenvalues come from the solver's own factorization: the Gram matrix
 What is exact and what is estimated, for a Gram matrix (:func:`gram_spectrum`): up to
 ``p = 300`` lifted features the whole spectrum is computed (``eigvalsh``). Above, when
 the Cholesky factorization succeeds, the largest eigenvalue comes from Lanczos on the
-Gram and the smallest from Lanczos on its inverse (through the Cholesky factor): both
-converged to a relative residual of ``1e-4``, which puts the eigenvalues within about
-``1e-7`` relative (Ritz values converge quadratically); the rank is then ``p`` and
-the verdict identifiable, provided the smallest eigenvalue exceeds the rank threshold
-by a factor 1000. Otherwise (Cholesky fails, or the estimate comes near the
+Gram and the smallest from Lanczos on its inverse (through the Cholesky factor), each
+stopped when its Ritz residual puts the extreme eigenvalue within about ``1e-2``
+relative (measured within 6.2e-3 on lifted Grams); the rank is then ``p`` and the
+verdict identifiable, provided the smallest eigenvalue exceeds the rank threshold by
+a factor 1000. Otherwise (Cholesky fails, or the estimate comes near the
 threshold) the whole spectrum is computed, with eigenvectors when the Gram is
 singular (``covers`` and the minimum-norm solve need them).
 """
@@ -61,14 +61,14 @@ _ESTIMATE_TOL = 1e-4
 _RANK_MARGIN = 1e3
 # Block Lanczos for the estimates from the Cholesky factor: BLOCK vectors per
 # product (a triangular solve with 4 right-hand sides reads the factor once, as one
-# with a single vector does), stopped when the top Ritz pair's residual is at most
-# RTOL times its value (then an eigenvalue lies within RTOL relative of the
-# estimate), or after _BLOCK_MAX_STEPS steps. Measured on 60 lifted Grams (Gaussian,
-# |Gaussian| and uniform tokens, d = 7..16, with and without centering) against
-# eigvalsh: the smallest within 1e-3 in the median and 6.2e-3 at most, the largest
-# within 1e-3, with 15 products at d = 12 (benchmarks/bench_speed.py). The earlier
-# rule (stop when the estimate moves by less than 1e-3 in a step) took 18 there and
-# erred by up to 5.5e-3 and 8.8e-3, where an estimate stalled for a step.
+# with a single vector does), stopped when the top Ritz pair's residual r and
+# r^2 / gap are both at most RTOL times its value (_settled), or after
+# _BLOCK_MAX_STEPS steps. Measured on 60 lifted Grams (Gaussian, |Gaussian| and
+# uniform tokens, d = 7..16, with and without centering) against eigvalsh: the
+# smallest within 6e-4 in the median and 6.2e-3 at most, the largest within 6.3e-4,
+# with 15 products at d = 12 (benchmarks/bench_speed.py). The earlier rule (stop
+# when the estimate moves by less than 1e-3 in a step) took 18 there and erred by
+# up to 5.5e-3 and 8.8e-3, where an estimate stalled for a step.
 _BLOCK = 4
 _GRAM_RTOL = 1e-2
 _INVERSE_RTOL = 1.5e-2
@@ -177,11 +177,11 @@ def _top_eigenvalue(matvec, size, tol=_ESTIMATE_TOL, maxiter=None):
 def _block_top_eigenvalue(apply, start, rtol):
     """Largest eigenvalue of a symmetric positive semi-definite operator by block
     Lanczos (``apply`` maps a ``(size, k)`` block to its image) from the
-    ``(size, k)`` block ``start``, within ``rtol`` relative of an eigenvalue, or
-    None when it does not settle within ``_BLOCK_MAX_STEPS`` steps. The estimate is
-    a Ritz value: never above the true eigenvalue. The small factorizations call
-    LAPACK directly: numpy's and scipy's wrappers cost 2-3x as much on these
-    blocks, about 1.5 ms per certificate at p = 936."""
+    ``(size, k)`` block ``start``, within about ``rtol`` relative (see
+    :func:`_settled`), or None when it does not settle within ``_BLOCK_MAX_STEPS``
+    steps. The estimate is a Ritz value: never above the true eigenvalue. The
+    small factorizations call LAPACK directly: numpy's and scipy's wrappers cost
+    2-3x as much on these blocks, about 1.5 ms per certificate at p = 936."""
     size, block = start.shape
     width = min(size, block * (_BLOCK_MAX_STEPS + 1))
     # basis and images filled in place, block by block (no copies as they grow)
@@ -202,7 +202,8 @@ def _block_top_eigenvalue(apply, start, rtol):
         residual -= basis[:, :used] @ (basis[:, :used].T @ residual)
         value, ritz = _top_eigenpair_of_upper(projected[:used, :used])
         # the Ritz vector's residual A y - value y is residual @ ritz[new_columns]
-        if np.linalg.norm(residual @ ritz[new_columns]) <= rtol * value:
+        residual_norm = np.linalg.norm(residual @ ritz[new_columns])
+        if _settled(value, residual_norm, projected[:used, :used], rtol):
             return float(value)
         if used + block > width:
             break
@@ -220,6 +221,19 @@ def _block_top_eigenvalue(apply, start, rtol):
         images[:, used : used + block] = apply(new_basis)
         used += block
     return None
+
+
+def _settled(value, residual_norm, projected, rtol):
+    """Whether the top Ritz value is within ``rtol`` relative of the top
+    eigenvalue: an eigenvalue lies within the residual norm ``r`` of it, and the
+    top one within ``r^2 / gap``, ``gap`` the distance to the next Ritz value
+    farther than ``r`` below (0 in a flat cluster, where the top eigenvalue can
+    still be missed: ``c I`` plus a small low-rank term)."""
+    if residual_norm > rtol * value:
+        return False
+    ritz_values = scipy.linalg.eigvalsh(projected, lower=False, check_finite=False)
+    below = ritz_values[ritz_values < value - residual_norm]
+    return below.size > 0 and residual_norm**2 <= rtol * value * (value - below[-1])
 
 
 def _orthonormal_columns(block):
@@ -246,9 +260,9 @@ def _top_eigenpair_of_upper(matrix):
 def extreme_eigenvalues(gram, factor):
     """Estimates of the smallest and largest eigenvalue of a positive definite
     ``gram`` from its upper Cholesky factor, by block Lanczos on ``gram`` and on
-    its inverse (the smallest from above, the largest from below; each within
-    1.5e-2 and 1e-2 relative of an eigenvalue, and measured within about 1e-2 of
-    the extreme ones); None when they do not settle.
+    its inverse (the smallest from above, the largest from below; stopped by
+    residual and gap estimates of 1.5e-2 and 1e-2 relative, measured within about
+    1e-2); None when they do not settle.
 
     Examples
     --------
