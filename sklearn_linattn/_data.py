@@ -567,12 +567,19 @@ class _RowLayout:
             sequences, causal=self.causal, out=out, n_threads=n_threads
         )
 
-    def pairs(self, sequences, n_threads=1):
+    def pairs(self, sequences, n_threads=1, return_largest=False):
+        """Compact rows (pairs, queries), and ``max |sequences|`` with
+        ``return_largest`` (found in the same pass for ``positions="last"``)."""
         if self.positions == "last":
-            return pair_statistics(sequences, n_threads=n_threads)
-        return position_pair_statistics(
+            return pair_statistics(
+                sequences, n_threads=n_threads, return_largest=return_largest
+            )
+        compact = position_pair_statistics(
             sequences, causal=self.causal, n_threads=n_threads
         )
+        if return_largest:
+            return (*compact, largest_magnitude(sequences))
+        return compact
 
 
 class InMemoryLiftedData:
@@ -767,17 +774,21 @@ class InMemoryLiftedData:
             workspace, largest = None, 0.0
             for start, stop, chunk in chunks():
                 if find_scale:
-                    largest = max(largest, largest_magnitude(chunk))
+                    pairs, queries, chunk_largest = self.layout.pairs(
+                        chunk, return_largest=True
+                    )
+                    largest = max(largest, chunk_largest)
                     # (small entries are no verdict yet: a later chunk may be
-                    # larger)
+                    # larger; the pairs of large ones are not used)
                     if power_of_two_scale(largest) < 2.0**-20:
                         large_tokens.set()
                         break
+                else:
+                    pairs, queries = self.layout.pairs(chunk)
                 if workspace is None:
                     workspace = compact_workspace(
                         self.token_dim, min(block_rows, self.n_rows)
                     )
-                pairs, queries = self.layout.pairs(chunk)
                 scale = self.row_scale[start:stop]
                 pairs *= scale[:, None]
                 statistics.add_compact(

@@ -114,11 +114,15 @@ def lifted_feature_pairs(token_dim):
 
 @_jit
 def _weighted_pairs(sequence, transposed, pairs):  # pragma: no cover - Numba
-    """``pairs[k] = w_bc S[b, c]`` for one sequence; ``transposed`` is scratch."""
+    """``pairs[k] = w_bc S[b, c]`` for one sequence; ``transposed`` is scratch.
+    Returns ``max |sequence|``, found on the way (the data's scale)."""
     n_tokens, d = sequence.shape
+    largest = 0.0
     for t in range(n_tokens):  # tokens as columns, so each S[b, c] is a dot product
         for b in range(d):
-            transposed[b, t] = sequence[t, b]
+            value = sequence[t, b]
+            transposed[b, t] = value
+            largest = max(largest, abs(value))
     k = 0
     for b in range(d):
         for c in range(b, d):
@@ -127,6 +131,7 @@ def _weighted_pairs(sequence, transposed, pairs):  # pragma: no cover - Numba
                 total += transposed[b, t] * transposed[c, t]
             pairs[k] = total if b == c else _SQRT2 * total
             k += 1
+    return largest
 
 
 @_jit
@@ -231,19 +236,18 @@ def largest_magnitude(array):
 
 
 def _run_by_rows(kernel, n_threads, *arrays):
-    """``kernel(*arrays)``, the rows (first axis) shared among ``n_threads`` threads.
+    """``kernel(*arrays)``, the rows (first axis) shared among ``n_threads`` threads;
+    the list of the kernel's return values, one per thread.
 
     The kernels release the GIL and write disjoint rows, so threads need no lock.
     """
     n_samples = arrays[0].shape[0]
     n_threads = max(1, min(n_threads, n_samples))
     if n_threads == 1:
-        if n_samples:
-            kernel(*arrays)
-        return
+        return [kernel(*arrays)] if n_samples else []
     bounds = np.linspace(0, n_samples, n_threads + 1).astype(int)
     with ThreadPoolExecutor(n_threads) as pool:
-        list(
+        return list(
             pool.map(
                 lambda start, stop: kernel(*(a[start:stop] for a in arrays)),
                 bounds[:-1],
@@ -256,19 +260,24 @@ def _run_by_rows(kernel, n_threads, *arrays):
 def _pair_statistics_into(sequences, pairs, queries):  # pragma: no cover - Numba
     n_samples, n_tokens, d = sequences.shape
     transposed = np.empty((d, n_tokens))
+    largest = 0.0
     for i in range(n_samples):
-        _weighted_pairs(sequences[i], transposed, pairs[i])
+        largest = max(largest, _weighted_pairs(sequences[i], transposed, pairs[i]))
         for e in range(d):
             queries[i, e] = sequences[i, n_tokens - 1, e]
+    return largest
 
 
-def pair_statistics(sequences, n_threads=1):
+def pair_statistics(sequences, n_threads=1, return_largest=False):
     """The compact form of the lifted features: weighted ``S`` entries and ``q``.
 
     Parameters
     ----------
     sequences : ndarray of shape (n_samples, n_tokens, token_dim), float64, C-ordered
     n_threads : int, default=1
+    return_largest : bool, default=False
+        Also return ``max |sequences|``, found in the same pass (a separate scan
+        costs 7-10% of the streamed Gram at d = 8, benchmarks/bench_speed.py).
 
     Returns
     -------
@@ -276,6 +285,8 @@ def pair_statistics(sequences, n_threads=1):
         ``w_bc S[b, c]`` for ``b <= c`` in ``numpy.triu_indices`` order.
     queries : ndarray of shape (n_samples, token_dim)
         The last token of each sequence.
+    largest : float
+        Only with ``return_largest``.
 
     Examples
     --------
@@ -293,7 +304,9 @@ def pair_statistics(sequences, n_threads=1):
     kernel = _compiled(
         _pair_statistics_into, (_READONLY_3D, _WRITABLE_2D, _WRITABLE_2D)
     )
-    _run_by_rows(kernel, n_threads, sequences, pairs, queries)
+    largests = _run_by_rows(kernel, n_threads, sequences, pairs, queries)
+    if return_largest:
+        return pairs, queries, float(max(largests, default=0.0))
     return pairs, queries
 
 

@@ -214,3 +214,20 @@ def test_structured_gram_equals_the_gram_of_the_naive_features(rng, token_dim):
         add_structured_gram(products, token_dim, np.zeros((p + 1, p + 1), order="F"))
     with pytest.raises(ValueError, match="products must be"):
         add_structured_gram(products[:-1], token_dim, np.zeros((p, p), order="F"))
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("n_samples", [0, 1, 7])
+def test_pair_statistics_returns_the_largest_magnitude(rng, n_threads, n_samples):
+    """The scale found in the same pass as the pairs is max |X| (largest entry
+    negative here), and the pairs are those without it."""
+    Z = rng.normal(size=(n_samples, 5, 3))
+    if n_samples:
+        Z[-1, 2, 1] = -7.5
+    pairs, queries, largest = pair_statistics(
+        Z, n_threads=n_threads, return_largest=True
+    )
+    assert largest == (np.abs(Z).max() if n_samples else 0.0)
+    expected_pairs, expected_queries = pair_statistics(Z)
+    np.testing.assert_array_equal(pairs, expected_pairs)
+    np.testing.assert_array_equal(queries, expected_queries)
