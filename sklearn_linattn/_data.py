@@ -20,6 +20,7 @@ coefficients then scale back exactly by ``c^3 / s`` (:class:`Rescaling`): the cu
 features neither overflow nor underflow, whatever the scale of the data.
 """
 
+import copy
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -681,7 +682,7 @@ class InMemoryLiftedData:
     def _chunk(self, start, stop):
         """``(row_start, row_stop, rescaled sequences)`` of samples start:stop."""
         per_sample = self.layout.rows_per_sample(self.sequences.shape[1])
-        chunk = self.sequences[start:stop]
+        chunk = np.ascontiguousarray(self.sequences[start:stop])
         if self.rescaling.token != 1.0:
             chunk = chunk * self.rescaling.token
         return start * per_sample, stop * per_sample, chunk
@@ -713,6 +714,40 @@ class InMemoryLiftedData:
             if progress is not None:
                 progress(stop, self.n_rows)
         return statistics
+
+    def fold_statistics(self, n_folds, first_sample=0, progress=None):
+        """The statistics of ``n_folds`` interleaved folds: fold ``f`` holds the
+        sequences whose index, counted from ``first_sample``, is ``f`` modulo
+        ``n_folds`` (all positions of a sequence in one fold). They add up to
+        :meth:`statistics`, in one pass over the data; the scales are shared.
+
+        Returns
+        -------
+        list of LiftedStatistics
+        """
+        rescaling = self.rescaling  # shared by the folds (a scan if not known)
+        n_samples = self.sequences.shape[0]
+        per_sample = self.layout.rows_per_sample(self.sequences.shape[1])
+        folds = []
+        for fold in range(n_folds):
+            start = (fold - first_sample) % n_folds
+            view = copy.copy(self)
+            view.sequences = self.sequences[start::n_folds]
+            view.row_scale = self.row_scale.reshape(n_samples, per_sample)[
+                start::n_folds
+            ].ravel()
+            if self.targets is not None:
+                view.targets = self.targets.reshape(
+                    n_samples, per_sample, self.n_outputs
+                )[start::n_folds].reshape(-1, self.n_outputs)
+            view.n_rows = view.row_scale.shape[0]
+            view.n_observations = int(np.count_nonzero(view.row_scale))
+            view.batch_size = max(1, min(self.batch_size, view.sequences.shape[0]))
+            view._rescaling, view._token_scale_known = rescaling, True
+            folds.append(view.statistics())
+            if progress is not None:
+                progress(min(fold + 1, n_folds) * self.n_rows // n_folds, self.n_rows)
+        return folds
 
     def residual_sum_of_squares(self, coef, feature_mean, target_mean):
         """Weighted residual sum of squares of a (rescaled) model, by one more
@@ -765,7 +800,7 @@ class InMemoryLiftedData:
                 start, stop = sample_range
                 if scale_after:
                     rows = start * per_sample, stop * per_sample
-                    yield *rows, self.sequences[start:stop]
+                    yield *rows, np.ascontiguousarray(self.sequences[start:stop])
                 else:
                     yield self._chunk(start, stop)
 
@@ -841,15 +876,18 @@ class InMemoryLiftedData:
 
 
 class StatisticsSource:
-    """A data source made of statistics already accumulated (``partial_fit``).
+    """A data source made of statistics already accumulated (``partial_fit``,
+    cross-validation).
 
-    Offers :meth:`statistics` only, so it serves the ``"normal"`` solver.
+    Offers :meth:`statistics` (and :meth:`fold_statistics`: kept folds, or those
+    of the data source ``folds``), so it serves the ``"normal"`` solver.
     """
 
     is_distributed = False
 
-    def __init__(self, statistics, layout, rescaling):
+    def __init__(self, statistics, layout, rescaling, folds=None):
         self._statistics = statistics
+        self._folds = folds
         self.layout = layout
         self.token_dim = layout.token_dim
         self.n_lifted = statistics.n_lifted
@@ -860,6 +898,15 @@ class StatisticsSource:
 
     def statistics(self, progress=None):
         return self._statistics
+
+    def fold_statistics(self, n_folds, first_sample=0, progress=None):
+        """The folds' statistics: kept ones (``partial_fit``), or those of the
+        data source given as ``folds`` (a pass over its data)."""
+        if hasattr(self._folds, "fold_statistics"):
+            return self._folds.fold_statistics(n_folds, first_sample, progress)
+        if self._folds is None or len(self._folds) != n_folds:
+            raise ValueError(f"no statistics of {n_folds} folds were kept")
+        return self._folds
 
 
 def lifted_data(
@@ -973,8 +1020,11 @@ def require_dask():
     return dask, dask.array
 
 
-def _block_statistics(block, targets, weights, layout_args, rescaling, batch_size):
-    """Statistics of one block of sequences (runs on a worker)."""
+def _block_statistics(
+    block, targets, weights, layout_args, rescaling, batch_size, folds=None
+):
+    """Statistics of one block of sequences (runs on a worker); with ``folds =
+    (n_folds, first_sample)`` a list, one per interleaved fold."""
     from ._validation import check_sequence_values
 
     data = InMemoryLiftedData(
@@ -986,13 +1036,20 @@ def _block_statistics(block, targets, weights, layout_args, rescaling, batch_siz
         batch_size=batch_size,
     )
     data.set_rescaling(rescaling)
+    if folds is not None:
+        return data.fold_statistics(*folds)
     return data.statistics()
 
 
 def _merge(*parts):
+    """Sum statistics, or lists of fold statistics fold by fold."""
     total = parts[0]
     for part in parts[1:]:
-        total.merge(part)
+        if isinstance(total, list):
+            for mine, theirs in zip(total, part, strict=True):
+                mine.merge(theirs)
+        else:
+            total.merge(part)
     return total
 
 
@@ -1128,8 +1185,17 @@ class DaskLiftedData:
         return list(targets.to_delayed().ravel())
 
     def statistics(self, progress=None):
+        return self._reduce_blocks(None)
+
+    def fold_statistics(self, n_folds, first_sample=0, progress=None):
+        """See :meth:`InMemoryLiftedData.fold_statistics` (folds by the global
+        sequence index, so blocks can be chunked in any way)."""
+        return self._reduce_blocks((n_folds, first_sample))
+
+    def _reduce_blocks(self, folds):
         dask, _ = require_dask()
         blocks = self.sequences.to_delayed().ravel()
+        offsets = np.concatenate([[0], np.cumsum(self.sequences.chunks[0])[:-1]])
         parts = [
             dask.delayed(_block_statistics)(
                 block,
@@ -1138,9 +1204,14 @@ class DaskLiftedData:
                 self.layout_args,
                 self.rescaling,
                 self.batch_size,
+                None if folds is None else (folds[0], folds[1] + int(offset)),
             )
-            for block, targets, weights in zip(
-                blocks, self._block_targets(), self._block_weights(), strict=True
+            for block, targets, weights, offset in zip(
+                blocks,
+                self._block_targets(),
+                self._block_weights(),
+                offsets,
+                strict=True,
             )
         ]
         while len(parts) > 1:  # a tree of pairwise sums: only p x p matrices travel

@@ -37,7 +37,7 @@ from ._data import (
 from ._heads import read_out_heads
 from ._lift import lifted_feature_pairs, lifted_features
 from ._progress import ChunkProgress
-from ._solvers import SOLVERS, resolve_solver, solve_normal
+from ._solvers import NOISE_FOLDS, SOLVERS, resolve_solver, solve_normal
 from ._validation import (
     input_precision,
     reject_boolean_parameters,
@@ -52,10 +52,6 @@ __all__ = [
     "LinearAttentionRegressor",
 ]
 
-# The head search may take as long as the regression it reads, plus this (seconds);
-# with the read-out's fixed costs around the search, the default fit stays within
-# 2x the n_heads=None fit + 50 ms (benchmarks/bench_default_cases.py).
-_HEAD_BUDGET_FLOOR = 0.04
 # Attributes that partial_fit leaves to be computed when first read.
 _MODEL_ATTRIBUTES = frozenset(
     {
@@ -225,6 +221,8 @@ class _LinearAttentionBase(BaseEstimator):
             solver_tol=self.solver_tol,
             max_iter=self.max_iter,
             progress=ChunkProgress("lifting") if self.verbose else None,
+            # the head count's noise model, from folds of the same pass
+            noise_folds=self.n_heads == "auto",
         )
         self._set_model(solution, data, single_output, time.perf_counter() - start)
         self._log(f"fit done in {time.perf_counter() - start:.2f} s")
@@ -234,6 +232,8 @@ class _LinearAttentionBase(BaseEstimator):
         self.token_dim_ = data.token_dim
         # partial_fit continues from these (solver "normal" only).
         self._statistics = solution.statistics
+        self._fold_statistics = None  # partial_fit restarts its folds
+        self._n_sequences = sequences.shape[0]
         self._rescaling = data.rescaling
         self._layout = data.layout
         self._single_output = single_output
@@ -259,14 +259,30 @@ class _LinearAttentionBase(BaseEstimator):
             sample_weight,
             rescaling=None if first_call else self._rescaling,
         )
+        # Folds by the sequence's index over all batches, as fit would assign
+        # them (the head count's noise model).
+        first_sample = 0 if first_call else self._n_sequences
+        folds = data.fold_statistics(NOISE_FOLDS, first_sample=first_sample)
+        batch = folds[0].copy()
+        for fold in folds[1:]:
+            batch.merge(fold)
         if first_call:
             self._check_rows(data)
-            statistics = data.statistics()
+            statistics = batch
         else:
             with np.errstate(over="ignore", invalid="ignore"):
-                statistics = self._statistics.copy().merge(data.statistics())
+                statistics = self._statistics.copy().merge(batch)
+                if self._fold_statistics is not None:
+                    folds = [
+                        kept.copy().merge(new)
+                        for kept, new in zip(self._fold_statistics, folds, strict=True)
+                    ]
+                else:  # continuing from fit: no folds kept
+                    folds = None
             self._check_batch_scale(statistics)
         self._statistics = statistics
+        self._fold_statistics = folds
+        self._n_sequences = first_sample + sequences.shape[0]
         if first_call:
             self._rescaling, self._layout = data.rescaling, data.layout
             self._single_output = single_output
@@ -315,10 +331,14 @@ class _LinearAttentionBase(BaseEstimator):
         return False
 
     def _solve_pending(self):
-        source = StatisticsSource(self._statistics, self._layout, self._rescaling)
+        source = StatisticsSource(
+            self._statistics, self._layout, self._rescaling,
+            folds=self._fold_statistics,
+        )
         start = time.perf_counter()
         solution = solve_normal(
-            source, alpha=self.alpha, fit_intercept=self.fit_intercept
+            source, alpha=self.alpha, fit_intercept=self.fit_intercept,
+            noise_folds=self._fold_statistics is not None,
         )
         self._set_model(
             solution, source, self._single_output, time.perf_counter() - start
@@ -335,10 +355,10 @@ class _LinearAttentionBase(BaseEstimator):
             self.n_heads,
             self.tol,
             apply_weight=solution.apply_weight,
-            residual_sum_of_squares=solution.residual_sum_of_squares,
-            # the intercept takes one degree of freedom of the residual
-            n_observations=solution.n_observations - int(self.fit_intercept),
-            budget_seconds=solve_seconds + _HEAD_BUDGET_FLOOR,
+            noise=solution.noise,
+            # the regression's cost, which limits the search's (in flops)
+            regression_flops=float(solution.n_observations * data.n_lifted**2)
+            + float(data.n_lifted) ** 3,
             verbose=self.verbose,
             data_precision=getattr(self, "_input_precision", None),
         )

@@ -12,14 +12,12 @@ documentation). This module finds such ``W`` (or heads) for given coefficients:
   in a weighted metric ``tr(R M R^T)`` (the training loss), by Gauss-Newton in head
   space with conjugate-gradient inner solves and an exact line search.
 
-Every iterative routine takes a ``deadline`` (a :func:`time.thread_time` value: the
-CPU time of the calling thread, so that other processes on a busy machine do not
-shrink the budget; the search runs single-threaded BLAS) and
-returns its best iterate when the deadline passes. Nothing here imports the read-outs.
+Every iterative routine stops after a number of iterations fixed by its arguments
+(never by a clock), so its result is a function of its inputs alone. Nothing here
+imports the read-outs.
 """
 
 import functools
-import time
 
 import numpy as np
 import scipy.linalg
@@ -72,10 +70,6 @@ def unfold_lifted_coef(folded, token_dim):
     first, second, scales = _fold_indices(token_dim)
     flat = folded.reshape(-1, token_dim**3)
     return (flat[:, first] + flat[:, second]) * (0.5 / scales)
-
-
-def _expired(deadline):
-    return time.thread_time() > deadline
 
 
 def svd(matrix):
@@ -140,7 +134,7 @@ RESTART_SEED = 20251129
 WARM_MIN_SIZE = 256
 # Iterations per compiled call: a window, or fewer on large folded matrices so that
 # a call costs at most about this many flops (min(shape)^2 * max(shape) per
-# iteration) and the deadline is checked often enough.
+# iteration).
 CHUNK_FLOPS = 2**22
 
 
@@ -172,7 +166,6 @@ def alternating_projections(
     start,
     tol,
     max_iter,
-    deadline=np.inf,
     stall=STALL,
     warm=False,
 ):
@@ -218,7 +211,7 @@ def alternating_projections(
             iteration += done
             if error_best < best_error:
                 best, best_error = low_rank.copy(), error_best
-            if error <= POLISH[1] * tol or _expired(deadline):
+            if error <= POLISH[1] * tol:
                 finished = True
                 break
         if finished:
@@ -252,10 +245,10 @@ def _keep_complement(slices, projector):
     return 2 * projected - np.matmul(projected, projector)
 
 
-def _isotropic_subspace(slices, start, deadline=np.inf):
+def _isotropic_subspace(slices, start):
     """Levenberg-Marquardt for an orthonormal ``N`` with ``N^T S_e N = 0`` for all e
     (:func:`~sklearn_linattn._lift.isotropic_levenberg_marquardt`, compiled), at
-    most ``GN_MAX_ITER`` steps, ``GN_CHUNK`` per compiled call between deadline checks.
+    most ``GN_MAX_ITER`` steps, ``GN_CHUNK`` per compiled call.
 
     Returns the basis reached and ``sum_e ||N^T S_e N||_F^2``.
     """
@@ -267,12 +260,12 @@ def _isotropic_subspace(slices, start, deadline=np.inf):
             slices, basis, GN_CHUNK, GN_MAX_DAMPING, damping
         )
         steps += GN_CHUNK
-        if stopped or steps >= GN_MAX_ITER or _expired(deadline):
+        if stopped or steps >= GN_MAX_ITER:
             return basis, value
 
 
 def _isotropic_fold(
-    lifted_coef, token_dim, rank, tol, warm_start, deadline=np.inf, n_random=GN_STARTS
+    lifted_coef, token_dim, rank, tol, warm_start, n_random=GN_STARTS
 ):
     """A rank-``rank`` folded ``W`` for one output, from an isotropic subspace.
 
@@ -292,9 +285,7 @@ def _isotropic_fold(
     starts = [svd(warm_start)[0][:, rank:]] if warm_start is not None else []
     starts += [random_state.normal(size=(d, k)) for _ in range(n_random)]
     for start in starts:
-        if _expired(deadline):
-            break
-        basis, value = _isotropic_subspace(slices, start, deadline)
+        basis, value = _isotropic_subspace(slices, start)
         if np.sqrt(value) <= tol * norm:
             complement = np.linalg.qr(basis, mode="complete")[0][:, k:]
             projector = complement @ complement.T
@@ -303,8 +294,7 @@ def _isotropic_fold(
     return None
 
 
-def nearest_isotropic_folds(lifted_coef, token_dim, rank, warm_start, n_random,
-                            deadline=np.inf):
+def nearest_isotropic_folds(lifted_coef, token_dim, rank, warm_start, n_random):
     """Rank-``rank`` folded ``W`` near one output's coefficients, one per start.
 
     With one output the ``r``-head coefficients are those whose slices vanish on
@@ -329,9 +319,7 @@ def nearest_isotropic_folds(lifted_coef, token_dim, rank, warm_start, n_random,
     starts += [random_state.normal(size=(d, k)) for _ in range(n_random)]
     found = []
     for start in starts:
-        if found and _expired(deadline):
-            break
-        basis, value = _isotropic_subspace(slices, start, deadline)
+        basis, value = _isotropic_subspace(slices, start)
         complement = np.linalg.qr(basis, mode="complete")[0][:, k:]
         projector = complement @ complement.T
         slices_in = _keep_complement(slices, projector)
@@ -347,7 +335,6 @@ def low_rank_fold(
     tol,
     max_iter=MAX_ITER,
     restarts=0,
-    deadline=np.inf,
 ):
     """A folded ``W`` of rank ``rank`` whose symmetric part is ``lifted_coef``.
 
@@ -372,8 +359,6 @@ def low_rank_fold(
         Cap on iterations per start.
     restarts : int
         Extra starts to try when the previous ones stalled above ``tol``.
-    deadline : float
-        A :func:`time.thread_time` value after which no new work starts.
 
     Returns
     -------
@@ -392,7 +377,7 @@ def low_rank_fold(
         # from random starts (a millisecond each) finds a rank-`rank` W wherever
         # one exists in our experiments, where alternating projections crawl
         # (more than half of the d heads) or need restarts.
-        folded = _isotropic_fold(lifted_coef, token_dim, rank, tol, None, deadline)
+        folded = _isotropic_fold(lifted_coef, token_dim, rank, tol, None)
         if folded is not None:
             gap = unfold_lifted_coef(folded, token_dim) - lifted_coef
             return folded, np.linalg.norm(gap) / norm
@@ -402,8 +387,6 @@ def low_rank_fold(
     gap = unfold_lifted_coef(best, token_dim) - lifted_coef
     best_error = np.linalg.norm(gap) / norm
     for attempt in range(1 + restarts):
-        if _expired(deadline):
-            break
         start = split
         if attempt:
             shape = (lifted_coef.shape[0], token_dim, token_dim, token_dim)
@@ -413,7 +396,7 @@ def low_rank_fold(
                 np.linalg.norm(split) / np.linalg.norm(antisymmetric)
             )
         folded, error = alternating_projections(
-            lifted_coef, token_dim, rank, start, tol, max_iter, deadline
+            lifted_coef, token_dim, rank, start, tol, max_iter
         )
         if error < best_error:
             best, best_error = folded, error
@@ -422,7 +405,7 @@ def low_rank_fold(
         if attempt == 0 and restarts and one_output and rank < token_dim:
             # ... and from the null space of the stalled iterate.
             folded = _isotropic_fold(
-                lifted_coef, token_dim, rank, tol, best, deadline, n_random=0
+                lifted_coef, token_dim, rank, tol, best, n_random=0
             )
             if folded is not None:
                 gap = unfold_lifted_coef(folded, token_dim) - lifted_coef
@@ -461,6 +444,8 @@ WEIGHTED_MAX_ITER = 30
 CG_MAX_ITER = 60
 CG_TOL = 1e-3
 WEIGHTED_STALL = 1e-6
+# ... and stops only once a step moves the heads by less than this (relative).
+STEP_TOL = 1e-11
 
 
 def balanced_rows(folded, rank):
@@ -519,7 +504,7 @@ def head_jacobian(value_rows, query_rows, token_dim):
 
 
 def _cg_step(jacobian, jacobian_t, weight, weighted, value_rows, query_rows,
-             precondition, cg_max_iter, deadline):
+             precondition, cg_max_iter):
     """Conjugate gradients on ``J^T M J step = -J^T M residual`` (head blocks
     preconditioned by their strength); returns the step and ``M J step``."""
     grad_v, grad_q = jacobian_t(weighted)
@@ -552,8 +537,6 @@ def _cg_step(jacobian, jacobian_t, weight, weighted, value_rows, query_rows,
         dir_v = z_v + (rz_new / rz) * dir_v
         dir_q = z_q + (rz_new / rz) * dir_q
         rz = rz_new
-        if _expired(deadline):
-            break
     return step_v, step_q, weighted_step
 
 
@@ -601,7 +584,6 @@ def weighted_head_fit(
     stall=WEIGHTED_STALL,
     cg_max_iter=CG_MAX_ITER,
     weight_matrix=None,
-    deadline=np.inf,
 ):
     """Heads minimizing ``loss = tr((theta - target) M (theta - target)^T)``.
 
@@ -635,8 +617,6 @@ def weighted_head_fit(
     give_up_above : float
         Stop when the linearized problem's minimum (what the current neighbourhood
         promises) stays above this.
-    deadline : float
-        A :func:`time.perf_counter` value after which no new step starts.
 
     Returns
     -------
@@ -656,7 +636,7 @@ def weighted_head_fit(
     loss = float(np.vdot(residual, weighted))
     n_iter = 0
     for n_iter in range(1, max_iter + 1):  # noqa: B007
-        if loss <= accept_below or _expired(deadline) or rank == 0:
+        if loss <= accept_below or rank == 0:
             n_iter -= 1
             break
         folded_v = value_rows.T @ query_rows
@@ -680,7 +660,7 @@ def weighted_head_fit(
         else:
             step_v, step_q, weighted_step = _cg_step(
                 jacobian, jacobian_t, weight, weighted, value_rows, query_rows,
-                precondition, cg_max_iter, deadline,
+                precondition, cg_max_iter,
             )
         linear = jacobian(step_v, step_q)
         # Linearized minimum: ||residual + linear||_M^2.
@@ -716,7 +696,11 @@ def weighted_head_fit(
         previous, loss = loss, float(np.vdot(residual, weighted))
         if predicted > give_up_above and n_iter >= 1:
             break
-        if previous - loss <= stall * previous:
+        # Converged: the loss no longer falls and the step is at rounding level
+        # (a loss flat to `stall` can still leave the heads ~sqrt(stall) off).
+        moved = best_t * np.sqrt(np.vdot(step_v, step_v) + np.vdot(step_q, step_q))
+        size = np.sqrt(np.vdot(value_rows, value_rows) + np.vdot(query_rows, query_rows))
+        if previous - loss <= stall * previous and moved <= STEP_TOL * size:
             break
     folded = value_rows.T @ query_rows
     if rank:

@@ -641,9 +641,12 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         """The model for ``alpha_``, from the statistics (or kernel) at hand."""
         start = time.perf_counter()
         if mode == "normal":
-            source = StatisticsSource(statistics, data.layout, data.rescaling)
+            source = StatisticsSource(
+                statistics, data.layout, data.rescaling, folds=data
+            )
             solution = solve_normal(
-                source, alpha=self.alpha_, fit_intercept=self.fit_intercept
+                source, alpha=self.alpha_, fit_intercept=self.fit_intercept,
+                noise_folds="lazy",  # a pass over the data when the heads need it
             )
         else:
             source = data

@@ -44,6 +44,7 @@ from ._data import CenteredOperator, CompactOperator, single_threaded_blas
 from ._lift import lifted_kernel, lifted_rmatvec
 
 __all__ = [
+    "CoefNoise",
     "LiftedSolution",
     "SOLVERS",
     "available_memory",
@@ -54,6 +55,9 @@ __all__ = [
     "solve_normal",
 ]
 
+# Interleaved folds whose lifted fits measure the noise of the coefficients (the
+# grouped jackknife of CoefNoise), as many as scikit-learn's default K-fold.
+NOISE_FOLDS = 5
 # Relative accuracy of the Lanczos eigenvalue estimates behind solver="cg"'s
 # certificate.
 LANCZOS_TOL = 1e-6
@@ -70,6 +74,91 @@ def _dense_threads(order):
     if order <= _SINGLE_THREAD_ORDER:
         return single_threaded_blas()
     return contextlib.nullcontext()
+
+
+class CoefNoise:
+    """The noise of fitted lifted coefficients, in the training metric ``M``.
+
+    ``variance`` estimates ``sigma^2 = E ||theta_hat - theta||_M^2 / (n_outputs r)``
+    (``r`` the rank of ``M``), with ``dof`` degrees of freedom: the scale of a
+    loss increase that noise alone causes (theory page, "How many heads").
+
+    - From fold statistics (the grouped jackknife over ``K`` interleaved folds,
+      valid when the noise varies with the input or is correlated across
+      outputs): ``(K - 1) / K sum_j ||theta_(-j) - mean_j theta_(-j)||_M^2 /
+      (n_outputs r)``, ``theta_(-j)`` the fit without fold ``j``, with
+      ``(K - 1) n_outputs r`` degrees of freedom. Computed on first use.
+    - Without them (constant noise variance assumed): ``RSS / (n_outputs (n -
+      r))``, with ``n_outputs (n - r)`` degrees of freedom.
+
+    Parameters
+    ----------
+    residual_sum_of_squares : ndarray of shape (n_outputs,)
+    n_residual : int
+        Observations less the intercept's degree of freedom.
+    rank : int
+    folds : list of LiftedStatistics, or a callable returning them, optional
+    refit : callable, optional
+        ``refit(statistics) -> coef`` of the fit on other statistics.
+    apply_weight : callable, optional
+        ``R -> R M``.
+    """
+
+    def __init__(self, residual_sum_of_squares, n_residual, rank, folds=None,
+                 refit=None, apply_weight=None):
+        self.n_outputs = len(residual_sum_of_squares)
+        self.rank = int(rank)
+        dof = self.n_outputs * (n_residual - self.rank)
+        self.residual_variance = float(np.sum(residual_sum_of_squares)) / dof
+        self.residual_dof = dof
+        self._folds, self._refit, self._apply_weight = folds, refit, apply_weight
+        self._jackknife = None
+
+    @classmethod
+    def of(cls, residual_sum_of_squares, n_residual, rank, **folds):
+        """The noise model, or None with no residual degree of freedom."""
+        if n_residual <= rank:
+            return None
+        return cls(residual_sum_of_squares, n_residual, rank, **folds)
+
+    def _jackknife_estimate(self):
+        if self._jackknife is None:
+            self._jackknife = (self.residual_variance, self.residual_dof)
+            folds = self._folds() if callable(self._folds) else self._folds
+            if folds is not None:
+                estimate = _jackknife_variance(
+                    folds, self._refit, self._apply_weight, self.n_outputs, self.rank
+                )
+                if estimate is not None:
+                    self._jackknife = estimate
+        return self._jackknife
+
+    @property
+    def variance(self):
+        return self._jackknife_estimate()[0]
+
+    @property
+    def dof(self):
+        return self._jackknife_estimate()[1]
+
+
+def _jackknife_variance(folds, refit, apply_weight, n_outputs, rank):
+    """``(variance, dof)`` of the grouped jackknife (:class:`CoefNoise`), or None
+    when a training set has no more observations than the rank."""
+    n_folds = len(folds)
+    coefs = []
+    for left_out in range(n_folds):
+        others = [fold for index, fold in enumerate(folds) if index != left_out]
+        training = others[0].copy()
+        for fold in others[1:]:
+            training.merge(fold)
+        if training.n_observations <= rank:
+            return None
+        coefs.append(refit(training))
+    deviations = np.array(coefs) - np.mean(coefs, axis=0)
+    spread = sum(np.vdot(dev, apply_weight(dev)) for dev in deviations)
+    variance = (n_folds - 1) / n_folds * float(spread) / (n_outputs * rank)
+    return variance, (n_folds - 1) * n_outputs * rank
 
 
 @dataclass
@@ -97,6 +186,8 @@ class LiftedSolution:
     converged : bool
     statistics : LiftedStatistics or None
         The accumulated statistics (solver ``"normal"``), kept for ``partial_fit``.
+    noise : CoefNoise or None
+        The noise of ``coef``; None with no residual degree of freedom.
     """
 
     coef: np.ndarray
@@ -109,6 +200,7 @@ class LiftedSolution:
     n_iter: np.ndarray
     converged: bool = True
     statistics: object = None
+    noise: object = None
 
 
 def _eigen_solve(eigenvalues, eigenvectors, threshold, right_hand_side, alpha):
@@ -154,15 +246,33 @@ def solve_gram(gram, moment, alpha, spectrum):
 
 
 def solve_normal(
-    data, *, alpha, fit_intercept, solver_tol=None, max_iter=None, progress=None
+    data, *, alpha, fit_intercept, solver_tol=None, max_iter=None, progress=None,
+    noise_folds=False,
 ):
     """Least squares / ridge from the streamed normal equations.
 
-    Memory: one chunk of lifted rows plus ``O(p^2)``.
+    With ``noise_folds`` the statistics are accumulated in ``NOISE_FOLDS``
+    interleaved folds (one pass all the same) that the solution's noise model
+    uses (or, with ``noise_folds="lazy"``, by another pass when it is needed).
+    Memory: one chunk of lifted rows plus ``O(p^2)`` (``NOISE_FOLDS`` times that
+    with folds).
     """
-    statistics = data.statistics(progress=progress)
+    folds = None
+    if noise_folds == "lazy":
+        statistics = data.statistics(progress=progress)
+
+        def folds():
+            return data.fold_statistics(NOISE_FOLDS)
+
+    elif noise_folds:
+        folds = data.fold_statistics(NOISE_FOLDS, progress=progress)
+        statistics = folds[0].copy()
+        for fold in folds[1:]:
+            statistics.merge(fold)
+    else:
+        statistics = data.statistics(progress=progress)
     with _dense_threads(data.n_lifted):
-        return _solve_statistics(data, statistics, alpha, fit_intercept)
+        return _solve_statistics(data, statistics, alpha, fit_intercept, folds)
 
 
 def uncentered_scale(gram, feature_mean, weight_sum):
@@ -172,7 +282,7 @@ def uncentered_scale(gram, feature_mean, weight_sum):
     return float(np.max(np.diag(gram) + weight_sum * feature_mean**2, initial=0.0))
 
 
-def _solve_statistics(data, statistics, alpha, fit_intercept):
+def _solve_statistics(data, statistics, alpha, fit_intercept, folds=None):
     alpha = data.rescaling.alpha(alpha)
     gram, moment, squares, feature_mean, target_mean = statistics.normal_equations(
         fit_intercept
@@ -205,6 +315,14 @@ def _solve_statistics(data, statistics, alpha, fit_intercept):
     def apply_weight(matrix):
         return matrix @ gram + alpha * matrix
 
+    def refit(training):
+        train_gram, train_moment, _, _, _ = training.normal_equations(fit_intercept)
+        train_spectrum = gram_spectrum(
+            train_gram, default_rank_tol(data.n_lifted), scale
+        )
+        return solve_gram(train_gram, train_moment, alpha, train_spectrum)
+
+    n_residual = statistics.n_observations - int(fit_intercept)
     return LiftedSolution(
         coef=coef,
         feature_mean=feature_mean,
@@ -215,7 +333,16 @@ def _solve_statistics(data, statistics, alpha, fit_intercept):
         n_observations=statistics.n_observations,
         n_iter=np.ones(coef.shape[0], dtype=int),
         statistics=statistics,
+        noise=CoefNoise.of(
+            residual, n_residual, metric_rank(certificate, alpha, data.n_lifted),
+            folds=folds, refit=refit, apply_weight=apply_weight,
+        ),
     )
+
+
+def metric_rank(certificate, alpha, n_lifted):
+    """Rank of the training metric ``G + alpha I``."""
+    return n_lifted if alpha > 0 else certificate.rank
 
 
 def _centered_kernel(kernel, row_scale):
@@ -237,7 +364,8 @@ def _centered_kernel(kernel, row_scale):
 
 
 def solve_dual(
-    data, *, alpha, fit_intercept, solver_tol=None, max_iter=None, progress=None
+    data, *, alpha, fit_intercept, solver_tol=None, max_iter=None, progress=None,
+    noise_folds=False,
 ):
     """Least squares / ridge in kernel form, for fewer rows than lifted features.
 
@@ -300,20 +428,26 @@ def _solve_kernel(data, alpha, fit_intercept):
     operator = CenteredOperator(
         CompactOperator(pairs, queries), row_scale, feature_mean
     )
+    rss = np.einsum("no,no->o", residual, residual)
     return LiftedSolution(
         coef=coef,
         feature_mean=feature_mean,
         target_mean=target_mean,
         certificate=certificate,
         apply_weight=_operator_weight(operator, alpha),
-        residual_sum_of_squares=np.einsum("no,no->o", residual, residual),
+        residual_sum_of_squares=rss,
         n_observations=data.n_observations,
         n_iter=np.ones(targets.shape[1], dtype=int),
+        noise=CoefNoise.of(
+            rss, data.n_observations - int(fit_intercept),
+            metric_rank(certificate, alpha, data.n_lifted),
+        ),
     )
 
 
 def solve_lsqr(
-    data, *, alpha, fit_intercept, solver_tol=1e-10, max_iter=None, progress=None
+    data, *, alpha, fit_intercept, solver_tol=1e-10, max_iter=None, progress=None,
+    noise_folds=False,
 ):
     """Least squares / ridge by LSQR, never forming ``Phi`` or a Gram matrix.
 
@@ -397,6 +531,10 @@ def solve_lsqr(
         n_observations=data.n_observations,
         n_iter=n_iter,
         converged=bool(converged),
+        noise=CoefNoise.of(
+            residual, data.n_observations - int(fit_intercept),
+            metric_rank(certificate, alpha, n_lifted),
+        ),
     )
 
 
