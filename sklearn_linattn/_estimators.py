@@ -353,7 +353,7 @@ class _LinearAttentionBase(BaseEstimator):
             solution.coef,
             data.token_dim,
             self.n_heads,
-            self.tol,
+            max(self.tol, solution.coef_tol),
             apply_weight=solution.apply_weight,
             noise=solution.noise,
             # the regression's cost, which limits the search's (in flops)

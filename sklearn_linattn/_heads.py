@@ -75,8 +75,8 @@ ISOTROPIC_STARTS = 8
 # A probe is run only while its estimated flops stay within this multiple of the
 # regression's (n_rows p^2 + p^3) plus a floor; beyond that the paper's read-out
 # is returned (criterion "paper").
-WORK_FACTOR = 20.0
-WORK_FLOOR = 2e9
+WORK_FACTOR = 50.0
+WORK_FLOOR = 5e9
 
 
 def _canonical_signs(left, right):
@@ -201,7 +201,9 @@ class HeadReadout:
     criterion : str
         Why this count was returned: ``"tol"`` (the heads compute the lifted
         function within ``tol``), ``"f-test"`` (their training loss is not
-        significantly worse than the lifted fit's), ``"fixed"`` (the best model
+        significantly worse than the lifted fit's), ``"precision"`` (their
+        training loss is within the input's floating-point precision of the lifted
+        fit's: float32 data), ``"fixed"`` (the best model
         found with the requested number of heads), ``"paper"`` (the paper's SVD
         read-out: requested, or the search would cost more than its work limit).
     counts_tried : tuple of int
@@ -305,20 +307,23 @@ class _Search:
         # directions although it has as many parameters)
         df1 = max(self.m * self.noise.rank - head_parameter_count(k, self.m, self.d), 1)
         if self.noise.variance <= 0:
-            return float("nan"), float("nan")
+            return float("nan"), float("nan"), float("nan")
         critical = float(scipy.stats.f.isf(SIGNIFICANCE, df1, self.noise.dof))
+        # Loss increases below the data's own rounding (float32 input) are no
+        # evidence against a count: that rounding follows the inputs.
         floor = self.precision**2 * max(self.signal, 0.0) / df1 / self.noise.variance
-        return loss / df1 / self.noise.variance, max(critical, floor)
+        return loss / df1 / self.noise.variance, critical, max(critical, floor)
 
     def probe(self, k, noisy):
         """The best ``k``-head model this search finds, and whether it passes."""
         self.tried.append(k)
         if not noisy:
             folded, error = low_rank_fold(
-                self.coef, self.d, k, self.tol, restarts=RESTARTS if self.m == 1 else 0
+                self.coef, self.d, k, self.tol, restarts=RESTARTS
             )
             if error > self.tol:
-                starts = [folded]
+                truncated = balanced_rows(self.split, k)
+                starts = [folded, truncated[0].T @ truncated[1]]
                 if self.m == 1 and k < self.d:
                     starts += nearest_isotropic_folds(
                         self.coef, self.d, k, folded, ISOTROPIC_STARTS
@@ -339,22 +344,27 @@ class _Search:
             )
         losses = [self.loss(unfold_lifted_coef(s, self.d)) for s in starts]
         folded, loss = self.fit(k, starts[int(np.argmin(losses))], FIT_ITER)
-        statistic, critical = self.test(k, loss)
+        statistic, critical, threshold = self.test(k, loss)
         self.log(f"{k} heads: F {statistic:.3g} (critical {critical:.3g})")
-        return folded, bool(statistic <= critical)
+        return folded, bool(statistic <= threshold)
 
 
-def _probe_cost(search, k):
-    """Estimated flops of one probe with ``k`` heads."""
+def _probe_cost(search, k, noisy):
+    """Estimated flops of one probe with ``k`` heads: its iterations of
+    alternating projections (an eigendecomposition of the smaller Gram of ``W``
+    each) and of Gauss-Newton (dense: forming and solving the normal equations;
+    else conjugate-gradient products)."""
     m, d, p = search.m, search.d, search.p
     small, large = sorted((m * d, d * d))
-    projections = (RESTARTS + 1) * 1000 * (2 * small**2 * large + 10 * small**3)
+    projection = 2 * small**2 * large + 10 * small**3
     parameters = k * (m * d + d * d)
-    if search.weight_matrix(k) is not None:
+    if search.weight_matrix(k) is not None or not noisy:
         step = 2 * m * p * p * parameters + 2 * m * p * parameters**2
     else:
         step = 60 * (2 * m * p * p + 4 * m * p * k * d)
-    return projections + FIT_ITER * step
+    if noisy:
+        return SCREEN_ITER * projection + FIT_ITER * step
+    return (RESTARTS + 1) * 300 * projection + 2 * EXACT_ITER * step
 
 
 def read_out_heads(
@@ -452,7 +462,7 @@ def read_out_heads(
         )
         folded, k, criterion, statistic = _search(search, n_heads, regression_flops)
         value, query = heads_of_folded(folded, k, search.m, d)
-    theta = head_coef(value.reshape(k, -1), query.reshape(k, -1), d)
+    theta = head_coef(value.reshape(k, search.m * d), query.reshape(k, d * d), d)
     distance = float(np.linalg.norm(theta - lifted_coef) / search.norm) if k else 0.0
     search.log(f"{k} heads ({criterion}); counts tried {search.tried}")
     return HeadReadout(
@@ -465,13 +475,14 @@ def _search(search, n_heads, regression_flops):
     """``(folded W, n_heads, criterion, (statistic, critical))`` of a read-out."""
     split, nan = search.split, (float("nan"), float("nan"))
     paper_count = n_heads_within(svd(split)[1], search.tol)
-    fixed = n_heads not in (None, "auto")
-    if (
-        n_heads is None or search.norm == 0 or paper_count <= 1
-        or (fixed and int(n_heads) >= paper_count)
-    ):
+    if n_heads is None or search.norm == 0 or paper_count <= 1:
         return split, paper_count, "paper" if n_heads is None else "tol", nan
     noisy = search.noisy()
+    # A fixed count from the paper's up is "auto" (the fewest within tol; on
+    # noisy data the paper's heads, which are the lifted fit).
+    fixed = n_heads != "auto" and int(n_heads) < paper_count
+    if n_heads != "auto" and not fixed and noisy:
+        return split, paper_count, "tol", nan
     upper = int(n_heads) if fixed else paper_count
     if noisy and (fixed or search.noise is None):
         # A fixed count on noisy data needs no test; without a noise model
@@ -493,7 +504,7 @@ def _search(search, n_heads, regression_flops):
     step = 1
     while low < high:
         k = min(low + step - 1, high - 1) if found is None else (low + high) // 2
-        spent += _probe_cost(search, k)
+        spent += _probe_cost(search, k, noisy)
         if spent > limit:
             search.log(f"a probe of {k} heads is beyond the work limit")
             if fixed:
@@ -511,7 +522,9 @@ def _search(search, n_heads, regression_flops):
     if not noisy:
         return folded, k, "tol", nan
     folded, loss = search.fit(k, folded, FIT_ITER)  # polish in the training metric
-    return folded, k, "f-test", search.test(k, loss)
+    statistic, critical, _ = search.test(k, loss)
+    criterion = "precision" if statistic > critical else "f-test"
+    return folded, k, criterion, (statistic, critical)
 
 
 def _best_fixed(search, k):
@@ -524,5 +537,5 @@ def _best_fixed(search, k):
         starts.insert(0, search.fits[k])
     fits = [search.fit(k, start, FIXED_ITER) for start in starts]
     folded, loss = min(fits, key=lambda pair: pair[1])
-    statistic = search.test(k, loss) if search.noise is not None else nan
+    statistic = search.test(k, loss)[:2] if search.noise is not None else nan
     return folded, k, "fixed", statistic

@@ -58,6 +58,10 @@ __all__ = [
 # Interleaved folds whose lifted fits measure the noise of the coefficients (the
 # grouped jackknife of CoefNoise), as many as scikit-learn's default K-fold.
 NOISE_FOLDS = 5
+# LSQR's coefficients are accurate to about 1e3 * solver_tol (relative; measured
+# on noiseless fits, d = 3..8: up to 8e-9 at solver_tol=1e-10), so the head
+# read-out treats differences below this multiple as rounding.
+LSQR_COEF_TOL = 1e4
 # Relative accuracy of the Lanczos eigenvalue estimates behind solver="cg"'s
 # certificate.
 LANCZOS_TOL = 1e-6
@@ -115,9 +119,10 @@ class CoefNoise:
         self._jackknife = None
 
     @classmethod
-    def of(cls, residual_sum_of_squares, n_residual, rank, **folds):
-        """The noise model, or None with no residual degree of freedom."""
-        if n_residual <= rank:
+    def of(cls, residual_sum_of_squares, n_residual, rank, n_lifted, **folds):
+        """The noise model, or None without more observations than lifted
+        features (an interpolating fit's residual says nothing of its noise)."""
+        if n_residual <= max(rank, n_lifted):
             return None
         return cls(residual_sum_of_squares, n_residual, rank, **folds)
 
@@ -188,6 +193,8 @@ class LiftedSolution:
         The accumulated statistics (solver ``"normal"``), kept for ``partial_fit``.
     noise : CoefNoise or None
         The noise of ``coef``; None with no residual degree of freedom.
+    coef_tol : float
+        Relative accuracy of ``coef`` as a solution (0 for the direct solvers).
     """
 
     coef: np.ndarray
@@ -201,6 +208,7 @@ class LiftedSolution:
     converged: bool = True
     statistics: object = None
     noise: object = None
+    coef_tol: float = 0.0
 
 
 def _eigen_solve(eigenvalues, eigenvectors, threshold, right_hand_side, alpha):
@@ -335,7 +343,7 @@ def _solve_statistics(data, statistics, alpha, fit_intercept, folds=None):
         statistics=statistics,
         noise=CoefNoise.of(
             residual, n_residual, metric_rank(certificate, alpha, data.n_lifted),
-            folds=folds, refit=refit, apply_weight=apply_weight,
+            data.n_lifted, folds=folds, refit=refit, apply_weight=apply_weight,
         ),
     )
 
@@ -440,7 +448,7 @@ def _solve_kernel(data, alpha, fit_intercept):
         n_iter=np.ones(targets.shape[1], dtype=int),
         noise=CoefNoise.of(
             rss, data.n_observations - int(fit_intercept),
-            metric_rank(certificate, alpha, data.n_lifted),
+            metric_rank(certificate, alpha, data.n_lifted), data.n_lifted,
         ),
     )
 
@@ -531,9 +539,10 @@ def solve_lsqr(
         n_observations=data.n_observations,
         n_iter=n_iter,
         converged=bool(converged),
+        coef_tol=LSQR_COEF_TOL * solver_tol,
         noise=CoefNoise.of(
             residual, data.n_observations - int(fit_intercept),
-            metric_rank(certificate, alpha, n_lifted),
+            metric_rank(certificate, alpha, n_lifted), n_lifted,
         ),
     )
 
