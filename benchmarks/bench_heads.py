@@ -1,48 +1,38 @@
-"""Head read-out (``read_out_heads``): cost against the regression, noisy counts,
-noiseless recovery.
+"""Head read-out: how many heads the default estimator returns, on noisy and
+noiseless data, with constant and input-dependent noise.
 
-Run: ``python benchmarks/bench_heads.py [--quick] [--seeds 10] [--json out.json]``
+Run: ``python benchmarks/bench_heads.py [--quick] [--seeds 5] [--json out.json]``
 
-Every fit: a random H-head MHLA (parameters N(0, 1/d)) with ``n_outputs`` outputs,
-Gaussian sequences of 16 tokens (entries N(0, 1/16)), targets plus Gaussian noise
-of the given fraction of each target's standard deviation. The regression is solved
-here with numpy: lifted features (the package's kernel), ``G = Phi^T Phi``, then
-``np.linalg.solve`` (or, with fewer samples than lifted features, the minimum-norm
-solution from the kernel ``Phi Phi^T``). The ``n_heads=None`` fit is that
-regression plus the paper's SVD read-out; the default fit is the regression plus
-``read_out_heads`` with the budget the estimators give it (the regression's time
-plus 40 ms). The issue's bound: default fit <= 2 x None fit + 50 ms.
+It uses only the public estimator, so the same script measures another version
+of the package (``PYTHONPATH=/path/to/other/checkout python benchmarks/...``).
 
-Tables:
+Every fit: a random H-head MHLA (parameters N(0, 1/d)) with ``n_outputs``
+outputs, Gaussian sequences of 16 tokens (entries N(0, 1/16)), 3p sequences.
 
-1. Cost grid: d in {4, 8, 16, 32} x n_outputs in {1, 10, 50} x noise in
-   {0, 1%, 10%}, H = 2 generating heads, 3p samples (300 at d = 32, so the fit
-   interpolates there); plus ``load_digits`` rows (8 tokens of 8 pixels, one-hot
-   targets of the 10 classes, centered).
-2. Noisy counts: d in {4, 8, 12, 16}, H in {1, 2, d/2}, noise 1% and 10%, one
-   output, 3p samples: the fraction of fits returning H heads, and the heads'
-   test error against the noiseless truth relative to the lifted fit's.
-3. Noiseless recovery, the 280-fit grid (d in {4, 6, 8, 12, 16}, H in {1, 2, d/2,
-   3d/4, d-1, d}, 10 seeds): n_heads == H and relative distance below 1e-8, with
-   the default budget and without a budget.
-
-Timings are medians; read-out and regression are measured in the same run. BLAS
-threads are whatever the environment gives (the read-out itself runs single
-threaded).
+1. Noisy counts: d in {4, 8, 12, 16}, H in {1, 2, d/2}, noise 1% and 10% of each
+   target's standard deviation, 1 and 3 outputs; the noise either constant or
+   scaled by ``||q||^2 / mean ||q||^2`` (input-dependent, as the error of a layer on
+   in-context prompts is). Reported: the fraction of fits returning H heads.
+2. Noiseless recovery, the 280-fit grid (d in {4, 6, 8, 12, 16}, H in {1, 2, d/2,
+   3d/4, d-1, d}, 10 seeds): ``n_heads_ == H`` and relative distance to the
+   generating model below 1e-8.
+3. In-context linear regression (d = 5: x in R^4 with covariance diag(2, 1, 0.5,
+   0.25), 20 context pairs, 20,000 prompts): the best layer has one head.
+4. ``load_digits`` rows (8 tokens of 8 pixels), the classifier's head count.
 """
 
 import argparse
 import json
-import statistics
 import time
 
 import numpy as np
 
-from sklearn_linattn import MultiHeadLinearAttention
-from sklearn_linattn._heads import read_out_heads
-from sklearn_linattn._lift import lifted_features
+from sklearn_linattn import (
+    LinearAttentionClassifier,
+    LinearAttentionRegressor,
+    MultiHeadLinearAttention,
+)
 
-BUDGET_CONSTANT = 0.04
 N_TOKENS = 16
 
 
@@ -58,229 +48,129 @@ def random_mhla(rng, d, n_heads, n_outputs):
     )
 
 
-def regression(sequences, targets, center=False):
-    """The lifted least-squares fit with numpy, timed: returns the coefficients,
-    the weight operator, the residual sum of squares and the seconds."""
-    start = time.perf_counter()
-    features = lifted_features(np.ascontiguousarray(sequences, dtype=np.float64))
-    if center:
-        features = features - features.mean(axis=0)
-        targets = targets - targets.mean(axis=0)
-    n, p = features.shape
-    if n >= p:
-        gram = features.T @ features
-        try:
-            coef = np.linalg.solve(gram, features.T @ targets).T
-        except np.linalg.LinAlgError:  # singular (digits): minimum norm
-            coef = np.linalg.lstsq(gram, features.T @ targets, rcond=None)[0].T
-        seconds = time.perf_counter() - start
-
-        def apply_weight(rows):
-            return rows @ gram
-
-    else:
-        kernel = features @ features.T
-        coef = (features.T @ np.linalg.lstsq(kernel, targets, rcond=None)[0]).T
-        seconds = time.perf_counter() - start
-
-        def apply_weight(rows):
-            return (rows @ features.T) @ features
-
-    rss = np.sum((features @ coef.T - targets) ** 2, axis=0)
-    return coef, apply_weight, rss, seconds
-
-
-def synthetic(seed, d, n_heads, n_outputs, noise, n_samples=None):
+def synthetic(seed, d, n_heads, n_outputs, noise, scaled=False):
     rng = np.random.default_rng(seed)
     truth = random_mhla(rng, d, n_heads, n_outputs)
-    n = n_samples or 3 * n_lifted(d)
-    X = rng.normal(scale=1 / np.sqrt(N_TOKENS), size=(n, N_TOKENS, d))
+    X = rng.normal(scale=1 / np.sqrt(N_TOKENS), size=(3 * n_lifted(d), N_TOKENS, d))
     y = truth.predict(X)
-    y = y + noise * y.std(axis=0) * rng.normal(size=y.shape)
-    return truth, X, y
+    eps = rng.normal(size=y.shape)
+    if scaled:
+        size = np.linalg.norm(X[:, -1], axis=1) ** 2
+        eps *= (size / size.mean())[:, None]
+    return truth, X, y + noise * y.std(axis=0) * eps
 
 
-def read_out(
-    coef, d, apply_weight, rss, n, regression_seconds, budget=True, n_heads="auto"
-):
-    start = time.perf_counter()
-    readout = read_out_heads(
-        coef,
-        d,
-        n_heads,
-        1e-8,
-        apply_weight=apply_weight,
-        residual_sum_of_squares=rss,
-        n_observations=n,
-        budget_seconds=regression_seconds + BUDGET_CONSTANT if budget else None,
-    )
-    return readout, time.perf_counter() - start
-
-
-def cost_row(d, n_outputs, noise, seeds):
-    runs = []
+def noisy_row(d, n_heads, noise, n_outputs, scaled, seeds):
+    hits, seconds = [], []
     for seed in range(seeds):
-        n = 300 if d >= 32 else None
-        truth, X, y = synthetic(seed, d, 2, n_outputs, noise, n)
-        coef, weight, rss, reg = regression(X, y)
-        _, paper = read_out(coef, d, weight, rss, len(y), reg, n_heads=None)
-        readout, seconds = read_out(coef, d, weight, rss, len(y), reg)
-        runs.append((reg, seconds, readout, paper))
-    return summarize_cost(runs, d=d, n_outputs=n_outputs, noise=noise, H=2)
-
-
-def summarize_cost(runs, **keys):
-    """Runs are (regression, read-out, readout, paper read-out) seconds; the
-    n_heads=None fit is regression + paper read-out, the default fit regression +
-    read-out, and the issue's bound is default <= 2 x None + 50 ms."""
-    reg = statistics.median(r[0] for r in runs)
-    seconds = statistics.median(r[1] for r in runs)
+        _, X, y = synthetic(1000 + seed, d, n_heads, n_outputs, noise, scaled)
+        start = time.perf_counter()
+        model = LinearAttentionRegressor().fit(X, y)
+        seconds.append(time.perf_counter() - start)
+        hits.append(model.n_heads_ == n_heads)
     return dict(
-        keys,
-        regression_seconds=reg,
-        paper_seconds=statistics.median(r[3] for r in runs),
-        readout_seconds=seconds,
-        ratio=statistics.median((r[0] + r[1]) / (r[0] + r[3]) for r in runs),
-        within_bound=float(
-            np.mean([r[0] + r[1] <= 2 * (r[0] + r[3]) + 0.05 for r in runs])
-        ),
-        heads=statistics.median(r[2].n_heads for r in runs),
-        complete=float(np.mean([r[2].complete for r in runs])),
-        criteria=sorted({r[2].criterion for r in runs}),
-    )
-
-
-def digits_row(repeats):
-    from sklearn.datasets import load_digits
-
-    digits = load_digits()
-    X = digits.data[:1347].reshape(-1, 8, 8) / 16.0
-    Y = np.eye(10)[digits.target[:1347]]
-    runs = []
-    for _ in range(repeats):
-        coef, weight, rss, reg = regression(X, Y, center=True)
-        _, paper = read_out(coef, 8, weight, rss, len(Y) - 1, reg, n_heads=None)
-        readout, seconds = read_out(coef, 8, weight, rss, len(Y) - 1, reg)
-        runs.append((reg, seconds, readout, paper))
-    return summarize_cost(runs, d=8, n_outputs=10, noise="digits", H="-")
-
-
-def noisy_row(d, n_heads, noise, seeds):
-    hits, ratios, better = [], [], []
-    for seed in range(seeds):
-        truth, X, y = synthetic(1000 + seed, d, n_heads, 1, noise)
-        coef, weight, rss, reg = regression(X, y)
-        readout, _ = read_out(coef, d, weight, rss, len(y), reg)
-        rng = np.random.default_rng(seed)
-        X_test = rng.normal(scale=1 / np.sqrt(N_TOKENS), size=(2000, N_TOKENS, d))
-        truth_test = truth.predict(X_test)
-        lifted_error = np.mean(
-            (lifted_features(X_test) @ coef.T - truth_test) ** 2
-        )
-        heads = MultiHeadLinearAttention(
-            readout.value_matrices, readout.query_matrices
-        )
-        heads_error = np.mean((heads.predict(X_test) - truth_test) ** 2)
-        hits.append(readout.n_heads == n_heads)
-        ratios.append(heads_error / lifted_error)
-        better.append(heads_error <= lifted_error)
-    return dict(
-        d=d,
-        H=n_heads,
-        noise=noise,
-        recovered=float(np.mean(hits)),
-        median_error_ratio=statistics.median(ratios),
-        heads_no_worse=float(np.mean(better)),
+        d=d, H=n_heads, noise=noise, n_outputs=n_outputs, scaled=scaled,
+        recovered=int(sum(hits)), seeds=seeds, seconds=float(np.median(seconds)),
     )
 
 
 def noiseless_row(d, n_heads, seeds):
-    found = {True: [], False: []}
+    found, seconds = 0, []
     for seed in range(seeds):
         truth, X, y = synthetic(seed, d, n_heads, 1, 0.0)
-        coef, weight, rss, reg = regression(X, y)
+        start = time.perf_counter()
+        model = LinearAttentionRegressor().fit(X, y[:, 0])
+        seconds.append(time.perf_counter() - start)
         scale = np.linalg.norm(truth.lifted_coef())
-        for budget in (True, False):
-            readout, seconds = read_out(coef, d, weight, rss, len(y), reg, budget)
-            model = MultiHeadLinearAttention(
-                readout.value_matrices, readout.query_matrices
-            )
-            ok = readout.n_heads == n_heads and model.distance(truth) / scale < 1e-8
-            found[budget].append((ok, seconds, reg))
+        found += bool(
+            model.n_heads_ == n_heads
+            and model.attention_.distance(truth) / scale < 1e-8
+        )
     return dict(
-        d=d,
-        H=n_heads,
-        recovered_budget=int(sum(r[0] for r in found[True])),
-        recovered_unlimited=int(sum(r[0] for r in found[False])),
-        seeds=seeds,
-        ratio_budget=statistics.median(r[1] / r[2] for r in found[True]),
-        seconds_unlimited=statistics.median(r[1] for r in found[False]),
+        d=d, H=n_heads, recovered=found, seeds=seeds,
+        seconds=float(np.median(seconds)),
+    )
+
+
+def incontext_row(seeds):
+    counts = []
+    for seed in range(seeds):
+        rng = np.random.default_rng(seed)
+        covariance = np.array([2.0, 1.0, 0.5, 0.25])
+        x = rng.normal(size=(20000, 21, 4)) * np.sqrt(covariance)
+        labels = np.einsum("ntd,nd->nt", x, rng.normal(size=(20000, 4)))
+        X = np.concatenate([x, labels[..., None]], axis=-1)
+        X[:, -1, -1] = 0.0
+        counts.append(LinearAttentionRegressor().fit(X, labels[:, -1]).n_heads_)
+    return dict(task="in-context regression", heads=counts)
+
+
+def digits_row():
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    X = digits.data.reshape(-1, 8, 8) / 16.0
+    start = time.perf_counter()
+    model = LinearAttentionClassifier(fit_intercept=True).fit(X, digits.target)
+    return dict(
+        task="digits classifier", heads=[int(model.n_heads_)],
+        criterion=model.head_search_.criterion,
+        counts_tried=list(model.head_search_.counts_tried),
+        seconds=time.perf_counter() - start,
     )
 
 
 def print_tables(results):
-    print(
-        "\n### 1. Cost: default fit vs n_heads=None fit "
-        "(read-out budget = regression + 40 ms)\n"
-    )
-    print(
-        "| d | n_outputs | noise | regression | paper read-out | default read-out "
-        "| default fit / None fit | within 2x None + 50 ms | median heads "
-        "| search complete | criteria |"
-    )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for r in results["cost"]:
-        noise = r["noise"] if isinstance(r["noise"], str) else f"{r['noise']:.0%}"
-        print(
-            f"| {r['d']} | {r['n_outputs']} | {noise} | "
-            f"{r['regression_seconds']:.3f} s | {r['paper_seconds']:.3f} s | "
-            f"{r['readout_seconds']:.3f} s | {r['ratio']:.2f} | "
-            f"{r['within_bound']:.0%} | {r['heads']:g} | "
-            f"{r['complete']:.0%} | {', '.join(r['criteria'])} |"
-        )
-    print("\n### 2. Noisy targets, one output: heads returned (F-test, level 1%)\n")
-    print(
-        "| d | H | noise | returned H | heads' test error / lifted fit's "
-        "(median) | heads no worse than the lifted fit |"
-    )
-    print("| --- | --- | --- | --- | --- | --- |")
-    for r in results["noisy"]:
-        print(
-            f"| {r['d']} | {r['H']} | {r['noise']:.0%} | {r['recovered']:.0%} | "
-            f"{r['median_error_ratio']:.2f} | {r['heads_no_worse']:.0%} |"
-        )
-    rows = results["noiseless"]
-    print(
-        "\n### 3. Noiseless targets: exact recovery "
-        "(n_heads == H, distance < 1e-8)\n"
-    )
-    print(
-        "| d | H | recovered (budget) | read-out / regression (budget) "
-        "| recovered (no budget) | read-out time (no budget) |"
-    )
-    print("| --- | --- | --- | --- | --- | --- |")
-    for r in rows:
-        print(
-            f"| {r['d']} | {r['H']} | {r['recovered_budget']}/{r['seeds']} | "
-            f"{r['ratio_budget']:.2f} | {r['recovered_unlimited']}/{r['seeds']} | "
-            f"{r['seconds_unlimited']:.3f} s |"
-        )
+    rows = results["noisy"]
     if rows:
-        total = sum(r["seeds"] for r in rows)
-        print(
-            f"\nTotal: {sum(r['recovered_budget'] for r in rows)}/{total} with the "
-            f"budget, {sum(r['recovered_unlimited'] for r in rows)}/{total} without."
-        )
+        print("\n### 1. Noisy targets: fits returning the generating count\n")
+        print("| d | H | noise | outputs | constant noise | input-dependent noise |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        keyed = {
+            (r["d"], r["H"], r["noise"], r["n_outputs"], r["scaled"]): r for r in rows
+        }
+        for key in sorted({k[:4] for k in keyed}):
+            cells = [
+                f"{keyed[key + (s,)]['recovered']}/{keyed[key + (s,)]['seeds']}"
+                if key + (s,) in keyed else "-"
+                for s in (False, True)
+            ]
+            print(f"| {key[0]} | {key[1]} | {key[2]:.0%} | {key[3]} | "
+                  f"{cells[0]} | {cells[1]} |")
+        for scaled in (False, True):
+            part = [r for r in rows if r["scaled"] == scaled]
+            if part:
+                print(
+                    f"\n{'Input-dependent' if scaled else 'Constant'} noise: "
+                    f"{sum(r['recovered'] for r in part)}/"
+                    f"{sum(r['seeds'] for r in part)}."
+                )
+    rows = results["noiseless"]
+    if rows:
+        print("\n### 2. Noiseless targets: exact recovery "
+              "(n_heads == H, distance < 1e-8)\n")
+        print("| d | H | recovered | fit time (median) |")
+        print("| --- | --- | --- | --- |")
+        for r in rows:
+            print(f"| {r['d']} | {r['H']} | {r['recovered']}/{r['seeds']} | "
+                  f"{r['seconds']:.3f} s |")
+        print(f"\nTotal: {sum(r['recovered'] for r in rows)}/"
+              f"{sum(r['seeds'] for r in rows)}.")
+    for r in results["tasks"]:
+        print(f"\n{r['task']}: heads {r['heads']}"
+              + (f" ({r['criterion']}, counts tried {r['counts_tried']}, "
+                 f"{r['seconds']:.1f} s)" if "criterion" in r else ""))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small grid, 2 seeds")
-    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--seeds", type=int, default=5, help="seeds per noisy cell")
     parser.add_argument(
-        "--only", choices=["cost", "noisy", "noiseless"], nargs="+",
-        default=["cost", "noisy", "noiseless"],
+        "--only", choices=["noisy", "noiseless", "tasks"], nargs="+",
+        default=["noisy", "noiseless", "tasks"],
     )
+    parser.add_argument("--dims", type=int, nargs="+", help="token dims to run")
     parser.add_argument("--json", help="also write the results to this file")
     parser.add_argument("--from-json", help="only print the tables of a saved run")
     args = parser.parse_args()
@@ -289,33 +179,30 @@ def main():
             print_tables(json.load(handle))
         return
     seeds = 2 if args.quick else args.seeds
-    cost_seeds = 1 if args.quick else 3
-    cost_dims = [4, 8] if args.quick else [4, 8, 16, 32]
-    noisy_dims = [4, 8] if args.quick else [4, 8, 12, 16]
-    exact_dims = [4, 8] if args.quick else [4, 6, 8, 12, 16]
-
-    regression(np.ones((3, 2, 2)), np.ones((3, 1)))  # compile the lift first
-    results = {"cost": [], "noisy": [], "noiseless": []}
+    noisy_dims = args.dims or ([4, 8] if args.quick else [4, 8, 12, 16])
+    exact_dims = args.dims or ([4, 8] if args.quick else [4, 6, 8, 12, 16])
+    results = {"noisy": [], "noiseless": [], "tasks": []}
 
     def report(kind, row):
         results[kind].append(row)
         print(json.dumps({kind: row}), flush=True)
 
-    if "cost" in args.only:
-        for d in cost_dims:
-            for n_outputs in (1, 10, 50):
-                for noise in (0.0, 0.01, 0.1):
-                    report("cost", cost_row(d, n_outputs, noise, cost_seeds))
-        report("cost", digits_row(cost_seeds))
     if "noisy" in args.only:
         for d in noisy_dims:
             for n_heads in sorted({1, 2, d // 2}):
                 for noise in (0.01, 0.1):
-                    report("noisy", noisy_row(d, n_heads, noise, seeds))
+                    for n_outputs in (1, 3):
+                        for scaled in (False, True):
+                            report("noisy", noisy_row(
+                                d, n_heads, noise, n_outputs, scaled, seeds
+                            ))
     if "noiseless" in args.only:
         for d in exact_dims:
             for n_heads in sorted({1, 2, d // 2, (3 * d) // 4, d - 1, d}):
-                report("noiseless", noiseless_row(d, n_heads, seeds))
+                report("noiseless", noiseless_row(d, n_heads, 2 if args.quick else 10))
+    if "tasks" in args.only:
+        report("tasks", incontext_row(2 if args.quick else 5))
+        report("tasks", digits_row())
     print_tables(results)
     if args.json:
         with open(args.json, "w") as handle:

@@ -483,14 +483,14 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           (alternating projections, Gauss-Newton in head space). On noiseless data
           ``k`` heads are accepted when they reproduce the lifted solution within
           ``tol``; on noisy data when their training loss is not significantly
-          worse than the lifted fit's (an F-test at level 0.01 with the residual
-          variance and the parameter counts; see the theory page), or, for float32
-          input, when they are within the input's precision of it. The search has
-          a budget: as long as the regression itself took, plus 40 ms, counted in
-          CPU time. When it is spent, the best valid heads found so far are
-          returned (possibly more than the minimum; ``head_search_.complete`` is
-          False) and the count can depend on the machine's speed; ``n_heads=None``
-          is always deterministic.
+          worse than the lifted fit's: an F-test at level 0.01 whose noise scale
+          comes from the lifted fits without each of 5 interleaved folds of the
+          sequences (a grouped jackknife, right also when the noise depends on
+          the input), or, for float32 input, when they are within the input's
+          precision of it. Counts are probed by galloping and bisection, each
+          probe a fixed number of iterations: the heads are a function of the
+          data and the parameters, the same on any machine (theory page, "How
+          many heads").
         - int ``k``: the best model with at most ``k`` heads for the training
           objective (least squares plus the ``alpha`` penalty): the lifted solution
           when ``k`` heads reproduce it within ``tol``, else refined from it in head
@@ -565,8 +565,8 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     certificate_ : IdentifiabilityCertificate
         Computed from the same lifted Gram (or kernel) matrix as the solution.
     head_search_ : HeadReadout
-        How the heads were read out (see ``n_heads``): whether the search for the
-        fewest heads finished within its budget, and what it tried.
+        How the heads were read out (see ``n_heads``): the criterion that chose
+        the count, the counts probed, and the test statistic.
     solver_ : str
         The solver used (``"auto"`` resolved).
     n_iter_ : int or ndarray of shape (n_outputs,)

@@ -122,8 +122,8 @@ class CoefNoise:
     def of(cls, residual_sum_of_squares, n_residual, rank, n_lifted, **folds):
         """The noise model, or None without more observations than lifted
         features (an interpolating fit's residual says nothing of its noise)."""
-        if n_residual <= max(rank, n_lifted):
-            return None
+        if rank is None or n_residual <= max(rank, n_lifted):  # (rank unknown:
+            return None  # LSQR did not converge)
         return cls(residual_sum_of_squares, n_residual, rank, **folds)
 
     def _jackknife_estimate(self):

@@ -719,13 +719,6 @@ def test_two_heads_two_outputs_d3():
     assert relative_error(fixed.coef_, truth.lifted_coef()) < 1e-8
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a known limit of the budgeted search: d=3, 2 outputs, 2 heads; the probe "
-    "at the bound stops Gauss-Newton on the plateau (EXACT_STALL) and the descent "
-    "from the paper's count stalls at 2e-3 for 3 heads, so n_heads='auto' returns 4 "
-    "(valid, within tol); a fixed n_heads=2 finds the generating heads",
-)
 def test_auto_two_heads_two_outputs_d3():
     truth, X, y = _identifiable_mhla_data(3, 2, 2)
     assert LinearAttentionRegressor(token_dim=3).fit(X, y).n_heads_ == 2
