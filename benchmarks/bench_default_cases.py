@@ -12,10 +12,11 @@ issue's bound is ``default <= 2 x None + 50 ms`` (checked on the medians, in wal
 and in CPU time; for ``GridSearchCV`` on the whole search of 76 fits, which
 allows 50 ms once, not per fit). Reported per row: both times,
 their ratio, the same ratio in process CPU time (all threads; less sensitive to
-other processes on a shared machine), the read-out's own CPU time
-(``head_search_.seconds``, the clock its budget is counted in; the budget is the
-solve's wall time plus 40 ms), the heads returned (per repeat when they differ),
-``head_search_.complete`` and ``head_search_.criterion``.
+other processes on a shared machine), the read-out's own time
+(``head_search_.seconds``), the heads returned (per repeat when they differ),
+``head_search_.complete`` (versions with a time budget; "-" without one) and
+``head_search_.criterion``. The script runs on other versions of the package too
+(``PYTHONPATH=/other/checkout``), for before/after tables.
 
 The cases (issue 11; its "before" times are printed next to ours):
 
@@ -49,9 +50,8 @@ quick mode in 7 s, the full mode in about 15 s (a minute with ``--blas-threads 0
 BLAS runs on 1 thread by default (``--blas-threads 0`` leaves the environment's
 setting): on a machine shared with other busy processes, OpenBLAS's 2 threads
 made the same ``n_heads=None`` fit take 0.03 to 8 s (``make_automaton_lookups(1000,
-3, 2)``, 2 cores, load average 8-10), so that both the times and the read-out's
-budget, which is tied to the solve's wall time, measured the contention. The
-read-out itself always runs on one thread.
+3, 2)``, 2 cores, load average 8-10), so that the times measured the contention.
+The read-out itself always runs on one thread.
 
 The machine's load average (``os.getloadavg()``) is printed before and after: the
 numbers of a shared machine are only comparable within one run.
@@ -266,7 +266,7 @@ def measure(key, label, estimator, run, X, y, repeats):
         heads=int(fitted.n_heads_),
         none_heads=int(none_runs[-1][2].n_heads_),
         heads_per_repeat=[int(r[2].n_heads_) for r in default_runs],
-        complete=[bool(r[2].head_search_.complete) for r in default_runs],
+        complete=[getattr(r[2].head_search_, "complete", None) for r in default_runs],
         criterion=sorted({r[2].head_search_.criterion for r in default_runs}),
         counts_tried=[list(r[2].head_search_.counts_tried) for r in default_runs],
         search_seconds=statistics.median(
@@ -297,6 +297,8 @@ def heads_cell(row):
 
 def complete_cell(row):
     complete = row["complete"]
+    if complete[0] is None:
+        return "-"
     if all(complete) or not any(complete):
         return "yes" if complete[0] else "no"
     return f"{sum(complete)}/{len(complete)}"

@@ -314,6 +314,22 @@ class _Search:
         floor = self.precision**2 * max(self.signal, 0.0) / df1 / self.noise.variance
         return loss / df1 / self.noise.variance, critical, max(critical, floor)
 
+    def starts(self, k):
+        """Folded ``W`` of rank ``k`` to start Gauss-Newton from: alternating
+        projections from the symmetric split, the split's rank-``k`` truncation
+        (the paper's heads cut to ``k``) and, with one output, the models nearest
+        in the Frobenius metric on seeded isotropic subspaces."""
+        projected = alternating_projections(
+            self.coef, self.d, k, self.split, 0.0, SCREEN_ITER
+        )[0]
+        truncated = balanced_rows(self.split, k)
+        starts = [projected, truncated[0].T @ truncated[1]]
+        if self.m == 1 and k < self.d:
+            starts += nearest_isotropic_folds(
+                self.coef, self.d, k, projected, ISOTROPIC_STARTS
+            )
+        return starts
+
     def probe(self, k, noisy):
         """The best ``k``-head model this search finds, and whether it passes."""
         self.tried.append(k)
@@ -333,15 +349,7 @@ class _Search:
                 error = self.distance(folded)
             self.log(f"{k} heads: distance {error:.2e} (tol {self.tol:g})")
             return folded, error <= self.tol
-        projected = alternating_projections(
-            self.coef, self.d, k, self.split, 0.0, SCREEN_ITER
-        )[0]
-        truncated = balanced_rows(self.split, k)
-        starts = [projected, truncated[0].T @ truncated[1]]
-        if self.m == 1 and k < self.d:
-            starts += nearest_isotropic_folds(
-                self.coef, self.d, k, projected, ISOTROPIC_STARTS
-            )
+        starts = self.starts(k)
         losses = [self.loss(unfold_lifted_coef(s, self.d)) for s in starts]
         folded, loss = self.fit(k, starts[int(np.argmin(losses))], FIT_ITER)
         statistic, critical, threshold = self.test(k, loss)
@@ -529,13 +537,14 @@ def _search(search, n_heads, regression_flops):
 
 def _best_fixed(search, k):
     """The best ``k``-head model found for the training objective: Gauss-Newton
-    from the probe at ``k`` (if any) and from the paper's heads cut to ``k``."""
+    from the probe at ``k`` (if any) and from the two best of :meth:`_Search.starts`
+    by training loss."""
     nan = (float("nan"), float("nan"))
-    truncated = balanced_rows(search.split, k)
-    starts = [truncated[0].T @ truncated[1]]
-    if k in search.fits:
-        starts.insert(0, search.fits[k])
-    fits = [search.fit(k, start, FIXED_ITER) for start in starts]
+    probed = [search.fits[k]] if k in search.fits else []
+    others = search.starts(k)
+    losses = [search.loss(unfold_lifted_coef(s, search.d)) for s in others]
+    best_two = [others[i] for i in np.argsort(losses)[:2]]
+    fits = [search.fit(k, start, FIXED_ITER) for start in probed + best_two]
     folded, loss = min(fits, key=lambda pair: pair[1])
     statistic = search.test(k, loss)[:2] if search.noise is not None else nan
     return folded, k, "fixed", statistic

@@ -229,3 +229,31 @@ def test_cg_on_identical_rows_fits_the_mean(client):
 def operator_scale(X):
     """The power of two the data source scales tokens by (max |x| in [1/2, 1))."""
     return 2.0 ** -np.frexp(np.abs(X).max())[1]
+
+
+@pytest.mark.parametrize("positions", ["last", "all"])
+def test_heads_and_noise_model_equal_in_memory(client, positions):
+    # The head count's noise model comes from folds by the sequence's index: any
+    # chunking of the Dask array gives the in-memory folds, so the same heads.
+    rng = np.random.default_rng(11)
+    truth = random_attention(rng, 4, 2, n_outputs=1)
+    X = random_sequences(rng, 400, 6, 4)
+    if positions == "all":
+        from sklearn_linattn._data import lifted_predict
+
+        y = lifted_predict(X, truth.lifted_coef(), np.zeros(1), "all", True)
+        y = y.reshape(400, 6) * (1 + 0.05 * rng.normal(size=(400, 6)))
+    else:
+        y = truth.predict(X)[:, 0] * (1 + 0.05 * rng.normal(size=400))
+    local = LinearAttentionRegressor(positions=positions).fit(X, y)
+    X_dask = da.from_array(X, chunks=(130, 6, 4))  # folds straddle the blocks
+    y_dask = da.from_array(y, chunks=(170,) + y.shape[1:])
+    remote = LinearAttentionRegressor(positions=positions).fit(X_dask, y_dask)
+    assert local.head_search_.criterion == remote.head_search_.criterion == "f-test"
+    assert remote.n_heads_ == local.n_heads_
+    for name in ("coef_", "value_matrices_", "query_matrices_"):
+        a, b = getattr(local, name), getattr(remote, name)
+        assert np.linalg.norm(a - b) <= 1e-9 * np.linalg.norm(a), name
+    assert remote.head_search_.f_statistic == pytest.approx(
+        local.head_search_.f_statistic, rel=1e-9
+    )
