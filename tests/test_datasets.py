@@ -216,7 +216,9 @@ def test_execute_automaton_with_models_and_estimators():
             "covariance must be positive semi-definite",
         ),
         (
-            lambda: make_incontext_regression(5, 3, 2, covariance=[[np.nan, 0], [0, 1]]),
+            lambda: make_incontext_regression(
+                5, 3, 2, covariance=[[np.nan, 0], [0, 1]]
+            ),
             "covariance must be finite",
         ),
         (lambda: make_incontext_regression(5, 3, 2, n_tasks=0), "n_tasks must be"),
@@ -458,9 +460,11 @@ def test_incontext_prompts_layout():
         20000, 6, 2, covariance=cov, random_state=0, return_tasks=True
     )
     np.testing.assert_array_equal(cov, original)  # the input is not modified
-    assert X.shape == (20000, 7, 3) and y.shape == (20000,) and tasks.shape == (20000, 2)
+    assert X.shape == (20000, 7, 3) and y.shape == (20000,)
+    assert tasks.shape == (20000, 2)
     assert np.all(X[:, -1, -1] == 0.0)  # the query's label slot is empty
-    np.testing.assert_allclose(X[:, :-1, -1], np.einsum("ntd,nd->nt", X[:, :-1, :2], tasks))
+    context_labels = np.einsum("ntd,nd->nt", X[:, :-1, :2], tasks)
+    np.testing.assert_allclose(X[:, :-1, -1], context_labels)
     np.testing.assert_allclose(y, np.einsum("nd,nd->n", X[:, -1, :2], tasks))
     inputs = X[:, :, :2].reshape(-1, 2)
     np.testing.assert_allclose(inputs.T @ inputs / len(inputs), cov, atol=0.03)
@@ -587,7 +591,9 @@ def test_incontext_task_pool_needs_more_than_the_label_head():
     pool = np.unique(tasks, axis=0)
     rng = np.random.default_rng(10)
     test_tasks = pool[rng.integers(0, 2, size=20_000)]
-    inputs, labels = incontext_prompts(rng, 20_000, n_context, np.eye(2), 0.0, test_tasks)
+    inputs, labels = incontext_prompts(
+        rng, 20_000, n_context, np.eye(2), 0.0, test_tasks
+    )
     X_test = np.concatenate([inputs, labels[:, :, None]], axis=2)
     X_test[:, -1, -1] = 0.0
     lifted = LinearAttentionRegressor(n_heads=None).fit(X, y)
@@ -628,7 +634,9 @@ def test_incontext_fitted_preconditioner_within_sampling_error(cov, noise):
     d, x_dim = 4, 3
     pairs = [(b, c) for b in range(d) for c in range(b, d)]
     column = {
-        (j, k): pairs.index((j, x_dim)) * d + k for j in range(x_dim) for k in range(x_dim)
+        (j, k): pairs.index((j, x_dim)) * d + k
+        for j in range(x_dim)
+        for k in range(x_dim)
     }
     rows = [
         int(np.flatnonzero(used == column[j, k])[0])
