@@ -4,6 +4,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.abspath(".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # gallery_order
 
 from threadpoolctl import threadpool_limits  # noqa: E402
 
@@ -56,7 +57,7 @@ sphinx_gallery_conf = {
     "filename_pattern": "/plot_",
     "download_all_examples": False,
     "remove_config_comments": True,
-    "within_subsection_order": "FileNameSortKey",
+    "within_subsection_order": "gallery_order.ExampleNumberSortKey",
 }
 
 myst_enable_extensions = ["dollarmath"]

@@ -1,26 +1,30 @@
-"""Synthetic tasks from the paper: random MHLA targets, associative recall, automata.
+"""Synthetic tasks: the paper's (random MHLA targets, associative recall, automata)
+and in-context linear regression.
 
 Every generator takes ``random_state`` and returns 3-D sequences ``X`` of shape
 ``(n_samples, n_tokens, token_dim)`` (tokens as rows, the query last), the targets,
-and the generating :class:`~sklearn_linattn.MultiHeadLinearAttention`, so that
-recovery can be measured with ``fitted.attention_.distance(model)``.
+and a :class:`~sklearn_linattn.MultiHeadLinearAttention` (the generating one; for
+in-context regression the best one), so that recovery can be measured with
+``fitted.attention_.distance(model)``.
 """
 
 from numbers import Integral, Real
 
 import numpy as np
 
-from ._attention import MultiHeadLinearAttention
+from ._attention import MultiHeadLinearAttention, fold_lifted_coef
 
 __all__ = [
     "associative_recall_attention",
     "automaton_lookup_attention",
     "encode_automaton_lookup",
     "execute_automaton",
+    "incontext_preconditioner",
     "make_associative_recall",
     "make_automaton",
     "make_automaton_lookups",
     "make_automaton_traces",
+    "make_incontext_regression",
     "make_random_mhla",
 ]
 
@@ -671,3 +675,288 @@ def _next_state(model, sequence):
         return int(model.predict(sequence)[0])
     output = np.asarray(model.predict(sequence)).reshape(-1)
     return int(np.argmax(output))
+
+
+def _check_covariance(covariance, x_dim, n_samples):
+    """The covariance as a float array of shape (x_dim, x_dim) or
+    (n_samples, x_dim, x_dim), checked symmetric positive semi-definite."""
+    if covariance is None:
+        return np.eye(x_dim)
+    try:
+        cov = np.array(covariance, dtype=np.float64)  # a copy: never the user's array
+    except (TypeError, ValueError) as error:
+        raise ValueError(
+            f"covariance must be an array of numbers, got {covariance!r}."
+        ) from error
+    if cov.shape not in ((x_dim, x_dim), (n_samples, x_dim, x_dim)):
+        raise ValueError(
+            f"covariance must have shape ({x_dim}, {x_dim}) or ({n_samples}, {x_dim}, "
+            f"{x_dim}) (one per prompt) for x_dim={x_dim} and n_samples={n_samples}, "
+            f"got shape {cov.shape}."
+        )
+    if not np.all(np.isfinite(cov)):
+        raise ValueError("covariance must be finite.")
+    scale = max(np.abs(cov).max(), np.finfo(float).tiny)
+    if np.abs(cov - np.swapaxes(cov, -1, -2)).max() > 1e-10 * scale:
+        raise ValueError("covariance must be symmetric.")
+    cov = (cov + np.swapaxes(cov, -1, -2)) / 2
+    if np.linalg.eigvalsh(cov).min() < -1e-10 * scale:
+        raise ValueError("covariance must be positive semi-definite.")
+    return cov
+
+
+def _square_root(cov):
+    """``L`` with ``L @ L.T == cov``, for one covariance or a stack of them."""
+    values, vectors = np.linalg.eigh(cov)
+    return vectors * np.sqrt(np.clip(values, 0.0, None))[..., None, :]
+
+
+def _optimal_preconditioner(cov, n_context, noise):
+    """Gamma* of the best layer (the theory page's in-context regression section).
+
+    For one covariance, ``((1 + 1/N) Sigma + (tr Sigma + noise^2) / N I)^-1``. For
+    one covariance per prompt, the minimizer of the risk averaged over them: the
+    solution of ``mean_n Sigma_n Gamma C_n = mean_n Sigma_n^2`` with
+    ``C_n = (1 + 1/N) Sigma_n^2 + (tr Sigma_n + noise^2) / N Sigma_n``
+    (minimum norm if several solve it).
+    """
+    x_dim = cov.shape[-1]
+    if cov.ndim == 2:
+        inverse = (1 + 1 / n_context) * cov + (
+            np.trace(cov) + noise**2
+        ) / n_context * np.eye(x_dim)
+        return np.linalg.inv(inverse)
+    traces = np.trace(cov, axis1=1, axis2=2)
+    squares = cov @ cov
+    second = (1 + 1 / n_context) * squares + (
+        (traces + noise**2) / n_context
+    )[:, None, None] * cov
+    # vec(Sigma Gamma C) = (C^T kron Sigma) vec(Gamma), vec stacking columns.
+    system = np.einsum("nij,nkl->jkil", second, cov).reshape(x_dim**2, x_dim**2)
+    system /= len(cov)
+    rhs = squares.mean(axis=0).reshape(-1, order="F")
+    solution = np.linalg.lstsq(system, rhs, rcond=None)[0]
+    return solution.reshape(x_dim, x_dim, order="F")
+
+
+def _preconditioner_attention(gamma, n_context):
+    """The one-head layer ``y = x_q^T Gamma (1/N) sum_i y_i x_i`` on tokens
+    ``[x ; y]``: the value reads the label row of ``S``, the query matrix holds
+    ``Gamma^T / N`` on the x block."""
+    x_dim = gamma.shape[0]
+    value = np.zeros((1, 1, x_dim + 1))
+    value[0, 0, x_dim] = 1.0
+    query = np.zeros((1, x_dim + 1, x_dim + 1))
+    query[0, :x_dim, :x_dim] = gamma.T / n_context
+    return MultiHeadLinearAttention(value, query)
+
+
+def make_incontext_regression(
+    n_samples,
+    n_context,
+    x_dim,
+    covariance=None,
+    noise=0.0,
+    random_state=None,
+    n_tasks=None,
+    return_tasks=False,
+):
+    """In-context linear regression prompts and the best attention layer for them.
+
+    Each prompt holds ``n_context`` tokens ``[x_i ; y_i]`` and ends with the query
+    ``[x_q ; 0]`` (its label slot empty). The inputs are ``x ~ N(0, Sigma)``, the
+    task ``w ~ N(0, I)`` is drawn per prompt, and every label, the query's too, is
+    ``y = <w, x> + noise * eps`` with ``eps ~ N(0, 1)``. This is the model studied
+    by Garg et al. (2022), von Oswald et al. (2023), Ahn et al. (2023) and Zhang,
+    Frei & Bartlett (JMLR 2024), who train one linear attention layer on it by
+    gradient descent.
+
+    The best layer, with any number of heads, is one head computing one step of
+    preconditioned gradient descent from zero,
+    ``y_hat = x_q^T Gamma* (1/N) sum_i y_i x_i`` (``N = n_context``), with
+
+    ``Gamma* = ((1 + 1/N) Sigma + (tr(Sigma) + noise^2) / N I)^-1``
+
+    (Zhang, Frei & Bartlett, Theorem 4.1, with label noise). Derivation, for this
+    package's layer (no ``1/n`` inside attention, the query token part of ``S``),
+    on the theory page: flipping the sign of every label leaves the prompts'
+    distribution unchanged, so the best layer uses only the features
+    ``S[label, x_j] q[x_k]``, in which the query takes no part (its label is 0);
+    ``Gamma*`` minimizes the expected squared error over those. Its risk is
+    ``noise^2 + tr(Sigma - Sigma^2 Gamma*)``.
+
+    Parameters
+    ----------
+    n_samples : int
+        Number of prompts.
+    n_context : int
+        Labelled pairs per prompt, ``N``.
+    x_dim : int
+        Dimension of the inputs ``x``; tokens have ``x_dim + 1`` entries, the label
+        last.
+    covariance : array-like of shape (x_dim, x_dim) or (n_samples, x_dim, x_dim), \
+default=None
+        The covariance ``Sigma`` of the inputs (symmetric positive semi-definite),
+        the identity if None. A 3-D array gives each prompt its own covariance
+        (e.g. drawn at random); the returned layer is then the best one for
+        prompts whose covariance is one of these, each equally likely: still one
+        head (the sign argument holds), with ``Gamma*`` the solution of the linear
+        equation ``mean_n Sigma_n Gamma C_n = mean_n Sigma_n^2``,
+        ``C_n = (1 + 1/N) Sigma_n^2 + (tr(Sigma_n) + noise^2) / N Sigma_n``, which
+        has no closed form in general; it reduces to the formula above when the
+        covariances are equal.
+    noise : float, default=0.0
+        Standard deviation of the label noise, context and query alike (so the
+        risk of any predictor is at least ``noise^2``).
+    random_state : int, numpy Generator, RandomState or None, default=None
+    n_tasks : int or None, default=None
+        None: a fresh task ``w ~ N(0, I)`` for every prompt. An int: a finite pool
+        of ``n_tasks`` tasks drawn once from ``N(0, I)``, each prompt using one of
+        them at random (task diversity, Raventós et al. 2023). A finite pool is not
+        symmetric under ``w -> -w``, so the best layer also uses the features of
+        ``S[x, x]`` (where the query's own ``x_q x_q^T`` enters) and ``S[label,
+        label]``, and depends on the pool; it has no closed form and ``model`` is
+        None (fit one on many prompts instead).
+    return_tasks : bool, default=False
+        Also return the task ``w`` of every prompt.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_context + 1, x_dim + 1)
+        The prompts, tokens as rows, the query last with its label slot 0.
+    y : ndarray of shape (n_samples,)
+        The query's label.
+    model : MultiHeadLinearAttention or None
+        The best layer (one head: the value reads the label row, the query matrix
+        holds ``Gamma*^T / N`` on the ``x`` block, zeros elsewhere), or None with
+        ``n_tasks``. :func:`incontext_preconditioner` reads ``Gamma*`` back.
+    tasks : ndarray of shape (n_samples, x_dim)
+        Only with ``return_tasks=True``.
+
+    See Also
+    --------
+    incontext_preconditioner : the preconditioner of a fitted layer.
+
+    Notes
+    -----
+    The layer has no ``1/n`` normalization: applied to prompts with ``N'``
+    pairs it acts as the preconditioner ``(N' / N) Gamma*``, which is not the best
+    one for ``N'``. Fit on prompts of the length you will query.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_linattn.datasets import (
+    ...     incontext_preconditioner, make_incontext_regression)
+    >>> X, y, model = make_incontext_regression(
+    ...     500, n_context=10, x_dim=2, covariance=np.diag([2.0, 1.0]),
+    ...     random_state=0)
+    >>> X.shape, y.shape, model.n_heads
+    ((500, 11, 3), (500,), 1)
+    >>> incontext_preconditioner(model, n_context=10).round(3)  # Gamma*
+    array([[0.4  , 0.   ],
+           [0.   , 0.714]])
+    """
+    n_samples = _check_int("n_samples", n_samples)
+    n_context = _check_int("n_context", n_context)
+    x_dim = _check_int("x_dim", x_dim)
+    noise = _check_nonnegative("noise", noise)
+    if n_tasks is not None:
+        n_tasks = _check_int("n_tasks", n_tasks)
+    if not isinstance(return_tasks, (bool, np.bool_)):
+        raise ValueError(f"return_tasks must be True or False, got {return_tasks!r}.")
+    cov = _check_covariance(covariance, x_dim, n_samples)
+    rng = _generator(random_state)
+    if n_tasks is None:
+        tasks = rng.normal(size=(n_samples, x_dim))
+    else:
+        pool = rng.normal(size=(n_tasks, x_dim))
+        tasks = pool[rng.integers(0, n_tasks, size=n_samples)]
+    root = _square_root(cov)  # (x_dim, x_dim) or (n_samples, x_dim, x_dim)
+    standard = rng.normal(size=(n_samples, n_context + 1, x_dim))
+    inputs = standard @ np.swapaxes(root, -1, -2)  # rows x = L z
+    labels = np.einsum("ntd,nd->nt", inputs, tasks)
+    if noise:
+        labels += rng.normal(scale=noise, size=labels.shape)
+    X = np.concatenate([inputs, labels[:, :, None]], axis=2)
+    X[:, -1, -1] = 0.0  # the query's label slot is empty
+    y = labels[:, -1]
+    model = (
+        None
+        if n_tasks is not None
+        else _preconditioner_attention(
+            _optimal_preconditioner(cov, n_context, noise), n_context
+        )
+    )
+    return (X, y, model, tasks) if return_tasks else (X, y, model)
+
+
+def incontext_preconditioner(model, n_context):
+    """The preconditioner ``Gamma`` that a layer applies to in-context regression.
+
+    On prompts of :func:`make_incontext_regression` (tokens ``[x ; y]``, the label
+    last, the query ``[x_q ; 0]``) the part of a layer that reads the labels is
+    ``y_hat = x_q^T Gamma (1/N) sum_i y_i x_i``: one step of preconditioned
+    gradient descent from zero. ``Gamma[k, j]`` is ``N`` times the coefficient of
+    the feature ``S[label, x_j] q[x_k]``, read from the lifted coefficients, so the
+    answer does not depend on how the function is split into heads.
+
+    When one head is the right answer: whenever the prompts' distribution does not
+    change when every label changes sign (tasks drawn from a distribution
+    symmetric about zero, such as ``N(0, I)``, with symmetric noise; any input
+    covariance, fixed or per prompt), the best layer with any number of heads has
+    zero coefficients on every other feature, and a function of the form above is
+    one head (the value reads the label row of ``S``, the query matrix holds
+    ``Gamma^T / N``). Then ``Gamma`` describes the fitted layer completely, up to
+    sampling error. Otherwise (a finite pool of tasks, tasks with a nonzero mean)
+    the best layer also uses ``S[x, x] q`` and ``S[label, label] q``, which
+    ``Gamma`` leaves out.
+
+    Parameters
+    ----------
+    model : MultiHeadLinearAttention or fitted estimator
+        A layer with one output and ``token_dim = x_dim + 1``, or a fitted
+        estimator with ``coef_`` and ``token_dim_`` such as
+        :class:`~sklearn_linattn.LinearAttentionRegressor` (its ``coef_`` is used;
+        an intercept is not part of ``Gamma``).
+    n_context : int
+        The number of context pairs ``N`` of the prompts. The layer has no ``1/n``
+        normalization, so the preconditioner it applies grows with ``N``.
+
+    Returns
+    -------
+    gamma : ndarray of shape (x_dim, x_dim)
+
+    Examples
+    --------
+    >>> from sklearn_linattn import LinearAttentionRegressor
+    >>> from sklearn_linattn.datasets import (
+    ...     incontext_preconditioner, make_incontext_regression)
+    >>> X, y, best = make_incontext_regression(
+    ...     20000, n_context=10, x_dim=2, random_state=0)
+    >>> fitted = LinearAttentionRegressor(n_heads=None).fit(X, y)
+    >>> gamma_hat = incontext_preconditioner(fitted, n_context=10)
+    >>> gamma = incontext_preconditioner(best, n_context=10)
+    >>> bool(np.linalg.norm(gamma_hat - gamma) < 0.05 * np.linalg.norm(gamma))
+    True
+    """
+    n_context = _check_int("n_context", n_context)
+    if isinstance(model, MultiHeadLinearAttention):
+        coef, token_dim = model.lifted_coef(), model.token_dim
+    elif hasattr(model, "coef_") and hasattr(model, "token_dim_"):
+        coef, token_dim = np.atleast_2d(model.coef_), model.token_dim_
+    else:
+        raise TypeError(
+            "incontext_preconditioner expects a MultiHeadLinearAttention or a fitted "
+            f"estimator with coef_ and token_dim_, got {type(model).__name__}."
+        )
+    if coef.shape[0] != 1 or token_dim < 2:
+        raise ValueError(
+            "incontext_preconditioner needs a layer with one output and token_dim >= "
+            f"2 (x_dim + 1), got {coef.shape[0]} output(s) and token_dim={token_dim}."
+        )
+    x_dim = token_dim - 1
+    w = fold_lifted_coef(coef, token_dim).reshape(token_dim, token_dim, token_dim)
+    # coefficient of S[label, x_j] q[x_k]: W[label, j, k] + W[j, label, k]
+    label_block = w[x_dim, :x_dim, :x_dim] + w[:x_dim, x_dim, :x_dim]
+    return n_context * label_block.T
