@@ -697,7 +697,6 @@ def test_incontext_certificate_and_covers():
     assert not certificate.covers(filled).any()
 
 
-@pytest.mark.xfail(reason="head count: issue 23", strict=False)
 def test_incontext_default_fit_returns_one_head():
     X, y, _ = make_incontext_regression(
         40_000, 20, 4, np.diag([2.0, 1.0, 0.5, 0.25]), random_state=0

@@ -505,22 +505,14 @@ def test_input_dependent_noise_gives_the_generating_count(
     assert model.head_search_.criterion == "f-test"
 
 
-def incontext_prompts(n_samples, n_context, covariance, seed):
-    """In-context linear regression: tokens [x_i; w.x_i], query [x_q; 0], target
-    w.x_q with w ~ N(0, I) per prompt."""
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(n_samples, n_context + 1, len(covariance)))
-    x *= np.sqrt(covariance)
-    labels = np.einsum("ntd,nd->nt", x, rng.normal(size=(n_samples, len(covariance))))
-    X = np.concatenate([x, labels[..., None]], axis=-1)
-    X[:, -1, -1] = 0.0
-    return X, labels[:, -1]
-
-
 def test_incontext_regression_has_one_head():
     # The best single layer has one head (Zhang, Frei & Bartlett 2024); the
     # layer's error depends on the prompt, which the residual variance of the
     # constant-noise F-test misreads as a second head.
-    X, y = incontext_prompts(20000, 20, np.array([2.0, 1.0, 0.5, 0.25]), 0)
+    from sklearn_linattn.datasets import make_incontext_regression
+
+    X, y, _ = make_incontext_regression(
+        20000, 20, 4, covariance=np.diag([2.0, 1.0, 0.5, 0.25]), random_state=0
+    )
     model = LinearAttentionRegressor().fit(X, y)
     assert model.n_heads_ == 1 and model.head_search_.criterion == "f-test"
