@@ -325,10 +325,21 @@ def _solve_statistics(data, statistics, alpha, fit_intercept, folds=None):
 
     def refit(training):
         train_gram, train_moment, _, _, _ = training.normal_equations(fit_intercept)
-        train_spectrum = gram_spectrum(
-            train_gram, default_rank_tol(data.n_lifted), scale
-        )
-        return solve_gram(train_gram, train_moment, alpha, train_spectrum)
+        if spectrum.full_rank or alpha > spectrum.threshold:
+            try:  # the folds of a full-rank problem: Cholesky
+                factor = scipy.linalg.cho_factor(
+                    train_gram + alpha * np.eye(len(train_gram)), check_finite=False
+                )
+                return scipy.linalg.cho_solve(
+                    factor, train_moment, check_finite=False
+                ).T
+            except np.linalg.LinAlgError:
+                pass
+        eigenvalues, eigenvectors = scipy.linalg.eigh(train_gram, check_finite=False)
+        threshold = GramSpectrum(eigenvalues, eigenvectors, spectrum.tol, scale=scale)
+        return _eigen_solve(
+            eigenvalues, eigenvectors, threshold.threshold, train_moment, alpha
+        ).T
 
     n_residual = statistics.n_observations - int(fit_intercept)
     return LiftedSolution(
