@@ -538,9 +538,8 @@ class _LinearAttentionBase(BaseEstimator):
         lifted = lifted_readout(
             np.atleast_2d(self.coef_), np.atleast_1d(self.intercept_), self.token_dim_
         )
-        if self._single_column():
-            return rollout(sequences, n_steps, lambda S, q: lifted(S, q)[:, 0], to_token)
-        return rollout(sequences, n_steps, lifted, to_token)
+        readout = (lambda S, q: lifted(S, q)[:, 0]) if self._single_column() else lifted
+        return rollout(sequences, n_steps, readout, to_token)
 
 
 class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):

@@ -133,12 +133,16 @@ def rollout(sequences, n_steps, readout, to_token=None):
     query = sequences[:, -1, :].copy()
     tokens = np.empty((n_samples, n_steps, token_dim))
     outputs = None
+    # overflow is reported by _next_tokens as a non-finite token
+    quiet = {"over": "ignore", "invalid": "ignore"}
     for step in range(n_steps):
-        output = readout(moment, query)
+        with np.errstate(**quiet):
+            output = readout(moment, query)
         if outputs is None:
             outputs = np.empty((n_samples, n_steps) + output.shape[1:])
         outputs[:, step] = output
         tokens[:, step] = _next_tokens(to_token, output, step, n_samples, token_dim)
         query = tokens[:, step]
-        moment += query[:, :, None] * query[:, None, :]  # S + z z^T
+        with np.errstate(**quiet):
+            moment += query[:, :, None] * query[:, None, :]  # S + z z^T
     return GeneratedSequences(tokens, outputs)
