@@ -10,6 +10,7 @@ determined by the function, and ``theta = (W[a,b,c,e] + W[a,c,b,e]) / sqrt(2)``
 
 import numpy as np
 
+from ._rollout import heads_readout, rollout
 from ._validation import validate_sequences
 
 __all__ = ["MultiHeadLinearAttention", "fold_lifted_coef", "unfold_lifted_coef"]
@@ -198,11 +199,8 @@ class MultiHeadLinearAttention:
         sequences = validate_sequences(X, token_dim=self.token_dim)
         if positions == "last":
             gram = np.matmul(sequences.transpose(0, 2, 1), sequences)  # S = Z^T Z
-            query = sequences[:, -1, :]
-            # Q_h q for every head, then S (Q_h q), then V_h (S Q_h q), summed over h.
-            keyed = np.einsum("hce,ne->nhc", self.query_matrices, query)
-            attended = np.einsum("nbc,nhc->nhb", gram, keyed)
-            return np.einsum("hab,nhb->na", self.value_matrices, attended)
+            readout = heads_readout(self.value_matrices, self.query_matrices)
+            return readout(gram, sequences[:, -1, :])
         return self._predict_positions(sequences, causal)
 
     def _predict_positions(self, sequences, causal):
@@ -226,6 +224,68 @@ class MultiHeadLinearAttention:
                 "hab,nthb->nta", self.value_matrices, attended
             )
         return out
+
+    def generate(self, X, n_steps, to_token=None):
+        """Run the layer forward: append one token per step to each prompt.
+
+        At each step the output at the last token of the current sequence,
+        ``y = sum_h V_h S Q_h q`` (as :meth:`predict` with ``positions="last"``),
+        becomes the next token (``to_token=None``) or is mapped to it by
+        ``to_token``. The second moment ``S`` is updated in place,
+        ``S <- S + z z^T``, so a step costs O(n_heads * d^2) whatever the length
+        of the sequence. Left padding (zero tokens) in the prompt changes nothing.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_tokens, token_dim) or \
+(n_samples, n_tokens * token_dim)
+            The prompts, tokens as rows, as in :meth:`predict`.
+        n_steps : int
+            Number of tokens to generate (>= 1).
+        to_token : callable or None, default=None
+            ``to_token(outputs, step)`` maps the outputs at step ``step`` (0-based),
+            shape (n_samples, n_outputs), to the next tokens, shape (n_samples,
+            token_dim) (a copy of the outputs is passed). None appends the outputs
+            themselves, which needs ``n_outputs == token_dim``.
+
+        Returns
+        -------
+        tokens : ndarray of shape (n_samples, n_steps, token_dim)
+            The generated tokens.
+        outputs : ndarray of shape (n_samples, n_steps, n_outputs)
+            ``outputs[:, t]`` is ``predict`` of the prompt followed by
+            ``tokens[:, :t]``.
+
+        Both come as a named tuple ``GeneratedSequences(tokens, outputs)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_linattn import MultiHeadLinearAttention
+        >>> model = MultiHeadLinearAttention([[[1.0]]], [[[1.0]]])  # y = (sum z^2) q
+        >>> prompt = np.array([[[1.0], [0.5]]])
+        >>> tokens, outputs = model.generate(prompt, 2)
+        >>> tokens[0, :, 0]  # 1.25 * 0.5, then (1.25 + 0.625^2) * 0.625
+        array([0.625     , 1.02539062])
+        >>> grown = np.concatenate([prompt, tokens[:, :1]], axis=1)
+        >>> bool(np.allclose(outputs[:, 1], model.predict(grown)))
+        True
+
+        A ``to_token`` that keeps the tokens on the unit circle:
+
+        >>> rotate = MultiHeadLinearAttention(
+        ...     [[[0.0, -1.0], [1.0, 0.0]]], [np.eye(2)])
+        >>> unit = lambda outputs, step: outputs / np.linalg.norm(
+        ...     outputs, axis=1, keepdims=True)
+        >>> tokens, _ = rotate.generate(np.array([[[1.0, 0.0]]]), 3, to_token=unit)
+        >>> tokens[0].round(3)
+        array([[ 0.,  1.],
+               [-1.,  0.],
+               [ 0., -1.]])
+        """
+        sequences = validate_sequences(X, token_dim=self.token_dim)
+        readout = heads_readout(self.value_matrices, self.query_matrices)
+        return rollout(sequences, n_steps, readout, to_token)
 
     def lifted_coef(self):
         """Non-redundant lifted coefficients of the function this model computes.

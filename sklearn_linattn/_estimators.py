@@ -37,6 +37,7 @@ from ._data import (
 from ._heads import read_out_heads
 from ._lift import lifted_feature_pairs, lifted_features
 from ._progress import ChunkProgress
+from ._rollout import lifted_readout, rollout
 from ._solvers import NOISE_FOLDS, SOLVERS, resolve_solver, solve_normal
 from ._validation import (
     input_precision,
@@ -453,6 +454,92 @@ class _LinearAttentionBase(BaseEstimator):
             batch_size=self.batch_size,
             n_threads=effective_n_jobs(self.n_jobs),
         )
+
+    def _single_column(self):
+        """Whether ``predict``/``decision_function`` return one value per row."""
+        return np.ndim(self.coef_) == 1
+
+    def generate(self, X, n_steps, to_token=None):
+        """Run the fitted layer forward: append one token per step to each prompt.
+
+        At each step the fitted function's output at the last token of the
+        current sequence (what ``predict`` of the regressor, or
+        ``decision_function`` of the classifier, returns for that sequence; with
+        ``positions="all"`` its value at the last position, which is the same
+        whether ``causal`` or not) becomes the next token (``to_token=None``) or
+        is mapped to it by ``to_token``. The fitted lifted coefficients
+        ``coef_`` and ``intercept_`` are evaluated (the heads compute the same
+        function). The second moment is updated in place, ``S <- S + z z^T``
+        (O(d^2)), and a step costs O(n_outputs * d^3) whatever the length of the
+        sequence: nothing is recomputed over the prefix. Left padding (zero
+        tokens) in the prompt changes nothing.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_tokens, token_dim) or \
+(n_samples, n_tokens * token_dim)
+            The prompts, as in ``predict`` (2-D rows as wide as at fit time; a
+            Dask array is computed first: the rollout is sequential).
+        n_steps : int
+            Number of tokens to generate (>= 1).
+        to_token : callable or None, default=None
+            ``to_token(outputs, step)`` maps the outputs at step ``step``
+            (0-based), shaped as ``predict`` (``decision_function``) returns them
+            for n_samples sequences, to the next tokens, shape (n_samples,
+            token_dim); for a classifier it typically maps the predicted labels
+            (``classes_[outputs.argmax(axis=1)]``, or ``outputs > 0`` for two
+            classes) to tokens. None appends the outputs themselves, which needs
+            ``n_outputs == token_dim``.
+
+        Returns
+        -------
+        tokens : ndarray of shape (n_samples, n_steps, token_dim)
+            The generated tokens.
+        outputs : ndarray of shape (n_samples, n_steps) or \
+(n_samples, n_steps, n_outputs)
+            ``outputs[:, t]`` is ``predict`` (``decision_function``) of the
+            prompt followed by ``tokens[:, :t]``, read at its last token.
+
+        Both come as a named tuple ``GeneratedSequences(tokens, outputs)``.
+
+        Examples
+        --------
+        A regressor learned from a 2-output layer on 2-d tokens rolls out as the
+        layer does (here with tokens kept on the unit circle):
+
+        >>> import numpy as np
+        >>> from sklearn_linattn import LinearAttentionRegressor
+        >>> from sklearn_linattn.datasets import make_random_mhla
+        >>> X, y, truth = make_random_mhla(300, 6, 2, n_outputs=2, random_state=0)
+        >>> model = LinearAttentionRegressor().fit(X, y)
+        >>> unit = lambda out, step: out / np.linalg.norm(out, axis=1, keepdims=True)
+        >>> tokens, outputs = model.generate(X[:3], 50, to_token=unit)
+        >>> tokens.shape, outputs.shape
+        ((3, 50, 2), (3, 50, 2))
+        >>> bool(np.allclose(tokens, truth.generate(X[:3], 50, to_token=unit).tokens))
+        True
+
+        A classifier's scores mapped to tokens by their label (one-hot):
+
+        >>> from sklearn_linattn import LinearAttentionClassifier
+        >>> X, y, truth = make_random_mhla(400, 5, 3, n_outputs=3, random_state=0)
+        >>> clf = LinearAttentionClassifier().fit(X, y.argmax(axis=1))
+        >>> one_hot = lambda scores, step: np.eye(3)[clf.classes_[scores.argmax(1)]]
+        >>> tokens, scores = clf.generate(X[:2], 4, to_token=one_hot)
+        >>> scores.shape, bool(np.all(tokens.sum(axis=2) == 1))
+        ((2, 4, 3), True)
+        """
+        check_is_fitted(self)
+        if is_dask_array(X):
+            X = X.compute()
+        sequences = validate_sequences(
+            X, token_dim=self.token_dim_, estimator=self, reset=False
+        )
+        lifted = lifted_readout(
+            np.atleast_2d(self.coef_), np.atleast_1d(self.intercept_), self.token_dim_
+        )
+        readout = (lambda S, q: lifted(S, q)[:, 0]) if self._single_column() else lifted
+        return rollout(sequences, n_steps, readout, to_token)
 
 
 class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
@@ -1040,6 +1127,9 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
             return self._partial_fit_rows(
                 sequences, targets, weights, False, first_call
             )
+
+    def _single_column(self):
+        return len(self.classes_) == 2
 
     def decision_function(self, X):
         """Lifted model outputs: one score per class (a single one for two).

@@ -23,7 +23,9 @@ __all__ = [
     "make_associative_recall",
     "make_automaton",
     "make_automaton_lookups",
+    "make_automaton_rollout",
     "make_automaton_traces",
+    "make_automaton_transitions",
     "make_incontext_regression",
     "make_random_mhla",
 ]
@@ -586,11 +588,7 @@ def make_automaton_traces(
     for i in range(n_samples):
         table = make_automaton(n_states, n_symbols, rng)
         rows = rng.permutation(every)
-        word = rng.integers(0, n_symbols, size=word_length)
-        states = np.empty(word_length + 1, dtype=int)
-        states[0] = rng.integers(0, n_states)
-        for t, symbol in enumerate(word):
-            states[t + 1] = table[states[t], symbol]
+        word, states = _random_walks(rng, table, word_length)
         X[i] = _encode_trace(table, rows, states[:-1], word)
         labels[i, :n_keys] = table[rows[:, 0], rows[:, 1]]
         labels[i, n_keys:] = states[1:]
@@ -598,6 +596,160 @@ def make_automaton_traces(
         X += rng.normal(scale=token_noise, size=X.shape)
     model = automaton_lookup_attention(n_states, n_symbols)
     return X, model.predict(X, positions="all"), labels, model
+
+
+def _random_walks(rng, table, n_steps):
+    """A random word of ``n_steps`` symbols from a random start: (word, states),
+    ``states[t]`` the state before symbol ``t`` (``n_steps + 1`` of them)."""
+    n_states, n_symbols = table.shape
+    word = rng.integers(0, n_symbols, size=n_steps)
+    states = np.empty(n_steps + 1, dtype=int)
+    states[0] = rng.integers(0, n_states)
+    for t, symbol in enumerate(word):
+        states[t + 1] = table[states[t], symbol]
+    return word, states
+
+
+def make_automaton_transitions(
+    n_samples, n_states, n_symbols, history=1, token_noise=0.0, random_state=None
+):
+    """One-step transitions with the state carried in the token, for rollout.
+
+    Each sequence holds the transition table of a fresh random automaton (tokens
+    ``[onehot(state, symbol) ; onehot(next_state)]``, shuffled, as in
+    :func:`encode_automaton_lookup`), then ``history`` tokens ``[onehot(state_{t-1},
+    symbol_t) ; 0]`` of a random walk (the state before each symbol, with the
+    symbol read). The target is the next state after the last token, one-hot: a
+    model fitted with ``positions="last"`` learns one transition, and run forward
+    with :meth:`~sklearn_linattn.LinearAttentionRegressor.generate` it executes
+    whole words, each predicted state combined with the next symbol into the next
+    token (:func:`make_automaton_rollout` makes the prompts and that
+    ``to_token``). The generating layer (:func:`automaton_lookup_attention`) is
+    exact at every length, since the walk's tokens carry no next-state entries.
+    With ``history=1`` the sequences are those of :func:`make_automaton_lookups`
+    (a random query); a longer history shows the layer the extra walk tokens that
+    a rollout accumulates.
+
+    Parameters
+    ----------
+    n_samples, n_states, n_symbols : int
+    history : int, default=1
+        Walk tokens per sequence; the last one is the query.
+    token_noise : float, default=0.0
+        Standard deviation of Gaussian noise added to every token entry (it makes
+        the data identifiable, ``certify(X)``; clean one-hot tokens do not).
+    random_state : int, numpy Generator, RandomState or None, default=None
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_states * n_symbols + history, token_dim)
+        ``token_dim = n_states * n_symbols + n_states``.
+    y : ndarray of shape (n_samples, n_states)
+        The generating layer's output on the (noisy) tokens.
+    labels : ndarray of int, shape (n_samples,)
+        The true next state.
+    model : MultiHeadLinearAttention
+        :func:`automaton_lookup_attention`.
+
+    Examples
+    --------
+    >>> from sklearn_linattn.datasets import make_automaton_transitions
+    >>> X, y, labels, model = make_automaton_transitions(20, 3, 2, history=4,
+    ...                                                  random_state=0)
+    >>> X.shape, y.shape, bool((y.argmax(axis=1) == labels).all())
+    ((20, 10, 9), (20, 3), True)
+    """
+    n_samples = _check_int("n_samples", n_samples)
+    n_states = _check_int("n_states", n_states)
+    n_symbols = _check_int("n_symbols", n_symbols)
+    history = _check_int("history", history)
+    token_noise = _check_nonnegative("token_noise", token_noise)
+    rng = _generator(random_state)
+    n_keys = n_states * n_symbols
+    X = np.empty((n_samples, n_keys + history, n_keys + n_states))
+    labels = np.empty(n_samples, dtype=int)
+    every = np.indices((n_states, n_symbols)).reshape(2, -1).T
+    for i in range(n_samples):
+        table = make_automaton(n_states, n_symbols, rng)
+        word, states = _random_walks(rng, table, history)
+        X[i] = _encode_trace(table, rng.permutation(every), states[:-1], word)
+        labels[i] = states[-1]
+    if token_noise:
+        X += rng.normal(scale=token_noise, size=X.shape)
+    model = automaton_lookup_attention(n_states, n_symbols)
+    return X, model.predict(X), labels, model
+
+
+def make_automaton_rollout(
+    n_words, word_length, n_states, n_symbols, random_state=None
+):
+    """Prompts and a ``to_token`` that execute random words by rollout.
+
+    Word ``i`` comes with a fresh random automaton and start state. Its prompt
+    is the automaton's table (shuffled tokens, as in
+    :func:`make_automaton_transitions`) and the token of its first symbol,
+    ``[onehot(start, symbol_0) ; 0]``. At step ``t`` of ``generate(prompts,
+    word_length, to_token=to_token)`` the model's output is read as the state
+    after symbol ``t`` (the largest output; the sign of a single output for two
+    states, as a two-class ``decision_function``), and ``to_token`` appends the
+    token of that state with symbol ``t + 1`` (a zero token after the last
+    symbol). So the outputs of the rollout are the predicted states, each fed
+    back: one wrong state derails the rest of the word.
+
+    Parameters
+    ----------
+    n_words, word_length, n_states, n_symbols : int
+    random_state : int, numpy Generator, RandomState or None, default=None
+
+    Returns
+    -------
+    prompts : ndarray of shape (n_words, n_states * n_symbols + 1, token_dim)
+    to_token : callable
+        ``to_token(outputs, step)``, outputs of shape (n_words, n_states) (or
+        (n_words,) for two states), returning (n_words, token_dim).
+    states : ndarray of int, shape (n_words, word_length)
+        The true state after each symbol.
+
+    Examples
+    --------
+    The generating layer executes every word exactly:
+
+    >>> from sklearn_linattn.datasets import (
+    ...     automaton_lookup_attention, make_automaton_rollout)
+    >>> prompts, to_token, states = make_automaton_rollout(5, 40, 3, 2,
+    ...                                                    random_state=0)
+    >>> _, outputs = automaton_lookup_attention(3, 2).generate(prompts, 40, to_token)
+    >>> bool((outputs.argmax(axis=2) == states).all())
+    True
+    """
+    n_words = _check_int("n_words", n_words)
+    word_length = _check_int("word_length", word_length)
+    n_states = _check_int("n_states", n_states)
+    n_symbols = _check_int("n_symbols", n_symbols)
+    rng = _generator(random_state)
+    n_keys = n_states * n_symbols
+    prompts = np.empty((n_words, n_keys + 1, n_keys + n_states))
+    words = np.empty((n_words, word_length), dtype=int)
+    states = np.empty((n_words, word_length), dtype=int)
+    every = np.indices((n_states, n_symbols)).reshape(2, -1).T
+    for i in range(n_words):
+        table = make_automaton(n_states, n_symbols, rng)
+        word, visited = _random_walks(rng, table, word_length)
+        prompts[i] = _encode_trace(table, rng.permutation(every), visited[:1], word[:1])
+        words[i], states[i] = word, visited[1:]
+
+    def to_token(outputs, step):
+        outputs = np.asarray(outputs)
+        if outputs.ndim == 1:  # one score for two states
+            predicted = (outputs > 0).astype(int)
+        else:
+            predicted = outputs.argmax(axis=1)
+        tokens = np.zeros((n_words, n_keys + n_states))
+        if step + 1 < word_length:
+            tokens[np.arange(n_words), predicted * n_symbols + words[:, step + 1]] = 1.0
+        return tokens
+
+    return prompts, to_token, states
 
 
 def execute_automaton(model, transitions, word, start=0, positions="last"):

@@ -21,7 +21,9 @@ from sklearn_linattn.datasets import (
     make_associative_recall,
     make_automaton,
     make_automaton_lookups,
+    make_automaton_rollout,
     make_automaton_traces,
+    make_automaton_transitions,
     make_incontext_regression,
     make_random_mhla,
 )
@@ -375,7 +377,11 @@ def test_paper_distribution_construction():
 def test_paper_distribution_certificate(p_orth, identifiable, rank):
     # The paper's setting: d = 4 (key dimension 2), 2 pairs, 2^14 sequences.
     X, _, _ = make_associative_recall(
-        2**14, key_dim=2, n_pairs=2, distribution="paper", p_orth=p_orth,
+        2**14,
+        key_dim=2,
+        n_pairs=2,
+        distribution="paper",
+        p_orth=p_orth,
         random_state=0,
     )
     certificate = certify(X)
@@ -702,3 +708,69 @@ def test_incontext_default_fit_returns_one_head():
         40_000, 20, 4, np.diag([2.0, 1.0, 0.5, 0.25]), random_state=0
     )
     assert LinearAttentionRegressor().fit(X, y).n_heads_ == 1
+
+
+# --- automaton execution by rollout -------------------------------------------
+
+
+def test_automaton_transitions_label_the_next_state():
+    X, y, labels, model = make_automaton_transitions(
+        50, 3, 2, history=5, random_state=0
+    )
+    assert X.shape == (50, 6 + 5, 9) and y.shape == (50, 3)
+    np.testing.assert_array_equal(y.argmax(axis=1), labels)
+    # the walk tokens are consecutive: each token's state is the previous label
+    walk = X[:, 6:, :6].argmax(axis=2)  # (state, symbol) index of each walk token
+    table = X[:, :6]
+    for i in range(5):
+        for t in range(1, 5):
+            entry = table[i, table[i, :, :6].argmax(axis=1) == walk[i, t - 1]][0]
+            assert walk[i, t] // 2 == entry[6:].argmax()
+
+
+@pytest.mark.parametrize("word_length", [10, 500])
+def test_rollout_of_a_layer_learned_from_transitions_executes_unseen_words(
+    word_length,
+):
+    X, y, _, truth = make_automaton_transitions(
+        1000, 3, 2, token_noise=0.1, random_state=0
+    )
+    model = LinearAttentionRegressor().fit(X, y)
+    assert model.certificate_
+    prompts, to_token, states = make_automaton_rollout(
+        20, word_length, 3, 2, random_state=1
+    )
+    _, outputs = model.generate(prompts, word_length, to_token=to_token)
+    np.testing.assert_array_equal(outputs.argmax(axis=2), states)
+    _, generating = truth.generate(prompts, word_length, to_token=to_token)
+    np.testing.assert_array_equal(generating.argmax(axis=2), states)
+    assert np.abs(outputs - generating).max() < 1e-8
+
+
+def test_automaton_rollout_matches_execute_automaton():
+    prompts, to_token, states = make_automaton_rollout(4, 12, 3, 2, random_state=2)
+    model = automaton_lookup_attention(3, 2)
+    tokens, _ = model.generate(prompts, 12, to_token=to_token)
+    for i in range(4):
+        table = np.empty((3, 2), dtype=int)
+        for token in prompts[i, :6]:
+            key = token[:6].argmax()
+            table[key // 2, key % 2] = token[6:].argmax()
+        first = prompts[i, -1, :6].argmax()
+        word = [first % 2] + [t[:6].argmax() % 2 for t in tokens[i, :-1]]
+        executed = execute_automaton(model, table, word, start=first // 2)
+        np.testing.assert_array_equal(executed[1:], states[i])
+
+
+def test_automaton_rollout_reads_one_score_for_two_states():
+    prompts, to_token, states = make_automaton_rollout(6, 30, 2, 2, random_state=3)
+    model = automaton_lookup_attention(2, 2)
+    # a single score per word, positive for state 1 (as a two-class classifier's)
+    single = MultiHeadLinearAttention(
+        model.value_matrices[:, 1:] - model.value_matrices[:, :1],
+        model.query_matrices,
+    )
+    _, outputs = single.generate(
+        prompts, 30, to_token=lambda o, s: to_token(o[:, 0], s)
+    )
+    np.testing.assert_array_equal((outputs[:, :, 0] > 0).astype(int), states)
