@@ -33,6 +33,7 @@ import scipy.stats
 
 from ._data import single_threaded_blas
 from ._low_rank import (
+    IDENTITY,
     RESTARTS,
     alternating_projections,
     balanced_rows,
@@ -77,6 +78,7 @@ STALL = 1e-12
 # Noiseless probes: Gauss-Newton in the Frobenius metric after alternating
 # projections stall (a zero-residual problem, where they converge slowly), and
 # the seeded isotropic starts tried with one output.
+EXACT_PROJECTIONS = 1000
 EXACT_ITER = 30
 ISOTROPIC_STARTS = 8
 NOISY_ISOTROPIC_STARTS = 2  # (starts only: Gauss-Newton refines them)
@@ -254,6 +256,7 @@ class _Search:
         self.tried = []
         self.fits = {}  # count -> folded W of the probe
         self.work_left = np.inf  # flops the probes may still spend (_probe_cost)
+        self.lower = 1  # the search's lower bound on the count
         self._signal = None
         self._weight_matrix = None
 
@@ -301,9 +304,7 @@ class _Search:
         loss)``."""
         value_rows, query_rows = balanced_rows(start, k)
         if exact:
-            weight, matrix = (lambda rows: rows), (
-                np.eye(self.p) if self.p <= 300 else None
-            )
+            weight, matrix = (lambda rows: rows), (IDENTITY if self.p <= 300 else None)
         else:
             weight, matrix = self.apply_weight, self.weight_matrix(k)
         accept, reject = (-np.inf, np.inf) if decided is None else decided
@@ -354,7 +355,7 @@ class _Search:
         self.tried.append(k)
         if not noisy:
             folded, error = low_rank_fold(
-                self.coef, self.d, k, self.tol, restarts=RESTARTS
+                self.coef, self.d, k, self.tol, max_iter=EXACT_PROJECTIONS
             )
             if error > self.tol and self.spend(_gauss_newton_cost(self, k, True)):
                 truncated = balanced_rows(self.split, k)
@@ -363,9 +364,17 @@ class _Search:
                     starts += nearest_isotropic_folds(
                         self.coef, self.d, k, folded, ISOTROPIC_STARTS
                     )
-                fits = [self.fit(k, start, EXACT_ITER, exact=True) for start in starts]
+                # Gauss-Newton from the two nearest (isotropic models come sorted).
+                nearest = sorted(starts[:3], key=self.distance)[:2]
+                fits = [self.fit(k, start, EXACT_ITER, exact=True) for start in nearest]
                 folded = min(fits, key=lambda pair: pair[1])[0]
                 error = self.distance(folded)
+            if error > self.tol and k > self.lower and self.spend(
+                RESTARTS * _probe_cost(self, k, False)
+            ):  # last, seeded restarts (and, one output, 40 isotropic starts)
+                folded, error = low_rank_fold(
+                    self.coef, self.d, k, self.tol, restarts=RESTARTS
+                )
             self.log(f"{k} heads: distance {error:.2e} (tol {self.tol:g})")
             return folded, error <= self.tol
         starts = self.starts(k, NOISY_ISOTROPIC_STARTS)
@@ -391,7 +400,9 @@ def _gauss_newton_cost(search, k, exact):
     others run conjugate-gradient products."""
     m, d, p = search.m, search.d, search.p
     parameters = k * (m * d + d * d)
-    if (exact and p <= 300) or search.weight_matrix(k) is not None:
+    if exact and p <= 300:
+        step = 2 * m * p * parameters**2 + parameters**3 // 3
+    elif not exact and search.weight_matrix(k) is not None:
         step = 2 * m * p * p * parameters + 2 * m * p * parameters**2
     else:
         step = 60 * (2 * m * p * p + 4 * m * p * k * d)
@@ -406,7 +417,7 @@ def _probe_cost(search, k, noisy):
     projection = 2 * small**2 * large + 10 * small**3
     if noisy:
         return SCREEN_ITER * projection + _gauss_newton_cost(search, k, False)
-    return (RESTARTS + 1) * 300 * projection
+    return EXACT_PROJECTIONS * projection
 
 
 def read_out_heads(
@@ -535,32 +546,42 @@ def _search(search, n_heads, regression_flops):
     lower = 1 if noisy else min(
         fewest_heads_bound(search.coef, search.d, search.tol), upper
     )
+    search.lower = lower
     if regression_flops is not None:
         search.work_left = WORK_FACTOR * regression_flops + WORK_FLOOR
-    # The fewest accepted heads in [lower, high]: probes at lower, lower + 1,
-    # lower + 3, ... until one is accepted, then bisection below it. `high` starts
-    # one past a fixed count ("none found") or at the paper's count (accepted).
+    # The fewest accepted heads in [lower, high]; `high` starts one past a fixed
+    # count ("none found") or at the paper's count (accepted). Noisy fits gallop
+    # up from `lower` (lower, lower + 1, lower + 3, ...) until a count passes;
+    # noiseless ones probe the lower bound, then gallop down from `high` until a
+    # count fails (failing probes cost the most: all restarts). Then bisection.
     found = None
     low, high = lower, upper + 1 if fixed else paper_count
-    step = 1
+    step, turned = 1, False
     while low < high:
-        k = min(low + step - 1, high - 1) if found is None else (low + high) // 2
-        if not search.spend(_probe_cost(search, k, noisy)):
-            search.log(f"a probe of {k} heads is beyond the work limit")
-            if fixed:
-                break
-            return split, paper_count, "paper", nan
-        folded, accepted = search.probe(k, noisy)
-        if search.work_left < 0 and not accepted:  # its fallback was too costly
-            search.log(f"the fallback of the probe of {k} heads is beyond the limit")
-            if fixed:
+        if turned:
+            k = (low + high) // 2
+        elif noisy or low == lower:
+            k = min(low + step - 1, high - 1)
+        else:
+            k = max(high - step, low)
+        exhausted = not search.spend(_probe_cost(search, k, noisy))
+        if not exhausted:
+            folded, accepted = search.probe(k, noisy)
+            exhausted = search.work_left < 0 and not accepted  # a costly fallback
+        if exhausted:  # the fewest accepted so far, or the paper's read-out
+            search.log(f"the probe of {k} heads is beyond the work limit")
+            if fixed or found is not None:
                 break
             return split, paper_count, "paper", nan
         search.fits[k] = folded
         if accepted:
             found, high = (folded, k), k
+            turned = turned or noisy
         else:
-            low, step = k + 1, 2 * step
+            low = k + 1
+            turned = turned or (not noisy and k != lower)
+        if noisy or k != lower:
+            step *= 2
     if found is None:
         return _best_fixed(search, upper) if fixed else (split, paper_count, "tol", nan)
     folded, k = found

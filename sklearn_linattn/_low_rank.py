@@ -30,6 +30,7 @@ __all__ = [
     "fewest_heads_bound",
     "fold_lifted_coef",
     "head_coef",
+    "IDENTITY",
     "head_jacobian",
     "low_rank_fold",
     "nearest_isotropic_folds",
@@ -540,6 +541,10 @@ def _cg_step(jacobian, jacobian_t, weight, weighted, value_rows, query_rows,
     return step_v, step_q, weighted_step
 
 
+# ``weight_matrix=IDENTITY``: dense steps in the Frobenius metric (M = I).
+IDENTITY = np.eye(0)
+
+
 def _dense_step(value_rows, query_rows, token_dim, weight_matrix, weighted,
                 precondition):
     """The exact Gauss-Newton step from the dense Jacobian (small problems), with
@@ -548,8 +553,11 @@ def _dense_step(value_rows, query_rows, token_dim, weight_matrix, weighted,
     jacobian = head_jacobian(value_rows, query_rows, token_dim)
     n_outputs = weighted.shape[0]
     n_lifted = weighted.shape[1]
-    blocks = jacobian.reshape(n_outputs, n_lifted, -1)
-    weighted_jacobian = np.matmul(weight_matrix, blocks).reshape(jacobian.shape)
+    if weight_matrix is IDENTITY:
+        weighted_jacobian = jacobian
+    else:
+        blocks = jacobian.reshape(n_outputs, n_lifted, -1)
+        weighted_jacobian = np.matmul(weight_matrix, blocks).reshape(jacobian.shape)
     curvature = jacobian.T @ weighted_jacobian
     gradient = jacobian.T @ weighted.ravel()
     scale = np.concatenate(
@@ -610,8 +618,8 @@ def weighted_head_fit(
         Stop when a step lowers the loss by less than this fraction.
     cg_max_iter : int
         Conjugate-gradient iterations per step.
-    weight_matrix : ndarray of shape (p, p), optional
-        ``M`` itself, for small problems: each step then solves the linearized
+    weight_matrix : ndarray of shape (p, p) or IDENTITY, optional
+        ``M`` itself (``IDENTITY`` for ``M = I``), for small problems: each step then solves the linearized
         problem exactly from the dense Jacobian (:func:`head_jacobian`) instead
         of by conjugate gradients.
     give_up_above : float
