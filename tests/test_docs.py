@@ -54,6 +54,8 @@ def code_blocks(path):
                     body.append(lines[i])
                 i += 1
             i += 1
+            if match.group(3).startswith("{"):
+                continue  # a MyST directive such as {image}, not code
             text = textwrap.dedent("\n".join(body)).strip("\n")
             blocks.append((match.group(3) or "text", start, text + "\n"))
             continue
@@ -72,7 +74,10 @@ def test_the_parser_finds_blocks_of_both_formats(tmp_path):
         ("bash", 13, "pip install .\n"),
     ]
     md = tmp_path / "page.md"
-    md.write_text("# T\n\n```pycon\n>>> 2 * 3\n6\n```\n\n```{code-block} text\nx\n```\n")
+    md.write_text(
+        "# T\n\n```pycon\n>>> 2 * 3\n6\n```\n\n```{code-block} text\nx\n```\n"
+        "\n```{image} figure.svg\n:alt: no code\n```\n"
+    )
     assert code_blocks(md) == [("pycon", 4, ">>> 2 * 3\n6\n"), ("text", 9, "x\n")]
 
 
