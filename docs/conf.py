@@ -32,6 +32,7 @@ extensions = [
     "sphinx_gallery.gen_gallery",
     "myst_parser",
     "matplotlib.sphinxext.plot_directive",
+    "matplotlib.sphinxext.figmpl_directive",
     "sphinx_copybutton",
     "linattn_docs",
 ]
@@ -52,7 +53,6 @@ toc_object_entries_show_parents = "hide"
 intersphinx_mapping = linattn_docs.intersphinx_mapping(
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "_build", "intersphinx")
 )
-intersphinx_disabled_reftypes = ["*"]  # only explicit roles link elsewhere
 
 # Figures drawn by code in the pages (``.. plot::``), at twice the resolution for
 # sharp text on high-density screens.

@@ -33,7 +33,7 @@ search = GridSearchCV(
     {"alpha": np.logspace(-4, 3, 15)},
     cv=5,
 ).fit(rows, y)
-print("best alpha:", search.best_params_["alpha"])
+print(f"best alpha: {search.best_params_['alpha']:.3g}")
 
 # %%
 # In a pipeline, after a preprocessing step

@@ -26,8 +26,8 @@ for n_heads in range(1, d + 1):
     counts["paper read-out"].append(paper.n_heads_)
     counts["minimal (auto)"].append(minimal.n_heads_)
     print(
-        f"{n_heads} generating heads: paper {paper.n_heads_}, minimal "
-        f"{minimal.n_heads_}; distance between the two read-outs "
+        f"generating {n_heads}: paper read-out {paper.n_heads_}, minimal "
+        f"{minimal.n_heads_}; distance between the two "
         f"{paper.attention_.distance(minimal.attention_):.1e}"
     )
 
