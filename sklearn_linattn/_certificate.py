@@ -511,6 +511,7 @@ class IdentifiabilityCertificate:
     tol : float
         Relative eigenvalue tolerance used.
     token_dim : int
+        The token dimension ``d`` of the data.
     exact : bool
         True when the rank comes from a decomposition (``certify``, solvers
         ``"normal"`` and ``"dual"``, and ``"cg"`` for ``p <= 64``); False for the
@@ -522,6 +523,33 @@ class IdentifiabilityCertificate:
         (``min_eigenvalue`` from above), and full rank established by the
         factorization and those estimates; every other case computes the whole
         spectrum.
+
+    See Also
+    --------
+    certify : The certificate of a data set, without fitting.
+
+    Examples
+    --------
+    Gaussian sequences certify once there are as many as lifted features
+    (``p = 40`` for ``d = 4``); then every input is covered:
+
+    >>> import numpy as np
+    >>> from sklearn_linattn import certify
+    >>> X = np.random.default_rng(0).normal(size=(60, 8, 4))
+    >>> certificate = certify(X)
+    >>> bool(certificate), certificate.rank, certificate.n_lifted_features
+    (True, 40, 40)
+    >>> certificate.covers(np.ones((2, 20, 4))).tolist()
+    [True, True]
+
+    With fewer, other minimizers compute other functions; ``covers`` tells
+    which inputs they still agree on (here the training sequences themselves):
+
+    >>> few = certify(X[:30])
+    >>> bool(few), few.rank
+    (False, 30)
+    >>> few.covers(X[:2]).tolist(), few.covers(np.ones((1, 20, 4))).tolist()
+    ([True, True], [False])
     """
 
     identifiable: bool
