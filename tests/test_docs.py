@@ -16,8 +16,11 @@ DOCS = ROOT / "docs"
 PAGES = sorted([*DOCS.glob("*.rst"), *DOCS.glob("*.md")]) if DOCS.exists() else []
 RUN = {"python", "pycon"}  # blocks that run, as doctests
 SHOWN = {"bash", "text", "none"}  # blocks that are only shown
-# Longest code line: wider lines are cut off in the page's column at 1400 px.
+# Longest code line: wider lines are cut off in the page's column at 1400 px
+# (about 80 characters of code fit in a guide page, 82 in a gallery example).
 MAX_LINE = 76
+MAX_EXAMPLE_LINE = 80
+EXAMPLES = sorted((ROOT / "examples").glob("**/plot_*.py"))
 
 _RST_DIRECTIVE = re.compile(r"^(\s*)\.\. (?:code-block|code|sourcecode)::\s*(\S*)")
 _MD_FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*(?:\{(?:code-block|code)\}\s*)?(\S*)")
@@ -133,6 +136,36 @@ def test_page_code_blocks_run_as_shown(page, monkeypatch):
     assert not report, report
 
 
+@pytest.mark.parametrize("example", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_example_code_fits_the_page(example):
+    """The code cells of a gallery example fit its column (text cells are prose,
+    wrapped by the browser)."""
+    parser = pytest.importorskip("sphinx_gallery.py_source_parser")
+    _, blocks = parser.split_code_and_text_blocks(str(example), return_node=False)[:2]
+    for block in blocks:
+        if block.type != "code":
+            continue
+        for offset, code in enumerate(block.content.splitlines()):
+            assert len(code) <= MAX_EXAMPLE_LINE, (
+                f"{example.name}:{block.lineno + offset}: {len(code)} characters"
+            )
+
+
+def printed_lines(rst):
+    """The lines a gallery example printed, from its generated .rst page."""
+    lines, inside = [], False
+    for line in Path(rst).read_text().splitlines():
+        if line.startswith(".. rst-class:: sphx-glr-script-out"):
+            inside = True
+        elif inside and line and not line.startswith(" "):
+            inside = False
+        elif inside and line.startswith("    ") and not line.strip().startswith(
+            ".. code-block::"
+        ):
+            lines.append(line[4:])
+    return lines
+
+
 @pytest.mark.skipif(not (DOCS / "conf.py").exists(), reason="no docs tree")
 def test_docs_build_without_warnings(tmp_path):
     pytest.importorskip("sphinx")
@@ -177,6 +210,12 @@ def test_docs_build_without_warnings(tmp_path):
         assert (built / page).exists(), page
     examples = list((built / "_images").glob("sphx_glr_plot_*_001.png"))
     assert len(examples) >= 9
+    # what the examples print fits their pages too
+    for page in (DOCS / "auto_examples").glob("**/plot_*.rst"):
+        printed = printed_lines(page)
+        assert printed, page.name
+        for line in printed:
+            assert len(line) <= MAX_EXAMPLE_LINE, f"{page.name}: {line!r}"
     # figures at twice the resolution too, for high-density screens
     assert list((built / "_images").glob("sphx_glr_plot_1_*_001_2_00x.png"))
 

@@ -18,7 +18,6 @@ zero weight removes a sequence (from the fit and from the certificate).
 import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.model_selection import GridSearchCV, KFold
-
 from sklearn_linattn import LinearAttentionRegressor, LinearAttentionRegressorCV
 from sklearn_linattn.datasets import make_random_mhla
 
@@ -36,7 +35,9 @@ alphas = np.logspace(-3, 4, 15)
 
 loo = LinearAttentionRegressorCV(alphas).fit(X, y)  # cv=None: leave-one-out
 kfold = LinearAttentionRegressorCV(alphas, cv=KFold(5)).fit(X, y)
-print(f"leave-one-out: alpha_={loo.alpha_:.3g}; 5-fold: alpha_={kfold.alpha_:.3g}")
+print(
+    f"leave-one-out: alpha_={loo.alpha_:.3g}; 5-fold: alpha_={kfold.alpha_:.3g}"
+)
 print(f"heads of the chosen model: {kfold.n_heads_}")
 
 # %%
@@ -91,7 +92,8 @@ weighted = LinearAttentionRegressorCV([0.0, 1e-3, 1.0]).fit(
 scale = np.linalg.norm(truth.lifted_coef())
 for name, model in [("unweighted", unweighted), ("zero weights", weighted)]:
     print(
-        f"{name:12s}: alpha_={model.alpha_:g}, heads {model.n_heads_}, relative "
+        f"{name:12s}: alpha_={model.alpha_:g}, heads {model.n_heads_}, "
+        "relative "
         f"distance {model.attention_.distance(truth) / scale:.1e}, certificate "
         f"from {model.certificate_.n_samples}"
     )
@@ -104,4 +106,6 @@ by_repeat = LinearAttentionRegressor(alpha=1.0, n_heads=None).fit(
     np.repeat(X, counts, axis=0), np.repeat(y_observed, counts)
 )
 gap = np.abs(by_weight.coef_ - by_repeat.coef_).max()
-print(f"integer weights vs repeated sequences: coefficients differ by {gap:.1e}")
+print(
+    f"integer weights vs repeated sequences: coefficients differ by {gap:.1e}"
+)

@@ -20,7 +20,6 @@ compute other functions.
 # 1e-4.
 import matplotlib.pyplot as plt
 import numpy as np
-
 from sklearn_linattn import LiftedAttentionFeatures, LinearAttentionRegressor
 from sklearn_linattn.datasets import make_associative_recall
 
@@ -33,7 +32,7 @@ weights = np.repeat(np.where(rows == cols, 1.0, np.sqrt(2.0)), d)
 
 
 def paper_min_eigenvalue(features):
-    """lambda_min as in the authors' code: covariance of the unscaled features."""
+    """lambda_min as in the authors' code: covariance of unscaled features."""
     return np.linalg.eigvalsh(np.cov((features / weights).T))[0]
 
 
@@ -79,15 +78,18 @@ for p_orth in p_orths:
 
 
 def gradient_descent(features, y, n_steps=10_000, seed=5):
-    """Lifted coefficients after n_steps of gradient descent on the mean squared
-    error from a random start, in closed form through the eigenvectors of Lambda."""
+    """Lifted coefficients after n_steps of gradient descent on the mean
+    squared error from a random start, in closed form through the
+    eigenvectors of Lambda."""
     gram = features.T @ features / len(features)
     eigenvalues, eigenvectors = np.linalg.eigh(gram)
     eigenvalues = np.clip(eigenvalues, 0.0, None)
-    start = np.random.default_rng(seed).normal(scale=0.2, size=(gram.shape[0], 2))
+    start = np.random.default_rng(seed).normal(
+        scale=0.2, size=(gram.shape[0], 2)
+    )
     gradient = gram @ start - features.T @ y / len(features)
-    # after k steps of size eta, each eigen-direction moves by (1 - (1 - eta l)^k)
-    # / l of its gradient (eta * k in the limit l -> 0)
+    # after k steps of size eta, each eigen-direction moves by
+    # (1 - (1 - eta l)^k) / l of its gradient (eta * k in the limit l -> 0)
     eta = 1.0 / eigenvalues[-1]
     moved = 1.0 - (1.0 - eta * eigenvalues) ** n_steps
     factor = np.divide(
@@ -96,7 +98,9 @@ def gradient_descent(features, y, n_steps=10_000, seed=5):
         out=np.full_like(moved, eta * n_steps),
         where=eigenvalues > 1e-12 * eigenvalues[-1],
     )
-    coef = start - eigenvectors @ (factor[:, None] * (eigenvectors.T @ gradient))
+    coef = start - eigenvectors @ (
+        factor[:, None] * (eigenvectors.T @ gradient)
+    )
     return coef.T
 
 
@@ -130,7 +134,9 @@ floor = paper_eigen.min() / 10
 
 fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
 for fit, marker in [("gradient descent", "o-"), ("least squares", "s--")]:
-    (line,) = left.loglog(paper_eigen, [r[fit] for r in certified], marker, label=fit)
+    (line,) = left.loglog(
+        paper_eigen, [r[fit] for r in certified], marker, label=fit
+    )
     left.scatter(
         [floor] * len(singular),
         [r[fit] for r in singular],

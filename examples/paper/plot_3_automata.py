@@ -17,7 +17,6 @@ which noise level that happens.
 
 import matplotlib.pyplot as plt
 import numpy as np
-
 from sklearn_linattn import LinearAttentionRegressor
 from sklearn_linattn.datasets import (
     encode_automaton_lookup,
@@ -31,7 +30,8 @@ rng = np.random.default_rng(0)
 tables = [make_automaton(n_states, n_symbols, rng) for _ in range(20)]
 words = [rng.integers(0, n_symbols, 40) for _ in range(20)]
 
-# Out-of-distribution contexts: 8 random entries of a random table, repeats allowed.
+# Out-of-distribution contexts: 8 random entries of a random table, with
+# repeats.
 ood = np.asarray(
     [
         encode_automaton_lookup(
@@ -57,7 +57,8 @@ for noise in noise_levels:
     steps_ok = np.mean(
         [
             np.mean(
-                execute_automaton(model, t, w)[1:] == execute_automaton(truth, t, w)[1:]
+                execute_automaton(model, t, w)[1:]
+                == execute_automaton(truth, t, w)[1:]
             )
             for t, w in zip(tables, words, strict=True)
         ]
@@ -95,7 +96,8 @@ right.set_ylim(0, 2 * max(missing))
 right.set_xlabel("Gaussian noise on training tokens")
 right.set_ylabel("directions unseen: p - rank")
 right.set_title(
-    f"Certificate (p = {results[0][1].n_lifted_features}): green = identifiable",
+    f"Certificate (p = {results[0][1].n_lifted_features}): "
+    "green = identifiable",
     fontsize=10,
 )
 plt.show()

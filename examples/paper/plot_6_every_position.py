@@ -17,7 +17,6 @@ With the estimators this is ``LinearAttentionRegressor(positions="all").fit(X, y
 
 import matplotlib.pyplot as plt
 import numpy as np
-
 from sklearn_linattn import LinearAttentionRegressor
 from sklearn_linattn.datasets import (
     execute_automaton,
@@ -43,7 +42,9 @@ last, every = [], []
 for n in counts:
     model = LinearAttentionRegressor(n_heads=None).fit(X[:n], Y[:n, -1])
     last.append(model.attention_.distance(truth) / scale)
-    model = LinearAttentionRegressor(positions="all", n_heads=None).fit(X[:n], Y[:n])
+    model = LinearAttentionRegressor(positions="all", n_heads=None).fit(
+        X[:n], Y[:n]
+    )
     every.append(model.attention_.distance(truth) / scale)
     print(
         f"{n:2d} sequences: relative distance {last[-1]:.1e} (last position), "
@@ -77,7 +78,8 @@ for _ in range(n_words):
     visited = execute_automaton(model, table, word, positions="all")
     correct += visited[1:] == expected[1:]
 print(
-    f"right state after 10 symbols (training length): {correct[9] / n_words:.0%}"
+    "right state after 10 symbols (training length): "
+    f"{correct[9] / n_words:.0%}"
     f", after 50: {correct[-1] / n_words:.0%}"
 )
 
@@ -90,8 +92,10 @@ X_test, Y_test, _, _ = make_automaton_traces(
     n_words, word_length, n_states, n_symbols, random_state=2
 )
 gap = np.abs(model.predict(X_test) - Y_test)[:, -word_length:].max(axis=(0, 2))
-print(f"largest output error, positions 1-10: {gap[:10].max():.1e}; "
-      f"41-50: {gap[-10:].max():.1e}")
+print(
+    f"largest output error, positions 1-10: {gap[:10].max():.1e}; "
+    f"41-50: {gap[-10:].max():.1e}"
+)
 
 # %%
 # Plots

@@ -30,13 +30,16 @@ from sklearn.datasets import load_digits
 from sklearn.linear_model import LogisticRegression, RidgeClassifier
 from sklearn.model_selection import StratifiedKFold, cross_val_score
 from sklearn.pipeline import make_pipeline
-
 from sklearn_linattn import LinearAttentionClassifier
 from sklearn_linattn.preprocessing import PositionalEncoding
 
 pixels, labels = load_digits(return_X_y=True)
-pixels = pixels / 16.0  # a linear rescaling: the model stays the same function class
-rows = pixels.reshape(-1, 8, 8)  # (n_samples, n_tokens=8 rows, token_dim=8 pixels)
+pixels = (
+    pixels / 16.0
+)  # a linear rescaling: the model stays the same function class
+rows = pixels.reshape(
+    -1, 8, 8
+)  # (n_samples, n_tokens=8 rows, token_dim=8 pixels)
 print(f"{len(rows)} images of {rows.shape[1]} rows of {rows.shape[2]} pixels")
 
 # %%
@@ -51,7 +54,8 @@ models = {
     "attention, raw rows": (attention, rows),
     "attention + constant": (
         make_pipeline(
-            PositionalEncoding(n_positions=0, constant=True, padding=None), attention
+            PositionalEncoding(n_positions=0, constant=True, padding=None),
+            attention,
         ),
         rows,
     ),
@@ -71,7 +75,8 @@ for name, (model, data) in models.items():
     start = time.perf_counter()
     scores[name] = cross_val_score(model, data, labels, cv=cv)
     print(
-        f"{name:28s} accuracy {scores[name].mean():.3f} +- {scores[name].std():.3f}"
+        f"{name:28s} accuracy {scores[name].mean():.3f} "
+        f"+- {scores[name].std():.3f}"
         f"  ({time.perf_counter() - start:.1f} s)"
     )
 
@@ -86,8 +91,13 @@ for image in shuffled:
     image[:7] = image[rng.permutation(7)]
 for name in ("attention, raw rows", "attention + positions"):
     model = models[name][0].fit(rows, labels)
-    change = np.abs(model.decision_function(shuffled) - model.decision_function(rows))
-    print(f"{name:28s} largest score change after shuffling rows: {change.max():.1e}")
+    change = np.abs(
+        model.decision_function(shuffled) - model.decision_function(rows)
+    )
+    print(
+        f"{name:28s} largest score change after shuffling rows: "
+        f"{change.max():.1e}"
+    )
 
 # %%
 # Cross-validated accuracy

@@ -35,9 +35,11 @@ from sklearn.metrics import r2_score
 from sklearn.model_selection import GridSearchCV, TimeSeriesSplit
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import QuantileTransformer, StandardScaler
-
 from sklearn_linattn import LinearAttentionRegressor
-from sklearn_linattn.preprocessing import PositionalEncoding, TokenwiseTransformer
+from sklearn_linattn.preprocessing import (
+    PositionalEncoding,
+    TokenwiseTransformer,
+)
 
 data = sm.datasets.macrodata.load_pandas().data
 levels = data[["unemp", "infl", "tbilrate"]].to_numpy()
@@ -49,9 +51,15 @@ window = 4
 X = np.stack([series[t - window : t] for t in range(window, len(series))])
 Y = series[window:, :3]  # next quarter's changes
 n_train = int(0.75 * len(X))
-X_train, X_test, Y_train, Y_test = X[:n_train], X[n_train:], Y[:n_train], Y[n_train:]
+X_train, X_test, Y_train, Y_test = (
+    X[:n_train],
+    X[n_train:],
+    Y[:n_train],
+    Y[n_train:],
+)
 print(
-    f"{len(X_train)} training windows, {len(X_test)} test windows, shape {X.shape[1:]}"
+    f"{len(X_train)} training windows, {len(X_test)} test windows, "
+    f"shape {X.shape[1:]}"
 )
 
 
@@ -84,7 +92,8 @@ ridge_q = make_pipeline(
     TokenwiseTransformer(quantiles(), token_dim=4), RidgeCV(alphas=alphas)
 )
 report(
-    "ridge on quantile lags", ridge_q.fit(flat(X_train), Y_train).predict(flat(X_test))
+    "ridge on quantile lags",
+    ridge_q.fit(flat(X_train), Y_train).predict(flat(X_test)),
 )
 
 # %%
@@ -125,13 +134,16 @@ search = GridSearchCV(
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     search.fit(X_train, Y_train)
-chosen = {key.split("__")[1]: value for key, value in search.best_params_.items()}
+chosen = {
+    key.split("__")[1]: value for key, value in search.best_params_.items()
+}
 print("chosen:", chosen)
 report("attention, quantile tokens (CV)", search.predict(X_test))
 fitted = search.best_estimator_[-1]
 print(
     f"lifted features {fitted.certificate_.n_lifted_features}, rank "
-    f"{fitted.certificate_.rank}, identifiable {fitted.certificate_.identifiable}, "
+    f"{fitted.certificate_.rank}, "
+    f"identifiable {fitted.certificate_.identifiable}, "
     f"{fitted.n_heads_} heads (paper read-out)"
 )
 
