@@ -484,7 +484,7 @@ def _ratio(outside, total):
 
 @dataclass(frozen=True)
 class IdentifiabilityCertificate:
-    """Whether data pins down the function of every best-fitting model.
+    r"""Whether data pins down the function of every best-fitting model.
 
     Made by :func:`certify` or by fitting an estimator (its ``certificate_``).
     Truthy exactly when ``identifiable``.
@@ -496,15 +496,17 @@ class IdentifiabilityCertificate:
         positive definite, so every empirical risk minimizer computes the same
         function on all inputs.
     min_eigenvalue, max_eigenvalue : float
-        Extreme eigenvalues of ``Lambda = Phi^T W Phi / sum(w)`` (centered when the
-        estimator fits an intercept; ``W`` the sample weights, all ones by
+        Extreme eigenvalues of
+        :math:`\Lambda = \Phi^\top W \Phi / \sum_i w_i`, the second moment of
+        the lifted features :math:`\Phi` (centered when the estimator fits an
+        intercept; :math:`W` the diagonal of sample weights, all ones by
         default).
     rank : int or None
         Number of eigenvalues above ``tol * max_eigenvalue``; None when only
         estimates of the extreme eigenvalues are known (``exact=False``) and they
         do not show full rank.
     n_lifted_features : int
-        ``p = d * d * (d + 1) / 2``, the rank needed for identifiability.
+        :math:`p = d^2 (d + 1) / 2`, the rank needed for identifiability.
     n_samples : int
         Training rows with a positive weight: sequences, or positions (without
         left padding) for a fit with ``positions="all"``.

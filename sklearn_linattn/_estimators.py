@@ -624,17 +624,18 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         when LSQR stops at the cap.
     positions : {"last", "all"}, default="last"
         Where the model is read and trained. ``"last"``: one output per sequence,
-        at its last token (the query). ``"all"``: an output at every position t,
-        ``sum_h V_h S_t Q_h z_t``, trained on every position (targets per
-        position). Leading all-zero tokens are left padding: their positions are
+        at its last token (the query). ``"all"``: an output at every position
+        :math:`t`, :math:`\sum_h V_h S_t Q_h z_t`, trained on every position
+        (targets per position). Leading all-zero tokens are left padding: their positions are
         left out of the loss, the certificate and ``score``.
     causal : bool, default=True
-        With ``positions="all"``: ``S_t = sum_{s <= t} z_s z_s^T`` (causal
-        attention, each position sees its prefix) if True, ``S = Z^T Z`` (each
-        position sees the whole sequence) if False.
+        With ``positions="all"``: :math:`S_t = \sum_{s \le t} z_s z_s^\top`
+        (causal attention, each position sees its prefix) if True,
+        :math:`S = Z^\top Z` (each position sees the whole sequence) if False.
     batch_size : int, default=None
         Samples per chunk while streaming; None picks chunks of about 32 MiB of
-        lifted features. Memory beyond the input is one chunk plus ``O(p^2)``.
+        lifted features. Memory beyond the input is one chunk plus
+        :math:`O(p^2)`.
     n_jobs : int, default=None
         Threads computing lifted features (None means 1, -1 all cores).
     verbose : int, default=0
@@ -644,9 +645,10 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     Attributes
     ----------
     coef_ : ndarray of shape (n_lifted_features,) or (n_outputs, n_lifted_features)
-        Lifted coefficients: feature ``k * d + e`` is ``w_bc S[b, c] q[e]`` for the
-        ``k``-th pair ``b <= c`` of ``numpy.triu_indices(d)``, ``w_bc = 1`` if
-        ``b == c`` else ``sqrt(2)``. 1-D for 1-D ``y``.
+        Lifted coefficients: feature ``k * d + e`` is :math:`w_{bc} S_{bc} q_e`
+        for the ``k``-th pair :math:`b \le c` of ``numpy.triu_indices(d)``,
+        :math:`w_{bc} = 1` if :math:`b = c` else :math:`\sqrt 2`. 1-D for 1-D
+        ``y``.
     intercept_ : float or ndarray of shape (n_outputs,)
         0.0 when ``fit_intercept=False``.
     value_matrices_ : ndarray of shape (`n_heads_`, n_outputs, token_dim)
