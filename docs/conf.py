@@ -7,9 +7,9 @@ sys.path.insert(0, os.path.abspath(".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # gallery_order
 sys.path.insert(0, os.path.abspath("_ext"))
 
+import linattn_docs  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-import linattn_docs  # noqa: E402
 import sklearn_linattn  # noqa: E402
 
 # The gallery examples run in this process. Their matrices are small (p x p with p

@@ -626,8 +626,8 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         Where the model is read and trained. ``"last"``: one output per sequence,
         at its last token (the query). ``"all"``: an output at every position
         :math:`t`, :math:`\sum_h V_h S_t Q_h z_t`, trained on every position
-        (targets per position). Leading all-zero tokens are left padding: their positions are
-        left out of the loss, the certificate and ``score``.
+        (targets per position). Leading all-zero tokens are left padding: their
+        positions are left out of the loss, the certificate and ``score``.
     causal : bool, default=True
         With ``positions="all"``: :math:`S_t = \sum_{s \le t} z_s z_s^\top`
         (causal attention, each position sees its prefix) if True,
@@ -686,9 +686,10 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     Notes
     -----
     There are :math:`p = d^2 (d + 1) / 2` lifted features; fitting :math:`n`
-    sequences of :math:`T` tokens costs :math:`O(n (T d^2 + p^2) + p^3)`. The model is a homogeneous
-    cubic in the tokens: it has no terms of lower degree, so a linear trend in the
-    data is not captured (``fit_intercept`` adds only a constant).
+    sequences of :math:`T` tokens costs :math:`O(n (T d^2 + p^2) + p^3)`. The
+    model is a homogeneous cubic in the tokens: it has no terms of lower degree,
+    so a linear trend in the data is not captured (``fit_intercept`` adds only a
+    constant).
 
     The minimal read-out is a heuristic, not a certified minimum: it may return
     more heads than necessary, never a model outside ``tol`` (or rejected by the

@@ -19,14 +19,15 @@ def _pyplot(caller):
 
 
 class AttentionHeadsDisplay:
-    """Heatmaps of the value and query matrices of each attention head.
+    r"""Heatmaps of the value and query matrices of each attention head.
 
-    One column per head: ``V_h`` (outputs by token features) above ``Q_h``
-    (token features by query features), in
-    ``y(Z) = sum_h V_h (Z^T Z) Q_h q``. All matrices share one symmetric color
-    scale, so heads can be compared (the estimators balance each head's scale,
-    ``||V_h||_F = ||Q_h||_F``). Create it with :meth:`from_estimator`, or from
-    the matrices and then :meth:`plot`, as scikit-learn's ``*Display`` classes.
+    One column per head: :math:`V_h` (outputs by token features) above
+    :math:`Q_h` (token features by query features), in
+    :math:`y(Z) = \sum_h V_h (Z^\top Z) Q_h q`. All matrices share one
+    symmetric color scale, so heads can be compared (the estimators balance each
+    head's scale, :math:`\lVert V_h \rVert_F = \lVert Q_h \rVert_F`).
+    Create it with :meth:`from_estimator`, or from the matrices and then
+    :meth:`plot`, as scikit-learn's ``*Display`` classes.
 
     Parameters
     ----------

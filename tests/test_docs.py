@@ -159,8 +159,10 @@ def printed_lines(rst):
             inside = True
         elif inside and line and not line.startswith(" "):
             inside = False
-        elif inside and line.startswith("    ") and not line.strip().startswith(
-            ".. code-block::"
+        elif (
+            inside
+            and line.startswith("    ")
+            and not line.strip().startswith(".. code-block::")
         ):
             lines.append(line[4:])
     return lines

@@ -29,15 +29,25 @@ for ax in (left, right):
     ax.axvline(p, color="0.5", lw=0.8)
     ax.set_xlim(0, sizes[-1] + 3)
     ax.set_xlabel("training sequences (16 tokens each)")
-marks = {"not identifiable": (~certified, "x", "tab:red"),
-         "identifiable": (certified, "o", "tab:green")}
+marks = {
+    "not identifiable": (~certified, "x", "tab:red"),
+    "identifiable": (certified, "o", "tab:green"),
+}
 left.semilogy(sizes, errors, color="0.6", zorder=1)
 right.plot(sizes, ranks, color="0.6", zorder=1)
 for label, (where, marker, color) in marks.items():
-    left.scatter(sizes[where], errors[where], marker=marker, color=color,
-                 label=label, zorder=2, s=25)
-    right.scatter(sizes[where], ranks[where], marker=marker, color=color, zorder=2,
-                  s=25)
+    left.scatter(
+        sizes[where],
+        errors[where],
+        marker=marker,
+        color=color,
+        label=label,
+        zorder=2,
+        s=25,
+    )
+    right.scatter(
+        sizes[where], ranks[where], marker=marker, color=color, zorder=2, s=25
+    )
 left.set_ylabel("relative error")
 left.set_title("Error on sequences 4x longer than trained on", fontsize=10)
 left.legend(loc="center right", fontsize=8)
