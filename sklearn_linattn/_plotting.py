@@ -149,7 +149,7 @@ class AttentionHeadsDisplay:
                 2,
                 shown,
                 figsize=(1.0 + 1.9 * shown, 1.2 + 0.25 * n_outputs + 1.9),
-                height_ratios=[max(n_outputs, 1), token_dim],
+                gridspec_kw={"height_ratios": [n_outputs, token_dim]},
                 squeeze=False,
                 layout="constrained",
             )
