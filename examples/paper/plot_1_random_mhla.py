@@ -137,7 +137,7 @@ right.axhline(
 right.set_xlabel("epochs (2048 sequences)")
 right.set_ylabel("relative test error")
 right.set_title("Gradient training of MHLA")
-right.legend(fontsize=8)
+right.legend(fontsize=8, loc="lower right", bbox_to_anchor=(1, 0.08))
 plt.show()
 
 # %%
