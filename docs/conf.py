@@ -97,6 +97,7 @@ sphinx_gallery_conf = {
     "subsection_order": [
         "../examples/paper",
         "../examples/estimators",
+        "../examples/in_context",
         "../examples/real_data",
     ],
     "within_subsection_order": "gallery_order.ExampleNumberSortKey",

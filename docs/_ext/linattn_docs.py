@@ -9,8 +9,6 @@
   left out of the documented signatures.
 - ``.. demo-output::``: runs ``python -m sklearn_linattn --quick`` during the build
   and shows what it prints.
-- :class:`ExampleNumberSortKey`: orders the gallery by the number in the file
-  names (``plot_2_*`` before ``plot_10_*``).
 """
 
 import inspect
@@ -56,6 +54,7 @@ OFFLINE_INVENTORIES = {
                 "sklearn.datasets.load_digits",
                 "sklearn.metrics.r2_score",
                 "sklearn.model_selection.cross_val_score",
+                "sklearn.model_selection.validation_curve",
                 "sklearn.pipeline.make_pipeline",
                 "sklearn.utils.validation.validate_data",
             ],
@@ -211,20 +210,6 @@ class DemoOutput(Directive):
         block = nodes.literal_block(text, text, classes=["demo-output"])
         block["language"] = "none"
         return [block]
-
-
-class ExampleNumberSortKey:
-    """Sort gallery files by the number after ``plot_`` (then by name)."""
-
-    def __init__(self, src_dir):
-        self.src_dir = src_dir
-
-    def __call__(self, filename):
-        match = re.match(r"plot_(\d+)", os.path.basename(str(filename)))
-        return (int(match.group(1)) if match else sys.maxsize, str(filename))
-
-    def __repr__(self):
-        return f"<{type(self).__name__}>"
 
 
 def setup(app):
