@@ -5,7 +5,9 @@ import sys
 
 sys.path.insert(0, os.path.abspath(".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # gallery_order
+sys.path.insert(0, os.path.abspath("_ext"))
 
+import linattn_docs  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 import sklearn_linattn  # noqa: E402
@@ -24,10 +26,15 @@ version = release
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
+    "sphinx.ext.intersphinx",
     "sphinx.ext.mathjax",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
     "myst_parser",
+    "matplotlib.sphinxext.plot_directive",
+    "matplotlib.sphinxext.figmpl_directive",
+    "sphinx_copybutton",
+    "linattn_docs",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
@@ -38,10 +45,39 @@ autosummary_generate = True
 autodoc_default_options = {"members": True, "inherited-members": False}
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
+# "fit", not "LinearAttentionRegressor.fit", in a page's table of contents
+toc_object_entries_show_parents = "hide"
+
+# No network at build time: the objects the pages link to are listed in
+# _ext/linattn_docs.py and written as inventories here.
+intersphinx_mapping = linattn_docs.intersphinx_mapping(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "_build", "intersphinx")
+)
+
+# Figures drawn by code in the pages (``.. plot::``), at twice the resolution for
+# sharp text on high-density screens.
+plot_include_source = False
+plot_html_show_source_link = False
+plot_html_show_formats = False
+plot_formats = [("png", 100)]
+plot_srcset = ["2x"]
+plot_rcparams = {"font.size": 11, "figure.dpi": 100}
+plot_pre_code = "import numpy as np\nimport matplotlib.pyplot as plt\n"
+
+# Prompts and printed output are not copied with the code.
+copybutton_prompt_text = r">>> |\.\.\. "
+copybutton_prompt_is_regexp = True
+copybutton_only_copy_prompt_lines = True
 
 html_theme = "pydata_sphinx_theme"
-html_title = "sklearn-linattn"
+html_title = f"sklearn-linattn {release}"
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]
 html_theme_options = {
+    "logo": {"text": f"sklearn-linattn {release}"},
+    "icon_links": linattn_docs.repository_links(
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pyproject.toml")
+    ),
     "navigation_with_keys": False,
     "show_prev_next": False,
     # every top-level page in the header, none hidden under "More"
@@ -57,7 +93,19 @@ sphinx_gallery_conf = {
     "filename_pattern": "/plot_",
     "download_all_examples": False,
     "remove_config_comments": True,
+    # sections (subfolders with a README.rst) in this order, examples by number
+    "subsection_order": [
+        "../examples/paper",
+        "../examples/estimators",
+        "../examples/in_context",
+        "../examples/real_data",
+    ],
     "within_subsection_order": "gallery_order.ExampleNumberSortKey",
+    "image_srcset": ["2x"],
+    # "Examples using this class/function" on the API pages
+    "doc_module": ("sklearn_linattn",),
+    "backreferences_dir": "generated/backreferences",
+    "reference_url": {"sklearn_linattn": None},
 }
 
 myst_enable_extensions = ["dollarmath"]

@@ -14,10 +14,12 @@ from ._estimators import (
 )
 from ._heads import HeadReadout
 from ._model_selection import LinearAttentionClassifierCV, LinearAttentionRegressorCV
+from ._plotting import AttentionHeadsDisplay
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "AttentionHeadsDisplay",
     "HeadReadout",
     "IdentifiabilityCertificate",
     "LiftedAttentionFeatures",

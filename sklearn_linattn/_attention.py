@@ -87,10 +87,15 @@ class MultiHeadLinearAttention:
     Attributes
     ----------
     value_matrices : ndarray of shape (n_heads, n_outputs, token_dim)
+        The value matrices ``V_h``, as float64 (a copy when the input was not).
     query_matrices : ndarray of shape (n_heads, token_dim, token_dim)
+        The fused key-query matrices ``Q_h``, as float64.
     n_heads : int
+        The number of heads ``H``.
     n_outputs : int
+        The length of the output ``y(Z)``.
     token_dim : int
+        The token dimension ``d`` the model reads.
 
     Examples
     --------

@@ -484,7 +484,7 @@ def _ratio(outside, total):
 
 @dataclass(frozen=True)
 class IdentifiabilityCertificate:
-    """Whether data pins down the function of every best-fitting model.
+    r"""Whether data pins down the function of every best-fitting model.
 
     Made by :func:`certify` or by fitting an estimator (its ``certificate_``).
     Truthy exactly when ``identifiable``.
@@ -496,21 +496,24 @@ class IdentifiabilityCertificate:
         positive definite, so every empirical risk minimizer computes the same
         function on all inputs.
     min_eigenvalue, max_eigenvalue : float
-        Extreme eigenvalues of ``Lambda = Phi^T W Phi / sum(w)`` (centered when the
-        estimator fits an intercept; ``W`` the sample weights, all ones by
+        Extreme eigenvalues of
+        :math:`\Lambda = \Phi^\top W \Phi / \sum_i w_i`, the second moment of
+        the lifted features :math:`\Phi` (centered when the estimator fits an
+        intercept; :math:`W` the diagonal of sample weights, all ones by
         default).
     rank : int or None
         Number of eigenvalues above ``tol * max_eigenvalue``; None when only
         estimates of the extreme eigenvalues are known (``exact=False``) and they
         do not show full rank.
     n_lifted_features : int
-        ``p = d * d * (d + 1) / 2``, the rank needed for identifiability.
+        :math:`p = d^2 (d + 1) / 2`, the rank needed for identifiability.
     n_samples : int
         Training rows with a positive weight: sequences, or positions (without
         left padding) for a fit with ``positions="all"``.
     tol : float
         Relative eigenvalue tolerance used.
     token_dim : int
+        The token dimension ``d`` of the data.
     exact : bool
         True when the rank comes from a decomposition (``certify``, solvers
         ``"normal"`` and ``"dual"``, and ``"cg"`` for ``p <= 64``); False for the
@@ -522,6 +525,33 @@ class IdentifiabilityCertificate:
         (``min_eigenvalue`` from above), and full rank established by the
         factorization and those estimates; every other case computes the whole
         spectrum.
+
+    See Also
+    --------
+    certify : The certificate of a data set, without fitting.
+
+    Examples
+    --------
+    Gaussian sequences certify once there are as many as lifted features
+    (``p = 40`` for ``d = 4``); then every input is covered:
+
+    >>> import numpy as np
+    >>> from sklearn_linattn import certify
+    >>> X = np.random.default_rng(0).normal(size=(60, 8, 4))
+    >>> certificate = certify(X)
+    >>> bool(certificate), certificate.rank, certificate.n_lifted_features
+    (True, 40, 40)
+    >>> certificate.covers(np.ones((2, 20, 4))).tolist()
+    [True, True]
+
+    With fewer, other minimizers compute other functions; ``covers`` tells
+    which inputs they still agree on (here the training sequences themselves):
+
+    >>> few = certify(X[:30])
+    >>> bool(few), few.rank
+    (False, 30)
+    >>> few.covers(X[:2]).tolist(), few.covers(np.ones((1, 20, 4))).tolist()
+    ([True, True], [False])
     """
 
     identifiable: bool

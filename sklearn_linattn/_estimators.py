@@ -543,11 +543,12 @@ class _LinearAttentionBase(BaseEstimator):
 
 
 class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
-    """Multi-head linear attention learned by convex least squares (Algorithm 1).
+    r"""Multi-head linear attention learned by convex least squares (Algorithm 1).
 
-    A single layer of multi-head linear attention ``y(Z) = sum_h V_h (Z^T Z) Q_h q``
-    (``q`` the last token) is a linear model of the cubic lifted features
-    ``S[b, c] q[e]`` of its input. This estimator fits that linear model by least
+    A single layer of multi-head linear attention
+    :math:`y(Z) = \sum_h V_h (Z^\top Z) Q_h q` (:math:`q` the last token) is a
+    linear model of the cubic lifted features :math:`S_{bc} q_e` of its input,
+    :math:`S = Z^\top Z`. This estimator fits that linear model by least
     squares (minimum-norm when the problem is underdetermined) or ridge, reads
     attention heads out of the coefficients, and checks whether the data
     identifies the learned function on all inputs (``certificate_``).
@@ -587,20 +588,27 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     fit_intercept : bool, default=False
         Fit an unpenalized bias (MHLA itself has none).
     solver : {"auto", "normal", "dual", "cg"}, default="auto"
-        - ``"normal"``: streams the normal equations ``Phi^T Phi``, ``Phi^T y`` over
-          chunks of samples (a BLAS symmetric rank-k update per chunk) and solves
-          them by Cholesky, or from the eigen-decomposition (minimum norm) when
-          singular. Memory: one chunk plus ``O(p^2)``.
-        - ``"dual"``: the kernel form ``(K + alpha I) a = y`` with
-          ``K_ij = <S_i, S_j>_F <q_i, q_j>``, coefficients ``Phi^T a``; for fewer
-          samples than lifted features. Memory ``O(n_samples^2)``.
+        With :math:`\Phi` the lifted features of the training sequences (one
+        row each, never formed by the solvers) and :math:`n` samples:
+
+        - ``"normal"``: streams the normal equations :math:`\Phi^\top \Phi`,
+          :math:`\Phi^\top y` over chunks of samples (for :math:`d \le 22` only
+          the Gram's distinct entries, one matrix product per block of rows;
+          above, a BLAS symmetric rank-k update per chunk) and solves them by
+          Cholesky, or from the eigendecomposition (minimum norm) when singular.
+          Memory: one chunk plus :math:`O(p^2)`.
+        - ``"dual"``: the kernel form :math:`(K + \alpha I) a = y` with
+          :math:`K_{ij} = \langle S_i, S_j \rangle_F \langle q_i, q_j \rangle`,
+          coefficients :math:`\Phi^\top a`; for fewer samples than lifted
+          features. Memory :math:`O(n^2)`.
         - ``"cg"``: LSQR on the lifted problem with structured products, never
-          forming ``Phi`` or a Gram matrix: ``O(n_samples d^3)`` work per iteration,
-          ``O(n_samples d^2)`` memory; for large ``d``. Its certificate uses Lanczos
-          estimates of the extreme eigenvalues (``certificate_.exact`` is False).
-        - ``"auto"``: ``"dual"`` when ``n_samples < p`` and three
-          ``n_samples x n_samples`` matrices fit in a quarter of the free memory,
-          else ``"normal"`` when three ``p x p`` matrices do, else ``"cg"``.
+          forming :math:`\Phi` or a Gram matrix: :math:`O(n d^3)` work per
+          iteration, :math:`O(n d^2)` memory; for large :math:`d`. Its
+          certificate uses Lanczos estimates of the extreme eigenvalues
+          (``certificate_.exact`` is False).
+        - ``"auto"``: ``"dual"`` when :math:`n < p` and three :math:`n \times n`
+          matrices fit in a quarter of the free memory, else ``"normal"`` when
+          three :math:`p \times p` matrices do, else ``"cg"``.
     tol : float, default=1e-8
         Relative Frobenius tolerance of the head read-out: heads may differ from the
         lifted solution by at most ``tol * ||lifted solution||`` in lifted
@@ -616,17 +624,18 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         when LSQR stops at the cap.
     positions : {"last", "all"}, default="last"
         Where the model is read and trained. ``"last"``: one output per sequence,
-        at its last token (the query). ``"all"``: an output at every position t,
-        ``sum_h V_h S_t Q_h z_t``, trained on every position (targets per
-        position). Leading all-zero tokens are left padding: their positions are
-        left out of the loss, the certificate and ``score``.
+        at its last token (the query). ``"all"``: an output at every position
+        :math:`t`, :math:`\sum_h V_h S_t Q_h z_t`, trained on every position
+        (targets per position). Leading all-zero tokens are left padding: their
+        positions are left out of the loss, the certificate and ``score``.
     causal : bool, default=True
-        With ``positions="all"``: ``S_t = sum_{s <= t} z_s z_s^T`` (causal
-        attention, each position sees its prefix) if True, ``S = Z^T Z`` (each
-        position sees the whole sequence) if False.
+        With ``positions="all"``: :math:`S_t = \sum_{s \le t} z_s z_s^\top`
+        (causal attention, each position sees its prefix) if True,
+        :math:`S = Z^\top Z` (each position sees the whole sequence) if False.
     batch_size : int, default=None
         Samples per chunk while streaming; None picks chunks of about 32 MiB of
-        lifted features. Memory beyond the input is one chunk plus ``O(p^2)``.
+        lifted features. Memory beyond the input is one chunk plus
+        :math:`O(p^2)`.
     n_jobs : int, default=None
         Threads computing lifted features (None means 1, -1 all cores).
     verbose : int, default=0
@@ -636,9 +645,10 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     Attributes
     ----------
     coef_ : ndarray of shape (n_lifted_features,) or (n_outputs, n_lifted_features)
-        Lifted coefficients: feature ``k * d + e`` is ``w_bc S[b, c] q[e]`` for the
-        ``k``-th pair ``b <= c`` of ``numpy.triu_indices(d)``, ``w_bc = 1`` if
-        ``b == c`` else ``sqrt(2)``. 1-D for 1-D ``y``.
+        Lifted coefficients: feature ``k * d + e`` is :math:`w_{bc} S_{bc} q_e`
+        for the ``k``-th pair :math:`b \le c` of ``numpy.triu_indices(d)``,
+        :math:`w_{bc} = 1` if :math:`b = c` else :math:`\sqrt 2`. 1-D for 1-D
+        ``y``.
     intercept_ : float or ndarray of shape (n_outputs,)
         0.0 when ``fit_intercept=False``.
     value_matrices_ : ndarray of shape (`n_heads_`, n_outputs, token_dim)
@@ -646,7 +656,9 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         (``||V_h||_F = ||Q_h||_F``), the largest-magnitude entry of each ``V_h``
         positive; two fits of the same data give the same arrays.
     query_matrices_ : ndarray of shape (`n_heads_`, token_dim, token_dim)
+        The fused key-query matrices ``Q_h`` of the same heads, in the same order.
     n_heads_ : int
+        The number of heads read out (the length of ``value_matrices_``).
     attention_ : MultiHeadLinearAttention
         The fitted heads as a model (without the intercept).
     certificate_ : IdentifiabilityCertificate
@@ -660,6 +672,7 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         LSQR iterations (per output for 2-D ``y``) with ``solver="cg"``; 1 for the
         direct solvers.
     token_dim_ : int
+        The token dimension ``d`` of the training sequences.
     n_features_in_ : int
         Columns of 2-D ``X`` (``n_tokens * token_dim`` of the training sequences
         for 3-D ``X``; 3-D input of any length is accepted at predict time).
@@ -672,10 +685,11 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
 
     Notes
     -----
-    There are ``p = d * d * (d + 1) / 2`` lifted features; fitting costs
-    ``O(n_samples * (n_tokens * d^2 + p^2) + p^3)``. The model is a homogeneous
-    cubic in the tokens: it has no terms of lower degree, so a linear trend in the
-    data is not captured (``fit_intercept`` adds only a constant).
+    There are :math:`p = d^2 (d + 1) / 2` lifted features; fitting :math:`n`
+    sequences of :math:`T` tokens costs :math:`O(n (T d^2 + p^2) + p^3)`. The
+    model is a homogeneous cubic in the tokens: it has no terms of lower degree,
+    so a linear trend in the data is not captured (``fit_intercept`` adds only a
+    constant).
 
     The minimal read-out is a heuristic, not a certified minimum: it may return
     more heads than necessary, never a model outside ``tol`` (or rejected by the
@@ -884,19 +898,38 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+        The class labels, sorted; output ``k`` of the regression is class ``k``
+        (for two classes the one output is positive for ``classes_[1]``).
     coef_ : ndarray of shape (1, n_lifted_features) or (n_classes, n_lifted_features)
+        Lifted coefficients of the +1/-1 regression, one row per output, laid out
+        as :attr:`LinearAttentionRegressor.coef_`.
     intercept_ : ndarray of shape (1,) or (n_classes,)
+        Zeros when ``fit_intercept=False``.
     value_matrices_ : ndarray of shape (`n_heads_`, n_outputs, token_dim)
+        The value matrices ``V_h`` of the heads, in canonical form;
         ``n_outputs`` is 1 for two classes, else ``n_classes``.
     query_matrices_ : ndarray of shape (`n_heads_`, token_dim, token_dim)
+        The fused key-query matrices ``Q_h`` of the same heads.
     n_heads_ : int
+        The number of heads read out.
     attention_ : MultiHeadLinearAttention
+        The heads as a model: its outputs are the decision values (without the
+        intercept).
     certificate_ : IdentifiabilityCertificate
+        Whether the training sequences determine the learned decision function on
+        all inputs; computed from the same lifted Gram (or kernel) as the fit.
     head_search_ : HeadReadout
+        How the heads were read out (see ``n_heads`` of
+        :class:`LinearAttentionRegressor`).
     solver_ : str
+        The solver used (``"auto"`` resolved).
     n_iter_ : ndarray of shape (n_outputs,)
+        LSQR iterations per output with ``solver="cg"``; 1 for the direct solvers.
     token_dim_ : int
+        The token dimension ``d`` of the training sequences.
     n_features_in_ : int
+        Columns of 2-D ``X`` (``n_tokens * token_dim`` of the training sequences
+        for 3-D ``X``).
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Only when ``X`` had string column names.
 
@@ -1215,7 +1248,9 @@ class LiftedAttentionFeatures(TransformerMixin, BaseEstimator):
     Attributes
     ----------
     token_dim_ : int
+        The token dimension ``d`` seen in ``fit``.
     n_features_in_ : int
+        Columns of 2-D ``X`` (``n_tokens * token_dim`` for 3-D ``X``).
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Only when ``X`` had string column names.
 

@@ -926,8 +926,11 @@ n_jobs, verbose, gcv_mode, store_cv_results
     Attributes
     ----------
     alpha_ : float
+        The chosen penalty.
     best_score_ : float
+        Its cross-validation score (the accuracy by default; higher is better).
     cv_scores_ : ndarray of shape (n_alphas,)
+        The cross-validation score of every alpha (mean over folds for K-fold).
     cv_results_ : ndarray of shape (n_samples, n_outputs, n_alphas)
         With ``store_cv_results=True``: leave-one-out decision values (one output
         for two classes).

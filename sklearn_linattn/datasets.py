@@ -152,6 +152,20 @@ def associative_recall_attention(key_dim):
     -------
     model : MultiHeadLinearAttention
         ``token_dim = 2 * key_dim``, ``n_outputs = key_dim``.
+
+    Examples
+    --------
+    Two stored pairs with orthonormal keys; the query asks for the second key,
+    with a zero value slot:
+
+    >>> import numpy as np
+    >>> from sklearn_linattn.datasets import associative_recall_attention
+    >>> model = associative_recall_attention(2)
+    >>> Z = np.array([[1.0, 0.0, 5.0, 6.0],    # key e1, value (5, 6)
+    ...               [0.0, 1.0, 7.0, 8.0],    # key e2, value (7, 8)
+    ...               [0.0, 1.0, 0.0, 0.0]])   # query: key e2
+    >>> model.predict(Z[None])
+    array([[7., 8.]])
     """
     key_dim = _check_int("key_dim", key_dim)
     identity = np.eye(key_dim)
@@ -305,6 +319,19 @@ def make_automaton(n_states, n_symbols, random_state=None):
     -------
     transitions : ndarray of int, shape (n_states, n_symbols)
         ``transitions[state, symbol]`` is the next state.
+
+    See Also
+    --------
+    execute_automaton : Run an automaton by attention lookups.
+
+    Examples
+    --------
+    >>> from sklearn_linattn.datasets import make_automaton
+    >>> table = make_automaton(3, 2, random_state=0)
+    >>> table.shape
+    (3, 2)
+    >>> bool(((table >= 0) & (table < 3)).all())  # next states in [0, 3)
+    True
     """
     n_states = _check_int("n_states", n_states)
     n_symbols = _check_int("n_symbols", n_symbols)
@@ -364,6 +391,18 @@ def automaton_lookup_attention(n_states, n_symbols):
     -------
     model : MultiHeadLinearAttention
         ``token_dim = n_states * n_symbols + n_states``, ``n_outputs = n_states``.
+
+    Examples
+    --------
+    The parity automaton (state 1 after an odd number of symbols 0): from state
+    1, symbol 0 leads to state 0, read out as a one-hot vector:
+
+    >>> from sklearn_linattn.datasets import (
+    ...     automaton_lookup_attention, encode_automaton_lookup)
+    >>> table = [[1, 0], [0, 1]]
+    >>> model = automaton_lookup_attention(2, 2)
+    >>> model.predict(encode_automaton_lookup(table, 1, 0)[None])
+    array([[1., 0.]])
     """
     n_states = _check_int("n_states", n_states)
     n_symbols = _check_int("n_symbols", n_symbols)
@@ -420,6 +459,17 @@ def encode_automaton_lookup(transitions, state, symbol, rows=None, random_state=
     Returns
     -------
     sequence : ndarray of shape (n_rows + 1, n_states * n_symbols + n_states)
+        One token per table entry, ``[onehot(state, symbol) ; onehot(next)]``,
+        then the query ``[onehot(state, symbol) ; 0]``.
+
+    Examples
+    --------
+    >>> from sklearn_linattn.datasets import encode_automaton_lookup
+    >>> table = [[1, 0], [0, 1]]  # 2 states, 2 symbols
+    >>> encode_automaton_lookup(table, 0, 1, rows=[[0, 0], [0, 1]])
+    array([[1., 0., 0., 0., 0., 1.],
+           [0., 1., 0., 0., 1., 0.],
+           [0., 1., 0., 0., 0., 0.]])
     """
     table = _check_transitions(transitions)
     n_states, n_symbols = table.shape

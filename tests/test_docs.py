@@ -1,17 +1,174 @@
-"""The documentation builds with warnings as errors, running every gallery example."""
+"""The documentation: its code blocks run as shown, and the site builds without
+warnings, running every gallery example."""
 
+import doctest
 import os
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+PAGES = sorted([*DOCS.glob("*.rst"), *DOCS.glob("*.md")]) if DOCS.exists() else []
+RUN = {"python", "pycon"}  # blocks that run, as doctests
+SHOWN = {"bash", "text", "none"}  # blocks that are only shown
+# Longest code line: wider lines are cut off in the page's column at 1400 px
+# (about 80 characters of code fit in a guide page, 82 in a gallery example).
+MAX_LINE = 76
+MAX_EXAMPLE_LINE = 80
+EXAMPLES = sorted((ROOT / "examples").glob("**/plot_*.py"))
+
+_RST_DIRECTIVE = re.compile(r"^(\s*)\.\. (?:code-block|code|sourcecode)::\s*(\S*)")
+_MD_FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*(?:\{(?:code-block|code)\}\s*)?(\S*)")
 
 
-@pytest.mark.skipif(not (ROOT / "docs" / "conf.py").exists(), reason="no docs tree")
+def code_blocks(path):
+    """(language, line number, text) of every code block of an .rst or .md page."""
+    lines = Path(path).read_text().splitlines()
+    blocks = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if path.suffix == ".rst" and (match := _RST_DIRECTIVE.match(line)):
+            indent = len(match.group(1))
+            i += 1
+            while i < len(lines) and lines[i].strip().startswith(":"):
+                i += 1  # directive options
+            while i < len(lines) and not lines[i].strip():
+                i += 1
+            start, body = i + 1, []
+            while i < len(lines) and (
+                not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > indent
+            ):
+                body.append(lines[i])
+                i += 1
+            text = textwrap.dedent("\n".join(body)).strip("\n")
+            blocks.append((match.group(2) or "python", start, text + "\n"))
+            continue
+        if path.suffix == ".md" and (match := _MD_FENCE.match(line)):
+            fence, start, body = match.group(2), i + 2, []
+            i += 1
+            while i < len(lines) and not lines[i].strip().startswith(fence):
+                if not lines[i].strip().startswith(":"):  # MyST options
+                    body.append(lines[i])
+                i += 1
+            i += 1
+            if match.group(3).startswith("{"):
+                continue  # a MyST directive such as {image}, not code
+            text = textwrap.dedent("\n".join(body)).strip("\n")
+            blocks.append((match.group(3) or "text", start, text + "\n"))
+            continue
+        i += 1
+    return blocks
+
+
+def test_the_parser_finds_blocks_of_both_formats(tmp_path):
+    rst = tmp_path / "page.rst"
+    rst.write_text(
+        "Text\n\n.. code-block:: pycon\n   :caption: x\n\n   >>> 1 + 1\n   2\n\n"
+        "After.\n\n.. code-block:: bash\n\n   pip install .\n"
+    )
+    assert code_blocks(rst) == [
+        ("pycon", 6, ">>> 1 + 1\n2\n"),
+        ("bash", 13, "pip install .\n"),
+    ]
+    md = tmp_path / "page.md"
+    md.write_text(
+        "# T\n\n```pycon\n>>> 2 * 3\n6\n```\n\n```{code-block} text\nx\n```\n"
+        "\n```{image} figure.svg\n:alt: no code\n```\n"
+    )
+    assert code_blocks(md) == [("pycon", 4, ">>> 2 * 3\n6\n"), ("text", 9, "x\n")]
+
+
+def run_page(path):
+    """Run a page's code blocks in order, in one namespace, as doctests.
+
+    Returns the doctest report of the failures (empty when all pass).
+    """
+    globs = {"__name__": "__docs__"}
+    parser = doctest.DocTestParser()
+    runner = doctest.DocTestRunner(
+        optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    )
+    report = []
+    for language, line, text in code_blocks(path):
+        if language not in RUN:
+            continue
+        name = f"{path.name}, block at line {line}"
+        test = parser.get_doctest(text, globs, name, str(path), line - 1)
+        test.globs = globs  # DocTest copies them; the page's blocks share one
+        runner.run(test, out=report.append, clear_globs=False)
+    return "".join(report)
+
+
+def test_a_failing_block_is_reported(tmp_path):
+    page = tmp_path / "page.rst"
+    page.write_text(
+        ".. code-block:: pycon\n\n   >>> x = 2\n   >>> x + 1\n   3\n\n"
+        ".. code-block:: pycon\n\n   >>> x * 10\n   21\n   >>> undefined\n"
+    )
+    report = run_page(page)
+    assert "Expected:\n    21\nGot:\n    20" in report
+    assert "NameError: name 'undefined' is not defined" in report
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_page_code_blocks_run_as_shown(page, monkeypatch):
+    """Every Python block of the page is a doctest that passes: it runs, and it
+    prints what the page shows. Shell and text blocks are only checked for width."""
+    pytest.importorskip("matplotlib")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    blocks = code_blocks(page)
+    for language, line, text in blocks:
+        assert language in RUN | SHOWN, f"{page.name}:{line}: language {language!r}"
+        if language in RUN:
+            assert ">>>" in text, f"{page.name}:{line}: a Python block without >>>"
+        for offset, code in enumerate(text.splitlines()):
+            assert len(code) <= MAX_LINE, (
+                f"{page.name}:{line + offset}: {len(code)} characters, at most "
+                f"{MAX_LINE} fit the page"
+            )
+    report = run_page(page)
+    assert not report, report
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_example_code_fits_the_page(example):
+    """The code cells of a gallery example fit its column (text cells are prose,
+    wrapped by the browser)."""
+    parser = pytest.importorskip("sphinx_gallery.py_source_parser")
+    _, blocks = parser.split_code_and_text_blocks(str(example), return_node=False)[:2]
+    for block in blocks:
+        if block.type != "code":
+            continue
+        for offset, code in enumerate(block.content.splitlines()):
+            assert len(code) <= MAX_EXAMPLE_LINE, (
+                f"{example.name}:{block.lineno + offset}: {len(code)} characters"
+            )
+
+
+def printed_lines(rst):
+    """The lines a gallery example printed, from its generated .rst page."""
+    lines, inside = [], False
+    for line in Path(rst).read_text().splitlines():
+        if line.startswith(".. rst-class:: sphx-glr-script-out"):
+            inside = True
+        elif inside and line and not line.startswith(" "):
+            inside = False
+        elif (
+            inside
+            and line.startswith("    ")
+            and not line.strip().startswith(".. code-block::")
+        ):
+            lines.append(line[4:])
+    return lines
+
+
+@pytest.mark.skipif(not (DOCS / "conf.py").exists(), reason="no docs tree")
 def test_docs_build_without_warnings(tmp_path):
     pytest.importorskip("sphinx")
     pytest.importorskip("sphinx_gallery")
@@ -27,7 +184,7 @@ def test_docs_build_without_warnings(tmp_path):
             "html",
             "-d",
             str(tmp_path / "doctrees"),
-            str(ROOT / "docs"),
+            str(DOCS),
             str(tmp_path / "html"),
         ],
         capture_output=True,
@@ -40,33 +197,58 @@ def test_docs_build_without_warnings(tmp_path):
     built = tmp_path / "html"
     for page in (
         "index.html",
+        "getting_started.html",
         "user_guide.html",
         "own_sequences.html",
         "theory.html",
         "benchmarks.html",
+        "glossary.html",
         "api.html",
         "auto_examples/index.html",
-        "auto_examples/plot_7_digits_rows.html",
-        "auto_examples/plot_8_macro_forecasting.html",
+        "auto_examples/real_data/plot_7_digits_rows.html",
+        "auto_examples/real_data/plot_8_macro_forecasting.html",
         "generated/sklearn_linattn.preprocessing.PositionalEncoding.html",
     ):
         assert (built / page).exists(), page
-    assert len(list((built / "_images").glob("sphx_glr_plot_*_001.png"))) >= 7
+    examples = list((built / "_images").glob("sphx_glr_plot_*_001.png"))
+    assert len(examples) >= 9
+    # what the examples print fits their pages too
+    for page in (DOCS / "auto_examples").glob("**/plot_*.rst"):
+        printed = printed_lines(page)
+        assert printed, page.name
+        for line in printed:
+            assert len(line) <= MAX_EXAMPLE_LINE, f"{page.name}: {line!r}"
+    # figures at twice the resolution too, for high-density screens
+    assert list((built / "_images").glob("sphx_glr_plot_1_*_001_2_00x.png"))
 
-    # The API reference is a link of the header itself, not hidden under "More".
     index = (built / "index.html").read_text()
     header = re.search(
         r'<ul class="bd-navbar-elements navbar-nav">(.*?)</ul>', index, re.S
     )
     assert header is not None
+    # The API reference is a link of the header itself, not hidden under "More".
     assert 'href="api.html"' in header.group(1).split("dropdown")[0]
-    # The landing page shows code; guide pages have the site's contents on the left.
-    assert "LinearAttentionRegressor().fit(X, y)" in re.sub(r"<[^>]+>", "", index)
+    # The version is in the header.
+    from sklearn_linattn import __version__
+
+    assert f"sklearn-linattn {__version__}" in re.sub(r"<[^>]+>", " ", index)
+    # The landing page shows code and a figure drawn in the build.
+    text = re.sub(r"<[^>]+>", "", index)
+    assert "LinearAttentionRegressor().fit(X, y)" in text
+    assert re.search(r'<img [^>]*srcset="[^"]*2x', index)
     for page in ("user_guide.html", "own_sequences.html", "theory.html"):
         assert 'aria-label="Site Navigation"' in (built / page).read_text(), page
-    # Internal constructors of the certificate are not public API.
+    # Internal constructors and fields of the certificate are not public API.
     certificate = (
         built / "generated" / "sklearn_linattn.IdentifiabilityCertificate.html"
-    )
-    for internal in ("from_spectrum", "from_kernel", "from_estimates"):
-        assert internal not in certificate.read_text(), internal
+    ).read_text()
+    for internal in ("from_spectrum", "from_kernel", "from_estimates", "_span"):
+        assert internal not in certificate, internal
+    # Links into scikit-learn's documentation, and "Examples using" on API pages.
+    guide = (built / "model_selection.html").read_text()
+    assert "https://scikit-learn.org/stable/modules/generated/" in guide
+    regressor = (
+        built / "generated" / "sklearn_linattn.LinearAttentionRegressor.html"
+    ).read_text()
+    assert "Examples using" in regressor
+    assert "sphx-glr-thumbcontainer" in regressor

@@ -9,18 +9,19 @@ training of an MHLA, as usually done, is the comparison.
 
 The paper trains with PyTorch; so that this example runs everywhere, the gradient
 baseline here is the same optimizer (Adam, minibatches of 64, cosine learning-rate
-schedule) written in numpy, for MHLA with 1, 4 and ``d^2 = 16`` heads.
-``benchmarks/bench_gradient.py`` runs the PyTorch version.
+schedule) written in numpy, for MHLA with 1, 2 (the generating count), 4 and
+``d^2 = 16`` heads. ``benchmarks/bench_gradient.py`` runs the PyTorch version.
 """
 
 import matplotlib.pyplot as plt
 import numpy as np
-
 from sklearn_linattn import LinearAttentionRegressor
 from sklearn_linattn.datasets import make_random_mhla
 
 d, n_tokens = 4, 100
-X, y, truth = make_random_mhla(2048 + 1024, n_tokens, d, n_heads=2, random_state=0)
+X, y, truth = make_random_mhla(
+    2048 + 1024, n_tokens, d, n_heads=2, random_state=0
+)
 X_train, y_train, X_test, y_test = X[:2048], y[:2048], X[2048:], y[2048:]
 
 
@@ -38,7 +39,8 @@ for n in sizes:
     lifted_errors.append(relative_error(model.predict(X_test), y_test))
     print(
         f"{n:5d} sequences: test error {lifted_errors[-1]:.1e}, "
-        f"{model.n_heads_} heads, identifiable: {model.certificate_.identifiable}"
+        f"heads {model.n_heads_}, "
+        f"identifiable: {model.certificate_.identifiable}"
     )
 
 
@@ -63,7 +65,9 @@ def adam_mhla(n_heads, epochs=60, batch=64, lr=0.02, seed=0):
     steps = epochs * (len(S) // batch)
     history, step = [], 0
 
-    def attend(S, Q, q):  # (n, h, b): S Q_h q for every head, as matrix products
+    def attend(
+        S, Q, q
+    ):  # (n, h, b): S Q_h q for every head, as matrix products
         Qq = np.einsum("hce,ne->nch", Q, q, optimize=True)
         return np.matmul(S, Qq).transpose(0, 2, 1)
 
@@ -79,12 +83,16 @@ def adam_mhla(n_heads, epochs=60, batch=64, lr=0.02, seed=0):
             SV = np.matmul(S[idx], V.T)  # (n, c, h); S symmetric
             grad_Q = (
                 2
-                * np.einsum("n,nch,ne->hce", residual, SV, q[idx], optimize=True)
+                * np.einsum(
+                    "n,nch,ne->hce", residual, SV, q[idx], optimize=True
+                )
                 / batch
             )
             rate = lr * 0.5 * (1 + np.cos(np.pi * step / steps))
             step += 1
-            for p, g, (m, v) in zip(params, (grad_V, grad_Q), moments, strict=True):
+            for p, g, (m, v) in zip(
+                params, (grad_V, grad_Q), moments, strict=True
+            ):
                 m *= 0.9
                 m += 0.1 * g
                 v *= 0.999
@@ -98,28 +106,43 @@ def adam_mhla(n_heads, epochs=60, batch=64, lr=0.02, seed=0):
     return history
 
 
-histories = {h: adam_mhla(h) for h in (1, 4, d * d)}
+histories = {h: adam_mhla(h) for h in (1, 2, 4, d * d)}
+for heads, history in histories.items():
+    print(
+        f"Adam, {heads:2d} head(s): test error {history[-1]:.1e} "
+        "after 60 epochs"
+    )
 
 # %%
 # Results
 # -------
-fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
 left.loglog(sizes, lifted_errors, "o-", label="lifted least squares")
-left.axvline(d * d * (d + 1) // 2, color="gray", lw=0.8, label="p = 40 lifted features")
+left.axvline(
+    d * d * (d + 1) // 2, color="gray", lw=0.8, label="p = 40 lifted features"
+)
 left.set_xlabel("training sequences")
 left.set_ylabel("relative test error")
 left.set_title("Lifted fit: error vs data")
 left.legend()
 for heads, history in histories.items():
-    right.semilogy(
-        np.arange(1, len(history) + 1), history, label=f"Adam (numpy), {heads} heads"
-    )
+    label = f"Adam, {heads} head" + ("s" if heads > 1 else "")
+    right.semilogy(np.arange(1, len(history) + 1), history, label=label)
 right.axhline(
-    lifted_errors[-1], color="black", ls="--", label="lifted fit, 2048 sequences"
+    lifted_errors[-1],
+    color="black",
+    ls="--",
+    label="lifted fit, 2048 sequences",
 )
 right.set_xlabel("epochs (2048 sequences)")
 right.set_ylabel("relative test error")
 right.set_title("Gradient training of MHLA")
-right.legend(fontsize=8)
-fig.tight_layout()
+right.legend(fontsize=8, loc="lower right", bbox_to_anchor=(1, 0.08))
 plt.show()
+
+# %%
+# One head cannot represent the two-head target, and its error stalls. With two
+# or more heads Adam gets closer, at rates that depend on the start, the learning
+# rate and the schedule; none of the runs printed above reaches the float
+# precision that the lifted fit has from about ``p = 40`` sequences on, in one
+# solve and with nothing to tune.

@@ -14,13 +14,16 @@ from sklearn.linear_model import RidgeCV
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
-
 from sklearn_linattn import LiftedAttentionFeatures, LinearAttentionRegressor
 from sklearn_linattn.datasets import make_random_mhla
 
 d, n_tokens = 3, 10
-X, y, truth = make_random_mhla(400, n_tokens, d, n_heads=2, noise=0.05, random_state=0)
-rows = X.reshape(len(X), -1)  # (400, 30): what a DataFrame of sequences looks like
+X, y, truth = make_random_mhla(
+    400, n_tokens, d, n_heads=2, noise=0.05, random_state=0
+)
+rows = X.reshape(
+    len(X), -1
+)  # (400, 30): what a DataFrame of sequences looks like
 
 # %%
 # Cross-validation and a grid search over the ridge penalty
@@ -33,7 +36,7 @@ search = GridSearchCV(
     {"alpha": np.logspace(-4, 3, 15)},
     cv=5,
 ).fit(rows, y)
-print("best alpha:", search.best_params_["alpha"])
+print(f"best alpha: {search.best_params_['alpha']:.3g}")
 
 # %%
 # In a pipeline, after a preprocessing step
@@ -41,7 +44,8 @@ print("best alpha:", search.best_params_["alpha"])
 # Scaling every token by ``c`` scales the output by ``c^3``; the pipeline learns the
 # rescaled function.
 pipeline = make_pipeline(
-    FunctionTransformer(lambda r: 2.0 * r), LinearAttentionRegressor(token_dim=d)
+    FunctionTransformer(lambda r: 2.0 * r),
+    LinearAttentionRegressor(token_dim=d),
 ).fit(rows, y)
 print(f"pipeline R^2 on training data: {pipeline.score(rows, y):.3f}")
 
@@ -50,14 +54,18 @@ print(f"pipeline R^2 on training data: {pipeline.score(rows, y):.3f}")
 # -----------------------------------------
 features = LiftedAttentionFeatures(token_dim=d).set_output(transform="pandas")
 print(features.fit_transform(rows).iloc[:2, :6])
-ridge = make_pipeline(LiftedAttentionFeatures(token_dim=d), RidgeCV()).fit(rows, y)
+ridge = make_pipeline(LiftedAttentionFeatures(token_dim=d), RidgeCV()).fit(
+    rows, y
+)
 print(f"RidgeCV on lifted features, R^2: {ridge.score(rows, y):.3f}")
 
 # %%
 # Validation curve of the grid search
 # -----------------------------------
 fig, ax = plt.subplots(figsize=(6, 4))
-ax.semilogx(search.param_grid["alpha"], search.cv_results_["mean_test_score"], "o-")
+ax.semilogx(
+    search.param_grid["alpha"], search.cv_results_["mean_test_score"], "o-"
+)
 ax.set_xlabel("alpha (ridge penalty on the lifted coefficients)")
 ax.set_ylabel("mean 5-fold R^2")
 ax.set_title("GridSearchCV over alpha")

@@ -22,9 +22,11 @@ precision of it at every length.
 
 import matplotlib.pyplot as plt
 import numpy as np
-
 from sklearn_linattn import LinearAttentionRegressor
-from sklearn_linattn.datasets import make_automaton_rollout, make_automaton_transitions
+from sklearn_linattn.datasets import (
+    make_automaton_rollout,
+    make_automaton_transitions,
+)
 
 n_states, n_symbols, max_length = 3, 2, 500
 lengths = np.array([10, 20, 50, 100, 200, 500])
@@ -43,16 +45,19 @@ for name, noise in [("clean tokens", 0.0), ("noisy tokens (0.1)", 0.1)]:
     # a word of length L is executed correctly when its first L states are right
     derailed = np.cumsum(outputs.argmax(axis=2) != states, axis=1) > 0
     deviation = np.abs(outputs - generating).max(axis=(0, 2))
-    results[name] = (1 - derailed[:, lengths - 1].mean(axis=0), deviation[lengths - 1])
+    results[name] = (
+        1 - derailed[:, lengths - 1].mean(axis=0),
+        deviation[lengths - 1],
+    )
     print(
         f"{name}: certificate {bool(model.certificate_)} (lambda_min "
-        f"{model.certificate_.min_eigenvalue:.1e}), distance to the generating layer "
-        f"{model.attention_.distance(truth):.1e}"
+        f"{model.certificate_.min_eigenvalue:.1e}),\n  distance to the "
+        f"generating layer {model.attention_.distance(truth):.1e}"
     )
     for length, accuracy, error in zip(lengths, *results[name], strict=True):
         print(
-            f"  length {length:3d}: words executed {accuracy:.0%}, largest output "
-            f"deviation {error:.1e}"
+            f"  length {length:3d}: words executed {accuracy:.0%}, "
+            f"largest output deviation {error:.1e}"
         )
 
 fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.5))
@@ -66,7 +71,9 @@ left.set(
     ylim=(-0.05, 1.05),
 )
 right.set(
-    xscale="log", xlabel="word length", ylabel="max |learned - generating| output"
+    xscale="log",
+    xlabel="word length",
+    ylabel="max |learned - generating| output",
 )
 left.legend()
 fig.tight_layout()

@@ -26,7 +26,6 @@ import time
 
 import matplotlib.pyplot as plt
 import numpy as np
-
 from sklearn_linattn import LinearAttentionRegressor, MultiHeadLinearAttention
 from sklearn_linattn.datasets import (
     incontext_preconditioner,
@@ -66,19 +65,23 @@ def relative_error(estimate):
 
 
 def excess_risk(predictions):
-    """E[(y_hat - y_hat*)^2] on the test prompts: the risk above the best layer's
-    (exactly so in expectation, the best layer's residual being orthogonal to every
-    layer's output)."""
+    """E[(y_hat - y_hat*)^2] on the test prompts: the risk above the best
+    layer's (exactly so in expectation, the best layer's residual being
+    orthogonal to every layer's output)."""
     return np.mean((predictions - best.predict(X_test)[:, 0]) ** 2)
 
 
 lifted = LinearAttentionRegressor(n_heads=None).fit(X, y)
-print(f"one-head fit in {fit_seconds:.3f} s: Gamma error "
-      f"{relative_error(gamma_fit):.1%}, excess risk "
-      f"{excess_risk(fitted.predict(X_test)):.1e}")
-print(f"lifted fit (any number of heads): Gamma error "
-      f"{relative_error(incontext_preconditioner(lifted, n_context)):.1%}, excess "
-      f"risk {excess_risk(lifted.predict(X_test)):.1e}")
+print(
+    f"one-head fit in {fit_seconds:.3f} s: Gamma error "
+    f"{relative_error(gamma_fit):.1%}, excess risk "
+    f"{excess_risk(fitted.predict(X_test)):.1e}"
+)
+print(
+    f"lifted fit (any number of heads): Gamma error "
+    f"{relative_error(incontext_preconditioner(lifted, n_context)):.1%}, "
+    f"excess risk {excess_risk(lifted.predict(X_test)):.1e}"
+)
 
 # %%
 # The layer trained by Adam
@@ -89,8 +92,8 @@ print(f"lifted fit (any number of heads): Gamma error "
 # random start can settle on a worse stationary point). A fixed schedule: 500 steps
 # of 4000 prompts, learning rate 0.01 with a cosine decay. We record when the excess
 # risk first reaches the one-head fit's (the time counts the training steps, not the
-# evaluations or the ``S`` matrices computed beforehand); with a decaying rate that happens late in the schedule, so the time
-# is that of the schedule that gets there.
+# evaluations or the ``S`` matrices computed beforehand); with a decaying rate that
+# happens late in the schedule, so the time is that of the schedule that gets there.
 S_train = np.einsum("nti,ntj->nij", X, X)
 S_test = np.einsum("nti,ntj->nij", X_test, X_test)
 
@@ -122,12 +125,18 @@ def adam(n_steps=500, batch=4000, rate=0.01, seed=0):
         for p, g, m, v in zip(params, gradients, first, second, strict=True):
             m[:] = 0.9 * m + 0.1 * g
             v[:] = 0.999 * v + 0.001 * g**2
-            p -= step_size * (m / (1 - 0.9**step)) / (
-                np.sqrt(v / (1 - 0.999**step)) + 1e-8
+            p -= (
+                step_size
+                * (m / (1 - 0.9**step))
+                / (np.sqrt(v / (1 - 0.999**step)) + 1e-8)
             )
-        training_seconds += time.perf_counter() - start  # the evaluation not timed
+        training_seconds += (
+            time.perf_counter() - start
+        )  # the evaluation not timed
         if step % 10 == 0:
-            risk = excess_risk(attention_output(value, query, S_test, X_test[:, -1]))
+            risk = excess_risk(
+                attention_output(value, query, S_test, X_test[:, -1])
+            )
             history.append((step, risk))
             if reached is None and risk <= target:
                 reached = (step, training_seconds)
@@ -137,14 +146,18 @@ def adam(n_steps=500, batch=4000, rate=0.01, seed=0):
 value, query, history, reached = adam()
 trained = MultiHeadLinearAttention(value[None, None], query[None])
 gamma_adam = incontext_preconditioner(trained, n_context)
-print(f"Adam: Gamma error {relative_error(gamma_adam):.1%}, excess risk "
-      f"{history[-1, 1]:.1e}")
+print(
+    f"Adam: Gamma error {relative_error(gamma_adam):.1%}, excess risk "
+    f"{history[-1, 1]:.1e}"
+)
 if reached is None:
     print("Adam did not reach the fit's excess risk in 500 steps")
 else:
-    print(f"Adam reached the fit's excess risk at step {reached[0]}, after "
-          f"{reached[1]:.2f} s: {reached[1] / fit_seconds:.0f} times the fit's time "
-          "(timings of this run, on a shared machine)")
+    print(
+        f"Adam reached the fit's excess risk at step {reached[0]}, after "
+        f"{reached[1]:.2f} s:\n{reached[1] / fit_seconds:.0f} times the fit's "
+        "time (timings of this run, on a shared machine)"
+    )
 
 # %%
 # The preconditioners side by side. Adam's deviation from ``Gamma*`` looks like the
@@ -155,7 +168,11 @@ limit = np.abs(gamma).max()
 panels = [
     (gamma, "closed form Gamma*", limit),
     (gamma_fit, "fitted by least squares", limit),
-    (gamma_fit - gamma, "fitted - closed form", np.abs(gamma_fit - gamma).max()),
+    (
+        gamma_fit - gamma,
+        "fitted - closed form",
+        np.abs(gamma_fit - gamma).max(),
+    ),
     (gamma_adam - gamma, "Adam - closed form", np.abs(gamma_fit - gamma).max()),
 ]
 for ax, (matrix, title, scale) in zip(axes, panels, strict=True):
@@ -168,8 +185,12 @@ plt.show()
 
 fig, ax = plt.subplots(figsize=(6, 3.5), layout="constrained")
 ax.semilogy(history[:, 0], history[:, 1], label="Adam")
-ax.axhline(excess_risk(fitted.predict(X_test)), color="k", ls="--",
-           label=f"least-squares fit ({fit_seconds * 1000:.0f} ms)")
+ax.axhline(
+    excess_risk(fitted.predict(X_test)),
+    color="k",
+    ls="--",
+    label=f"least-squares fit ({fit_seconds * 1000:.0f} ms)",
+)
 ax.set_xlabel("Adam step")
 ax.set_ylabel("excess test risk")
 ax.legend(fontsize=8)
@@ -190,7 +211,10 @@ plt.show()
 # the prompt's own covariance as the posterior mean does; both approach ``noise^2``
 # as ``1/N``, the layer with a larger constant.
 lengths = [2, 4, 8, 16, 32, 64]
-rows = {name: [] for name in ("fitted", "theory", "least squares", "ridge", "N=20")}
+rows = {
+    name: [] for name in ("fitted", "theory", "least squares", "ridge", "N=20")
+}
+print("  N" + "".join(f"{name:>15s}" for name in rows))
 for length in lengths:
     X_n, y_n, best_n = make_incontext_regression(
         20_000, length, x_dim, cov, noise, random_state=2
@@ -200,7 +224,11 @@ for length in lengths:
     )
     layer = LinearAttentionRegressor(n_heads=1).fit(X_n, y_n)
     gamma_n = incontext_preconditioner(best_n, length)
-    inputs, labels, query = Xt[:, :-1, :x_dim], Xt[:, :-1, x_dim], Xt[:, -1, :x_dim]
+    inputs, labels, query = (
+        Xt[:, :-1, :x_dim],
+        Xt[:, :-1, x_dim],
+        Xt[:, -1, :x_dim],
+    )
     gram = np.einsum("nti,ntj->nij", inputs, inputs)
     moment = np.einsum("nti,nt->ni", inputs, labels)
     ridge = np.linalg.solve(gram + noise**2 * np.eye(x_dim), moment[:, :, None])
@@ -211,14 +239,23 @@ for length in lengths:
         prediction = np.einsum("ni,ni->n", query, w_hat[..., 0])
         rows[name].append(np.mean((prediction - yt) ** 2))
     rows["N=20"].append(np.mean((fitted.predict(Xt) - yt) ** 2))
-    print(f"N={length:3d}: " + ", ".join(f"{k} {v[-1]:.3f}" for k, v in rows.items()))
+    print(f"{length:3d}" + "".join(f"{v[-1]:15.4g}" for v in rows.values()))
 
 fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
-styles = {"fitted": "o-", "theory": "k--", "least squares": "s:", "ridge": "^-",
-          "N=20": "x-."}
-legend = {"fitted": "layer fitted at each N", "theory": "theory (best layer)",
-           "least squares": "least squares per prompt",
-           "ridge": "ridge per prompt (Bayes)", "N=20": "layer fitted at N=20"}
+styles = {
+    "fitted": "o-",
+    "theory": "k--",
+    "least squares": "s:",
+    "ridge": "^-",
+    "N=20": "x-.",
+}
+legend = {
+    "fitted": "layer fitted at each N",
+    "theory": "theory (best layer)",
+    "least squares": "least squares per prompt",
+    "ridge": "ridge per prompt (Bayes)",
+    "N=20": "layer fitted at N=20",
+}
 for name, values in rows.items():
     ax.loglog(lengths, values, styles[name], label=legend[name])
 ax.axhline(noise**2, color="grey", lw=0.8)
@@ -241,11 +278,18 @@ plt.show()
 # prompts with a label in the query slot.
 certificate = fitted.certificate_
 fresh, _, _ = make_incontext_regression(1000, n_context, x_dim, cov, noise, 4)
-longer, _, _ = make_incontext_regression(1000, 2 * n_context, x_dim, cov, noise, 5)
+longer, _, _ = make_incontext_regression(
+    1000, 2 * n_context, x_dim, cov, noise, 5
+)
 filled = fresh.copy()
 filled[:, -1, -1] = np.random.default_rng(6).normal(size=len(filled))
-print(f"identifiable: {certificate.identifiable}, rank "
-      f"{certificate.rank}/{certificate.n_lifted_features}")
-for name, prompts in [("fresh prompts", fresh), ("twice the context", longer),
-                      ("label in the query slot", filled)]:
+print(
+    f"identifiable: {certificate.identifiable}, rank "
+    f"{certificate.rank}/{certificate.n_lifted_features}"
+)
+for name, prompts in [
+    ("fresh prompts", fresh),
+    ("twice the context", longer),
+    ("label in the query slot", filled),
+]:
     print(f"covered: {certificate.covers(prompts).mean():.0%} of {name}")

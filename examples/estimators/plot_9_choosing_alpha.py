@@ -7,7 +7,7 @@ Choosing alpha, and sample weights
 the lifted least-squares problem is fixed by statistics that add up over sequences
 and do not depend on ``alpha``, so every ``alpha`` of the grid is scored from one
 eigendecomposition per training set. With ``cv=None`` that is exact leave-one-out;
-with ``cv=5`` each fold's training statistics are the total minus the fold's.
+with ``cv=5`` each fold's training statistics are the sum of the other folds'.
 After the choice the estimator is a fitted
 :class:`~sklearn_linattn.LinearAttentionRegressor` for ``alpha_``: heads, certificate.
 
@@ -18,7 +18,6 @@ zero weight removes a sequence (from the fit and from the certificate).
 import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.model_selection import GridSearchCV, KFold
-
 from sklearn_linattn import LinearAttentionRegressor, LinearAttentionRegressorCV
 from sklearn_linattn.datasets import make_random_mhla
 
@@ -36,7 +35,9 @@ alphas = np.logspace(-3, 4, 15)
 
 loo = LinearAttentionRegressorCV(alphas).fit(X, y)  # cv=None: leave-one-out
 kfold = LinearAttentionRegressorCV(alphas, cv=KFold(5)).fit(X, y)
-print(f"leave-one-out: alpha_={loo.alpha_:.3g}; 5-fold: alpha_={kfold.alpha_:.3g}")
+print(
+    f"leave-one-out: alpha_={loo.alpha_:.3g}; 5-fold: alpha_={kfold.alpha_:.3g}"
+)
 print(f"heads of the chosen model: {kfold.n_heads_}")
 
 # %%
@@ -52,10 +53,8 @@ search = GridSearchCV(
     scoring="neg_mean_squared_error",
 ).fit(X, y)
 print("GridSearchCV alpha:", search.best_params_["alpha"])
-print(
-    "largest score difference:",
-    np.abs(search.cv_results_["mean_test_score"] - kfold.cv_scores_).max(),
-)
+difference = np.abs(search.cv_results_["mean_test_score"] - kfold.cv_scores_)
+print(f"largest score difference: {difference.max():.1e}")
 
 fig, ax = plt.subplots(figsize=(6, 3.5))
 ax.semilogx(alphas, -loo.cv_scores_, "o-", label="leave-one-out (cv=None)")
@@ -79,7 +78,8 @@ fig.tight_layout()
 # Weights multiply each sequence's squared error. Integer weights equal repeating
 # the sequences; a zero weight removes one. Here a fifth of the sequences have
 # corrupted targets: giving them weight zero recovers the noiseless 2-head model
-# exactly from the rest, and the certificate counts only the weighted sequences.
+# from the rest (to the printed relative distance), and the certificate counts
+# only the sequences with a positive weight.
 X, y, truth = make_random_mhla(300, 6, 4, n_heads=2, random_state=1)
 corrupted = rng.random(300) < 0.2
 y_observed = np.where(corrupted, y + 10 * y.std() * rng.normal(size=300), y)
@@ -92,9 +92,10 @@ weighted = LinearAttentionRegressorCV([0.0, 1e-3, 1.0]).fit(
 scale = np.linalg.norm(truth.lifted_coef())
 for name, model in [("unweighted", unweighted), ("zero weights", weighted)]:
     print(
-        f"{name}: alpha_={model.alpha_:g}, {model.n_heads_} heads, relative distance "
-        f"to the truth {model.attention_.distance(truth) / scale:.1e}, certificate "
-        f"from {model.certificate_.n_samples} sequences"
+        f"{name:12s}: alpha_={model.alpha_:g}, heads {model.n_heads_}, "
+        "relative "
+        f"distance {model.attention_.distance(truth) / scale:.1e}, certificate "
+        f"from {model.certificate_.n_samples}"
     )
 
 counts = rng.integers(1, 4, size=300)
@@ -104,7 +105,7 @@ by_weight = LinearAttentionRegressor(alpha=1.0, n_heads=None).fit(
 by_repeat = LinearAttentionRegressor(alpha=1.0, n_heads=None).fit(
     np.repeat(X, counts, axis=0), np.repeat(y_observed, counts)
 )
+gap = np.abs(by_weight.coef_ - by_repeat.coef_).max()
 print(
-    "integer weights vs repeated sequences, largest coefficient difference:",
-    np.abs(by_weight.coef_ - by_repeat.coef_).max(),
+    f"integer weights vs repeated sequences: coefficients differ by {gap:.1e}"
 )

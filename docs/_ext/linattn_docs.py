@@ -1,0 +1,219 @@
+"""Sphinx helpers of this documentation (loaded by conf.py as an extension).
+
+- Offline intersphinx inventories: the build runs without network access, so the
+  few scikit-learn, numpy and scipy objects the pages link to are listed here and
+  written as ``objects.inv`` files; a reference to one of those projects that no
+  inventory resolves is a warning (an error under ``-W``).
+- The header's repository links come from ``[project.urls]`` in pyproject.toml.
+- Signatures: dataclass fields whose names start with ``_`` (internal state) are
+  left out of the documented signatures.
+- ``.. demo-output::``: runs ``python -m sklearn_linattn --quick`` during the build
+  and shows what it prints.
+"""
+
+import inspect
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import zlib
+from pathlib import Path
+
+from docutils import nodes
+from docutils.parsers.rst import Directive, directives
+
+# name -> page, relative to the project's documentation root ("$" is the name)
+_SKLEARN_API = "modules/generated/$.html#$"
+OFFLINE_INVENTORIES = {
+    "sklearn": (
+        "https://scikit-learn.org/stable/",
+        "scikit-learn",
+        {
+            "py:class": [
+                "sklearn.decomposition.PCA",
+                "sklearn.decomposition.TruncatedSVD",
+                "sklearn.linear_model.LinearRegression",
+                "sklearn.linear_model.LogisticRegression",
+                "sklearn.linear_model.Ridge",
+                "sklearn.linear_model.RidgeCV",
+                "sklearn.linear_model.RidgeClassifier",
+                "sklearn.linear_model.RidgeClassifierCV",
+                "sklearn.model_selection.GridSearchCV",
+                "sklearn.model_selection.KFold",
+                "sklearn.model_selection.ShuffleSplit",
+                "sklearn.model_selection.StratifiedKFold",
+                "sklearn.model_selection.TimeSeriesSplit",
+                "sklearn.pipeline.Pipeline",
+                "sklearn.preprocessing.FunctionTransformer",
+                "sklearn.preprocessing.PolynomialFeatures",
+                "sklearn.preprocessing.QuantileTransformer",
+                "sklearn.preprocessing.StandardScaler",
+            ],
+            "py:function": [
+                "sklearn.datasets.load_digits",
+                "sklearn.metrics.r2_score",
+                "sklearn.model_selection.cross_val_score",
+                "sklearn.model_selection.validation_curve",
+                "sklearn.pipeline.make_pipeline",
+                "sklearn.utils.validation.validate_data",
+            ],
+        },
+        _SKLEARN_API,
+    ),
+    "numpy": (
+        "https://numpy.org/doc/stable/",
+        "NumPy",
+        {
+            "py:class": ["numpy.ndarray"],
+            "py:function": [
+                "numpy.linalg.matrix_rank",
+                "numpy.linalg.norm",
+                "numpy.logspace",
+                "numpy.random.default_rng",
+                "numpy.triu_indices",
+            ],
+        },
+        "reference/generated/$.html#$",
+    ),
+    "scipy": (
+        "https://docs.scipy.org/doc/scipy/",
+        "SciPy",
+        {"py:class": ["scipy.sparse.linalg.LinearOperator"]},
+        "reference/generated/$.html#$",
+    ),
+}
+
+
+def write_inventory(path, project, entries, uri):
+    """Write a Sphinx (version 2) ``objects.inv`` listing ``entries``."""
+    lines = [
+        f"{name} {role} 1 {uri} -"
+        for role, names in sorted(entries.items())
+        for name in sorted(names)
+    ]
+    header = (
+        "# Sphinx inventory version 2\n"
+        f"# Project: {project}\n"
+        "# Version: stable\n"
+        "# The remainder of this file is compressed using zlib.\n"
+    )
+    body = zlib.compress(("\n".join(lines) + "\n").encode())
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_bytes(header.encode() + body)
+
+
+def intersphinx_mapping(directory):
+    """The ``intersphinx_mapping`` of the offline inventories in ``directory``."""
+    mapping = {}
+    for key, (url, project, entries, uri) in OFFLINE_INVENTORIES.items():
+        path = os.path.join(directory, f"{key}-objects.inv")
+        write_inventory(path, project, entries, uri)
+        mapping[key] = (url, path)
+    return mapping
+
+
+def repository_links(pyproject):
+    """Header icon links to the URLs of ``[project.urls]`` in ``pyproject``.
+
+    None are made up: without that table (or without ``tomllib``, Python < 3.11)
+    the header has no repository link.
+    """
+    try:
+        import tomllib
+    except ImportError:
+        return []
+    with open(pyproject, "rb") as handle:
+        urls = tomllib.load(handle).get("project", {}).get("urls", {})
+    icons = {"github.com": "fa-brands fa-github", "gitlab.com": "fa-brands fa-gitlab"}
+    return [
+        {
+            "name": name,
+            "url": url,
+            "icon": next(
+                (icon for host, icon in icons.items() if host in url),
+                "fa-solid fa-code-branch",
+            ),
+            "type": "fontawesome",
+        }
+        for name, url in urls.items()
+    ]
+
+
+def _warn_unresolved(app, env, node, contnode):
+    """An unresolved reference into a linked project is a build warning.
+
+    Sphinx calls every handler of the event, so this one asks intersphinx itself.
+    """
+    from sphinx.ext.intersphinx import missing_reference
+    from sphinx.util import logging
+
+    target = node.get("reftarget", "")
+    if target.split(".")[0] not in OFFLINE_INVENTORIES:
+        return None
+    if missing_reference(app, env, node, contnode) is None:
+        logging.getLogger(__name__).warning(
+            "%s is not in the offline inventories: add it to "
+            "docs/_ext/linattn_docs.py (OFFLINE_INVENTORIES)",
+            target,
+            location=node,
+        )
+    return None
+
+
+def _public_signature(app, what, name, obj, options, signature, return_annotation):
+    """Drop ``_private`` dataclass fields from a class signature."""
+    if what != "class" or not signature or not hasattr(obj, "__dataclass_fields__"):
+        return None
+    parameters = inspect.signature(obj).parameters.values()
+    public = [p for p in parameters if not p.name.startswith("_")]
+    if len(public) == len(parameters):
+        return None
+    shown = inspect.Signature(public)
+    return str(shown), return_annotation
+
+
+class DemoOutput(Directive):
+    """What ``python -m sklearn_linattn --quick`` prints, run during the build.
+
+    Table rows are kept as printed; prose lines longer than ``:width:`` are
+    wrapped so that the block needs no horizontal scrolling.
+    """
+
+    option_spec = {"width": directives.positive_int}
+
+    def run(self):
+        width = self.options.get("width", 88)
+        root = str(Path(__file__).resolve().parents[2])  # the package documented
+        path = os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])
+        result = subprocess.run(
+            [sys.executable, "-m", "sklearn_linattn", "--quick"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=True,
+            cwd=root,
+            env={**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": path},
+        )
+        lines = []
+        for line in result.stdout.rstrip().splitlines():
+            if len(line) <= width:
+                lines.append(line)
+                continue
+            indent = re.match(r" *", line).group()
+            lines.extend(
+                textwrap.wrap(
+                    line, width, initial_indent="", subsequent_indent=indent + "   "
+                )
+            )
+        text = "\n".join(lines)
+        block = nodes.literal_block(text, text, classes=["demo-output"])
+        block["language"] = "none"
+        return [block]
+
+
+def setup(app):
+    app.connect("missing-reference", _warn_unresolved, priority=900)
+    app.connect("autodoc-process-signature", _public_signature)
+    app.add_directive("demo-output", DemoOutput)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

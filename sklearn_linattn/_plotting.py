@@ -1,0 +1,193 @@
+"""AttentionHeadsDisplay: the heads of a fitted model as heatmaps (matplotlib)."""
+
+from numbers import Integral
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from ._attention import MultiHeadLinearAttention
+
+
+def _pyplot(caller):
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as error:
+        raise ImportError(
+            f"{caller} requires matplotlib: python -m pip install matplotlib"
+        ) from error
+    return plt
+
+
+class AttentionHeadsDisplay:
+    r"""Heatmaps of the value and query matrices of each attention head.
+
+    One column per head: :math:`V_h` (outputs by token features) above
+    :math:`Q_h` (token features by query features), in
+    :math:`y(Z) = \sum_h V_h (Z^\top Z) Q_h q`. All matrices share one
+    symmetric color scale, so heads can be compared (the estimators balance each
+    head's scale, :math:`\lVert V_h \rVert_F = \lVert Q_h \rVert_F`).
+    Create it with :meth:`from_estimator`, or from the matrices and then
+    :meth:`plot`, as scikit-learn's ``*Display`` classes.
+
+    Parameters
+    ----------
+    value_matrices : array-like of shape (n_heads, n_outputs, token_dim)
+        The value matrices ``V_h``.
+    query_matrices : array-like of shape (n_heads, token_dim, token_dim)
+        The fused key-query matrices ``Q_h``.
+    feature_names : list of str of length token_dim, default=None
+        Names of the token features, for the ticks; None numbers them.
+
+    Attributes
+    ----------
+    images_ : ndarray of matplotlib AxesImage, shape (2, n_shown_heads)
+        Row 0 the ``V_h``, row 1 the ``Q_h`` images.
+    axes_ : ndarray of matplotlib Axes, shape (2, n_shown_heads)
+        The axes of ``images_``.
+    colorbar_ : matplotlib Colorbar
+        The color scale shared by all images.
+    figure_ : matplotlib Figure
+        The figure holding the axes.
+
+    See Also
+    --------
+    MultiHeadLinearAttention : The model whose heads are drawn.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from sklearn_linattn import AttentionHeadsDisplay, LinearAttentionRegressor
+    >>> from sklearn_linattn.datasets import make_random_mhla
+    >>> X, y, truth = make_random_mhla(100, 8, 3, n_heads=2, random_state=0)
+    >>> model = LinearAttentionRegressor(n_heads=2).fit(X, y)
+    >>> display = AttentionHeadsDisplay.from_estimator(model)
+    >>> display.images_.shape  # V_h and Q_h of two heads
+    (2, 2)
+    >>> display.images_[1, 0].get_array().shape  # Q_1
+    (3, 3)
+    """
+
+    def __init__(self, value_matrices, query_matrices, *, feature_names=None):
+        self.value_matrices = value_matrices
+        self.query_matrices = query_matrices
+        self.feature_names = feature_names
+
+    @classmethod
+    def from_estimator(
+        cls, estimator, *, max_heads=None, feature_names=None, cmap="RdBu_r", ax=None
+    ):
+        """Plot the heads of a fitted estimator (or of a pipeline ending in one).
+
+        Parameters
+        ----------
+        estimator : fitted estimator or Pipeline
+            A fitted :class:`LinearAttentionRegressor`, classifier or CV estimator
+            (anything with ``attention_``), or a pipeline whose last step is one.
+        max_heads : int, default=None
+            Draw the first (strongest) ``max_heads`` heads; None draws all.
+        feature_names : list of str of length token_dim, default=None
+            Names of the token features, for the ticks.
+        cmap : str or matplotlib Colormap, default="RdBu_r"
+            A diverging colormap: zero is its middle.
+        ax : array of matplotlib Axes of shape (2, n_shown_heads), default=None
+            Where to draw; None makes a new figure.
+
+        Returns
+        -------
+        display : AttentionHeadsDisplay
+        """
+        final = estimator[-1] if hasattr(estimator, "steps") else estimator
+        check_is_fitted(final, "attention_")
+        attention = final.attention_
+        display = cls(
+            attention.value_matrices,
+            attention.query_matrices,
+            feature_names=feature_names,
+        )
+        return display.plot(max_heads=max_heads, cmap=cmap, ax=ax)
+
+    def plot(self, *, max_heads=None, cmap="RdBu_r", ax=None):
+        """Draw the heatmaps.
+
+        Parameters
+        ----------
+        max_heads : int, default=None
+            Draw the first ``max_heads`` heads; None draws all.
+        cmap : str or matplotlib Colormap, default="RdBu_r"
+            A diverging colormap: zero is its middle.
+        ax : array of matplotlib Axes of shape (2, n_shown_heads), default=None
+            Where to draw; None makes a new figure.
+
+        Returns
+        -------
+        display : AttentionHeadsDisplay
+            ``self``, with ``images_``, ``axes_``, ``colorbar_`` and ``figure_``.
+        """
+        plt = _pyplot("AttentionHeadsDisplay.plot")
+        # the model's own checks of shapes and values, on copies
+        attention = MultiHeadLinearAttention(self.value_matrices, self.query_matrices)
+        value, query = attention.value_matrices, attention.query_matrices
+        n_heads, n_outputs, token_dim = value.shape
+        if max_heads is not None and (
+            isinstance(max_heads, bool)
+            or not isinstance(max_heads, Integral)
+            or max_heads < 1
+        ):
+            raise ValueError(f"max_heads must be an integer >= 1, got {max_heads!r}.")
+        shown = n_heads if max_heads is None else min(int(max_heads), n_heads)
+        if shown == 0:
+            raise ValueError("The model has no heads to draw (n_heads=0).")
+        names = self.feature_names
+        if names is not None and len(names) != token_dim:
+            raise ValueError(
+                f"feature_names has {len(names)} names but tokens have "
+                f"token_dim={token_dim} features."
+            )
+        if ax is None:
+            figure, ax = plt.subplots(
+                2,
+                shown,
+                figsize=(1.0 + 1.9 * shown, 1.2 + 0.25 * n_outputs + 1.9),
+                gridspec_kw={"height_ratios": [n_outputs, token_dim]},
+                squeeze=False,
+                layout="constrained",
+            )
+        else:
+            ax = np.asarray(ax, dtype=object)
+            if ax.shape != (2, shown):
+                raise ValueError(
+                    f"ax must be an array of Axes of shape (2, {shown}) (V_h above "
+                    f"Q_h for each of {shown} heads), got shape {ax.shape}."
+                )
+            figure = ax[0, 0].figure
+        limit = max(np.abs(value[:shown]).max(), np.abs(query[:shown]).max())
+        limit = limit if limit > 0 else 1.0
+        images = np.empty((2, shown), dtype=object)
+        ticks = np.arange(token_dim)
+        labels = names if names is not None else [str(i) for i in ticks]
+        for h in range(shown):
+            strength = np.linalg.norm(value[h]) * np.linalg.norm(query[h])
+            for row, matrix in enumerate((value[h], query[h])):
+                axes = ax[row, h]
+                images[row, h] = axes.imshow(
+                    matrix, cmap=cmap, vmin=-limit, vmax=limit, aspect="equal"
+                )
+                axes.set_xticks(ticks, labels)
+                axes.tick_params(length=0, labelsize=7)
+            ax[0, h].set_yticks(np.arange(n_outputs))
+            ax[1, h].set_yticks(ticks, labels)
+            ax[1, h].set_xlabel("query feature", fontsize=8)
+            ax[0, h].set_title(
+                f"head {h + 1}\n$\\|V\\|\\,\\|Q\\|$ = {strength:.2g}", fontsize=9
+            )
+        ax[0, 0].set_ylabel("$V_h$: output", fontsize=8)
+        ax[1, 0].set_ylabel("$Q_h$: key feature", fontsize=8)
+        colorbar = figure.colorbar(images[1, 0], ax=list(ax.ravel()), shrink=0.8)
+        self.images_, self.axes_, self.colorbar_, self.figure_ = (
+            images,
+            ax,
+            colorbar,
+            figure,
+        )
+        return self

@@ -1,0 +1,118 @@
+"""AttentionHeadsDisplay: heatmaps of V_h and Q_h of a fitted model."""
+
+import numpy as np
+import pytest
+from conftest import random_attention, random_sequences
+from sklearn.exceptions import NotFittedError
+from sklearn.pipeline import make_pipeline
+
+from sklearn_linattn import (
+    AttentionHeadsDisplay,
+    LinearAttentionClassifier,
+    LinearAttentionRegressor,
+    MultiHeadLinearAttention,
+)
+from sklearn_linattn.preprocessing import PositionalEncoding
+
+plt = pytest.importorskip("matplotlib.pyplot")
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def fitted_regressor(n_heads=None, n_outputs=1, seed=0):
+    rng = np.random.default_rng(seed)
+    truth = random_attention(rng, 3, 2, n_outputs=n_outputs)
+    X = random_sequences(rng, 120, 6, 3)
+    return LinearAttentionRegressor(n_heads=n_heads).fit(X, truth.predict(X))
+
+
+def test_images_are_the_heads_on_one_symmetric_scale():
+    model = fitted_regressor(n_heads=None, n_outputs=2)
+    display = AttentionHeadsDisplay.from_estimator(model)
+    V, Q = model.value_matrices_, model.query_matrices_
+    assert display.images_.shape == display.axes_.shape == (2, model.n_heads_)
+    limit = max(np.abs(V).max(), np.abs(Q).max())
+    for h in range(model.n_heads_):
+        np.testing.assert_array_equal(display.images_[0, h].get_array(), V[h])
+        np.testing.assert_array_equal(display.images_[1, h].get_array(), Q[h])
+        for image in display.images_[:, h]:
+            assert image.get_clim() == pytest.approx((-limit, limit))
+    assert display.figure_ is display.axes_[0, 0].figure
+    assert display.colorbar_.mappable is display.images_[1, 0]
+
+
+def test_max_heads_draws_the_strongest_first_heads():
+    model = fitted_regressor(n_heads=None)
+    display = AttentionHeadsDisplay.from_estimator(model, max_heads=2)
+    assert display.images_.shape == (2, 2)
+    np.testing.assert_array_equal(
+        display.images_[1, 1].get_array(), model.query_matrices_[1]
+    )
+    # more than there are: all of them
+    many = AttentionHeadsDisplay.from_estimator(model, max_heads=100)
+    assert many.images_.shape == (2, model.n_heads_)
+
+
+def test_pipeline_classifier_and_feature_names():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(200, 5, 2))
+    y = np.where(X[:, -1, 0] * (X[:, :, 0] ** 2).sum(axis=1) > 0, "a", "b")
+    pipeline = make_pipeline(
+        PositionalEncoding(n_positions=0, constant=True),
+        LinearAttentionClassifier(n_heads=None),
+    ).fit(X, y)
+    names = ["x0", "x1", "1"]
+    display = AttentionHeadsDisplay.from_estimator(pipeline, feature_names=names)
+    labels = [t.get_text() for t in display.axes_[1, 0].get_xticklabels()]
+    assert labels == names
+    np.testing.assert_array_equal(
+        display.images_[0, 0].get_array(), pipeline[-1].value_matrices_[0]
+    )
+
+
+def test_draws_into_given_axes_and_leaves_the_matrices_unchanged():
+    attention = random_attention(np.random.default_rng(2), 3, 2)
+    V, Q = attention.value_matrices.copy(), attention.query_matrices.copy()
+    figure, ax = plt.subplots(2, 2)
+    display = AttentionHeadsDisplay(attention.value_matrices, attention.query_matrices)
+    assert display.plot(ax=ax) is display
+    assert display.figure_ is figure and display.axes_[1, 1] is ax[1, 1]
+    np.testing.assert_array_equal(attention.value_matrices, V)
+    np.testing.assert_array_equal(attention.query_matrices, Q)
+
+
+def test_unfitted_estimator_raises():
+    with pytest.raises(NotFittedError):
+        AttentionHeadsDisplay.from_estimator(LinearAttentionRegressor())
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"max_heads": 0}, "max_heads must be an integer >= 1"),
+        ({"max_heads": 1.5}, "max_heads must be an integer >= 1"),
+        ({"max_heads": True}, "max_heads must be an integer >= 1"),
+        ({"ax": "axes"}, r"ax must be an array of Axes of shape \(2, 2\)"),
+    ],
+)
+def test_bad_plot_arguments(kwargs, message):
+    attention = random_attention(np.random.default_rng(3), 3, 2)
+    display = AttentionHeadsDisplay(attention.value_matrices, attention.query_matrices)
+    with pytest.raises(ValueError, match=message):
+        display.plot(**kwargs)
+
+
+def test_bad_matrices_and_names():
+    with pytest.raises(ValueError, match="value_matrices has 2 heads"):
+        AttentionHeadsDisplay(np.ones((2, 1, 3)), np.ones((1, 3, 3))).plot()
+    with pytest.raises(ValueError, match="feature_names has 2 names"):
+        AttentionHeadsDisplay(
+            np.ones((1, 1, 3)), np.ones((1, 3, 3)), feature_names=["a", "b"]
+        ).plot()
+    empty = MultiHeadLinearAttention(np.ones((0, 1, 3)), np.ones((0, 3, 3)))
+    with pytest.raises(ValueError, match="no heads to draw"):
+        AttentionHeadsDisplay(empty.value_matrices, empty.query_matrices).plot()
