@@ -225,6 +225,15 @@ class HeadReadout:
         value (NaN when no test applied).
     seconds : float
         Wall time the read-out took (for information; nothing depends on it).
+
+    Examples
+    --------
+    >>> from sklearn_linattn import LinearAttentionRegressor
+    >>> from sklearn_linattn.datasets import make_random_mhla
+    >>> X, y, _ = make_random_mhla(300, 8, 4, n_heads=2, random_state=0)
+    >>> search = LinearAttentionRegressor().fit(X, y).head_search_
+    >>> search.n_heads, search.criterion, search.relative_distance < 1e-8
+    (2, 'tol', True)
     """
 
     value_matrices: np.ndarray
