@@ -205,9 +205,8 @@ plt.show()
 # gap so that no training stretch overlaps the held-out ones.
 horizon = 8
 n_positions = window + horizon - 1  # tokens in a training stretch
-end = (
-    window + n_train
-)  # first test quarter; every method trains on series[:end]
+# every method trains on series[:end]; series[end] is the first test quarter
+end = window + n_train
 origins = np.arange(end - 1, len(series) - horizon)  # last observed quarter
 truth = np.stack([series[t + 1 : t + 1 + horizon, :3] for t in origins])
 quantile_map = quantiles().fit(series[:end])
@@ -231,11 +230,11 @@ def quarter_tokens(values, first_position):
 
 
 def next_token(outputs, step):
-    """The step-th forecast (n, 4) as the token at position ``window + step``."""
+    """The step-th forecast (n, 4) as the token at position window + step."""
     return quarter_tokens(outputs[:, None, :], window + step)[:, 0]
 
 
-starts = np.arange(end - n_positions)  # training stretches series[s : s + 11]
+starts = np.arange(end - n_positions)  # stretches series[s : s + 11]
 stretches = quarter_tokens(
     np.stack([series[s : s + n_positions] for s in starts]), 0
 )
@@ -256,8 +255,11 @@ _, outputs = rollout_model.generate(prompts, horizon, to_token=next_token)
 forecasts = {"attention": outputs[:, :, :3]}
 certificate = rollout_model.certificate_
 print(
-    f"{len(starts)} training stretches of {n_positions} quarters, alpha "
-    f"{rollout_model.alpha_:g},\n{certificate.n_lifted_features} lifted features, "
+    f"{len(starts)} training stretches of {n_positions} quarters, "
+    f"alpha {rollout_model.alpha_:g}"
+)
+print(
+    f"{certificate.n_lifted_features} lifted features, "
     f"rank {certificate.rank}, identifiable {certificate.identifiable}"
 )
 
@@ -271,7 +273,7 @@ print(
 
 
 def lag_windows(last):
-    """Quantile-mapped lag windows (n, 4 * 4) ending at the quarters ``last``."""
+    """Quantile-mapped lag windows (n, 4 * 4) ending at the quarters last."""
     return np.stack(
         [
             quantile_map.transform(series[t - window + 1 : t + 1]).ravel()
@@ -322,12 +324,12 @@ for j, name in enumerate(names):
         ]
         print(f"{'h = ' + str(h + 1):>14s}" + "".join(cells))
 per_row = np.stack([rmse[m] for m in methods])  # (method, horizon, target)
-attention = methods.index("attention")
-best = np.sum(per_row.argmin(axis=0) == attention)
-worst = np.sum(per_row.argmax(axis=0) == attention)
+column = methods.index("attention")
+n_best = np.sum(per_row.argmin(axis=0) == column)
+n_worst = np.sum(per_row.argmax(axis=0) == column)
 print(
-    f"\nattention: lowest RMSE in {best} of {per_row[0].size} rows, "
-    f"highest in {worst}"
+    f"\nattention: lowest RMSE in {n_best} of {per_row[0].size} rows, "
+    f"highest in {n_worst}"
 )
 
 fig, axes = plt.subplots(1, 3, figsize=(10, 3.5))
