@@ -81,7 +81,6 @@ STALL = 1e-12
 EXACT_PROJECTIONS = 1000
 EXACT_ITER = 30
 ISOTROPIC_STARTS = 8
-NOISY_ISOTROPIC_STARTS = 2  # (starts only: Gauss-Newton refines them)
 # A probe is run only while its estimated flops stay within this multiple of the
 # regression's (n_rows p^2 + p^3) plus a floor; beyond that the paper's read-out
 # is returned (criterion "paper").
@@ -386,7 +385,8 @@ class _Search:
                 )
             self.log(f"{k} heads: distance {error:.2e} (tol {self.tol:g})")
             return folded, error <= self.tol
-        starts = self.starts(k, NOISY_ISOTROPIC_STARTS)
+        # (isotropic starts changed no count of the noisy grid: d 4-8, 128 fits)
+        starts = self.starts(k, n_isotropic=0)
         losses = [self.loss(unfold_lifted_coef(s, self.d)) for s in starts]
         best = int(np.argmin(losses))
         statistic, critical, threshold = self.test(k, losses[best])
