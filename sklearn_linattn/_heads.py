@@ -560,7 +560,7 @@ def _search(search, n_heads, regression_flops):
         search.work_left = WORK_FACTOR * regression_flops + WORK_FLOOR
     # The fewest accepted heads in [lower, high]; `high` starts one past a fixed
     # count ("none found") or at the paper's count (accepted). Noisy fits gallop
-    # up from `lower` (lower, lower + 1, lower + 3, ...) until a count passes;
+    # up from `lower` = 1 (1, 3, 7, 15, ...) until a count passes;
     # noiseless ones probe the lower bound, then gallop down from `high` until a
     # count fails (failing probes cost the most: all restarts). Then bisection.
     found = None
