@@ -11,10 +11,11 @@ with that symmetric part, so the number of heads is the rank of the chosen ``W``
 **The search.** A head count ``k`` is *accepted* when the best ``k``-head model it
 finds passes the criterion: on noiseless coefficients, reproducing them within
 ``tol``; on noisy ones, a training loss not significantly above the lifted fit's
-(:meth:`_Search.accepts`). The paper's count (the SVD of the symmetric split,
+(:meth:`_Search.test`). The paper's count (the SVD of the symmetric split,
 truncated within ``tol``) always passes. The fewest accepted heads are found by
-bisection between a lower bound and the paper's count, one probe per count. A probe
-runs a fixed number of iterations: alternating projections between rank-``k``
+galloping (noisy: up from one head; noiseless: down from the paper's count, after
+a probe at a lower bound) and then bisection, one probe per count. A probe runs a
+fixed number of iterations: alternating projections between rank-``k``
 matrices and the affine set of ``W`` with the fitted symmetric part (with one
 output, also Levenberg-Marquardt for a common isotropic subspace of the slices),
 then Gauss-Newton on the heads in the training metric. No clock is read: the
