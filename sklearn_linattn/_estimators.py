@@ -358,8 +358,7 @@ class _LinearAttentionBase(BaseEstimator):
             apply_weight=solution.apply_weight,
             noise=solution.noise,
             # the regression's cost, which limits the search's (in flops)
-            regression_flops=float(solution.n_observations * data.n_lifted**2)
-            + float(data.n_lifted) ** 3,
+            regression_flops=solution.flops,
             verbose=self.verbose,
             data_precision=getattr(self, "_input_precision", None),
         )

@@ -85,8 +85,8 @@ ISOTROPIC_STARTS = 8
 # A probe is run only while its estimated flops stay within this multiple of the
 # regression's (n_rows p^2 + p^3) plus a floor; beyond that the paper's read-out
 # is returned (criterion "paper").
-WORK_FACTOR = 50.0
-WORK_FLOOR = 5e9
+WORK_FACTOR = 10.0
+WORK_FLOOR = 4e8
 
 
 def _canonical_signs(left, right):
@@ -317,11 +317,12 @@ class _Search:
         else:
             weight, matrix = self.apply_weight, self.weight_matrix(k)
         accept, reject = (-np.inf, np.inf) if decided is None else decided
-        value_rows, query_rows, loss, _ = weighted_head_fit(
+        value_rows, query_rows, loss, n_steps = weighted_head_fit(
             self.coef, self.d, value_rows, query_rows, weight, max_iter=max_iter,
             stall=STALL, weight_matrix=matrix, accept_below=accept,
             give_up_above=reject,
         )
+        self.spend(n_steps * _step_cost(self, k, exact))  # the steps taken
         return value_rows.T @ query_rows, loss
 
     def test(self, k, loss):
@@ -366,7 +367,7 @@ class _Search:
             folded, error = low_rank_fold(
                 self.coef, self.d, k, self.tol, max_iter=EXACT_PROJECTIONS
             )
-            if error > self.tol and self.spend(_gauss_newton_cost(self, k, True)):
+            if error > self.tol and self.work_left > 0:
                 truncated = balanced_rows(self.split, k)
                 starts = [folded, truncated[0].T @ truncated[1]]
                 if self.m == 1 and k < self.d:
@@ -404,30 +405,26 @@ class _Search:
         return folded, bool(statistic <= threshold)
 
 
-def _gauss_newton_cost(search, k, exact):
-    """Estimated flops of one Gauss-Newton fit (``EXACT_ITER`` or ``FIT_ITER``
-    steps) with ``k`` heads: dense steps form and solve the normal equations,
-    others run conjugate-gradient products."""
+def _step_cost(search, k, exact):
+    """Estimated flops of one Gauss-Newton step with ``k`` heads: dense steps form
+    and solve the normal equations, others run conjugate-gradient products."""
     m, d, p = search.m, search.d, search.p
     parameters = k * (m * d + d * d)
     if exact and p <= 300:
-        step = 2 * m * p * parameters**2 + parameters**3 // 3
-    elif not exact and search.weight_matrix(k) is not None:
-        step = 2 * m * p * p * parameters + 2 * m * p * parameters**2
-    else:
-        step = 60 * (2 * m * p * p + 4 * m * p * k * d)
-    return (2 * EXACT_ITER if exact else FIT_ITER) * step
+        return 2 * m * p * parameters**2 + parameters**3 // 3
+    if not exact and search.weight_matrix(k) is not None:
+        return 2 * m * p * p * parameters + 2 * m * p * parameters**2
+    return 60 * (2 * m * p * p + 4 * m * p * k * d)
 
 
 def _probe_cost(search, k, noisy):
-    """Estimated flops of one probe with ``k`` heads before any Gauss-Newton
-    fallback: its alternating projections (an eigendecomposition of the smaller
-    Gram of ``W`` each), and on noisy data its Gauss-Newton fit."""
+    """Estimated flops of one probe's alternating projections (an
+    eigendecomposition of the smaller Gram of ``W`` each) and first Gauss-Newton
+    step; the steps it takes are charged as they are taken."""
     small, large = sorted((search.m * search.d, search.d * search.d))
     projection = 2 * small**2 * large + 10 * small**3
-    if noisy:
-        return SCREEN_ITER * projection + _gauss_newton_cost(search, k, False)
-    return EXACT_PROJECTIONS * projection
+    iterations = SCREEN_ITER if noisy else EXACT_PROJECTIONS
+    return iterations * projection + _step_cost(search, k, not noisy)
 
 
 def read_out_heads(

@@ -195,6 +195,11 @@ class LiftedSolution:
         The noise of ``coef``; None with no residual degree of freedom.
     coef_tol : float
         Relative accuracy of ``coef`` as a solution (0 for the direct solvers).
+    flops : float
+        The solve's arithmetic, estimated: Gram ``n p^2`` and Cholesky ``p^3 / 3``
+        (``"normal"``), kernel ``n^2 d^2`` and its factorization ``n^3 / 3``
+        (``"dual"``), two structured products ``n d^3`` per LSQR iteration
+        (``"cg"``). The head read-out's work limit is tied to it.
     """
 
     coef: np.ndarray
@@ -209,6 +214,7 @@ class LiftedSolution:
     statistics: object = None
     noise: object = None
     coef_tol: float = 0.0
+    flops: float = 0.0
 
 
 def _eigen_solve(eigenvalues, eigenvectors, threshold, right_hand_side, alpha):
@@ -352,6 +358,8 @@ def _solve_statistics(data, statistics, alpha, fit_intercept, folds=None):
         n_observations=statistics.n_observations,
         n_iter=np.ones(coef.shape[0], dtype=int),
         statistics=statistics,
+        flops=float(statistics.n_observations) * data.n_lifted**2
+        + data.n_lifted**3 / 3,
         noise=CoefNoise.of(
             residual, n_residual, metric_rank(certificate, alpha, data.n_lifted),
             data.n_lifted, folds=folds, refit=refit, apply_weight=apply_weight,
@@ -457,6 +465,7 @@ def _solve_kernel(data, alpha, fit_intercept):
         residual_sum_of_squares=rss,
         n_observations=data.n_observations,
         n_iter=np.ones(targets.shape[1], dtype=int),
+        flops=float(len(kernel)) ** 2 * data.token_dim**2 + len(kernel) ** 3 / 3,
         noise=CoefNoise.of(
             rss, data.n_observations - int(fit_intercept),
             metric_rank(certificate, alpha, data.n_lifted), data.n_lifted,
@@ -551,6 +560,7 @@ def solve_lsqr(
         n_iter=n_iter,
         converged=bool(converged),
         coef_tol=LSQR_COEF_TOL * solver_tol,
+        flops=2.0 * max(int(n_iter.sum()), 1) * n_rows * data.token_dim**3,
         noise=CoefNoise.of(
             residual, data.n_observations - int(fit_intercept),
             metric_rank(certificate, alpha, n_lifted), n_lifted,
