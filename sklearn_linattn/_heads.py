@@ -36,6 +36,7 @@ from ._data import single_threaded_blas
 from ._low_rank import (
     IDENTITY,
     RESTARTS,
+    STEP_TOL,
     alternating_projections,
     balanced_rows,
     fewest_heads_bound,
@@ -81,12 +82,20 @@ STALL = 1e-12
 # the seeded isotropic starts tried with one output.
 EXACT_PROJECTIONS = 1000
 EXACT_ITER = 30
+# ... which stops when a step gains less than a factor 2 (a zero-residual problem:
+# where Gauss-Newton converges, it gains far more per step).
+EXACT_STALL = 0.5
 ISOTROPIC_STARTS = 8
-# A probe is run only while its estimated flops stay within this multiple of the
-# regression's (n_rows p^2 + p^3) plus a floor; beyond that the paper's read-out
-# is returned (criterion "paper").
+# A probe is run only while the estimated flops of the probes so far stay within
+# this multiple of the regression's (LiftedSolution.flops) plus a floor; beyond
+# that the fewest heads accepted so far, or the paper's read-out (criterion
+# "paper"), are returned.
 WORK_FACTOR = 10.0
 WORK_FLOOR = 4e8
+# Noiseless searches get more: their answer is exact structure, and a count just
+# below the generating one fails only after all its starts ran (with 4e8, d = 8
+# and H = 6 gave 0 of 10 generating counts, 10 of 10 with 4e9).
+EXACT_WORK_FLOOR = 4e9
 
 
 def _canonical_signs(left, right):
@@ -319,8 +328,9 @@ class _Search:
         accept, reject = (-np.inf, np.inf) if decided is None else decided
         value_rows, query_rows, loss, n_steps = weighted_head_fit(
             self.coef, self.d, value_rows, query_rows, weight, max_iter=max_iter,
-            stall=STALL, weight_matrix=matrix, accept_below=accept,
-            give_up_above=reject,
+            stall=EXACT_STALL if exact else STALL, weight_matrix=matrix,
+            accept_below=accept, give_up_above=reject,
+            step_tol=np.inf if exact else STEP_TOL,
         )
         self.spend(n_steps * _step_cost(self, k, exact))  # the steps taken
         return value_rows.T @ query_rows, loss
@@ -555,7 +565,8 @@ def _search(search, n_heads, regression_flops):
     )
     search.lower = lower
     if regression_flops is not None:
-        search.work_left = WORK_FACTOR * regression_flops + WORK_FLOOR
+        floor = WORK_FLOOR if noisy else EXACT_WORK_FLOOR
+        search.work_left = WORK_FACTOR * regression_flops + floor
     # The fewest accepted heads in [lower, high]; `high` starts one past a fixed
     # count ("none found") or at the paper's count (accepted). Noisy fits gallop
     # up from `lower` = 1 (1, 3, 7, 15, ...) until a count passes;

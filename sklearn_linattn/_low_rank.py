@@ -592,6 +592,7 @@ def weighted_head_fit(
     stall=WEIGHTED_STALL,
     cg_max_iter=CG_MAX_ITER,
     weight_matrix=None,
+    step_tol=STEP_TOL,
 ):
     """Heads minimizing ``loss = tr((theta - target) M (theta - target)^T)``.
 
@@ -615,7 +616,8 @@ def weighted_head_fit(
     accept_below : float
         Stop as soon as the loss is at most this.
     stall : float
-        Stop when a step lowers the loss by less than this fraction.
+        Stop when a step lowers the loss by less than this fraction and moves the
+        heads by less than ``step_tol`` (relative).
     cg_max_iter : int
         Conjugate-gradient iterations per step.
     weight_matrix : ndarray of shape (p, p) or IDENTITY, optional
@@ -708,7 +710,7 @@ def weighted_head_fit(
         # (a loss flat to `stall` can still leave the heads ~sqrt(stall) off).
         moved = best_t * np.sqrt(np.vdot(step_v, step_v) + np.vdot(step_q, step_q))
         size = np.sqrt(np.vdot(value_rows, value_rows) + np.vdot(query_rows, query_rows))
-        if previous - loss <= stall * previous and moved <= STEP_TOL * size:
+        if previous - loss <= stall * previous and moved <= step_tol * size:
             break
     folded = value_rows.T @ query_rows
     if rank:
