@@ -94,8 +94,8 @@ WORK_FACTOR = 10.0
 WORK_FLOOR = 4e8
 # Noiseless searches get more: their answer is exact structure, and a count just
 # below the generating one fails only after all its starts ran (with 4e8, d = 8
-# and H = 6 gave 0 of 10 generating counts, 10 of 10 with 4e9).
-EXACT_WORK_FLOOR = 4e9
+# and H = 6 gave 0 of 10 generating counts).
+EXACT_WORK_FLOOR = 1e10
 
 
 def _canonical_signs(left, right):
@@ -314,9 +314,10 @@ class _Search:
             self._weight_matrix = np.asarray(self.apply_weight(np.eye(self.p)))
         return self._weight_matrix
 
-    def fit(self, k, start, max_iter, exact=False, decided=None):
+    def fit(self, k, start, max_iter, exact=False, decided=None, patient=False):
         """Gauss-Newton on ``k`` heads from the folded ``start``: in the Frobenius
-        metric (``exact``) or the training metric; with ``decided = (accept,
+        metric (``exact``, stopping when a step gains less than ``EXACT_STALL``
+        unless ``patient``) or the training metric; with ``decided = (accept,
         reject)`` losses, it stops as soon as the loss is below ``accept`` or the
         linearized problem promises nothing below ``reject``. Returns ``(folded,
         loss)``."""
@@ -328,7 +329,8 @@ class _Search:
         accept, reject = (-np.inf, np.inf) if decided is None else decided
         value_rows, query_rows, loss, n_steps = weighted_head_fit(
             self.coef, self.d, value_rows, query_rows, weight, max_iter=max_iter,
-            stall=EXACT_STALL if exact else STALL, weight_matrix=matrix,
+            stall=EXACT_STALL if exact and not patient else STALL,
+            weight_matrix=matrix,
             accept_below=accept, give_up_above=reject,
             step_tol=np.inf if exact else STEP_TOL,
         )
@@ -389,9 +391,18 @@ class _Search:
                 fits = [self.fit(k, start, EXACT_ITER, exact=True) for start in nearest]
                 folded = min(fits, key=lambda pair: pair[1])[0]
                 error = self.distance(folded)
+            if error > self.tol and self.work_left > 0:
+                # Gauss-Newton from the truncated split without the early stop
+                # (it can cross a plateau: d = 3, 2 outputs, 2 heads, 28 steps).
+                truncated = balanced_rows(self.split, k)
+                folded = self.fit(
+                    k, truncated[0].T @ truncated[1], 2 * EXACT_ITER, exact=True,
+                    patient=True,
+                )[0]
+                error = self.distance(folded)
             if error > self.tol and k > self.lower and self.spend(
                 RESTARTS * _probe_cost(self, k, False)
-            ):  # last, seeded restarts (and, one output, 40 isotropic starts)
+            ):  # last: seeded restarts (one output: 40 isotropic starts)
                 folded, error = low_rank_fold(
                     self.coef, self.d, k, self.tol, restarts=RESTARTS
                 )
