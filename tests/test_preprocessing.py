@@ -171,7 +171,7 @@ def test_2d_rows_with_token_dim_match_3d(rng):
 
 
 def test_positional_feature_names(rng):
-    import pandas as pd
+    pd = pytest.importorskip("pandas")
 
     X = pd.DataFrame(rng.normal(size=(4, 4)), columns=["a0", "b0", "a1", "b1"])
     encoder = PositionalEncoding(token_dim=2, constant=True).fit(X)
