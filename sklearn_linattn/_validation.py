@@ -353,9 +353,10 @@ def caller_stacklevel():
     this package and scikit-learn (the user's ``fit`` or pipeline call), counted
     from the function that calls this one."""
     frame, level = sys._getframe(2), 2
-    while frame is not None and frame.f_globals.get("__name__", "").split(".")[
-        0
-    ] in ("sklearn_linattn", "sklearn"):
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] in (
+        "sklearn_linattn",
+        "sklearn",
+    ):
         frame, level = frame.f_back, level + 1
     return level
 

@@ -192,7 +192,9 @@ def _ragged_series(items):
                 "(n_channels, n_timepoints_i), or (n_timepoints_i,) if univariate."
             )
         if not np.all(np.isfinite(array)):
-            raise ValueError(f"series {i} contains NaN or infinity." + _NAN_PADDING_HINT)
+            raise ValueError(
+                f"series {i} contains NaN or infinity." + _NAN_PADDING_HINT
+            )
         series.append(array)
     return series
 
@@ -316,7 +318,7 @@ class SeriesToTokens(TransformerMixin, BaseEstimator):
         """The series as a list of arrays (n_channels, n_timepoints_i). Arrays go
         through ``validate_data`` (``n_features_in_`` is the width of 2-D rows, the
         channels of 3-D arrays); lists set it to their number of channels."""
-        ragged = getattr(X, "dtype", None) == object and np.ndim(X) == 1
+        ragged = isinstance(X, np.ndarray) and X.dtype.kind == "O" and X.ndim == 1
         if isinstance(X, (list, tuple)) or ragged:
             series = _ragged_series(X)
             if not series:
@@ -350,8 +352,9 @@ class SeriesToTokens(TransformerMixin, BaseEstimator):
                 )
             if s.shape[1] < self.window:
                 raise ValueError(
-                    f"series {i} has {s.shape[1]} time point(s), fewer than "
-                    f"window={self.window}: it would have no token."
+                    f"series {i} has {s.shape[1]} time point(s) (n_features="
+                    f"{s.shape[1]}), fewer than window={self.window}: it would have "
+                    "no token."
                 )
         return series
 
