@@ -250,6 +250,10 @@ print(sorted(name for name, kernel in vars(_lift).items()
 """
 
 
+@pytest.mark.skipif(
+    os.environ.get("NUMBA_DISABLE_JIT", "0") != "0",
+    reason="NUMBA_DISABLE_JIT: the kernels run as Python, nothing is compiled",
+)
 def test_a_fit_compiles_only_the_kernels_it_calls():
     """Numba compiles (or loads from its cache) a kernel when a fit first calls it,
     for one signature: a fresh interpreter's fit at d = 4 (the streamed Gram from
