@@ -9,6 +9,7 @@ where they are computed.
 """
 
 import sys
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -123,10 +124,15 @@ def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
 def as_array(X, dtype=None):
     """``numpy.asarray(X, dtype)``; a list of sequences of different lengths gets an
     error that names the two ways to pad it (numpy only says "inhomogeneous")."""
+    ragged_warning = getattr(np, "exceptions", np).VisibleDeprecationWarning
     try:
-        return np.asarray(X, dtype=dtype)
-    except ValueError as error:
-        if "inhomogeneous" not in str(error):
+        with warnings.catch_warnings():
+            # numpy < 1.24 makes an object array of a ragged list, with this warning
+            warnings.simplefilter("error", ragged_warning)
+            return np.asarray(X, dtype=dtype)
+    except (ValueError, ragged_warning) as error:
+        text = str(error)
+        if not any(word in text for word in ("inhomogeneous", "ragged", "sequence")):
             raise
         raise ValueError(
             "X looks like a list of sequences of different lengths (numpy: "
@@ -377,8 +383,6 @@ def warn_about_layout(n_tokens, token_dim, *, from_rows):
       enough for ``p`` of 1,000 or more: a flattened sequence, most likely;
     - scalar tokens: the model then has the single feature ``sum_t z_t^2 z_last``.
     """
-    import warnings
-
     n_lifted = _lifted_count(token_dim)
     if from_rows and n_tokens == 1 and n_lifted >= _ROW_AS_ONE_TOKEN_MIN_LIFTED:
         message = (
@@ -420,8 +424,6 @@ def warn_if_underdetermined(n_rows, token_dim):
     training rows and at least 10,000 of them: then the fit interpolates (with
     ``alpha=0``), is slow, and reads out up to ``d^2`` heads, usually because the
     token dimension grew (one position feature per token, many channels)."""
-    import warnings
-
     n_lifted = _lifted_count(token_dim)
     if n_lifted < _LARGE_LIFTED or n_lifted <= n_rows:
         return

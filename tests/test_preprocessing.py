@@ -122,7 +122,7 @@ def test_pad_sequences_suggests_the_transpose_for_channels_first_series(rng):
     "Estimator", [LinearAttentionRegressor, LiftedAttentionFeatures]
 )
 def test_ragged_list_into_an_estimator_names_both_pads(Estimator, rng):
-    with pytest.raises(ValueError, match="inhomogeneous") as info:
+    with pytest.raises(ValueError, match="sequences of different lengths") as info:
         Estimator().fit(ragged(rng, [2, 3]), np.zeros(2))
     assert "pad_sequences(X)" in str(info.value)
     assert "SeriesToTokens()" in str(info.value)
