@@ -104,9 +104,7 @@ try:
     from aeon.datasets import load_japanese_vowels
 except ImportError:
     load_japanese_vowels = None
-    print(
-        "aeon is not installed: the Japanese vowels are skipped (pip install aeon)"
-    )
+    print("aeon is not installed: the Japanese vowels are skipped")
 
 if load_japanese_vowels is not None:
     X_train, y_train = load_japanese_vowels(split="train")
