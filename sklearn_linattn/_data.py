@@ -752,12 +752,18 @@ class InMemoryLiftedData:
     def residual_sum_of_squares(self, coef, feature_mean, target_mean):
         """Weighted residual sum of squares of a (rescaled) model, by one more
         streamed pass: exact where the statistics' difference of large terms
-        rounds away a small residual."""
+        rounds away a small residual. Rows in the form :meth:`statistics` used
+        (compact or lifted), so that a fit compiles no other kernel."""
         total = np.zeros(coef.shape[0])
         offset = target_mean - coef @ feature_mean
+        compact = uses_structured_gram(self.token_dim)
         for start, stop, chunk in self._chunks():
-            features = self.layout.features(chunk, n_threads=self.n_threads)
-            fitted = features @ coef.T + offset
+            if compact:
+                pairs, queries = self.layout.pairs(chunk, n_threads=self.n_threads)
+                fitted = lifted_matvec(pairs, queries, coef) + offset
+            else:
+                features = self.layout.features(chunk, n_threads=self.n_threads)
+                fitted = features @ coef.T + offset
             residual = (
                 self.targets[start:stop] - self.row_scale[start:stop, None] * fitted
             )
@@ -765,9 +771,7 @@ class InMemoryLiftedData:
         return total
 
     def _structured_statistics(self, progress):
-        targets = (
-            np.zeros((self.n_rows, 0)) if self.targets is None else self.targets
-        )
+        targets = np.zeros((self.n_rows, 0)) if self.targets is None else self.targets
         # Chunks of one matrix product each (compact rows are small), handed out
         # one at a time so that the threads finish together.
         per_sample = self.layout.rows_per_sample(self.sequences.shape[1])

@@ -45,6 +45,7 @@ from ._validation import (
     validate_sample_weight,
     validate_sequences,
     validate_targets,
+    warn_if_underdetermined,
 )
 
 __all__ = [
@@ -169,19 +170,24 @@ class _LinearAttentionBase(BaseEstimator):
 
     # --- the one fitting path -------------------------------------------------
 
-    def _sequences(self, X, reset):
+    def _sequences(self, X, reset, partial=False):
         # The precision the data came in (float32 rounding is the head read-out's
         # noise floor); partial_fit keeps the coarsest over its batches.
         precision = input_precision(X)
         if not reset:
             precision = max(precision, getattr(self, "_input_precision", precision))
         self._input_precision = precision
-        return validate_sequences(
+        sequences = validate_sequences(
             X,
             token_dim=self.token_dim if reset else self.token_dim_,
             estimator=self,
             reset=reset,
         )
+        if reset and not partial:  # a first batch is not all the data
+            n_samples, n_tokens, token_dim = sequences.shape
+            n_rows = n_samples * (n_tokens if self.positions == "all" else 1)
+            warn_if_underdetermined(n_rows, token_dim)
+        return sequences
 
     def _data_source(self, sequences, targets, sample_weight, rescaling=None):
         return lifted_data(
@@ -798,7 +804,7 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         self._check_parameters()
         with _AtomicUpdate(self):
             first_call = self._check_partial_fit()
-            sequences = self._sequences(X, reset=first_call)
+            sequences = self._sequences(X, reset=first_call, partial=True)
             targets, single_output = self._targets(y, sequences)
             weights = validate_sample_weight(sample_weight, sequences)
             return self._partial_fit_rows(
@@ -1143,7 +1149,7 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
                         f"classes={classes!r} differs from the classes of the first "
                         f"call, {self.classes_!r}."
                     )
-            sequences = self._sequences(X, reset=first_call)
+            sequences = self._sequences(X, reset=first_call, partial=True)
             labels = self._labels(y, sequences)
             known = classes if first_call else self.classes_
             unknown = np.setdiff1d(labels, known)

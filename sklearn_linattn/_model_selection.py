@@ -104,8 +104,10 @@ def _spectral_filters(eigenvalues, alphas, tol, scale=0.0):
 
 def _eigh(matrix):
     """Eigendecomposition of a symmetric matrix (divide and conquer: about twice
-    as fast as scipy's default driver for the matrices here)."""
-    return scipy.linalg.eigh(matrix, check_finite=False, driver="evd")
+    as fast as scipy's default driver for the matrices here). scipy < 1.14 rejects
+    LAPACK's workspace size for a 1 x 1 matrix with that driver."""
+    driver = "evd" if matrix.shape[0] > 1 else "ev"
+    return scipy.linalg.eigh(matrix, check_finite=False, driver=driver)
 
 
 def _kfold_coefs(statistics, alphas, fit_intercept):

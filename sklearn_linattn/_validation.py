@@ -8,19 +8,25 @@ whose blocks are checked for values (NaN, infinity) by :func:`check_sequence_val
 where they are computed.
 """
 
+import sys
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.validation import _check_sample_weight, check_array, validate_data
 
 __all__ = [
+    "as_array",
+    "caller_stacklevel",
     "check_sequence_values",
     "input_precision",
     "reject_boolean_parameters",
     "validate_sample_weight",
     "validate_sequences",
     "validate_targets",
-    "warn_if_transposed",
+    "warn_about_layout",
+    "warn_if_underdetermined",
 ]
 
 _LAYOUT = (
@@ -90,7 +96,7 @@ def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
     if _is_dask_array(X):
         return _validate_dask_sequences(X, token_dim, estimator, reset)
     if not hasattr(X, "ndim"):  # lists, or objects that only offer __array__
-        X = np.asarray(X)
+        X = as_array(X)
     if X.ndim == 3:
         sequences = check_array(
             X,
@@ -108,8 +114,35 @@ def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
     else:
         rows = validate_data(estimator, X, reset=reset, dtype=np.float64, order="C")
     n_samples, n_features = rows.shape
+    from_rows = token_dim is None
     token_dim = _token_dim_of_width(n_features, token_dim)
+    if estimator is not None and reset:
+        warn_about_layout(n_features // token_dim, token_dim, from_rows=from_rows)
     return rows.reshape(n_samples, n_features // token_dim, token_dim)
+
+
+def as_array(X, dtype=None):
+    """``numpy.asarray(X, dtype)``; a list of sequences of different lengths gets an
+    error that names the two ways to pad it (numpy only says "inhomogeneous")."""
+    ragged_warning = getattr(np, "exceptions", np).VisibleDeprecationWarning
+    try:
+        with warnings.catch_warnings():
+            # numpy < 1.24 makes an object array of a ragged list, with this warning
+            warnings.simplefilter("error", ragged_warning)
+            return np.asarray(X, dtype=dtype)
+    except (ValueError, ragged_warning) as error:
+        text = str(error)
+        if not any(word in text for word in ("inhomogeneous", "ragged", "sequence")):
+            raise
+        raise ValueError(
+            "X looks like a list of sequences of different lengths (numpy: "
+            f"{error}). Pad them into one array of shape (n_samples, n_tokens, "
+            "token_dim) first: sequences with tokens as rows, (n_tokens_i, "
+            "token_dim), with sklearn_linattn.preprocessing.pad_sequences(X); time "
+            "series laid out (n_channels, n_timepoints_i), as aeon and sktime hold "
+            "them, with sklearn_linattn.preprocessing.SeriesToTokens()"
+            ".fit_transform(X)."
+        ) from None
 
 
 def _check_ndim(X):
@@ -140,7 +173,7 @@ def _check_3d_shape(shape, token_dim, estimator, reset):
             f"{token_dim})."
         )
     if estimator is not None and reset:
-        warn_if_transposed(n_tokens, found_dim)
+        warn_about_layout(n_tokens, found_dim, from_rows=False)
         estimator.n_features_in_ = n_tokens * found_dim
         if hasattr(estimator, "feature_names_in_"):
             del estimator.feature_names_in_
@@ -194,7 +227,10 @@ def _validate_dask_sequences(X, token_dim, estimator, reset):
                 f"X has {n_features} features, but {type(estimator).__name__} is "
                 f"expecting {estimator.n_features_in_} features as input."
             )
+    from_rows = token_dim is None
     token_dim = _token_dim_of_width(n_features, token_dim)
+    if estimator is not None and reset:
+        warn_about_layout(n_features // token_dim, token_dim, from_rows=from_rows)
     X = _without_empty_chunks(X.rechunk({1: -1}))
     return X.reshape(n_samples, n_features // token_dim, token_dim)
 
@@ -288,12 +324,15 @@ def validate_sample_weight(sample_weight, sequences):
                 f"{sample_weight.shape}."
             )
         return sample_weight.astype(np.float64)
-    return _check_sample_weight(
+    weights = _check_sample_weight(
         sample_weight,
         np.empty((n_samples, 0)),
         dtype=np.float64,
         ensure_non_negative=True,
     )
+    if n_samples and not np.any(weights):  # scikit-learn 1.6 lets these through
+        raise ValueError("Sample weights must contain at least one non-zero number.")
+    return weights
 
 
 def reject_boolean_parameters(estimator, names):
@@ -308,28 +347,94 @@ def reject_boolean_parameters(estimator, names):
             )
 
 
-def warn_if_transposed(n_tokens, token_dim):
-    """Warn when 3-D sequences look transposed: far more features per token than
-    tokens, with a lifted dimension ``p = d^2 (d + 1) / 2`` too large to be intended.
+# A single token of dimension d is a cubic polynomial of the row with p = d^2 (d+1)/2
+# terms; from this p on (d = 13), a row is more likely a flattened sequence.
+_ROW_AS_ONE_TOKEN_MIN_LIFTED = 1_000
+# p from which transposed-looking 3-D input warns, and p > n_samples warns.
+_LARGE_LIFTED = 10_000
 
-    The common time-series layout ``(n_samples, n_channels, n_timepoints)`` read as
-    tokens-as-rows gives few tokens of a huge dimension (``(200, 2, 50)``: 2 tokens,
-    ``p = 63,750``); its transpose ``(200, 50, 2)`` has ``p = 6``.
+
+def caller_stacklevel():
+    """The ``stacklevel`` that attributes a warning to the first caller outside
+    this package and scikit-learn (the user's ``fit`` or pipeline call), counted
+    from the function that calls this one."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] in (
+        "sklearn_linattn",
+        "sklearn",
+    ):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _lifted_count(token_dim):
+    return token_dim * token_dim * (token_dim + 1) // 2
+
+
+def warn_about_layout(n_tokens, token_dim, *, from_rows):
+    """Warn, naming the fix, when the sequences an estimator is fitted on look
+    laid out by mistake (each is a warning's condition, tested both ways):
+
+    - far more features per token than tokens, with ``p = d^2 (d + 1) / 2`` above
+      10,000: the time-series layout ``(n_samples, n_channels, n_timepoints)``
+      read as tokens-as-rows (``(200, 2, 50)``: 2 tokens, ``p = 63,750``; its
+      transpose ``(200, 50, 2)`` has ``p = 6``);
+    - 2-D rows without ``token_dim`` (``from_rows``), read as one token each, wide
+      enough for ``p`` of 1,000 or more: a flattened sequence, most likely;
+    - scalar tokens: the model then has the single feature ``sum_t z_t^2 z_last``.
     """
-    import warnings
-
-    n_lifted = token_dim * token_dim * (token_dim + 1) // 2
-    if token_dim > 2 * n_tokens and n_lifted > 10_000:
-        warnings.warn(
+    n_lifted = _lifted_count(token_dim)
+    if from_rows and n_tokens == 1 and n_lifted >= _ROW_AS_ONE_TOKEN_MIN_LIFTED:
+        message = (
+            f"X is 2-D and token_dim=None, so each row of {token_dim} columns is "
+            f"one token: the model is a cubic polynomial of the row with p = "
+            f"{n_lifted:,} lifted features. If the rows are sequences flattened "
+            "token by token, pass token_dim (the features of one token), or pass "
+            "3-D sequences of shape (n_samples, n_tokens, token_dim)."
+        )
+    elif token_dim > 2 * n_tokens and n_lifted > _LARGE_LIFTED:
+        message = (
             f"X has {n_tokens} token(s) of dimension {token_dim} per sequence, so "
             f"the model lifts each sequence to p = {n_lifted:,} features "
             "(d^2 (d + 1) / 2 with d = token_dim): fitting will be slow and need "
             "many samples. Sequences are read as (n_samples, n_tokens, token_dim), "
             "tokens as rows. If X is laid out as (n_samples, n_channels, "
             "n_timepoints), pass X.transpose(0, 2, 1) (shape (n_samples, "
-            f"{token_dim}, {n_tokens})). If the tokens really have {token_dim} "
-            "features, reduce them first, e.g. with sklearn_linattn.preprocessing."
-            "TokenwiseTransformer(PCA(n_components=8)).",
-            UserWarning,
-            stacklevel=7,
+            f"{token_dim}, {n_tokens})) or sklearn_linattn.preprocessing."
+            f"SeriesToTokens().fit_transform(X). If the tokens really have "
+            f"{token_dim} features, reduce them first, e.g. with "
+            "sklearn_linattn.preprocessing.TokenwiseTransformer(PCA(n_components=8))."
         )
+    elif token_dim == 1:
+        message = (
+            "The tokens are scalars (token_dim=1): the model then has a single "
+            "lifted feature, sum_t z_t^2 * z_last, and cannot tell the values of a "
+            "sequence apart. For a univariate series, group k consecutive values "
+            "into a token (sklearn_linattn.preprocessing.SeriesToTokens(window=k), "
+            "or X.reshape(n_samples, -1, k)), or append position features "
+            "(sklearn_linattn.preprocessing.PositionalEncoding(n_positions=k))."
+        )
+    else:
+        return
+    warnings.warn(message, UserWarning, stacklevel=caller_stacklevel())
+
+
+def warn_if_underdetermined(n_rows, token_dim):
+    """Warn, naming the fixes, when the model has more lifted features than
+    training rows and at least 10,000 of them: then the fit interpolates (with
+    ``alpha=0``), is slow, and reads out up to ``d^2`` heads, usually because the
+    token dimension grew (one position feature per token, many channels)."""
+    n_lifted = _lifted_count(token_dim)
+    if n_lifted < _LARGE_LIFTED or n_lifted <= n_rows:
+        return
+    warnings.warn(
+        f"The tokens have dimension d = {token_dim}, so the model has p = "
+        f"d^2 (d + 1) / 2 = {n_lifted:,} lifted features, more than the {n_rows:,} "
+        "training rows: the fit interpolates them unless alpha > 0, is slow, and "
+        "reads out up to d^2 heads. Reduce the token dimension: fewer position "
+        "features (PositionalEncoding(n_positions=k) with a small k), fewer "
+        "features per token (TokenwiseTransformer(PCA(n_components=k)), or a "
+        "smaller SeriesToTokens window); or fit on more sequences.",
+        UserWarning,
+        stacklevel=caller_stacklevel(),
+    )

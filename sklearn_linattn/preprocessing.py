@@ -20,6 +20,7 @@ returns the same layout, and keeps padding tokens (the all-zero tokens before th
 first non-zero one) all zero.
 """
 
+import warnings
 from numbers import Integral
 
 import numpy as np
@@ -34,9 +35,14 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ._validation import validate_sequences
+from ._validation import as_array, caller_stacklevel, validate_sequences
 
-__all__ = ["PositionalEncoding", "TokenwiseTransformer", "pad_sequences"]
+__all__ = [
+    "PositionalEncoding",
+    "SeriesToTokens",
+    "TokenwiseTransformer",
+    "pad_sequences",
+]
 
 
 def pad_sequences(sequences, max_len=None, truncating="pre", dtype=float):
@@ -133,10 +139,19 @@ def pad_sequences(sequences, max_len=None, truncating="pre", dtype=float):
     if len(dims) > 1:
         first = arrays[0].shape
         other = next(i for i, a in enumerate(arrays) if a.shape[1] != first[1])
+        hint = ""
+        if len({array.shape[0] for array in arrays}) == 1:
+            hint = (
+                f" All have {first[0]} rows, as time series laid out (n_channels, "
+                "n_timepoints_i) have (aeon's and sktime's layout): tokens are the "
+                "time steps, so pass [s.T for s in sequences], or use "
+                "SeriesToTokens().fit_transform(sequences)."
+            )
         raise ValueError(
             f"sequences have different token dimensions: sequence 0 has shape {first}, "
             f"sequence {other} has shape {arrays[other].shape}. Every token needs the "
-            "same token_dim."
+            "same token_dim (sequences are (n_tokens_i, token_dim), tokens as rows)."
+            + hint
         )
     token_dim = dims.pop()
     length = max(a.shape[0] for a in arrays) if max_len is None else int(max_len)
@@ -148,6 +163,220 @@ def pad_sequences(sequences, max_len=None, truncating="pre", dtype=float):
         if len(kept):
             padded[i, length - len(kept) :] = kept
     return padded
+
+
+_NAN_PADDING_HINT = (
+    " Series of different lengths padded with NaN go in as a list of arrays of "
+    "shape (n_channels, n_timepoints_i), each without its padding."
+)
+
+
+def _ragged_series(items):
+    """A list of series as float64 arrays of shape (n_channels, n_timepoints_i)
+    (1-D items are univariate series)."""
+    series = []
+    for i, item in enumerate(items):
+        if sp.issparse(item):
+            raise TypeError(f"series {i} is a sparse matrix; pass a dense array.")
+        try:
+            array = np.asarray(item, dtype=np.float64)
+        except (TypeError, ValueError) as error:
+            raise ValueError(
+                f"series {i} could not be converted to an array of floats: {error}"
+            ) from None
+        if array.ndim == 1:
+            array = array[None, :]
+        if array.ndim != 2:
+            raise ValueError(
+                f"series {i} has shape {array.shape}; each series must have shape "
+                "(n_channels, n_timepoints_i), or (n_timepoints_i,) if univariate."
+            )
+        if not np.all(np.isfinite(array)):
+            raise ValueError(
+                f"series {i} contains NaN or infinity." + _NAN_PADDING_HINT
+            )
+        series.append(array)
+    return series
+
+
+class SeriesToTokens(TransformerMixin, BaseEstimator):
+    """Time series in the toolkits' channels-first layout as token sequences.
+
+    aeon and sktime hold a collection of time series as an array ``(n_cases,
+    n_channels, n_timepoints)``, or, for series of different lengths, as a list of
+    arrays ``(n_channels, n_timepoints_i)``. The estimators read tokens as rows,
+    ``(n_samples, n_tokens, token_dim)``: this transformer makes each time step a
+    token (its channels the token's features), or, with ``window=k``, each ``k``
+    consecutive time steps one token of ``k * n_channels`` features, and left-pads
+    shorter series with zero tokens (:func:`pad_sequences`), so that each query, the
+    most recent token, stays last.
+
+    A univariate series gives tokens of dimension ``window``. Scalar tokens
+    (``window=1``) leave the model a single lifted feature, ``sum_t z_t^2 z_last``:
+    group values (``window=4`` gives ``p = 40``) or append positions
+    (:class:`PositionalEncoding`).
+
+    Parameters
+    ----------
+    window : int, default=1
+        Time steps per token. Token ``t`` of a series holds the time steps ``r + t k``
+        to ``r + (t + 1) k - 1`` (``k = window``), time step by time step, all
+        channels of a step together (feature ``j * n_channels + c`` is channel ``c``
+        of step ``j``); the first ``r = n_timepoints_i mod k`` time steps are
+        dropped, so the last token ends with the last time step.
+    max_len : int, default=None
+        Number of tokens of the output; None uses the longest series of the data
+        transformed. Longer series keep their last ``max_len`` tokens.
+
+    Attributes
+    ----------
+    n_channels_ : int
+        Channels of the series seen in ``fit``.
+    token_dim_out_ : int
+        ``window * n_channels_``, the token dimension of the output.
+
+    See Also
+    --------
+    pad_sequences : Left-pad sequences whose tokens are already rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_linattn.preprocessing import SeriesToTokens
+    >>> X = np.arange(12.0).reshape(2, 2, 3)  # 2 cases, 2 channels, 3 time points
+    >>> SeriesToTokens().fit_transform(X)[0]  # a token per time step
+    array([[0., 3.],
+           [1., 4.],
+           [2., 5.]])
+    >>> np.array_equal(SeriesToTokens().fit_transform(X), X.transpose(0, 2, 1))
+    True
+
+    Series of different lengths, as a list (each ``(n_channels, n_timepoints_i)``):
+
+    >>> ragged = [np.ones((2, 3)), np.full((2, 1), 7.0)]
+    >>> SeriesToTokens().fit_transform(ragged)[1]  # left-padded with zero tokens
+    array([[0., 0.],
+           [0., 0.],
+           [7., 7.]])
+
+    Univariate series ``(n_cases, n_timepoints)``, two values per token:
+
+    >>> SeriesToTokens(window=2).fit_transform([[1.0, 2.0, 3.0, 4.0, 5.0]])
+    array([[[2., 3.],
+            [4., 5.]]])
+    """
+
+    _parameter_constraints = {
+        "window": [Interval(Integral, 1, None, closed="left")],
+        "max_len": [Interval(Integral, 1, None, closed="left"), None],
+    }
+
+    def __init__(self, window=1, max_len=None):
+        self.window = window
+        self.max_len = max_len
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Check the series and learn their number of channels.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_cases, n_channels, n_timepoints) or \
+(n_cases, n_timepoints), or list of array-like of shape (n_channels, n_timepoints_i)
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : SeriesToTokens
+        """
+        series = self._checked_series(X, reset=True)
+        self.n_channels_ = series[0].shape[0]
+        self.token_dim_out_ = self.window * self.n_channels_
+        return self
+
+    def transform(self, X):
+        """Token sequences of the series, left-padded to one length.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_cases, n_channels, n_timepoints) or \
+(n_cases, n_timepoints), or list of array-like of shape (n_channels, n_timepoints_i)
+            Series of any lengths, with the channels seen in ``fit``.
+
+        Returns
+        -------
+        X_tokens : ndarray of shape (n_cases, n_tokens, `token_dim_out_`)
+        """
+        check_is_fitted(self)
+        series = self._checked_series(X, reset=False)
+        k = self.window
+        tokens = [s[:, s.shape[1] % k :].T.reshape(-1, k * s.shape[0]) for s in series]
+        return pad_sequences(tokens, max_len=self.max_len)
+
+    def _checked_series(self, X, reset):
+        """The series as a list of arrays (n_channels, n_timepoints_i). Arrays go
+        through ``validate_data`` (``n_features_in_`` is the width of 2-D rows, the
+        channels of 3-D arrays); lists set it to their number of channels."""
+        ragged = isinstance(X, np.ndarray) and X.dtype.kind == "O" and X.ndim == 1
+        if isinstance(X, (list, tuple)) or ragged:
+            series = _ragged_series(X)
+            if not series:
+                raise ValueError("X holds no series; pass at least one.")
+            if reset:
+                self.n_features_in_ = series[0].shape[0]
+        else:
+            try:
+                array = validate_data(
+                    self, X, reset=reset, allow_nd=True, dtype=np.float64
+                )
+            except ValueError as error:
+                if "NaN" not in str(error) and "infinity" not in str(error):
+                    raise
+                raise ValueError(f"{error}{_NAN_PADDING_HINT}") from None
+            if array.ndim > 3:
+                raise ValueError(
+                    "Expected time series as a 3-D array (n_cases, n_channels, "
+                    "n_timepoints), 2-D rows (n_cases, n_timepoints) of univariate "
+                    "series, or a list of arrays (n_channels, n_timepoints_i); got "
+                    f"an array of shape {array.shape}."
+                )
+            series = list(array[:, None, :] if array.ndim == 2 else array)
+        n_channels = series[0].shape[0] if reset else self.n_channels_
+        for i, s in enumerate(series):
+            if s.shape[0] != n_channels:
+                raise ValueError(
+                    f"series {i} has {s.shape[0]} channel(s) (shape {s.shape}), "
+                    f"expected {n_channels}: series are (n_channels, n_timepoints_i)."
+                    + _tokens_as_rows_hint(series)
+                )
+            if s.shape[1] < self.window:
+                raise ValueError(
+                    f"series {i} has {s.shape[1]} time point(s) (n_features="
+                    f"{s.shape[1]}), fewer than window={self.window}: it would have "
+                    "no token."
+                )
+        return series
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.three_d_array = True
+        return tags
+
+
+def _tokens_as_rows_hint(series):
+    """A hint when ragged series look like tokens-as-rows arrays instead."""
+    if len({s.shape[1] for s in series}) == 1 and len(series) > 1:
+        return (
+            f" All have {series[0].shape[1]} columns, as sequences with tokens as "
+            "rows (n_tokens_i, token_dim) have: pass them to pad_sequences instead, "
+            "or pass [s.T for s in X]."
+        )
+    return ""
+
+
+# PositionalEncoding's n_positions=None: one per token seen in fit, at most this many.
+_DEFAULT_MAX_POSITIONS = 8
 
 
 def _padding_mask(sequences, padding):
@@ -172,17 +401,7 @@ class _TokenTransformerMixin:
                 "convert with X.toarray()."
             )
         if not hasattr(X, "ndim"):
-            try:
-                X = np.asarray(X, dtype=np.float64)
-            except ValueError as error:
-                if "inhomogeneous" not in str(error):
-                    raise
-                raise ValueError(
-                    "X looks like a list of sequences of different lengths (numpy: "
-                    f"{error}). Pad them into one array of shape (n_samples, "
-                    "n_tokens, token_dim) first: "
-                    "sklearn_linattn.preprocessing.pad_sequences(X)."
-                ) from None
+            X = as_array(X, dtype=np.float64)
         ndim = X.ndim
         token_dim = self.token_dim if reset else self.token_dim_
         if ndim == 2:
@@ -259,9 +478,13 @@ class PositionalEncoding(_TokenTransformerMixin, TransformerMixin, BaseEstimator
         transformer encoding ``sin(k w_i)``, ``cos(k w_i)`` with frequencies
         ``w_i = 10000^(-2i / n_positions)``, defined for any position ``k``.
     n_positions : int, default=None
-        Number of position features. None uses the number of tokens seen in ``fit``;
-        0 appends none (with ``constant=True``, the constant alone); 1 marks the
-        query.
+        Number of position features. None uses the number of tokens seen in
+        ``fit``, at most 8: one-hot positions then tell apart the query and the 7
+        tokens before it, and longer sequences do not grow the token dimension
+        (with one position per token, 100 tokens of 6 features and the constant
+        would give ``d = 107``, ``p = 618,246`` lifted features). 0 appends none (with
+        ``constant=True``, the constant alone); 1 marks the query. Choose the
+        number of positions the task needs (each adds one to ``d``).
     constant : bool, default=False
         Also append a feature equal to 1 (0 for padding tokens).
     token_dim : int, default=None
@@ -357,7 +580,9 @@ class PositionalEncoding(_TokenTransformerMixin, TransformerMixin, BaseEstimator
         sequences, _ = self._validate_tokens(X, reset=True)
         self._fitted_layout(sequences)
         self.n_positions_ = (
-            sequences.shape[1] if self.n_positions is None else self.n_positions
+            min(sequences.shape[1], _DEFAULT_MAX_POSITIONS)
+            if self.n_positions is None
+            else self.n_positions
         )
         self.token_dim_out_ = self.token_dim_ + self.n_positions_ + int(self.constant)
         return self
@@ -428,6 +653,17 @@ class PositionalEncoding(_TokenTransformerMixin, TransformerMixin, BaseEstimator
         return np.asarray(names, dtype=object)
 
 
+# Tokens on which TokenwiseTransformer checks that a constant feature survives.
+_CONSTANT_CHECK_TOKENS = 256
+
+
+def _spans_constant(features):
+    """Whether a linear combination of the columns is 1 on every row (to 1e-8)."""
+    ones = np.ones(len(features))
+    coef = np.linalg.lstsq(features, ones, rcond=None)[0]
+    return bool(np.linalg.norm(features @ coef - ones) <= 1e-8 * np.sqrt(len(ones)))
+
+
 def _inner_has(attribute):
     def check(self):
         return hasattr(self.transformer, attribute)
@@ -452,7 +688,9 @@ class TokenwiseTransformer(_TokenTransformerMixin, TransformerMixin, BaseEstimat
     tokens need a constant feature (``PositionalEncoding(constant=True)`` after this
     step, since ``[A z + b; 1]`` is a linear map of ``[z; 1]``) to express the same
     functions. Linear ones (``StandardScaler(with_mean=False)``, ``TruncatedSVD``)
-    do not.
+    do not. The order matters: a centering step **after** the constant maps it to
+    0 (a ``UserWarning`` says so when the input tokens span a constant and the
+    output ones do not).
 
     Parameters
     ----------
@@ -546,7 +784,34 @@ class TokenwiseTransformer(_TokenTransformerMixin, TransformerMixin, BaseEstimat
                 f"(n, {self.token_dim_}) to (n, k); it returned shape {probe.shape}."
             )
         self.token_dim_out_ = probe.shape[1]
+        self._warn_if_constant_lost(tokens[:_CONSTANT_CHECK_TOKENS])
         return self
+
+    def _warn_if_constant_lost(self, tokens):
+        """Warn when the tokens' features span a constant (the feature 1 that
+        ``PositionalEncoding(constant=True)`` appends, say) and the transformed
+        ones do not: centering maps a constant feature to 0. Checked on a sample of
+        tokens: a constant outside their span is outside the span of all tokens
+        (and with no more tokens than features, the span says nothing)."""
+        if len(tokens) <= tokens.shape[1] or not _spans_constant(tokens):
+            return
+        transformed = self.transformer_.transform(tokens)
+        if sp.issparse(transformed):
+            transformed = transformed.toarray()
+        if _spans_constant(np.asarray(transformed, dtype=np.float64)):
+            return
+        name = type(self.transformer).__name__
+        warnings.warn(
+            "The tokens' features include a constant (the feature 1 of "
+            "PositionalEncoding(constant=True), or one-hot positions covering every "
+            f"token), and {name} maps them to features "
+            "without one (centering turns a constant feature into 0): the model "
+            "loses the constant, linear and quadratic terms it gave. Append the "
+            f"constant after this step: make_pipeline(TokenwiseTransformer({name}"
+            "(...)), PositionalEncoding(constant=True), ...).",
+            UserWarning,
+            stacklevel=caller_stacklevel(),
+        )
 
     def transform(self, X):
         """Transform every non-padding token; padding tokens stay all zero.

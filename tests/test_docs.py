@@ -200,6 +200,7 @@ def test_docs_build_without_warnings(tmp_path):
         "getting_started.html",
         "user_guide.html",
         "own_sequences.html",
+        "real_data.html",
         "theory.html",
         "benchmarks.html",
         "glossary.html",
@@ -207,6 +208,7 @@ def test_docs_build_without_warnings(tmp_path):
         "auto_examples/index.html",
         "auto_examples/real_data/plot_7_digits_rows.html",
         "auto_examples/real_data/plot_8_macro_forecasting.html",
+        "auto_examples/real_data/plot_11_real_sequences.html",
         "generated/sklearn_linattn.preprocessing.PositionalEncoding.html",
     ):
         assert (built / page).exists(), page

@@ -1,5 +1,10 @@
 """The Numba lifted features against a naive reference written from the definition."""
 
+import ast
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from conftest import naive_lifted_features
@@ -231,3 +236,45 @@ def test_pair_statistics_returns_the_largest_magnitude(rng, n_threads, n_samples
     expected_pairs, expected_queries = pair_statistics(Z)
     np.testing.assert_array_equal(pairs, expected_pairs)
     np.testing.assert_array_equal(queries, expected_queries)
+
+
+_COMPILED_BY_A_FIT = """
+import numpy as np
+from sklearn_linattn import LinearAttentionRegressor, _lift
+rng = np.random.default_rng(0)
+X = rng.normal(size=(200, 10, 4))
+y = X[:, -1, 0] * X[:, 0, 1] ** 2  # noiseless: the residual gets its own pass
+LinearAttentionRegressor(n_heads=None).fit(X, y)
+print(sorted(name for name, kernel in vars(_lift).items()
+             if getattr(kernel, "signatures", None)))
+"""
+
+
+@pytest.mark.skipif(
+    os.environ.get("NUMBA_DISABLE_JIT", "0") != "0",
+    reason="NUMBA_DISABLE_JIT: the kernels run as Python, nothing is compiled",
+)
+def test_a_fit_compiles_only_the_kernels_it_calls():
+    """Numba compiles (or loads from its cache) a kernel when a fit first calls it,
+    for one signature: a fresh interpreter's fit at d = 4 (the streamed Gram from
+    compact rows, n_heads=None) has those three kernels and no other, one
+    signature each (benchmarks/bench_first_fit.py times it)."""
+    import sklearn_linattn
+
+    package_root = os.path.dirname(os.path.dirname(sklearn_linattn.__file__))
+    env = dict(os.environ, PYTHONPATH=package_root)
+    result = subprocess.run(
+        [sys.executable, "-c", _COMPILED_BY_A_FIT],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    compiled = set(ast.literal_eval(result.stdout.strip().splitlines()[-1]))
+    compiled.discard("_weighted_pairs")  # inlined into _pair_statistics_into
+    assert compiled == {
+        "_pair_statistics_into",
+        "_upper_outer_into",
+        "_add_structured_into",
+    }

@@ -1,5 +1,5 @@
-"""sklearn_linattn.preprocessing: padding, positions, tokenwise transformers, and the
-transposed-layout warning."""
+"""sklearn_linattn.preprocessing: padding, time series, positions, tokenwise
+transformers, and the estimators' layout warnings."""
 
 import warnings
 
@@ -15,9 +15,11 @@ from sklearn_linattn import (
     LiftedAttentionFeatures,
     LinearAttentionClassifier,
     LinearAttentionRegressor,
+    MultiHeadLinearAttention,
 )
 from sklearn_linattn.preprocessing import (
     PositionalEncoding,
+    SeriesToTokens,
     TokenwiseTransformer,
     pad_sequences,
 )
@@ -29,6 +31,8 @@ from sklearn_linattn.preprocessing import (
         PositionalEncoding(kind="sinusoidal", n_positions=3, constant=True),
         TokenwiseTransformer(StandardScaler()),
         TokenwiseTransformer(PCA(n_components=1)),
+        SeriesToTokens(),
+        SeriesToTokens(window=2, max_len=3),
     ]
 )
 def test_sklearn_compatible(estimator, check):
@@ -105,7 +109,148 @@ def test_ragged_lists_fail_in_numpy_but_pad(rng):
     assert pad_sequences(sequences).shape == (2, 3, 3)
 
 
+def test_pad_sequences_suggests_the_transpose_for_channels_first_series(rng):
+    series = [rng.normal(size=(3, n)) for n in (5, 7)]  # (n_channels, n_timepoints)
+    with pytest.raises(ValueError, match=r"\[s\.T for s in sequences\]"):
+        pad_sequences(series)
+    with pytest.raises(ValueError, match="different token dimensions") as info:
+        pad_sequences([np.ones((2, 3)), np.ones((4, 5))])  # no common row count
+    assert "s.T" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "Estimator", [LinearAttentionRegressor, LiftedAttentionFeatures]
+)
+def test_ragged_list_into_an_estimator_names_both_pads(Estimator, rng):
+    with pytest.raises(ValueError, match="sequences of different lengths") as info:
+        Estimator().fit(ragged(rng, [2, 3]), np.zeros(2))
+    assert "pad_sequences(X)" in str(info.value)
+    assert "SeriesToTokens()" in str(info.value)
+
+
+# -------------------------------------------------------------- SeriesToTokens
+
+
+def naive_series_tokens(series, window):
+    """Token t of a (n_channels, n_timepoints) series from the definition: the
+    steps r + t k .. r + t k + k - 1, r = n_timepoints mod k, feature j * n_channels
+    + c = channel c of step j."""
+    n_channels, n_timepoints = series.shape
+    start = n_timepoints % window
+    return np.array(
+        [
+            [
+                series[c, start + t * window + j]
+                for j in range(window)
+                for c in range(n_channels)
+            ]
+            for t in range(n_timepoints // window)
+        ]
+    ).reshape(-1, window * n_channels)
+
+
+def test_series_channels_first_equals_the_transpose(rng):
+    X = rng.normal(size=(5, 3, 7))  # (n_cases, n_channels, n_timepoints)
+    np.testing.assert_array_equal(
+        SeriesToTokens().fit_transform(X), X.transpose(0, 2, 1)
+    )
+    univariate = rng.normal(size=(5, 7))  # (n_cases, n_timepoints)
+    np.testing.assert_array_equal(
+        SeriesToTokens().fit_transform(univariate), univariate[:, :, None]
+    )
+
+
+def test_ragged_series_equal_their_padded_transposes(rng):
+    series = [rng.normal(size=(2, n)) for n in (4, 9, 1, 6)]
+    expected = pad_sequences([s.T for s in series])
+    np.testing.assert_array_equal(SeriesToTokens().fit_transform(series), expected)
+    as_objects = np.empty(len(series), dtype=object)  # how some toolkits store them
+    as_objects[:] = series
+    np.testing.assert_array_equal(SeriesToTokens().fit_transform(as_objects), expected)
+    univariate = [s[0] for s in series]  # 1-D series
+    np.testing.assert_array_equal(
+        SeriesToTokens().fit_transform(univariate),
+        pad_sequences([s[:, None] for s in univariate]),
+    )
+
+
+@pytest.mark.parametrize("window", [1, 2, 3])
+@pytest.mark.parametrize("n_channels", [1, 2])
+def test_series_windows_match_the_definition(rng, window, n_channels):
+    series = [rng.normal(size=(n_channels, n)) for n in (3, 8, 10)]
+    out = SeriesToTokens(window=window).fit_transform(series)
+    expected = pad_sequences([naive_series_tokens(s, window) for s in series])
+    np.testing.assert_array_equal(out, expected)
+    assert out.shape[2] == window * n_channels
+    # the query (last token) ends with each series' last time step
+    np.testing.assert_array_equal(out[:, -1, -n_channels:], [s[:, -1] for s in series])
+
+
+def test_series_max_len_keeps_the_latest_tokens(rng):
+    X = rng.normal(size=(4, 2, 10))
+    out = SeriesToTokens(window=2, max_len=3).fit_transform(X)
+    np.testing.assert_array_equal(
+        out, SeriesToTokens(window=2).fit_transform(X)[:, -3:]
+    )
+
+
+def test_series_pipeline_on_ragged_lists_equals_the_padded_fit(rng):
+    """A ragged list of channels-first series through a Pipeline gives the model
+    fitted on the padded transposes, and cross-validates on the list itself."""
+    truth = MultiHeadLinearAttention(
+        rng.normal(size=(1, 1, 2)), rng.normal(size=(1, 2, 2))
+    )
+    series = [rng.normal(size=(2, n)) for n in rng.integers(2, 9, size=90)]
+    padded = pad_sequences([s.T for s in series])
+    y = truth.predict(padded)[:, 0]
+    pipeline = make_pipeline(SeriesToTokens(), LinearAttentionRegressor(n_heads=None))
+    direct = LinearAttentionRegressor(n_heads=None).fit(padded, y)
+    np.testing.assert_allclose(pipeline.fit(series, y)[-1].coef_, direct.coef_)
+    assert np.all(cross_val_score(pipeline, series, y, cv=3) > 1 - 1e-8)
+
+
+@pytest.mark.parametrize(
+    "X, kwargs, error, match",
+    [
+        ([np.ones((2, 5)), np.ones((3, 5))], {}, ValueError, r"pad_sequences instead"),
+        ([np.ones((2, 5)), np.ones((3, 6))], {}, ValueError, "has 3 channel"),
+        ([np.ones((2, 1))], {"window": 2}, ValueError, "fewer than window=2"),
+        ([np.full((1, 3), np.nan)], {}, ValueError, "each without its padding"),
+        (np.full((2, 1, 3), np.nan), {}, ValueError, "each without its padding"),
+        ([np.ones((2, 2, 2))], {}, ValueError, r"\(n_channels, n_timepoints_i\)"),
+        (np.ones((2, 2, 2, 2)), {}, ValueError, "3-D array"),
+        ([], {}, ValueError, "no series"),
+    ],
+)
+def test_series_errors_name_the_fix(X, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        SeriesToTokens(**kwargs).fit(X)
+
+
+def test_series_transform_checks_the_channels(rng):
+    encoder = SeriesToTokens().fit(rng.normal(size=(3, 2, 5)))
+    assert (encoder.n_channels_, encoder.token_dim_out_) == (2, 2)
+    assert encoder.transform(rng.normal(size=(3, 2, 9))).shape == (3, 9, 2)
+    with pytest.raises(ValueError, match="expecting 2 features"):
+        encoder.transform(rng.normal(size=(3, 4, 5)))
+    with pytest.raises(ValueError, match="expected 2"):
+        encoder.transform([rng.normal(size=(4, 5))])
+
+
 # ---------------------------------------------------------- PositionalEncoding
+
+
+@pytest.mark.parametrize("n_tokens, expected", [(5, 5), (8, 8), (100, 8)])
+def test_default_positions_are_capped(rng, n_tokens, expected):
+    """The issue's case: 100 tokens of 6 channels gave d = 107 (p = 618,246) with
+    one position per token; the default now stops at 8 positions."""
+    X = rng.normal(size=(3, n_tokens, 6))
+    encoder = PositionalEncoding(constant=True).fit(X)
+    assert encoder.n_positions_ == expected
+    assert encoder.token_dim_out_ == 6 + expected + 1
+    out = encoder.transform(X)
+    np.testing.assert_array_equal(out[0, -expected:, 6:-1], np.eye(expected)[::-1])
+    assert not out[0, : n_tokens - expected, 6:-1].any()  # beyond: no position
 
 
 def test_onehot_positions_are_counted_from_the_query(rng):
@@ -171,7 +316,7 @@ def test_2d_rows_with_token_dim_match_3d(rng):
 
 
 def test_positional_feature_names(rng):
-    import pandas as pd
+    pd = pytest.importorskip("pandas")
 
     X = pd.DataFrame(rng.normal(size=(4, 4)), columns=["a0", "b0", "a1", "b1"])
     encoder = PositionalEncoding(token_dim=2, constant=True).fit(X)
@@ -294,6 +439,46 @@ def test_flat_scaler_breaks_padding_tokenwise_keeps_it(rng):
     assert not tokenwise[~X.any(axis=2)].any()
 
 
+def test_centering_after_the_constant_warns_and_zeroes_it(rng):
+    """The issue's order, PositionalEncoding(constant=True) then a centering
+    scaler, maps the constant to 0 (and warns); the documented order keeps it."""
+    X = pad_sequences([rng.normal(loc=2, size=(n, 3)) for n in rng.integers(2, 7, 60)])
+    real = X.any(axis=2)
+    bad = make_pipeline(
+        PositionalEncoding(n_positions=2, constant=True),
+        TokenwiseTransformer(StandardScaler()),
+    )
+    with pytest.warns(UserWarning, match="Append the constant after this step"):
+        out = bad.fit_transform(X)
+    assert not out[:, :, -1].any()  # the constant feature, now 0 everywhere
+    good = make_pipeline(
+        TokenwiseTransformer(StandardScaler()),
+        PositionalEncoding(n_positions=2, constant=True),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = good.fit_transform(X)
+    np.testing.assert_array_equal(out[:, :, -1], real.astype(float))
+
+
+@pytest.mark.parametrize(
+    "transformer",
+    [StandardScaler(with_mean=False), TruncatedSVD(n_components=6)],
+    ids=["scale-only", "svd-of-all"],
+)
+def test_linear_maps_after_the_constant_keep_it_and_do_not_warn(transformer, rng):
+    """Without centering the constant survives (as a column or in the span)."""
+    X = pad_sequences([rng.normal(size=(n, 3)) for n in rng.integers(2, 7, 60)])
+    encoded = PositionalEncoding(n_positions=2, constant=True).fit_transform(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = TokenwiseTransformer(transformer).fit_transform(encoded)
+    tokens = out[X.any(axis=2)]
+    ones = np.ones(len(tokens))
+    coef = np.linalg.lstsq(tokens, ones, rcond=None)[0]
+    np.testing.assert_allclose(tokens @ coef, ones, atol=1e-10)
+
+
 def test_tokenwise_linear_scaling_keeps_an_attention_model_exact(rng):
     """Padded noiseless data from a random attention model: scaling every token by
     the same diagonal map keeps the data an attention model's (exact fit); scaling
@@ -409,7 +594,7 @@ def test_tokenwise_all_padding_raises():
         TokenwiseTransformer(StandardScaler()).fit(np.zeros((3, 2, 2)))
 
 
-# ------------------------------------------------------- transposed-layout warning
+# ---------------------------------------------------------------- layout warnings
 
 
 def test_transposed_layout_warns_and_names_the_fix(rng):
@@ -438,3 +623,65 @@ def test_tokens_as_rows_layout_does_not_warn(rng):
         warnings.simplefilter("error")
         LinearAttentionRegressor(n_heads=None).fit(X, X[:, -1, 0] * X[:, 0, 1])
         LiftedAttentionFeatures().fit(X)
+
+
+def _fit_without_warnings(model, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return model.fit(X, y)
+
+
+def test_rows_without_token_dim_warn_and_name_token_dim(rng):
+    """The issue's case: 2-D rows of 24 columns without token_dim are one token of
+    dimension 24 (p = 7,200); with token_dim=6 they are 4 tokens and do not warn."""
+    X = rng.normal(size=(300, 24))
+    y = X[:, 0]
+    with pytest.warns(UserWarning, match="pass token_dim") as record:
+        LinearAttentionRegressor(n_heads=None).fit(X, y)
+    assert "7,200" in str(record[0].message)
+    _fit_without_warnings(LinearAttentionRegressor(token_dim=6, n_heads=None), X, y)
+    narrow = rng.normal(size=(300, 4))  # a small cubic polynomial of the row
+    _fit_without_warnings(LinearAttentionRegressor(n_heads=None), narrow, narrow[:, 0])
+
+
+@pytest.mark.parametrize(
+    "Estimator", [LinearAttentionRegressor, LinearAttentionClassifier]
+)
+def test_scalar_tokens_warn_and_name_windows(Estimator, rng):
+    """Scalar tokens leave one lifted feature, sum_t z_t^2 z_last; tokens of two
+    values (the same series, SeriesToTokens(window=2)) do not warn."""
+    series = rng.normal(size=(100, 12))  # univariate, (n_cases, n_timepoints)
+    y = np.where(series[:, -1] > series[:, -2], 1, -1)
+    with pytest.warns(UserWarning, match=r"SeriesToTokens\(window=k\)"):
+        Estimator(n_heads=None).fit(series[:, :, None], y)
+    windows = SeriesToTokens(window=2).fit_transform(series)
+    _fit_without_warnings(Estimator(n_heads=None), windows, y)
+
+
+def test_many_lifted_features_for_few_sequences_warn(rng):
+    """One position per token (30 tokens of 6 features: d = 36, p = 23,976 for 100
+    sequences) warns and names the fix; the default positions (at most 8, d = 14,
+    p = 1,470) do not."""
+    X = rng.normal(size=(100, 30, 6))
+    y = X[:, -1, 0]
+    many = PositionalEncoding(n_positions=30).fit_transform(X)
+    with pytest.warns(UserWarning, match=r"PositionalEncoding\(n_positions=k\)") as rec:
+        LinearAttentionRegressor(n_heads=None).fit(many, y)
+    assert "23,976" in str(rec[0].message) and "100 training rows" in str(
+        rec[0].message
+    )
+    default = make_pipeline(
+        PositionalEncoding(), LinearAttentionRegressor(n_heads=None)
+    )
+    _fit_without_warnings(default, X, y)
+
+
+def test_partial_fit_batches_do_not_warn_about_their_size(rng):
+    """A first batch smaller than p is not all the data: partial_fit does not warn."""
+    X = rng.normal(size=(50, 40, 30))  # p = 13,950 lifted features, 50 sequences
+    model = LinearAttentionRegressor(n_heads=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.partial_fit(X, X[:, -1, 0])
+    with pytest.warns(UserWarning, match="13,950"):
+        LinearAttentionRegressor(n_heads=None).fit(X, X[:, -1, 0])
