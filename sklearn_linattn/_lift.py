@@ -37,7 +37,6 @@ from numba import njit, types
 
 __all__ = [
     "add_structured_gram",
-    "compile_search_kernels",
     "isotropic_levenberg_marquardt",
     "largest_magnitude",
     "lifted_feature_pairs",
@@ -879,12 +878,3 @@ def isotropic_levenberg_marquardt(slices, start, max_iter, max_damping, damping)
     """
     kernel = _compiled(_isotropic_lm_kernel, _ISOTROPIC_SIGNATURE)
     return kernel(slices, start, max_iter, max_damping, damping)
-
-
-def compile_search_kernels():
-    """Compile the head search's kernels for this process (a fraction of a second
-    from Numba's disk cache, about 5.5 s without it), so that compilation never
-    counts against a search's time budget: heads must not depend on whether the
-    kernels were compiled yet."""
-    _compiled(_projection_window_kernel, _WINDOW_SIGNATURE)
-    _compiled(_isotropic_lm_kernel, _ISOTROPIC_SIGNATURE)

@@ -621,9 +621,9 @@ def weighted_head_fit(
     cg_max_iter : int
         Conjugate-gradient iterations per step.
     weight_matrix : ndarray of shape (p, p) or IDENTITY, optional
-        ``M`` itself (``IDENTITY`` for ``M = I``), for small problems: each step then solves the linearized
-        problem exactly from the dense Jacobian (:func:`head_jacobian`) instead
-        of by conjugate gradients.
+        ``M`` itself (``IDENTITY`` for ``M = I``), for small problems: each step
+        then solves the linearized problem exactly from the dense Jacobian
+        (:func:`head_jacobian`) instead of by conjugate gradients.
     give_up_above : float
         Stop when the linearized problem's minimum (what the current neighbourhood
         promises) stays above this.
@@ -709,7 +709,9 @@ def weighted_head_fit(
         # Converged: the loss no longer falls and the step is at rounding level
         # (a loss flat to `stall` can still leave the heads ~sqrt(stall) off).
         moved = best_t * np.sqrt(np.vdot(step_v, step_v) + np.vdot(step_q, step_q))
-        size = np.sqrt(np.vdot(value_rows, value_rows) + np.vdot(query_rows, query_rows))
+        size = np.sqrt(
+            np.vdot(value_rows, value_rows) + np.vdot(query_rows, query_rows)
+        )
         if previous - loss <= stall * previous and moved <= step_tol * size:
             break
     folded = value_rows.T @ query_rows
