@@ -701,7 +701,8 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     test). In our benchmark (``benchmarks/bench_heads.py``) it returned the
     generating count in 195 of 196 noisy fits with constant noise and 195 of 196
     with input-dependent noise (1% and 10% noise, 1 and 3 outputs, ``d`` up to 16,
-    ``H`` in {1, 2, d/2}).
+    ``H`` in {1, 2, d/2}), and in 274 of 280 noiseless fits (``d`` up to 16, ``H``
+    from 1 to ``d``).
 
     Reference: Yau, Akyürek, Mao, Tenenbaum, Jegelka, Andreas, "Learning Linear
     Attention in Polynomial Time", NeurIPS 2025 (arXiv:2410.10101).
