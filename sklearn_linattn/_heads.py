@@ -337,12 +337,16 @@ class _Search:
         self.spend(n_steps * _step_cost(self, k, exact))  # the steps taken
         return value_rows.T @ query_rows, loss
 
-    def test(self, k, loss):
-        """``(statistic, critical value)`` of the k-head model's loss increase
-        (theory page, "How many heads"), NaNs when no test applies."""
+    def test(self, k, loss, n_kept=None):
+        """``(statistic, critical value, threshold)`` of the k-head model's loss
+        increase (theory page, "How many heads"; its value matrices use
+        ``n_kept`` output directions), NaNs when no test applies."""
+        n_kept = self.m if n_kept is None else n_kept
         # (at least one dimension: the k-head model may not span the identified
         # directions although it has as many parameters)
-        df1 = max(self.m * self.noise.rank - head_parameter_count(k, self.m, self.d), 1)
+        df1 = max(
+            self.m * self.noise.rank - head_parameter_count(k, n_kept, self.d), 1
+        )
         if self.noise.variance <= 0:
             return float("nan"), float("nan"), float("nan")
         critical = float(scipy.stats.f.isf(SIGNIFICANCE, df1, self.noise.dof))
@@ -350,6 +354,24 @@ class _Search:
         # evidence against a count: that rounding follows the inputs.
         floor = self.precision**2 * max(self.signal, 0.0) / df1 / self.noise.variance
         return loss / df1 / self.noise.variance, critical, max(critical, floor)
+
+    def output_directions(self):
+        """Output directions by decreasing training-metric energy (eigenvectors
+        of ``coef M coef^T``) and the energy beyond the first ``r`` of them."""
+        energy = self.coef @ self.apply_weight(self.coef).T
+        energies, rotation = np.linalg.eigh((energy + energy.T) / 2)
+        energies = np.maximum(energies[::-1], 0.0)
+        tails = np.append(np.cumsum(energies[::-1])[::-1], 0.0)
+        return rotation[:, ::-1], tails
+
+    def expand(self, folded, kept):
+        """A folded ``W`` fitted on the first ``kept`` output directions, in the
+        original outputs."""
+        if kept == self.m:
+            return folded
+        rotation = self.output_directions()[0][:, :kept]
+        blocks = folded.reshape(kept, self.d, -1)
+        return np.einsum("ak,kbx->abx", rotation, blocks).reshape(self.m * self.d, -1)
 
     def spend(self, flops):
         """Charge ``flops`` to the work limit; False once it is exceeded."""
@@ -408,20 +430,35 @@ class _Search:
                 )
             self.log(f"{k} heads: distance {error:.2e} (tol {self.tol:g})")
             return folded, error <= self.tol
+        # k heads have value matrices of row rank at most k d: with fewer than
+        # that many outputs kept, fit the k d output directions of largest
+        # training-metric energy and leave the rest out (their energy adds to
+        # the loss exactly); a nested model, counted as such by the test.
+        kept = min(self.m, k * self.d)
+        fitting, dropped = self, 0.0
+        if kept < self.m:
+            rotation, tails = self.output_directions()
+            fitting = _Search(
+                rotation[:, :kept].T @ self.coef, self.d, self.tol,
+                self.apply_weight, self.noise, self.precision, self.verbose,
+            )
+            fitting.work_left, dropped = self.work_left, tails[kept]
         # (isotropic starts changed no count of the noisy grid: d 4-8, 128 fits)
-        starts = self.starts(k, n_isotropic=0)
-        losses = [self.loss(unfold_lifted_coef(s, self.d)) for s in starts]
+        starts = fitting.starts(k, n_isotropic=0)
+        losses = [fitting.loss(unfold_lifted_coef(s, self.d)) for s in starts]
         best = int(np.argmin(losses))
-        statistic, critical, threshold = self.test(k, losses[best])
+        statistic, critical, threshold = self.test(k, losses[best] + dropped, kept)
         # The threshold as a loss: a fit below it passes.
-        limit = losses[best] * threshold / statistic if statistic > 0 else np.inf
+        limit = (losses[best] + dropped) * threshold / statistic - dropped
         if statistic > SCREEN * threshold:  # beyond what refining ever gained
             self.log(f"{k} heads: F {statistic:.3g} at the start, screened out")
-            return starts[best], False
-        folded, loss = self.fit(
+            return self.expand(starts[best], kept), False
+        folded, loss = fitting.fit(
             k, starts[best], FIT_ITER, decided=(limit, GIVE_UP * limit)
         )
-        statistic, critical, threshold = self.test(k, loss)
+        self.work_left = fitting.work_left
+        statistic, critical, threshold = self.test(k, loss + dropped, kept)
+        folded = self.expand(folded, kept)
         self.log(f"{k} heads: F {statistic:.3g} (critical {critical:.3g})")
         return folded, bool(statistic <= threshold)
 
@@ -442,10 +479,11 @@ def _probe_cost(search, k, noisy):
     """Estimated flops of one probe's alternating projections (an
     eigendecomposition of the smaller Gram of ``W`` each) and first Gauss-Newton
     step; the steps it takes are charged as they are taken."""
-    small, large = sorted((search.m * search.d, search.d * search.d))
+    m = min(search.m, k * search.d) if noisy else search.m  # the outputs fitted
+    small, large = sorted((m * search.d, search.d * search.d))
     projection = 2 * small**2 * large + 10 * small**3
     iterations = SCREEN_ITER if noisy else EXACT_PROJECTIONS
-    return iterations * projection + _step_cost(search, k, not noisy)
+    return iterations * projection + _step_cost(search, k, not noisy) * m / search.m
 
 
 def read_out_heads(
@@ -616,10 +654,22 @@ def _search(search, n_heads, regression_flops):
     folded, k = found
     if not noisy:
         return folded, k, "tol", nan
-    folded, loss = search.fit(k, folded, FIT_ITER)  # polish in the training metric
-    statistic, critical, _ = search.test(k, loss)
+    # Polish in the training metric (within the probe's output directions).
+    kept = min(search.m, k * search.d)
+    fitting, dropped = search, 0.0
+    if kept < search.m:
+        rotation, tails = search.output_directions()
+        fitting = _Search(
+            rotation[:, :kept].T @ search.coef, search.d, search.tol,
+            search.apply_weight, search.noise, search.precision, search.verbose,
+        )
+        blocks = folded.reshape(search.m, search.d, -1)
+        folded = np.einsum("ak,abx->kbx", rotation[:, :kept], blocks)
+        folded, dropped = folded.reshape(kept * search.d, -1), tails[kept]
+    folded, loss = fitting.fit(k, folded, FIT_ITER)
+    statistic, critical, _ = search.test(k, loss + dropped, kept)
     criterion = "precision" if statistic > critical else "f-test"
-    return folded, k, criterion, (statistic, critical)
+    return search.expand(folded, kept), k, criterion, (statistic, critical)
 
 
 def _best_fixed(search, k):
