@@ -893,7 +893,9 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes in the least-squares objective, multiplying
         ``sample_weight``, as in :class:`~sklearn.linear_model.RidgeClassifier`:
-        ``"balanced"`` weighs each class by ``n_samples / (n_classes * count)``.
+        ``"balanced"`` weighs each class by ``n_samples / (n_classes * count)``
+        (with ``positions="all"``, counting the positions that are not left
+        padding).
     batch_size : int, default=None
         Samples per chunk while streaming.
     n_jobs : int, default=None
@@ -1067,12 +1069,17 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         weights = validate_sample_weight(sample_weight, sequences)
         if self.class_weight is None:
             return weights
-        class_weights = compute_sample_weight(self.class_weight, labels)
-        if self.positions == "all":
-            n_tokens = sequences.shape[1]
-            base = 1.0 if weights is None else np.repeat(weights, n_tokens)
-            return base * class_weights
-        return class_weights if weights is None else weights * class_weights
+        if self.positions == "last":
+            class_weights = compute_sample_weight(self.class_weight, labels)
+            return class_weights if weights is None else weights * class_weights
+        # Per position: "balanced" counts the real positions only (left padding has
+        # no label and weight zero).
+        real = ~padding_row_mask(sequences).ravel()
+        class_weights = np.zeros(labels.shape[0])
+        if real.any():
+            class_weights[real] = compute_sample_weight(self.class_weight, labels[real])
+        base = 1.0 if weights is None else np.repeat(weights, sequences.shape[1])
+        return base * class_weights
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):

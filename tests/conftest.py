@@ -40,6 +40,43 @@ def naive_lifted_features(sequences):
     return np.stack(columns, axis=1)
 
 
+def naive_position_features(X, causal):
+    """phi at every position, from prefix sums written out here: rows sample-major."""
+    n, T, d = X.shape
+    rows = []
+    for i in range(n):
+        for t in range(T):
+            context = X[i, : t + 1] if causal else X[i]
+            S = context.T @ context
+            q = X[i, t]
+            full = np.einsum("bc,e->bce", S, q)
+            row = []
+            for b in range(d):
+                for c in range(b, d):
+                    weight = 1.0 if b == c else np.sqrt(2.0)
+                    row.extend(weight * full[b, c])
+            rows.append(row)
+    return np.array(rows)
+
+
+def naive_weighted_solution(features, targets, weights, alpha, fit_intercept):
+    """Weighted ridge / minimum-norm least squares by an explicit pseudo-inverse."""
+    w = np.sqrt(weights)[:, None]
+    if fit_intercept:
+        mean = weights @ features / weights.sum()
+        target_mean = weights @ targets / weights.sum()
+    else:
+        mean, target_mean = np.zeros(features.shape[1]), np.zeros(targets.shape[1])
+    A = w * (features - mean)
+    b = w * (targets - target_mean)
+    if alpha > 0:
+        coef = np.linalg.solve(A.T @ A + alpha * np.eye(A.shape[1]), A.T @ b).T
+    else:
+        coef = (np.linalg.pinv(A, rcond=1e-12) @ b).T
+    residual = b - A @ coef.T
+    return coef, target_mean - coef @ mean, np.sum(residual**2, axis=0), A.T @ A
+
+
 def naive_relative_distance(model, truth):
     """Relative model distance from the definition, without lifted coefficients.
 

@@ -7,6 +7,8 @@ import pytest
 from conftest import (
     n_lifted,
     naive_lifted_features,
+    naive_position_features,
+    naive_weighted_solution,
     random_attention,
     random_sequences,
 )
@@ -16,6 +18,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn_linattn import (
     LiftedAttentionFeatures,
     LinearAttentionClassifier,
+    LinearAttentionClassifierCV,
     LinearAttentionRegressor,
 )
 
@@ -48,6 +51,49 @@ def test_classifier_is_regression_on_signed_one_hot_targets(rng, n_classes):
     np.testing.assert_array_equal(clf.predict(X), np.sort(names)[expected])
     assert clf.coef_.shape == (1 if n_classes == 2 else n_classes, n_lifted(3))
     assert clf.value_matrices_.shape[1] == (1 if n_classes == 2 else n_classes)
+
+
+def left_padded_position_labels(rng, n_samples=10, n_tokens=20, n_padding=8):
+    """Sequences whose first ``n_padding`` tokens are left padding, one label per
+    position: 20 real positions of class 0 and 100 of class 1, the padding
+    positions labelled 0 (they are ignored)."""
+    X = rng.normal(size=(n_samples, n_tokens, 2))
+    X[:, :n_padding] = 0.0
+    y = np.ones((n_samples, n_tokens), dtype=int)
+    y[:, :n_padding] = 0
+    y[0, n_padding:] = 0
+    y[1, n_padding : n_padding + 8] = 0
+    return X, y
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_balanced_class_weight_per_position_counts_real_positions_only(
+    rng, causal, weighted
+):
+    X, y = left_padded_position_labels(rng)
+    real = (np.cumsum(np.any(X != 0, axis=2), axis=1) > 0).ravel()
+    labels = y.ravel()
+    assert np.bincount(labels[real]).tolist() == [20, 100]
+    # "balanced": n_real / (n_classes * count) over the 120 real positions.
+    balanced = {0: 120 / (2 * 20), 1: 120 / (2 * 100)}  # {0: 3.0, 1: 0.6}
+    sample_weight = rng.uniform(0.5, 2.0, size=len(X)) if weighted else None
+    row_weights = np.where(real, [balanced[label] for label in labels], 0.0)
+    if weighted:
+        row_weights = row_weights * np.repeat(sample_weight, y.shape[1])
+    features = naive_position_features(X, causal)
+    targets = np.where(labels == 1, 1.0, -1.0)[:, None]
+    expected, _, _, _ = naive_weighted_solution(
+        features, targets, row_weights, 0.1, False
+    )
+    kwargs = dict(positions="all", causal=causal, class_weight="balanced")
+    clf = LinearAttentionClassifier(alpha=0.1, n_heads=None, **kwargs)
+    clf.fit(X, y, sample_weight=sample_weight)
+    np.testing.assert_allclose(clf.coef_, expected, rtol=1e-7, atol=1e-12)
+    # The cross-validated classifier's final model weighs the classes alike.
+    cv = LinearAttentionClassifierCV([0.1], cv=2, n_heads=None, **kwargs)
+    cv.fit(X, y, sample_weight=sample_weight)
+    np.testing.assert_allclose(cv.coef_, expected, rtol=1e-7, atol=1e-12)
 
 
 def test_classifier_learns_an_attention_labelling(rng):
