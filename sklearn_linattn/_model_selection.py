@@ -298,7 +298,8 @@ def _loo_dual(data, targets, alphas, fit_intercept):
 
 class _Folds:
     """The splits of the samples, whether the test folds partition them, and
-    whether each training set is the complement of its test fold."""
+    whether each training set is the complement of its test fold (each sample
+    once: a bootstrap-style training set that repeats samples is not)."""
 
     def __init__(self, splits, n_samples):
         self.splits = [(np.sort(train), np.sort(test)) for train, test in splits]
@@ -312,7 +313,8 @@ class _Folds:
             mask[train] = True
             disjoint = not np.any(mask[test])
             mask[test] = True
-            self.complement.append(disjoint and bool(mask.all()))
+            once = train.size + test.size == n_samples
+            self.complement.append(disjoint and once and bool(mask.all()))
 
 
 # --- scoring -----------------------------------------------------------------------
@@ -457,6 +459,7 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
             )
         start = time.perf_counter()
         data = self._data_source(sequences, targets, fit_weights)
+        self._check_rows(data)
         scaled = np.array([data.rescaling.alpha(alpha) for alpha in alphas])
         n_samples = sequences.shape[0]
         per_sample = data.n_rows // max(n_samples, 1)
@@ -581,21 +584,15 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         else:
             total = data.statistics()
         fold_scores = np.empty((len(folds.splits), len(scaled)))
+        scored = np.ones(len(folds.splits), dtype=bool)
         for fold, (train, test) in enumerate(folds.splits):
+            test_kept = rows(kept_rows, test)
+            test_weights = rows(row_score_weights, test)
+            if scorer is None and test_weights is not None:
+                test_kept = test_kept & (test_weights > 0)
             if mode == "dual":
-                predictions = (
-                    _dual_fold_predictions(
-                        kernel,
-                        rows(row_index, train),
-                        rows(row_index, test),
-                        data.row_scale**2,
-                        scaled_targets,
-                        scaled,
-                        self.fit_intercept,
-                        default_rank_tol(data.n_lifted),
-                    )
-                    / data.rescaling.target
-                )
+                train_rows = rows(row_index, train)
+                self._check_training_rows(fold, np.any(data.row_scale[train_rows]))
             else:
                 # Training statistics as a sum, never as the total minus the test
                 # fold: Gram entries grow as |x|^6, and a fold holding a much larger
@@ -607,18 +604,56 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                     )
                 else:
                     training = statistics_of(train)
+                self._check_training_rows(fold, training.n_observations)
+            if not test_kept.any():
+                # Nothing to score: left padding only, or (default score) no weight.
+                scored[fold] = False
+                self._log(f"fold {fold + 1}/{len(folds.splits)}: nothing to score")
+                continue
+            if mode == "dual":
+                predictions = (
+                    _dual_fold_predictions(
+                        kernel,
+                        train_rows,
+                        rows(row_index, test),
+                        data.row_scale**2,
+                        scaled_targets,
+                        scaled,
+                        self.fit_intercept,
+                        default_rank_tol(data.n_lifted),
+                    )
+                    / data.rescaling.target
+                )
+            else:
                 predictions = self._normal_fold_predictions(
                     data, training, rows(sequences, test), scaled
                 )
             test_truth = rows(truth, test)
-            test_weights = rows(row_score_weights, test)
-            test_kept = rows(kept_rows, test)
             for index in range(len(scaled)):
                 fold_scores[fold, index] = self._score(
                     scorer, predictions[:, index], test_truth, test_weights, test_kept
                 )
             self._log(f"fold {fold + 1}/{len(folds.splits)}: {fold_scores[fold]}")
-        return total, fold_scores.mean(axis=0)
+        if not scored.any():
+            raise ValueError(
+                "No test set of cv holds a row to score: each holds left padding "
+                "only or, for the default score, sample weights summing to zero."
+            )
+        return total, fold_scores[scored].mean(axis=0)
+
+    def _check_training_rows(self, fold, n_positive):
+        """A clear error for a split whose training set weighs nothing (the plain
+        estimator refuses such data too)."""
+        if n_positive:
+            return
+        padding = (
+            " (left padding has weight zero)" if self.positions == "all" else ""
+        )
+        raise ValueError(
+            f"The training set of split {fold + 1} of cv holds no row with a positive "
+            f"weight{padding}: there is nothing to fit. Every training set needs "
+            "a sequence with a positive sample_weight (times class_weight)."
+        )
 
     def _normal_fold_predictions(self, data, training, test_sequences, scaled):
         """Held-out predictions (data units) of every alpha, from the training
@@ -671,9 +706,11 @@ def _sum_statistics(parts):
 
 
 def _select(array, samples, per_sample):
-    """Rows of ``array`` for the given (sorted) samples, ``per_sample`` rows each;
-    a view when the samples are contiguous (``KFold`` without shuffling)."""
-    if samples.size and samples[-1] - samples[0] + 1 == samples.size:
+    """Rows of ``array`` for the given (sorted) samples, ``per_sample`` rows each,
+    repeated as often as a sample is listed; a view when the samples are
+    contiguous (``KFold`` without shuffling)."""
+    contiguous = samples.size and samples[-1] - samples[0] + 1 == samples.size
+    if contiguous and np.all(samples[1:] > samples[:-1]):
         return array[samples[0] * per_sample : (samples[-1] + 1) * per_sample]
     if per_sample == 1:
         return array[samples]
@@ -717,9 +754,13 @@ class LinearAttentionRegressorCV(RegressorMixin, _LinearAttentionCVBase):
         None: efficient leave-one-out (``positions="last"`` only). An int: that many
         folds, ``KFold`` for the regressor (``StratifiedKFold`` for the classifier),
         as ``GridSearchCV``; or any splitter or iterable of ``(train, test)``
-        sample indices. When the test sets are not a partition of the samples or a
-        training set is not the complement of its test set, the missing statistics
-        are computed by extra passes.
+        sample indices (a training set may repeat samples, bootstrap-style: each
+        counts as often as listed). When the test sets are not a partition of the
+        samples or a training set is not the complement of its test set, the
+        missing statistics are computed by extra passes. A test set with nothing
+        to score (left padding only, or, for the default score, weights summing
+        to zero) is left out of the mean over the folds; a training set without
+        a positive weight is an error.
     scoring : str, callable or None, default=None
         None: the negative mean squared error (weighted by ``sample_weight``);
         unlike ``RidgeCV``, also for K-fold (where ``RidgeCV`` uses R^2). A
@@ -832,8 +873,6 @@ certificate_, head_search_, token_dim_, n_features_in_, feature_names_in_
             return -np.inf
         if scorer is None:
             weights = None if weights is None else weights[kept]
-            if weights is not None and not weights.sum() > 0:
-                weights = None
             # mean_squared_error's definition, without its validation per alpha.
             errors = ((predictions - targets) ** 2).mean(axis=1)
             return -float(np.average(errors, weights=weights))
@@ -1037,8 +1076,6 @@ feature_names_in_
         stand_in = _PredictionsClassifier(self.classes_)
         if scorer is None:
             weights = None if weights is None else weights[kept]
-            if weights is not None and not weights.sum() > 0:
-                weights = None
             return accuracy_score(
                 labels, stand_in.predict(scores), sample_weight=weights
             )

@@ -3,7 +3,13 @@ GridSearchCV, exact leave-one-out, sample weights, the final model."""
 
 import numpy as np
 import pytest
-from conftest import random_attention, random_sequences
+from conftest import (
+    naive_lifted_features,
+    naive_position_features,
+    naive_weighted_solution,
+    random_attention,
+    random_sequences,
+)
 from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -146,6 +152,151 @@ def test_classifier_kfold_matches_grid_search(rng, n_classes):
         np.testing.assert_allclose(
             model.cv_scores_, search.cv_results_["mean_test_score"], rtol=1e-9
         )
+
+
+def naive_kfold_scores(
+    features, targets, weights, splits, alphas, fit_intercept, rows_per_sample=1
+):
+    """The default K-fold score of each alpha from the definition: refit by pinv /
+    solve on each training set (rows repeated as often as the split lists them),
+    minus the weighted mean squared error on its test rows; a test set whose
+    weights sum to zero holds nothing to score and is left out of the mean.
+
+    ``features``, ``targets`` and ``weights`` hold ``rows_per_sample`` rows per
+    sample (a row per position, weight zero for left padding); splits index
+    samples.
+    """
+    n_samples = len(features) // rows_per_sample
+    features = features.reshape(n_samples, rows_per_sample, -1)
+    targets = targets.reshape(n_samples, rows_per_sample, -1)
+    weights = weights.reshape(n_samples, rows_per_sample)
+    scores = np.empty((len(splits), len(alphas)))
+    for fold, (train, test) in enumerate(splits):
+        rows = [array[train].reshape(-1, array.shape[-1]) for array in (features, targets)]
+        test_weights = weights[test].ravel()
+        for index, alpha in enumerate(alphas):
+            coef, intercept, _, _ = naive_weighted_solution(
+                *rows, weights[train].ravel(), alpha, fit_intercept
+            )
+            predictions = features[test].reshape(-1, coef.shape[1]) @ coef.T + intercept
+            errors = ((predictions - targets[test].reshape(predictions.shape)) ** 2)
+            scores[fold, index] = (
+                -np.average(errors.mean(axis=1), weights=test_weights)
+                if test_weights.sum() > 0
+                else np.nan
+            )
+    return np.nanmean(scores, axis=0)
+
+
+@pytest.mark.parametrize("n_samples", [12, 60])  # kernel (n < p = 18) and Gram paths
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_bootstrap_splits_train_on_the_rows_they_list(rng, n_samples, fit_intercept):
+    """Training indices may repeat (bootstrap-style iterables): a repeated sequence
+    counts as often as it is listed, as in a refit on ``X[train]``."""
+    X = random_sequences(rng, n_samples, 4, 3)
+    y = rng.normal(size=n_samples)
+    train = np.r_[0, 0, np.arange(2, n_samples)]  # sorted, as long as 0..n-1
+    splits = [
+        (train, np.array([1])),
+        (rng.integers(0, n_samples, size=n_samples), np.arange(0, n_samples, 3)),
+    ]
+    alphas = [1e-3, 1e-1, 10.0]
+    model = LinearAttentionRegressorCV(
+        alphas, cv=splits, n_heads=None, fit_intercept=fit_intercept
+    ).fit(X, y)
+    expected = naive_kfold_scores(
+        naive_lifted_features(X), y, np.ones(n_samples), splits, alphas, fit_intercept
+    )
+    np.testing.assert_allclose(model.cv_scores_, expected, rtol=1e-6)
+
+
+def test_kfold_test_fold_of_zero_weights_is_left_out(rng):
+    """20 corrupted sequences given weight zero land in one test fold: it holds no
+    weight to score, so it is left out of the mean (a weighted score of nothing),
+    and the choice is that of the other folds."""
+    X, y = noisy_regression(rng, 60, token_dim=2)
+    weights = np.ones(60)
+    weights[:20] = 0.0
+    y = y.copy()
+    y[:20] = 1e4 * rng.normal(size=20)
+    cv = KFold(3)
+    alphas = np.logspace(-3, 3, 7)
+    model = LinearAttentionRegressorCV(alphas, cv=cv, n_heads=None).fit(
+        X, y, sample_weight=weights
+    )
+    splits = list(cv.split(X))
+    expected = naive_kfold_scores(
+        naive_lifted_features(X), y, weights, splits, alphas, False
+    )
+    np.testing.assert_allclose(model.cv_scores_, expected, rtol=1e-7)
+    assert model.alpha_ == alphas[np.argmax(expected)]
+    # the same as cross-validating the 40 others on the other two folds
+    kept = [(train - 20, test - 20) for train, test in splits[1:]]
+    kept = [(train[train >= 0], test) for train, test in kept]
+    reduced = LinearAttentionRegressorCV(alphas, cv=kept, n_heads=None).fit(
+        X[20:], y[20:]
+    )
+    np.testing.assert_allclose(model.cv_scores_, reduced.cv_scores_, rtol=1e-7)
+
+
+@pytest.mark.parametrize("positions", ["last", "all"])
+def test_training_set_without_weight_is_an_error(rng, positions):
+    X = random_sequences(rng, 30, 4, 2)
+    y = rng.normal(size=(30, 4) if positions == "all" else 30)
+    weights = np.ones(30)
+    weights[10:] = 0.0  # the first fold's training set has no weight
+    with pytest.raises(ValueError, match="training set of split 1 .*positive weight"):
+        LinearAttentionRegressorCV(cv=KFold(3), positions=positions).fit(
+            X, y, sample_weight=weights
+        )
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("Estimator", [LinearAttentionRegressorCV, "classifier"])
+def test_kfold_test_fold_of_padding_only_is_left_out(rng, causal, Estimator):
+    """positions="all": a test fold whose sequences are all left padding has no
+    position to score; it is left out of the mean instead of scoring NaN."""
+    X = random_sequences(rng, 30, 5, 2)
+    X[:10] = 0.0  # the first fold: padding only
+    X[10:, :2] = 0.0  # others: two padding tokens
+    y = rng.normal(size=(30, 5))
+    real = (np.cumsum(np.any(X != 0, axis=2), axis=1) > 0).ravel()
+    features = naive_position_features(X, causal)
+    alphas = np.logspace(-3, 2, 6)
+    splits = list(KFold(3).split(X))
+    kwargs = dict(cv=KFold(3), n_heads=None, positions="all", causal=causal)
+    if Estimator == "classifier":
+        labels = np.where(y > 0, "up", "down")
+        model = LinearAttentionClassifierCV(alphas, **kwargs).fit(X, labels)
+        targets = np.where(labels == "up", 1.0, -1.0).ravel()
+        for index, alpha in enumerate(alphas):
+            accuracy = []
+            for train, test in splits[1:]:
+                rows = (np.arange(5) + 5 * train[:, None]).ravel()
+                test_rows = (np.arange(5) + 5 * test[:, None]).ravel()
+                coef, _, _, _ = naive_weighted_solution(
+                    features[rows], targets[rows, None], real[rows] * 1.0, alpha, False
+                )
+                decisions = features[test_rows] @ coef[0]
+                kept = real[test_rows]
+                accuracy.append(
+                    np.mean((decisions[kept] > 0) == (targets[test_rows][kept] > 0))
+                )
+            assert model.cv_scores_[index] == pytest.approx(np.mean(accuracy))
+        return
+    model = Estimator(alphas, **kwargs).fit(X, y)
+    expected = naive_kfold_scores(features, y, real * 1.0, splits, alphas, False, 5)
+    assert np.all(np.isfinite(expected))
+    np.testing.assert_allclose(model.cv_scores_, expected, rtol=1e-7)
+    assert model.alpha_ == alphas[np.argmax(expected)]
+
+
+@pytest.mark.parametrize("Estimator", [LinearAttentionRegressorCV, LinearAttentionClassifierCV])
+def test_every_sequence_padding_is_an_error(Estimator):
+    X = np.zeros((12, 4, 2))
+    y = np.tile([0, 1], (12, 2))
+    with pytest.raises(ValueError, match="every token of every sequence is left"):
+        Estimator(cv=3, positions="all").fit(X, y)
 
 
 # --- leave-one-out against an explicit loop -----------------------------------------
