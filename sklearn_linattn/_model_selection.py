@@ -39,7 +39,7 @@ from sklearn.metrics import (
 from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._certificate import default_rank_tol
+from ._certificate import deflated_kernel, default_rank_tol, reflect
 from ._data import (
     StatisticsSource,
     _RowLayout,
@@ -64,20 +64,32 @@ from ._validation import (
 __all__ = ["LinearAttentionClassifierCV", "LinearAttentionRegressorCV"]
 
 _INTEGER_PARAMETERS = ("token_dim", "n_heads", "batch_size", "n_jobs")
-# A leverage within this of one (rounding of an exact one: a row no other row
-# predicts, e.g. alpha=0 with fewer rows than lifted features) has no finite
-# leave-one-out residual.
+# A leverage within this of one is rounding of an exact one: a row whose lifted
+# features no other row shares (every row, for alpha=0 with at most as many rows
+# as lifted features). Its leave-one-out residual r_i / (1 - h_i) is then 0 / 0,
+# and is computed as the limit of that ratio instead (see _loo_normal, _loo_dual).
 _LEVERAGE_TOL = 1e-9
+# That limit needs the directions of every row's features resolved by the
+# eigendecomposition: a row whose weighted squared norm is within this factor of
+# the rank threshold (sequences of far smaller scale than the largest) is below
+# its rounding, and leverage-one rows then get no finite score.
+_RESOLVED_MARGIN = 1e3
 
 
-def _leave_one_out_residual(residual, leverage):
-    """``residual / (1 - leverage)``; infinite where the leverage is one.
+def _leave_one_out_residual(residual, one_minus_leverage, floor=_LEVERAGE_TOL):
+    """``residual / (1 - leverage)``; infinite where ``1 - leverage <= floor``.
 
-    residual : (n_alphas, m, n_outputs); leverage : (m, n_alphas).
+    residual : (n_alphas, m, n_outputs); one_minus_leverage : (m, n_alphas).
     """
-    denominator = (1.0 - leverage.T)[:, :, None]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(denominator > _LEVERAGE_TOL, residual / denominator, np.inf)
+    denominator = one_minus_leverage.T[:, :, None]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return np.where(denominator > floor, residual / denominator, np.inf)
+
+
+def _resolved(row_norms, threshold):
+    """Whether every weighted row's squared norm is zero or well above the rank
+    threshold of the eigendecomposition (see ``_RESOLVED_MARGIN``)."""
+    return not np.any((row_norms > 0) & (row_norms <= _RESOLVED_MARGIN * threshold))
 
 
 # --- the spectral path: every alpha from one eigendecomposition ---------------------
@@ -136,6 +148,13 @@ def _loo_normal(data, targets, alphas, fit_intercept):
     """Leave-one-out predictions (rescaled units) from the eigendecomposition of the
     lifted Gram, and the total statistics.
 
+    A row of leverage one at ``alpha = 0`` (``r_i = 1 - h_i = 0``) gets the limit
+    of ``r_i / (1 - h_i)``: with ``rho = (phi_i - mean)^T V``, ``c = V^T Phi^T W y``,
+    ``f = 1 / (lambda + alpha)`` and ``f0 = 1 / lambda`` (the kept directions),
+    ``r_i(alpha) = alpha sum_k rho_k c_k f_k f0_k`` and ``1 - h_i(alpha) = alpha w_i
+    sum_k rho_k^2 f_k f0_k``, so their ratio is exact for every ``alpha``: the
+    leave-one-out of the minimum-norm fit at ``alpha = 0``.
+
     Returns
     -------
     statistics : LiftedStatistics
@@ -146,32 +165,46 @@ def _loo_normal(data, targets, alphas, fit_intercept):
         fit_intercept
     )
     eigenvalues, eigenvectors = _eigh(gram)
-    filters = _spectral_filters(
-        eigenvalues,
-        alphas,
-        default_rank_tol(data.n_lifted),
-        uncentered_scale(gram, feature_mean, statistics.weight_sum),
-    )
+    tol = default_rank_tol(data.n_lifted)
+    scale = uncentered_scale(gram, feature_mean, statistics.weight_sum)
+    filters = _spectral_filters(eigenvalues, alphas, tol, scale)
+    zero_filters = _spectral_filters(eigenvalues, [0.0], tol, scale)[0]
     spectral = (
         eigenvectors,
         feature_mean @ eigenvectors,
-        filters[:, :, None] * (eigenvectors.T @ moment),  # (A, p, o)
+        eigenvectors.T @ moment,  # (p, o)
         filters,
+        zero_filters,
         target_mean,
     )
     weights = data.row_scale**2
     weight_sum = float(weights.sum())
     n_alphas, n_outputs = len(alphas), targets.shape[1]
     predictions = np.empty((data.n_rows, n_alphas, n_outputs))
+    row_norms = np.empty(data.n_rows)
+    limits = []  # (rows, limit predictions) of leverage-one rows
 
-    def add_predictions(start, stop, fitted, spread):
-        leverage = spread * weights[start:stop, None]  # (m, A)
-        if fit_intercept and weight_sum > 0:
-            leverage += weights[start:stop, None] / weight_sum
-        loo_residual = _leave_one_out_residual(targets[start:stop] - fitted, leverage)
-        predictions[start:stop] = np.swapaxes(targets[start:stop] - loo_residual, 0, 1)
+    def add_predictions(start, stop, fitted, spread, slope, slope_spread, extra):
+        spread0, norms = extra[:, 0], extra[:, 1]
+        row_weights = weights[start:stop, None]
+        intercept_leverage = row_weights / weight_sum if fit_intercept else 0.0
+        one_minus = 1.0 - spread * row_weights - intercept_leverage
+        row_targets = targets[start:stop]
+        loo_residual = _leave_one_out_residual(row_targets - fitted, one_minus)
+        predictions[start:stop] = np.swapaxes(row_targets - loo_residual, 0, 1)
+        row_norms[start:stop] = row_weights[:, 0] * norms
+        one_minus0 = 1.0 - spread0[:, None] * row_weights - intercept_leverage
+        rows = np.flatnonzero((one_minus0[:, 0] <= _LEVERAGE_TOL) & (row_weights[:, 0] > 0))
+        if rows.size:
+            residual = _leave_one_out_residual(
+                slope[:, rows], slope_spread[rows] * row_weights[rows], 0.0
+            )
+            limits.append(
+                (start + rows, np.swapaxes(row_targets[rows] - residual, 0, 1))
+            )
 
-    if data.is_distributed:  # one pass on the workers; (A (o + 1)) numbers a row
+    if data.is_distributed:  # one pass on the workers; 2 A (o + 1) + 2 numbers a row
+        width = n_alphas * n_outputs
         packed = data.sequences.map_blocks(
             _block_spectral_fits,
             data.layout_args,
@@ -179,36 +212,72 @@ def _loo_normal(data, targets, alphas, fit_intercept):
             *spectral,
             dtype=np.float64,
             drop_axis=2,
-            chunks=(data.sequences.chunks[0], (n_alphas * (n_outputs + 1),)),
+            chunks=(data.sequences.chunks[0], (2 * n_alphas * (n_outputs + 1) + 2,)),
         ).compute()
-        fitted = packed[:, : n_alphas * n_outputs].reshape(-1, n_alphas, n_outputs)
-        add_predictions(
-            0, data.n_rows, fitted.swapaxes(0, 1), packed[:, n_alphas * n_outputs :]
+        parts = np.split(
+            packed, np.cumsum([width, n_alphas, width, n_alphas]), axis=1
         )
-        return statistics, predictions
-    for start, stop, chunk in data._chunks():
-        features = data.layout.features(chunk, n_threads=data.n_threads)
-        add_predictions(start, stop, *_spectral_fits(features, *spectral))
+        fitted, slope = (
+            part.reshape(-1, n_alphas, n_outputs).swapaxes(0, 1)
+            for part in (parts[0], parts[2])
+        )
+        add_predictions(0, data.n_rows, fitted, parts[1], slope, parts[3], parts[4])
+    else:
+        for start, stop, chunk in data._chunks():
+            features = data.layout.features(chunk, n_threads=data.n_threads)
+            add_predictions(start, stop, *_spectral_fits(features, *spectral))
+    threshold = tol * max(eigenvalues[-1], scale, 0.0)
+    if limits and _resolved(row_norms, threshold):
+        for rows, values in limits:
+            predictions[rows] = values
     return statistics, predictions
 
 
-def _spectral_fits(features, eigenvectors, mean_projected, projected, filters, offset):
-    """Fitted values of every alpha, ``(A, m, o)``, and the leverages before the
-    row weight, ``(m, A)``, of lifted rows (rescaled units) from the Gram's
-    eigendecomposition: ``(phi_i - mean)^T V``, one ``p x p`` product."""
+def _spectral_fits(
+    features, eigenvectors, mean_projected, projected, filters, zero_filters, offset
+):
+    """From the Gram's eigendecomposition, for lifted rows (rescaled units), every
+    alpha at once: fitted values ``(A, m, o)`` and leverages before the row weight
+    ``(m, A)``; the same with the filters times those of ``alpha = 0`` (the
+    limit of :func:`_loo_normal`); and ``(m, 2)``: the leverage factor at
+    ``alpha = 0`` and the squared norm of each row. ``(phi_i - mean)^T V`` is
+    one ``p x p`` product."""
     rotated = features @ eigenvectors - mean_projected
-    return rotated @ projected + offset, rotated**2 @ filters.T
+    squared = rotated**2
+    limit = filters * zero_filters
+    extra = np.column_stack(
+        [squared @ zero_filters, np.einsum("ij,ij->i", features, features)]
+    )
+    return (
+        rotated @ (filters[:, :, None] * projected) + offset,
+        squared @ filters.T,
+        rotated @ (limit[:, :, None] * projected),
+        squared @ limit.T,
+        extra,
+    )
 
 
 def _block_spectral_fits(block, layout_args, token_scale, *spectral):
     """:func:`_spectral_fits` of a block of sequences (runs on a Dask worker),
-    packed as rows ``[fitted (A x o), leverage factors (A)]``."""
+    packed as rows ``[fitted (A x o), leverage factors (A), limit numerators
+    (A x o), limit denominators (A), leverage factor at 0, squared norm]``."""
     sequences = check_sequence_values(block)
     if token_scale != 1.0:
         sequences = sequences * token_scale
     layout = _RowLayout(*layout_args, sequences.shape[2])
-    fitted, spread = _spectral_fits(layout.features(sequences), *spectral)
-    return np.hstack([fitted.swapaxes(0, 1).reshape(len(spread), -1), spread])
+    fitted, spread, slope, slope_spread, extra = _spectral_fits(
+        layout.features(sequences), *spectral
+    )
+    n_rows = len(spread)
+    return np.hstack(
+        [
+            fitted.swapaxes(0, 1).reshape(n_rows, -1),
+            spread,
+            slope.swapaxes(0, 1).reshape(n_rows, -1),
+            slope_spread,
+            extra,
+        ]
+    )
 
 
 def _unweighted_kernel(data):
@@ -261,36 +330,67 @@ def _loo_dual(data, targets, alphas, fit_intercept):
     """Leave-one-out predictions (rescaled units) from the eigendecomposition of the
     weighted, centered kernel (fewer rows than lifted features).
 
+    On the rows of positive weight, with ``M = sqrt(W) K_c sqrt(W) = U diag(mu)
+    U^T`` (deflated along ``sqrt(w)`` with an intercept, whose direction the
+    centering removes), ``c = U^T sqrt(W) (y - mean)`` and ``f = 1 / (mu +
+    alpha)``: ``I - H = U diag(alpha f) U^T`` (``1`` for directions dropped as
+    numerically null), so the leave-one-out residual
+    ``[U (alpha f c)]_i / (sqrt(w_i) [U^2 alpha f]_i)`` is, for a row outside the
+    dropped directions, ``[U (f c)]_i / (sqrt(w_i) [U^2 f]_i)``: finite at
+    ``alpha = 0`` (``[K^+ y]_i / [K^+]_ii``, the leave-one-out of the
+    minimum-norm fit). Rows of zero weight take no part in the fit: their
+    prediction is the full fit's.
+
     Returns
     -------
     predictions : ndarray of shape (n_rows, n_alphas, n_outputs)
     """
     kernel = _unweighted_kernel(data)
-    row_scale = data.row_scale
-    weights = row_scale**2
+    weights = data.row_scale**2
+    positive = np.flatnonzero(weights > 0)
+    row_scale = data.row_scale[positive]
     weight_sum = float(weights.sum())
+    columns = kernel[:, positive]  # every row against the fitted ones
+    row_norms = weights[positive] * np.diag(kernel)[positive]
+    scale = np.max(row_norms, initial=0.0)  # before centering
     target_mean = np.zeros(targets.shape[1])
-    scale = np.max(weights * np.diag(kernel), initial=0.0)  # before centering
-    if fit_intercept and weight_sum > 0:
+    if fit_intercept:
         # <phi_i - mean, phi_j - mean> with the weighted mean of the features.
-        means = kernel @ weights / weight_sum
-        grand = float(weights @ means) / weight_sum
-        kernel = kernel - means[:, None] - means[None, :] + grand
+        means = columns @ weights[positive] / weight_sum
+        grand = float(weights[positive] @ means[positive]) / weight_sum
+        columns = columns - means[:, None] - means[None, positive] + grand
         target_mean = weights @ targets / weight_sum
-    weighted = row_scale[:, None] * kernel * row_scale[None, :]
-    eigenvalues, eigenvectors = _eigh(weighted)
-    filters = _spectral_filters(
-        eigenvalues, alphas, default_rank_tol(data.n_lifted), scale
+    weighted = row_scale[:, None] * columns[positive] * row_scale[None, :]
+    if fit_intercept:
+        block, reflection = deflated_kernel(weighted, row_scale)
+        eigenvalues, vectors = _eigh(block) if block.size else (np.zeros(0), block)
+        eigenvectors = reflect(reflection, np.vstack([np.zeros((1, len(block))), vectors]))
+    else:
+        eigenvalues, eigenvectors = _eigh(weighted)
+    tol = default_rank_tol(data.n_lifted)
+    filters = _spectral_filters(eigenvalues, alphas, tol, scale)  # (A, m)
+    centered = targets[positive] - target_mean
+    projected = eigenvectors.T @ (row_scale[:, None] * centered)  # (m, o)
+    dual_coef = eigenvectors @ (filters[:, :, None] * projected)  # (A, n+, o)
+    predictions = columns @ (row_scale[:, None] * dual_coef) + target_mean
+    # Leave-one-out on the rows of positive weight: I - H = U diag(g) U^T.
+    complement = 1.0 - eigenvalues * filters  # g: alpha f, or 1 where dropped
+    squares = eigenvectors**2
+    residual = eigenvectors @ (complement[:, :, None] * projected) / row_scale[:, None]
+    loo_residual = _leave_one_out_residual(residual, squares @ complement.T)
+    # Rows outside the dropped directions: the same ratio divided by alpha.
+    dropped = squares @ (filters == 0).T  # (n+, A)
+    threshold = tol * max(eigenvalues[-1] if eigenvalues.size else 0.0, scale)
+    if not _resolved(row_norms, threshold):  # only where nothing is dropped
+        dropped[:, np.any(filters == 0, axis=1)] = np.inf
+    limit = _leave_one_out_residual(
+        dual_coef / row_scale[:, None], squares @ filters.T, 0.0
     )
-    centered = targets - target_mean
-    projected = eigenvectors.T @ (row_scale[:, None] * centered)  # (n, o)
-    dual_coef = eigenvectors @ (filters[:, :, None] * projected)  # (A, n, o)
-    fitted = kernel @ (row_scale[:, None] * dual_coef)  # (A, n, o), zero weights too
-    leverage = eigenvectors**2 @ (filters * np.maximum(eigenvalues, 0.0)).T  # (n, A)
-    if fit_intercept and weight_sum > 0:
-        leverage += weights[:, None] / weight_sum
-    loo_residual = _leave_one_out_residual(centered - fitted, leverage)
-    return np.swapaxes(targets - loo_residual, 0, 1)
+    use_limit = (dropped <= _LEVERAGE_TOL).T[:, :, None]
+    loo_residual = np.where(use_limit, limit, loo_residual)
+    predictions = np.swapaxes(predictions, 0, 1)
+    predictions[positive] = targets[positive, None, :] - np.swapaxes(loo_residual, 0, 1)
+    return predictions
 
 
 # --- folds -------------------------------------------------------------------------
@@ -825,10 +925,17 @@ certificate_, head_search_, token_dim_, n_features_in_, feature_names_in_
 
     Notes
     -----
-    Leave-one-out leverages ``h_i`` within ``1e-9`` of one (a row no other row can
-    predict, e.g. with ``alpha=0`` and more lifted features than rows) give no
-    finite score; such an alpha is never chosen unless every alpha has that
-    problem. Reference:
+    A sequence whose lifted features no other sequence shares has leverage
+    ``h_i = 1`` and training residual ``r_i = 0`` at ``alpha=0`` (every sequence,
+    when there are at most as many as lifted features: the minimum-norm fit
+    interpolates). Its leave-one-out residual is the limit of ``r_i / (1 - h_i)``,
+    computed from the same eigendecomposition: the prediction of the
+    minimum-norm fit of the other sequences, exactly, for ``alpha=0`` and tiny
+    alphas alike. Only when sequences differ so much in scale that some lifted
+    features fall below the rounding of the largest ones (token scales about
+    ``1e3`` apart: the Gram grows as their sixth power) is that limit not
+    computable; such an alpha scores ``-inf`` and is never chosen unless every
+    alpha does. Reference:
     Yau et al., "Learning Linear Attention in Polynomial Time", NeurIPS 2025.
 
     Examples

@@ -69,8 +69,10 @@ def naive_weighted_solution(features, targets, weights, alpha, fit_intercept):
         mean, target_mean = np.zeros(features.shape[1]), np.zeros(targets.shape[1])
     A = w * (features - mean)
     b = w * (targets - target_mean)
-    if alpha > 0:
-        coef = np.linalg.solve(A.T @ A + alpha * np.eye(A.shape[1]), A.T @ b).T
+    if alpha > 0:  # least squares of [A; sqrt(alpha) I]: no squared condition
+        augmented = np.vstack([A, np.sqrt(alpha) * np.eye(A.shape[1])])
+        padded = np.vstack([b, np.zeros((A.shape[1], b.shape[1]))])
+        coef = np.linalg.lstsq(augmented, padded, rcond=None)[0].T
     else:
         coef = (np.linalg.pinv(A, rcond=1e-12) @ b).T
     residual = b - A @ coef.T

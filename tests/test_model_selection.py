@@ -10,7 +10,7 @@ from conftest import (
     random_attention,
     random_sequences,
 )
-from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold
+from sklearn.model_selection import GridSearchCV, KFold, LeaveOneOut, StratifiedKFold
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_linattn import (
@@ -379,15 +379,79 @@ def test_gcv_modes_agree(rng):
     np.testing.assert_allclose(primal.coef_, dual.coef_, rtol=1e-6, atol=1e-10)
 
 
-@pytest.mark.parametrize("scoring", [None, "r2"])
-def test_leverage_one_is_never_chosen(rng, scoring):
-    # Fewer rows than lifted features and alpha=0: the minimum-norm fit
-    # interpolates, every leverage is one and leave-one-out has no finite score.
-    X = random_sequences(rng, 10, 4, 3)
-    y = rng.normal(size=10)
-    model = LinearAttentionRegressorCV([0.0, 1.0], scoring=scoring).fit(X, y)
-    assert model.cv_scores_[0] == -np.inf and np.isfinite(model.cv_scores_[1])
-    assert model.alpha_ == 1.0
+def naive_leave_one_out(features, targets, weights, alpha, fit_intercept):
+    """Leave-one-out predictions from the definition: a pinv / solve refit on
+    the other rows for each row (zero-weight rows: the fit on all rows)."""
+    predictions = np.empty_like(targets)
+    for i in range(len(features)):
+        kept = np.arange(len(features)) != i
+        if weights[i] == 0:
+            kept[:] = True
+        coef, intercept, _, _ = naive_weighted_solution(
+            features[kept], targets[kept], weights[kept], alpha, fit_intercept
+        )
+        predictions[i] = features[i] @ coef.T + intercept
+    return predictions
+
+
+@pytest.mark.parametrize(
+    "n_samples, gcv_mode",
+    [(10, "dual"), (10, "normal"), (18, "normal"), (18, "dual"), (25, "auto")],
+)
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_leave_one_out_of_the_minimum_norm_fit_is_exact(
+    rng, n_samples, gcv_mode, fit_intercept, weighted
+):
+    """With at most as many sequences as lifted features (p = 18 here) the
+    minimum-norm fit interpolates and every leverage is one, yet each sequence's
+    leave-one-out prediction (the minimum-norm fit of the others) is finite: the
+    limit of r_i / (1 - h_i) as alpha -> 0. It equals explicit refits, for
+    alpha = 0 and for tiny alphas, from the kernel and from the Gram alike."""
+    X = random_sequences(rng, n_samples, 4, 3)
+    y = rng.normal(size=(n_samples, 2))
+    weights = rng.uniform(0.5, 2.0, size=n_samples) if weighted else np.ones(n_samples)
+    if weighted and gcv_mode != "normal":
+        # Not in any training set: predicted by the full fit. (Outside the span of
+        # the others, from the Gram with alpha = 1e-10 that prediction carries
+        # eps * lambda_max / alpha of rounding, 1e-5 here: the normal equations
+        # square the condition number.)
+        weights[3] = 0.0
+    alphas = [0.0, 1e-10, 1e-8, 1e-2]
+    model = LinearAttentionRegressorCV(
+        alphas,
+        scoring="neg_mean_absolute_error",  # store the predictions
+        n_heads=None,
+        fit_intercept=fit_intercept,
+        gcv_mode=gcv_mode,
+        store_cv_results=True,
+    ).fit(X, y, sample_weight=weights if weighted else None)
+    features = naive_lifted_features(X)
+    for index, alpha in enumerate(alphas):
+        expected = naive_leave_one_out(features, y, weights, alpha, fit_intercept)
+        np.testing.assert_allclose(
+            model.cv_results_[:, :, index], expected, rtol=1e-5, atol=1e-7
+        )
+    assert np.all(np.isfinite(model.cv_scores_))
+
+
+def test_leave_one_out_picks_alpha_zero_as_grid_search_does(rng):
+    """The issue's case: LeaveOneOut in GridSearchCV and the efficient
+    leave-one-out agree on every score and pick the same alpha."""
+    X = random_sequences(rng, 10, 4, 3)  # n < p = 18
+    y = naive_lifted_features(X) @ rng.normal(size=18)  # noiseless
+    alphas = [0.0, 1e-10, 1e-8, 1e-1]
+    search = GridSearchCV(
+        LinearAttentionRegressor(n_heads=None),
+        {"alpha": alphas},
+        cv=LeaveOneOut(),
+        scoring="neg_mean_squared_error",
+    ).fit(X, y)
+    model = LinearAttentionRegressorCV(alphas, n_heads=None).fit(X, y)
+    np.testing.assert_allclose(
+        model.cv_scores_, search.cv_results_["mean_test_score"], rtol=1e-6
+    )
+    assert model.alpha_ == search.best_params_["alpha"]
 
 
 # --- sample weights ----------------------------------------------------------------
