@@ -101,10 +101,21 @@ class GramSpectrum:
         mu^T`` from an uncentered one, the uncentered matrix's largest diagonal
         entry (the centering leaves errors of about ``eps`` times it, which would
         otherwise count as rank when the centered matrix is itself rounding).
+    max_rank : int, optional
+        The rank the matrix has at most whatever its entries (a kernel of ``n``
+        rows of ``p < n`` features: ``p``); its smaller eigenvalues are zero, as
+        rounding leaves them.
     """
 
     def __init__(
-        self, eigenvalues, eigenvectors, tol, size=None, factor=None, scale=0.0
+        self,
+        eigenvalues,
+        eigenvectors,
+        tol,
+        size=None,
+        factor=None,
+        scale=0.0,
+        max_rank=None,
     ):
         self.eigenvalues = eigenvalues
         self.eigenvectors = eigenvectors
@@ -112,6 +123,7 @@ class GramSpectrum:
         self.size = eigenvalues.size if size is None else int(size)
         self.factor = factor
         self.scale = float(scale)
+        self.max_rank = max_rank
 
     @property
     def estimated(self):
@@ -119,8 +131,22 @@ class GramSpectrum:
         return self.size != self.eigenvalues.size
 
     @property
+    def structural_zeros(self):
+        """How many of the smallest eigenvalues are zero by ``max_rank``."""
+        if self.max_rank is None or self.estimated:
+            return 0
+        return max(self.size - self.max_rank, 0)
+
+    @property
+    def structural_floor(self):
+        """The largest eigenvalue that is zero by ``max_rank`` (-inf if none)."""
+        zeros = self.structural_zeros
+        return self.eigenvalues[zeros - 1] if zeros else -np.inf
+
+    @property
     def threshold(self):
-        return self.tol * max(self.eigenvalues[-1], self.scale, 0.0)
+        largest = self.eigenvalues[-1] if self.eigenvalues.size else 0.0
+        return max(self.tol * max(largest, self.scale, 0.0), self.structural_floor)
 
     @property
     def rank(self):
@@ -346,13 +372,13 @@ def kernel_spectrum(kernel, tol, n_lifted, scale=0.0):
     if len(kernel) < n_lifted:
         return gram_spectrum(kernel, tol, scale)
     eigenvalues = scipy.linalg.eigvalsh(kernel, check_finite=False)
-    spectrum = GramSpectrum(eigenvalues, None, tol, scale=scale)
+    spectrum = GramSpectrum(eigenvalues, None, tol, scale=scale, max_rank=n_lifted)
     if spectrum.full_rank:
         spectrum.factor = _cholesky(kernel)
         if spectrum.factor is not None:
             return spectrum
     eigenvalues, vectors = scipy.linalg.eigh(kernel, check_finite=False)
-    return GramSpectrum(eigenvalues, vectors, tol, scale=scale)
+    return GramSpectrum(eigenvalues, vectors, tol, scale=scale, max_rank=n_lifted)
 
 
 def householder_vector(direction):

@@ -39,7 +39,7 @@ from sklearn.metrics import (
 from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._certificate import deflated_kernel, default_rank_tol, reflect
+from ._certificate import GramSpectrum, deflated_kernel, default_rank_tol, reflect
 from ._data import (
     StatisticsSource,
     _RowLayout,
@@ -95,21 +95,27 @@ def _resolved(row_norms, threshold):
 # --- the spectral path: every alpha from one eigendecomposition ---------------------
 
 
-def _spectral_filters(eigenvalues, alphas, tol, scale=0.0):
+def _spectral_filters(eigenvalues, alphas, tol, scale=0.0, max_rank=None):
     """``1 / (lambda_k + alpha)`` for each alpha (rows) and eigenvalue (columns).
 
     As :func:`~sklearn_linattn._solvers.solve_gram`: the full inverse when the
     matrix is numerically positive definite or ``alpha`` exceeds the rank threshold,
     else the numerically-null directions are dropped (minimum norm). ``scale``:
-    the rank threshold's floor for centered matrices, as there.
+    the rank threshold's floor for centered matrices, as there; ``max_rank``: the
+    rank a kernel has at most (its other eigenvalues are zero for every alpha).
     """
-    threshold = tol * max(eigenvalues[-1], scale, 0.0) if eigenvalues.size else 0.0
+    spectrum = GramSpectrum(eigenvalues, None, tol, scale=scale, max_rank=max_rank)
+    threshold = spectrum.threshold
     kept = eigenvalues > threshold
+    structural = np.arange(eigenvalues.size) < spectrum.structural_zeros
     full_rank = bool(np.all(kept))
     filters = np.zeros((len(alphas), eigenvalues.size))
     for index, alpha in enumerate(alphas):
         shifted = eigenvalues + alpha
-        use = (shifted > 0) if (full_rank or alpha > threshold) else kept
+        if full_rank or alpha > threshold:
+            use = (shifted > 0) & ~structural
+        else:
+            use = kept
         filters[index, use] = 1.0 / shifted[use]
     return filters
 
@@ -292,10 +298,11 @@ def _unweighted_kernel(data):
 
 
 def _dual_fold_predictions(
-    kernel, train, test, weights, targets, alphas, fit_intercept, tol
+    kernel, train, test, weights, targets, alphas, fit_intercept, n_lifted
 ):
     """Predictions (rescaled units) for the ``test`` rows of the models fitted on the
-    ``train`` rows, every alpha from one eigendecomposition of the training kernel.
+    ``train`` rows, every alpha from one eigendecomposition of the training kernel
+    (of rank at most ``n_lifted``).
 
     Returns
     -------
@@ -319,7 +326,9 @@ def _dual_fold_predictions(
     training = block[: train.size]
     weighted = row_scale[:, None] * training * row_scale[None, :]
     eigenvalues, eigenvectors = _eigh(weighted)
-    filters = _spectral_filters(eigenvalues, alphas, tol, scale)
+    filters = _spectral_filters(
+        eigenvalues, alphas, default_rank_tol(n_lifted), scale, n_lifted
+    )
     projected = eigenvectors.T @ (row_scale[:, None] * (train_targets - target_mean))
     dual_coef = eigenvectors @ (filters[:, :, None] * projected)  # (A, n_train, o)
     predictions = block[train.size :] @ (row_scale[:, None] * dual_coef) + target_mean
@@ -368,7 +377,7 @@ def _loo_dual(data, targets, alphas, fit_intercept):
     else:
         eigenvalues, eigenvectors = _eigh(weighted)
     tol = default_rank_tol(data.n_lifted)
-    filters = _spectral_filters(eigenvalues, alphas, tol, scale)  # (A, m)
+    filters = _spectral_filters(eigenvalues, alphas, tol, scale, data.n_lifted)
     centered = targets[positive] - target_mean
     projected = eigenvectors.T @ (row_scale[:, None] * centered)  # (m, o)
     dual_coef = eigenvectors @ (filters[:, :, None] * projected)  # (A, n+, o)
@@ -720,7 +729,7 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                         scaled_targets,
                         scaled,
                         self.fit_intercept,
-                        default_rank_tol(data.n_lifted),
+                        data.n_lifted,
                     )
                     / data.rescaling.target
                 )

@@ -232,7 +232,10 @@ def solve_gram(gram, moment, alpha, spectrum):
 
     Cholesky when ``gram`` is numerically positive definite or ``alpha`` exceeds
     the rank threshold; else (or when Cholesky fails) the eigen-solve of
-    :func:`_eigen_solve`: the minimum-norm solution for ``alpha = 0``.
+    :func:`_eigen_solve`: the minimum-norm solution for ``alpha = 0``. Directions
+    that are zero by the spectrum's ``max_rank`` are left out for every ``alpha``
+    (a kernel's null space adds nothing to the lifted coefficients in exact
+    arithmetic, only rounding divided by ``alpha``).
 
     Returns
     -------
@@ -242,7 +245,8 @@ def solve_gram(gram, moment, alpha, spectrum):
         return scipy.linalg.cho_solve(
             (spectrum.factor, False), moment, check_finite=False
         ).T
-    if spectrum.full_rank or alpha > spectrum.threshold:
+    structural = spectrum.structural_zeros > 0
+    if not structural and (spectrum.full_rank or alpha > spectrum.threshold):
         regularized = gram + alpha * np.eye(gram.shape[0]) if alpha > 0 else gram
         try:
             factor = scipy.linalg.cho_factor(regularized, check_finite=False)
@@ -252,10 +256,17 @@ def solve_gram(gram, moment, alpha, spectrum):
     if spectrum.eigenvectors is None:
         eigenvalues, eigenvectors = scipy.linalg.eigh(gram, check_finite=False)
         spectrum = GramSpectrum(
-            eigenvalues, eigenvectors, spectrum.tol, scale=spectrum.scale
+            eigenvalues,
+            eigenvectors,
+            spectrum.tol,
+            scale=spectrum.scale,
+            max_rank=spectrum.max_rank,
         )
+    cutoff = spectrum.threshold
+    if structural and alpha > cutoff:  # only the structural zeros are left out
+        cutoff = spectrum.structural_floor
     return _eigen_solve(
-        spectrum.eigenvalues, spectrum.eigenvectors, spectrum.threshold, moment, alpha
+        spectrum.eigenvalues, spectrum.eigenvectors, cutoff, moment, alpha
     ).T
 
 
@@ -422,10 +433,11 @@ def _solve_kernel(data, alpha, fit_intercept):
     centered_targets = targets - np.outer(row_scale, target_mean)
     tol = default_rank_tol(data.n_lifted)
     reflection = None
-    if fit_intercept and total > 0:
+    if fit_intercept and total > 0 and len(kernel) > 1:
         # The centered kernel is singular along the row weights (K r = 0) and the
         # centered targets are orthogonal to them: solve on the other directions,
-        # where the kernel has full rank on generic data (Cholesky, no eigh).
+        # where the kernel has full rank on generic data (Cholesky, no eigh). (One
+        # row centers to zero: no direction is left, the model is the constant.)
         block, reflection = deflated_kernel(kernel, row_scale)
         spectrum = kernel_spectrum(block, tol, data.n_lifted, scale)
         rotated = reflect(reflection, centered_targets)[1:]

@@ -111,6 +111,23 @@ def test_underdetermined_fit_is_minimum_norm(rng):
     assert not certificate.covers(random_sequences(rng, 5, 10, d)).any()
 
 
+@pytest.mark.parametrize("solver", ["auto", "normal", "dual", "cg"])
+@pytest.mark.parametrize("n_outputs", [1, 2])
+def test_one_sequence_with_intercept_is_the_constant_model(rng, solver, n_outputs):
+    """Centered, a single sequence has no features left: every solver returns
+    the intercept-only model (the least-squares fit of one point)."""
+    X = random_sequences(rng, 1, 5, 3)
+    y = rng.normal(size=(1, n_outputs))
+    if n_outputs == 1:
+        y = y[:, 0]
+    model = LinearAttentionRegressor(solver=solver, fit_intercept=True).fit(X, y)
+    assert np.all(model.coef_ == 0.0)
+    np.testing.assert_allclose(model.intercept_, y[0], rtol=1e-12)
+    other = random_sequences(rng, 4, 7, 3)
+    np.testing.assert_allclose(model.predict(other), np.repeat(y, 4, axis=0), rtol=1e-12)
+    assert model.certificate_.rank == 0 and not model.certificate_.identifiable
+
+
 def test_ridge_matches_closed_form(rng):
     X = random_sequences(rng, 60, 8, 3)
     y = rng.normal(size=60)

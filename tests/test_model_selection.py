@@ -435,6 +435,37 @@ def test_leave_one_out_of_the_minimum_norm_fit_is_exact(
     assert np.all(np.isfinite(model.cv_scores_))
 
 
+@pytest.mark.parametrize("token_dim, n_samples", [(1, 12), (2, 20)])  # p = 1, 6
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_kernel_form_with_more_rows_than_features(
+    rng, token_dim, n_samples, fit_intercept
+):
+    """gcv_mode="dual" with more rows than lifted features: the kernel's n - p
+    smallest eigenvalues are zero, not rounding to divide by; leave-one-out and
+    K-fold equal explicit refits, for alpha = 0 and tiny alphas too."""
+    X = rng.normal(size=(n_samples, 3, token_dim))
+    y = rng.normal(size=(n_samples, 1))
+    alphas = [0.0, 1e-12, 1e-6, 1.0]
+    features = naive_lifted_features(X)
+    kwargs = dict(n_heads=None, fit_intercept=fit_intercept, gcv_mode="dual")
+    loo = LinearAttentionRegressorCV(
+        alphas, scoring="neg_mean_absolute_error", store_cv_results=True, **kwargs
+    ).fit(X, y)
+    for index, alpha in enumerate(alphas):
+        expected = naive_leave_one_out(
+            features, y, np.ones(n_samples), alpha, fit_intercept
+        )
+        np.testing.assert_allclose(
+            loo.cv_results_[:, :, index], expected, rtol=1e-6, atol=1e-9
+        )
+    splits = list(KFold(3).split(X))
+    kfold = LinearAttentionRegressorCV(alphas, cv=KFold(3), **kwargs).fit(X, y)
+    expected = naive_kfold_scores(
+        features, y, np.ones(n_samples), splits, alphas, fit_intercept
+    )
+    np.testing.assert_allclose(kfold.cv_scores_, expected, rtol=1e-6)
+
+
 def test_leave_one_out_picks_alpha_zero_as_grid_search_does(rng):
     """The issue's case: LeaveOneOut in GridSearchCV and the efficient
     leave-one-out agree on every score and pick the same alpha."""

@@ -6,7 +6,13 @@ import warnings
 import numpy as np
 import pytest
 import scipy.linalg
-from conftest import n_lifted, naive_lifted_features, random_attention, random_sequences
+from conftest import (
+    n_lifted,
+    naive_lifted_features,
+    naive_weighted_solution,
+    random_attention,
+    random_sequences,
+)
 from joblib import parallel_backend
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV
@@ -116,6 +122,33 @@ def test_dual_without_full_eigendecomposition_equals_normal(rng, fit_intercept, 
     expected = [True] * 4 + [False] * 4
     assert exact.covers(probe).tolist() == expected
     assert kernel.covers(probe).tolist() == expected
+
+
+@pytest.mark.parametrize("token_dim, n_samples", [(1, 5), (1, 12), (1, 40), (2, 9)])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 1e3])
+def test_dual_with_more_rows_than_features_is_minimum_norm(
+    rng, token_dim, n_samples, fit_intercept, scale
+):
+    """The kernel of n rows has rank at most p: with n > p (token_dim=1 gives
+    p = 1) its n - p smallest eigenvalues are zero whatever rounding makes of
+    them. The dual solver's coefficients equal the pinv solution and its rank the
+    features' rank, like the normal solver's."""
+    for n_tokens in (1, 3, 8):
+        X = scale * rng.normal(size=(n_samples, n_tokens, token_dim))
+        y = rng.normal(size=n_samples)
+        features = naive_lifted_features(X)
+        expected, intercept, _, _ = naive_weighted_solution(
+            features, y[:, None], np.ones(n_samples), 0.0, fit_intercept
+        )
+        centered = features - features.mean(axis=0) if fit_intercept else features
+        for solver in ("dual", "normal"):
+            model = LinearAttentionRegressor(
+                solver=solver, n_heads=None, fit_intercept=fit_intercept
+            ).fit(X, y)
+            np.testing.assert_allclose(model.coef_, expected[0], rtol=1e-6)
+            assert model.intercept_ == pytest.approx(intercept[0], rel=1e-6, abs=1e-9)
+            assert model.certificate_.rank == np.linalg.matrix_rank(centered)
 
 
 def test_lanczos_certificate_beyond_small_p(rng):
