@@ -68,6 +68,9 @@ _MODEL_ATTRIBUTES = frozenset(
     }
 )
 _INTEGER_PARAMETERS = ("token_dim", "n_heads", "max_iter", "batch_size", "n_jobs")
+# The parameters the solve after partial_fit reads: their values at the last
+# partial_fit call are kept for it, as fit uses those at its call.
+_SOLVE_PARAMETERS = ("alpha", "fit_intercept", "n_heads", "tol")
 
 
 class _AtomicUpdate:
@@ -299,6 +302,9 @@ class _LinearAttentionBase(BaseEstimator):
         for name in _MODEL_ATTRIBUTES:
             self.__dict__.pop(name, None)
         self._model_pending = True
+        self._pending_parameters = {
+            name: getattr(self, name) for name in _SOLVE_PARAMETERS
+        }
         return self
 
     def _check_batch_scale(self, statistics):
@@ -338,18 +344,25 @@ class _LinearAttentionBase(BaseEstimator):
         return False
 
     def _solve_pending(self):
-        source = StatisticsSource(
-            self._statistics, self._layout, self._rescaling,
-            folds=self._fold_statistics,
-        )
-        start = time.perf_counter()
-        solution = solve_normal(
-            source, alpha=self.alpha, fit_intercept=self.fit_intercept,
-            noise_folds=self._fold_statistics is not None,
-        )
-        self._set_model(
-            solution, source, self._single_output, time.perf_counter() - start
-        )
+        # Solve with the parameters of the last partial_fit call, whatever
+        # set_params did since (put back afterwards).
+        current = {name: getattr(self, name) for name in self._pending_parameters}
+        self.__dict__.update(self._pending_parameters)
+        try:
+            source = StatisticsSource(
+                self._statistics, self._layout, self._rescaling,
+                folds=self._fold_statistics,
+            )
+            start = time.perf_counter()
+            solution = solve_normal(
+                source, alpha=self.alpha, fit_intercept=self.fit_intercept,
+                noise_folds=self._fold_statistics is not None,
+            )
+            self._set_model(
+                solution, source, self._single_output, time.perf_counter() - start
+            )
+        finally:
+            self.__dict__.update(current)
         self._model_pending = False
 
     def _set_model(self, solution, data, single_output, solve_seconds):
@@ -784,8 +797,11 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         data. A call only updates the statistics: the solve, the heads and the
         certificate are computed when one of ``coef_``, ``intercept_``,
         ``attention_``, the head attributes or ``certificate_`` is first read (or at
-        ``predict``), so that they always describe all batches so far. A call that
-        raises leaves the estimator as it was.
+        ``predict``), so that they always describe all batches so far, with the
+        parameters (``alpha``, ``fit_intercept``, ``n_heads``, ``tol``) in force at
+        the last call: as after ``fit``, ``set_params`` changes the model only at
+        the next ``fit`` or ``partial_fit``. A call that raises leaves the
+        estimator as it was.
 
         Parameters
         ----------

@@ -39,7 +39,7 @@ from sklearn.metrics import (
 from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._certificate import GramSpectrum, deflated_kernel, default_rank_tol, reflect
+from ._certificate import GramSpectrum, default_rank_tol, deflated_kernel, reflect
 from ._data import (
     StatisticsSource,
     _RowLayout,
@@ -200,7 +200,8 @@ def _loo_normal(data, targets, alphas, fit_intercept):
         predictions[start:stop] = np.swapaxes(row_targets - loo_residual, 0, 1)
         row_norms[start:stop] = row_weights[:, 0] * norms
         one_minus0 = 1.0 - spread0[:, None] * row_weights - intercept_leverage
-        rows = np.flatnonzero((one_minus0[:, 0] <= _LEVERAGE_TOL) & (row_weights[:, 0] > 0))
+        leverage_one = (one_minus0[:, 0] <= _LEVERAGE_TOL) & (row_weights[:, 0] > 0)
+        rows = np.flatnonzero(leverage_one)
         if rows.size:
             residual = _leave_one_out_residual(
                 slope[:, rows], slope_spread[rows] * row_weights[rows], 0.0
@@ -373,7 +374,8 @@ def _loo_dual(data, targets, alphas, fit_intercept):
     if fit_intercept:
         block, reflection = deflated_kernel(weighted, row_scale)
         eigenvalues, vectors = _eigh(block) if block.size else (np.zeros(0), block)
-        eigenvectors = reflect(reflection, np.vstack([np.zeros((1, len(block))), vectors]))
+        padded = np.vstack([np.zeros((1, len(block))), vectors])
+        eigenvectors = reflect(reflection, padded)
     else:
         eigenvalues, eigenvectors = _eigh(weighted)
     tol = default_rank_tol(data.n_lifted)

@@ -124,7 +124,9 @@ def test_one_sequence_with_intercept_is_the_constant_model(rng, solver, n_output
     assert np.all(model.coef_ == 0.0)
     np.testing.assert_allclose(model.intercept_, y[0], rtol=1e-12)
     other = random_sequences(rng, 4, 7, 3)
-    np.testing.assert_allclose(model.predict(other), np.repeat(y, 4, axis=0), rtol=1e-12)
+    np.testing.assert_allclose(
+        model.predict(other), np.repeat(y, 4, axis=0), rtol=1e-12
+    )
     assert model.certificate_.rank == 0 and not model.certificate_.identifiable
 
 

@@ -172,14 +172,16 @@ def naive_kfold_scores(
     weights = weights.reshape(n_samples, rows_per_sample)
     scores = np.empty((len(splits), len(alphas)))
     for fold, (train, test) in enumerate(splits):
-        rows = [array[train].reshape(-1, array.shape[-1]) for array in (features, targets)]
+        rows = [
+            array[train].reshape(-1, array.shape[-1]) for array in (features, targets)
+        ]
         test_weights = weights[test].ravel()
         for index, alpha in enumerate(alphas):
             coef, intercept, _, _ = naive_weighted_solution(
                 *rows, weights[train].ravel(), alpha, fit_intercept
             )
             predictions = features[test].reshape(-1, coef.shape[1]) @ coef.T + intercept
-            errors = ((predictions - targets[test].reshape(predictions.shape)) ** 2)
+            errors = (predictions - targets[test].reshape(predictions.shape)) ** 2
             scores[fold, index] = (
                 -np.average(errors.mean(axis=1), weights=test_weights)
                 if test_weights.sum() > 0
@@ -291,7 +293,9 @@ def test_kfold_test_fold_of_padding_only_is_left_out(rng, causal, Estimator):
     assert model.alpha_ == alphas[np.argmax(expected)]
 
 
-@pytest.mark.parametrize("Estimator", [LinearAttentionRegressorCV, LinearAttentionClassifierCV])
+@pytest.mark.parametrize(
+    "Estimator", [LinearAttentionRegressorCV, LinearAttentionClassifierCV]
+)
 def test_every_sequence_padding_is_an_error(Estimator):
     X = np.zeros((12, 4, 2))
     y = np.tile([0, 1], (12, 2))

@@ -17,7 +17,7 @@ from joblib import parallel_backend
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV
 
-from sklearn_linattn import LinearAttentionRegressor, certify
+from sklearn_linattn import LinearAttentionClassifier, LinearAttentionRegressor, certify
 from sklearn_linattn._lift import (
     lifted_kernel,
     lifted_matvec,
@@ -223,6 +223,44 @@ def test_partial_fit_equals_fit_on_all_batches(rng):
         flat.partial_fit(X[batch].reshape(-1, 15), y[batch])
     whole = LinearAttentionRegressor(token_dim=3).fit(X.reshape(-1, 15), y)
     np.testing.assert_allclose(flat.coef_, whole.coef_, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("Estimator", [LinearAttentionRegressor, "classifier"])
+def test_partial_fit_model_uses_the_parameters_of_the_last_call(rng, Estimator):
+    """As after fit, set_params after partial_fit changes no fitted attribute,
+    whether or not coef_ was read in between: the model is solved with the
+    parameters in force at the last partial_fit call."""
+    X = random_sequences(rng, 80, 5, 2)
+    y = rng.normal(size=80)
+    features = naive_lifted_features(X)
+    if Estimator == "classifier":
+        Estimator, y = LinearAttentionClassifier, np.where(y > 0, "b", "a")
+        kwargs = dict(classes=["a", "b"])
+        targets = np.where(y == "b", 1.0, -1.0)[:, None]
+    else:
+        kwargs, targets = {}, y[:, None]
+
+    def expected(rows, alpha, fit_intercept):
+        coef, intercept, _, _ = naive_weighted_solution(
+            features[rows], targets[rows], np.ones(len(rows)), alpha, fit_intercept
+        )
+        return coef[0], intercept[0]
+
+    first, everything = np.arange(40), np.arange(80)
+    for read_before in (False, True):
+        model = Estimator(alpha=0.5, n_heads=None, fit_intercept=True)
+        model.partial_fit(X[:40], y[:40], **kwargs)
+        if read_before:
+            assert model.coef_.shape[-1] == features.shape[1]  # solves now
+        model.set_params(alpha=50.0, fit_intercept=False)
+        coef, intercept = expected(first, 0.5, True)
+        np.testing.assert_allclose(np.ravel(model.coef_), coef, rtol=1e-8)
+        np.testing.assert_allclose(model.intercept_, intercept, rtol=1e-8)
+        # the next call uses the parameters in force then
+        model.partial_fit(X[40:], y[40:])
+        coef, intercept = expected(everything, 50.0, False)
+        np.testing.assert_allclose(np.ravel(model.coef_), coef, rtol=1e-8)
+        np.testing.assert_allclose(model.intercept_, 0.0)
 
 
 def test_partial_fit_rejects_inconsistent_batches(rng):
