@@ -1298,8 +1298,8 @@ class LiftedAttentionFeatures(TransformerMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
-        "token_dim": [Interval(Integral, 1, None, closed="left"), None],
-        "n_jobs": [Integral, None],
+        name: _LinearAttentionBase._parameter_constraints[name]
+        for name in ("token_dim", "n_jobs")
     }
 
     def __init__(self, token_dim=None, n_jobs=None):
@@ -1326,6 +1326,7 @@ class LiftedAttentionFeatures(TransformerMixin, BaseEstimator):
         -------
         self : LiftedAttentionFeatures
         """
+        reject_boolean_parameters(self, ("token_dim", "n_jobs"))
         sequences = validate_sequences(
             X, token_dim=self.token_dim, estimator=self, reset=True
         )

@@ -10,14 +10,18 @@ scored from one eigendecomposition per training set:
   ``h_i = w_i sum_k ((phi_i - mean) . v_k)^2 / (lambda_k + alpha)`` (plus
   ``w_i / sum(w)`` with an intercept), from one more streamed pass computing
   ``(phi_i - mean)^T V`` chunk by chunk; its leave-one-out residual is
-  ``r_i / (1 - h_i)``, ``r_i`` the training residual. With fewer rows than lifted
-  features ("dual") the same leverages come from the eigenvectors of the weighted,
-  centered kernel ``K_ij = <S_i, S_j>_F <q_i, q_j>``.
+  ``r_i / (1 - h_i)``, ``r_i`` the training residual (for a row of leverage one,
+  the limit of that ratio: the leave-one-out of the minimum-norm fit). With fewer
+  rows than lifted features ("dual") the same leverages come from the
+  eigenvectors of the weighted, centered kernel ``K_ij = <S_i, S_j>_F <q_i, q_j>``.
 - ``cv=int`` or a splitter: K-fold from the statistics of each test fold (one pass
-  over the data in total); the training statistics of fold ``k`` are the total minus
-  fold ``k``; one eigendecomposition per fold serves every ``alpha``. The held-out
-  rows are then scored from their predictions (a second streamed pass over them,
-  every ``alpha`` at once): exact, also when the residuals are small.
+  over the data in total); the training statistics of fold ``k`` are the sum of
+  the other folds' (not the total minus fold ``k``, which a fold holding a far
+  larger sequence would cancel out); one eigendecomposition per fold serves every
+  ``alpha``. With fewer rows than lifted features the folds are solved in kernel
+  form. The held-out rows are then scored from their predictions (a second
+  streamed pass over them, every ``alpha`` at once): exact, also when the
+  residuals are small.
 
 The final model for the chosen ``alpha_`` is solved from the total statistics (or,
 on the dual path, the kernel) without another pass, and gets heads and certificate
@@ -785,6 +789,30 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
             return None
         return check_scoring(self._stand_in(), scoring=self.scoring)
 
+    def _call_scorer(self, scorer, stand_in, predictions, truth):
+        """The scorer on cross-validated predictions; a clear error when it asks
+        for a method the estimator does not have (``predict_proba``)."""
+        try:
+            return scorer(stand_in, predictions, truth)
+        except AttributeError as error:
+            methods = (
+                "decision_function and predict (like RidgeClassifierCV; a score of "
+                "decision values such as 'roc_auc', or of labels such as "
+                "'accuracy', works)"
+                if self._is_classifier
+                else "predict (like RidgeCV)"
+            )
+            wanted = " or ".join(
+                name
+                for name in ("predict_proba", "predict_log_proba", "decision_function")
+                if name in str(error)
+            )
+            raise ValueError(
+                f"scoring={self.scoring!r} needs {wanted or 'a method'} of the "
+                f"cross-validated model, but {type(self).__name__} has only "
+                f"{methods}."
+            ) from error
+
     def _fit_final(self, data, statistics, mode, single_output):
         """The model for ``alpha_``, from the statistics (or kernel) at hand."""
         start = time.perf_counter()
@@ -844,8 +872,9 @@ class LinearAttentionRegressorCV(RegressorMixin, _LinearAttentionCVBase):
       ``<S_i, S_j>_F <q_i, q_j>`` (``n_samples < p``).
     - an int or a splitter: K-fold; the statistics of each test fold are computed
       once (one pass over the data in total) and the training statistics of fold
-      ``k`` are the total minus fold ``k``. The held-out rows are then scored from
-      their predictions (one more pass, every ``alpha`` at once).
+      ``k`` are the sum of the other folds' (exact also when one fold holds a far
+      larger sequence). The held-out rows are then scored from their predictions
+      (one more pass, every ``alpha`` at once).
 
     The final model for ``alpha_`` is solved from the total statistics without
     another pass and has every attribute of :class:`LinearAttentionRegressor`
@@ -996,7 +1025,7 @@ certificate_, head_search_, token_dim_, n_features_in_, feature_names_in_
             return -float(np.average(errors, weights=weights))
         if targets.shape[1] == 1:
             predictions, targets = predictions[:, 0], targets[:, 0]
-        return scorer(_PredictionsRegressor(), predictions, targets)
+        return self._call_scorer(scorer, _PredictionsRegressor(), predictions, targets)
 
     def _cv_results(self, loo, targets, weights, single_output):
         if self.scoring is None:
@@ -1068,7 +1097,9 @@ class LinearAttentionClassifierCV(ClassifierMixin, _LinearAttentionCVBase):
         :class:`LinearAttentionRegressorCV`).
     cv : int, cross-validation generator, iterable or None, default=None
         None: efficient leave-one-out; an int: ``StratifiedKFold`` with that many
-        folds (as ``GridSearchCV``); or any splitter.
+        folds (as ``GridSearchCV``); or any splitter. With ``positions="all"`` a
+        splitter sees one label per sequence, that of its last position: an int
+        (or a ``StratifiedKFold``) stratifies the sequences by it.
     scoring : str, callable or None, default=None
         None: accuracy, weighted by ``sample_weight`` times ``class_weight`` (as
         ``RidgeClassifierCV`` weighs its leave-one-out errors, which are the
@@ -1197,7 +1228,7 @@ feature_names_in_
             return accuracy_score(
                 labels, stand_in.predict(scores), sample_weight=weights
             )
-        return scorer(stand_in, scores, labels)
+        return self._call_scorer(scorer, stand_in, scores, labels)
 
     def _cv_results(self, loo, targets, weights, single_output):
         return np.swapaxes(loo, 1, 2)
@@ -1229,10 +1260,9 @@ feature_names_in_
             sequences = self._sequences(X, reset=True)
             labels, targets = self._encoded_labels(y, sequences)
             fit_weights = self._row_weights(labels, sample_weight, sequences)
-            n_samples = sequences.shape[0]
-            split_y = (
-                labels if self.positions == "last" else labels.reshape(n_samples, -1)
-            )
+            # One label per sequence for the splitter: with positions="all", the
+            # label of its last position (StratifiedKFold stratifies by it).
+            split_y = labels.reshape(sequences.shape[0], -1)[:, -1]
             return self._cross_validate(
                 sequences,
                 targets,

@@ -57,7 +57,8 @@ def pad_sequences(sequences, max_len=None, truncating="pre", dtype=float):
     sequences : list of array-like of shape (n_tokens_i, token_dim)
         Sequences of any lengths, tokens as rows, the query last. One-dimensional
         sequences of shape ``(n_tokens_i,)`` are sequences of scalar tokens
-        (``token_dim=1``).
+        (``token_dim=1``); an empty one (no token) takes the others' token
+        dimension and is padding throughout.
     max_len : int, default=None
         Length of the output; None uses the longest sequence.
     truncating : {"pre", "post"}, default="pre"
@@ -127,6 +128,9 @@ def pad_sequences(sequences, max_len=None, truncating="pre", dtype=float):
             raise ValueError(
                 f"sequence {i} could not be converted to an array of {dtype}: {error}"
             ) from None
+        if array.ndim == 1 and array.size == 0:
+            arrays.append(None)  # no token: its dimension is the others'
+            continue
         if array.ndim == 1:
             array = array.reshape(-1, 1)
         if array.ndim != 2:
@@ -135,25 +139,32 @@ def pad_sequences(sequences, max_len=None, truncating="pre", dtype=float):
                 "(n_tokens_i, token_dim) (or (n_tokens_i,) for scalar tokens)."
             )
         arrays.append(array)
-    dims = {array.shape[1] for array in arrays}
+    given = [(i, array) for i, array in enumerate(arrays) if array is not None]
+    if not given:
+        raise ValueError("every sequence is empty; pass at least one token.")
+    dims = {array.shape[1] for _, array in given}
     if len(dims) > 1:
-        first = arrays[0].shape
-        other = next(i for i, a in enumerate(arrays) if a.shape[1] != first[1])
+        (first, shape), *others = [(i, array.shape) for i, array in given]
+        other, other_shape = next(item for item in others if item[1][1] != shape[1])
         hint = ""
-        if len({array.shape[0] for array in arrays}) == 1:
+        if len({array.shape[0] for _, array in given}) == 1:
             hint = (
-                f" All have {first[0]} rows, as time series laid out (n_channels, "
+                f" All have {shape[0]} rows, as time series laid out (n_channels, "
                 "n_timepoints_i) have (aeon's and sktime's layout): tokens are the "
                 "time steps, so pass [s.T for s in sequences], or use "
                 "SeriesToTokens().fit_transform(sequences)."
             )
         raise ValueError(
-            f"sequences have different token dimensions: sequence 0 has shape {first}, "
-            f"sequence {other} has shape {arrays[other].shape}. Every token needs the "
-            "same token_dim (sequences are (n_tokens_i, token_dim), tokens as rows)."
-            + hint
+            f"sequences have different token dimensions: sequence {first} has shape "
+            f"{shape}, sequence {other} has shape {other_shape}. Every token needs "
+            "the same token_dim (sequences are (n_tokens_i, token_dim), tokens as "
+            "rows)." + hint
         )
     token_dim = dims.pop()
+    arrays = [
+        np.zeros((0, token_dim), dtype=dtype) if array is None else array
+        for array in arrays
+    ]
     length = max(a.shape[0] for a in arrays) if max_len is None else int(max_len)
     if length == 0:
         raise ValueError("every sequence is empty; pass at least one token.")

@@ -13,6 +13,7 @@ from conftest import (
     random_sequences,
 )
 from sklearn.linear_model import Ridge, RidgeCV
+from sklearn.model_selection import KFold
 from sklearn.pipeline import make_pipeline
 
 from sklearn_linattn import (
@@ -91,7 +92,7 @@ def test_balanced_class_weight_per_position_counts_real_positions_only(
     clf.fit(X, y, sample_weight=sample_weight)
     np.testing.assert_allclose(clf.coef_, expected, rtol=1e-7, atol=1e-12)
     # The cross-validated classifier's final model weighs the classes alike.
-    cv = LinearAttentionClassifierCV([0.1], cv=2, n_heads=None, **kwargs)
+    cv = LinearAttentionClassifierCV([0.1], cv=KFold(2), n_heads=None, **kwargs)
     cv.fit(X, y, sample_weight=sample_weight)
     np.testing.assert_allclose(cv.coef_, expected, rtol=1e-7, atol=1e-12)
 
@@ -174,3 +175,13 @@ def test_features_reject_other_token_dims(rng):
     features = LiftedAttentionFeatures().fit(random_sequences(rng, 5, 3, 2))
     with pytest.raises(ValueError, match="token dimension 3"):
         features.transform(np.ones((2, 3, 3)))
+
+
+@pytest.mark.parametrize("n_jobs", [0, True, 1.5, "two"])
+def test_features_reject_bad_n_jobs_at_fit(rng, n_jobs):
+    """As the estimators: n_jobs is a positive or negative int or None, checked by
+    fit (not left to joblib in transform); a bool is not an int here."""
+    with pytest.raises(
+        ValueError, match="'n_jobs' parameter of LiftedAttentionFeatures"
+    ):
+        LiftedAttentionFeatures(n_jobs=n_jobs).fit(random_sequences(rng, 4, 3, 2))

@@ -303,6 +303,24 @@ def test_every_sequence_padding_is_an_error(Estimator):
         Estimator(cv=3, positions="all").fit(X, y)
 
 
+def test_classifier_per_position_stratifies_by_the_last_label(rng):
+    """positions="all": an integer cv is StratifiedKFold (as for any classifier)
+    on each sequence's label at its last position, the same folds an explicit
+    StratifiedKFold gets."""
+    X = random_sequences(rng, 45, 4, 2)
+    y = np.asarray(["a", "b", "c"])[rng.integers(0, 3, size=(45, 4))]
+    y[:, -1] = np.repeat(["a", "b", "c"], 15)  # sorted: KFold folds would differ
+    kwargs = dict(alphas=ALPHAS, n_heads=None, positions="all")
+    model = LinearAttentionClassifierCV(cv=3, **kwargs).fit(X, y)
+    splits = list(StratifiedKFold(3).split(X, y[:, -1]))
+    given = LinearAttentionClassifierCV(cv=splits, **kwargs).fit(X, y)
+    explicit = LinearAttentionClassifierCV(cv=StratifiedKFold(3), **kwargs).fit(X, y)
+    np.testing.assert_array_equal(model.cv_scores_, given.cv_scores_)
+    np.testing.assert_array_equal(explicit.cv_scores_, given.cv_scores_)
+    unstratified = LinearAttentionClassifierCV(cv=KFold(3), **kwargs).fit(X, y)
+    assert not np.array_equal(unstratified.cv_scores_, given.cv_scores_)
+
+
 # --- leave-one-out against an explicit loop -----------------------------------------
 
 
@@ -622,6 +640,25 @@ def test_bad_parameters_are_named(rng, params, message):
     y = rng.normal(size=(20, 4)) if params.get("positions") else rng.normal(size=20)
     with pytest.raises(ValueError, match=message):
         LinearAttentionRegressorCV(**params).fit(X, y)
+
+
+def predict_proba_scorer(estimator, X, y):
+    return float(np.mean(estimator.predict_proba(X)[:, 1]))
+
+
+@pytest.mark.parametrize(
+    "scoring", ["neg_log_loss", "neg_brier_score", predict_proba_scorer]
+)
+def test_probability_scorers_name_the_missing_method(rng, scoring):
+    """The classifiers have decision_function and predict, no predict_proba (as
+    RidgeClassifierCV): a scorer that needs it gets an error naming the estimator
+    and what works instead, not the stand-in that carries the predictions."""
+    X, y = noisy_classes(rng, 30)
+    with pytest.raises(ValueError, match="predict_proba") as error:
+        LinearAttentionClassifierCV(cv=3, scoring=scoring).fit(X, y)
+    message = str(error.value)
+    assert "LinearAttentionClassifierCV" in message and "_Predictions" not in message
+    assert "decision_function" in message
 
 
 def test_dask_kernel_form_gets_a_clear_error(rng):

@@ -83,6 +83,18 @@ def test_pad_sequences_scalar_tokens_and_dtype():
     np.testing.assert_array_equal(padded[:, :, 0], [[1, 2, 3], [0, 0, 7]])
 
 
+def test_pad_sequences_empty_sequence_is_all_padding():
+    """An empty sequence has no token to tell its dimension: it takes the
+    others' and becomes padding throughout."""
+    padded = pad_sequences([[], np.ones((2, 3)), np.empty((0, 3))])
+    assert padded.shape == (3, 2, 3)
+    np.testing.assert_array_equal(padded[0], 0.0)
+    np.testing.assert_array_equal(padded[1], 1.0)
+    np.testing.assert_array_equal(padded[2], 0.0)
+    with pytest.raises(ValueError, match="every sequence is empty"):
+        pad_sequences([[], []])
+
+
 @pytest.mark.parametrize(
     "sequences, kwargs, error, match",
     [
