@@ -210,6 +210,13 @@ class Rescaling:
             scaled = np.ldexp(float(alpha), exponent)
         return float(min(scaled, np.finfo(np.float64).max))
 
+    def unscaled_alpha(self, scaled):
+        """Ridge penalties in rescaled units back in the data's units (divided by
+        ``omega * c^6``; exact, powers of two)."""
+        exponent = self._exponent(self.weight) + 6 * self._exponent(self.token)
+        with np.errstate(over="ignore", under="ignore"):
+            return np.ldexp(np.asarray(scaled, dtype=np.float64), -exponent)
+
     def eigenvalue(self, value):
         """An eigenvalue of the rescaled ``Lambda`` in the data's units (``/ c^6``)."""
         with np.errstate(under="ignore", over="ignore"):

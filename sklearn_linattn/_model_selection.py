@@ -29,6 +29,7 @@ exactly as :class:`~sklearn_linattn.LinearAttentionRegressor` would.
 """
 
 import time
+import warnings
 from numbers import Real
 
 import numpy as np
@@ -78,6 +79,11 @@ _LEVERAGE_TOL = 1e-9
 # the rank threshold (sequences of far smaller scale than the largest) is below
 # its rounding, and leverage-one rows then get no finite score.
 _RESOLVED_MARGIN = 1e3
+# alphas="auto": these times the mean diagonal of the weighted lifted Gram the
+# penalty acts on (centered with an intercept), trace(G) / p. The best alpha of
+# 54 synthetic fits (d = 2..4, 40-1000 sequences, 4 or 20 tokens, noise 0.1-3x
+# the signal) was 3e-5..10 times it, or 0 or "infinite" (no signal).
+_RELATIVE_ALPHAS = np.concatenate([[0.0], np.logspace(-6, 2, 9)])
 
 
 def _leave_one_out_residual(residual, one_minus_leverage, floor=_LEVERAGE_TOL):
@@ -154,7 +160,26 @@ def _kfold_coefs(statistics, alphas, fit_intercept):
     return coefs, intercepts
 
 
-def _loo_normal(data, targets, alphas, fit_intercept):
+def _gram_mean_diagonal(statistics, fit_intercept):
+    """``trace(G) / p`` of the weighted lifted Gram (centered with an intercept),
+    in the statistics' units."""
+    diagonal = np.diag(statistics.gram_upper).copy()
+    if fit_intercept and statistics.weight_sum > 0:
+        diagonal -= statistics.feature_sum**2 / statistics.weight_sum
+    return max(float(np.mean(diagonal)), 0.0)
+
+
+def _kernel_mean_diagonal(kernel, weights, fit_intercept):
+    """``trace(G) / p`` from the unweighted kernel of the rows: ``trace(G) = sum_i
+    w_i K_ii`` (minus ``w^T K w / sum(w)`` centered); divided by ``p`` later."""
+    trace = float(weights @ np.diag(kernel))
+    weight_sum = float(weights.sum())
+    if fit_intercept and weight_sum > 0:
+        trace -= float(weights @ kernel @ weights) / weight_sum
+    return max(trace, 0.0)
+
+
+def _loo_normal(data, statistics, targets, alphas, fit_intercept):
     """Leave-one-out predictions (rescaled units) from the eigendecomposition of the
     lifted Gram, and the total statistics.
 
@@ -167,10 +192,8 @@ def _loo_normal(data, targets, alphas, fit_intercept):
 
     Returns
     -------
-    statistics : LiftedStatistics
     predictions : ndarray of shape (n_rows, n_alphas, n_outputs)
     """
-    statistics = data.statistics()
     gram, moment, _, feature_mean, target_mean = statistics.normal_equations(
         fit_intercept
     )
@@ -241,7 +264,7 @@ def _loo_normal(data, targets, alphas, fit_intercept):
     if limits and _resolved(row_norms, threshold):
         for rows, values in limits:
             predictions[rows] = values
-    return statistics, predictions
+    return predictions
 
 
 def _spectral_fits(
@@ -340,7 +363,7 @@ def _dual_fold_predictions(
     return np.swapaxes(predictions, 0, 1)
 
 
-def _loo_dual(data, targets, alphas, fit_intercept):
+def _loo_dual(data, kernel, targets, alphas, fit_intercept):
     """Leave-one-out predictions (rescaled units) from the eigendecomposition of the
     weighted, centered kernel (fewer rows than lifted features).
 
@@ -359,7 +382,6 @@ def _loo_dual(data, targets, alphas, fit_intercept):
     -------
     predictions : ndarray of shape (n_rows, n_alphas, n_outputs)
     """
-    kernel = _unweighted_kernel(data)
     weights = data.row_scale**2
     positive = np.flatnonzero(weights > 0)
     row_scale = data.row_scale[positive]
@@ -472,7 +494,11 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
     plain estimator's (heads, certificate) for the chosen alpha."""
 
     _parameter_constraints = {
-        "alphas": ["array-like", Interval(Real, 0, None, closed="left")],
+        "alphas": [
+            StrOptions({"auto"}),
+            "array-like",
+            Interval(Real, 0, None, closed="left"),
+        ],
         "cv": ["cv_object"],
         "scoring": [StrOptions(set(get_scorer_names())), callable, None],
         "gcv_mode": [StrOptions({"auto", "normal", "dual"})],
@@ -495,7 +521,7 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
 
     def __init__(
         self,
-        alphas=(0.1, 1.0, 10.0),
+        alphas="auto",
         *,
         cv=None,
         scoring=None,
@@ -527,7 +553,15 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         self.store_cv_results = store_cv_results
 
     def _check_parameters(self):
+        """The alphas to try (None for "auto"), after checking the parameters."""
         reject_boolean_parameters(self, _INTEGER_PARAMETERS)
+        if self.store_cv_results and self.cv is not None:
+            raise ValueError(
+                "cv!=None and store_cv_results=True are incompatible: cv_results_ "
+                "holds the leave-one-out results of cv=None."
+            )
+        if isinstance(self.alphas, str):  # "auto", as the constraints checked
+            return None
         alphas = np.atleast_1d(np.asarray(self.alphas, dtype=np.float64))
         if alphas.ndim != 1 or alphas.size == 0:
             raise ValueError(
@@ -538,12 +572,47 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
             raise ValueError(
                 f"alphas must be finite and non-negative, got {self.alphas!r}."
             )
-        if self.store_cv_results and self.cv is not None:
-            raise ValueError(
-                "cv!=None and store_cv_results=True are incompatible: cv_results_ "
-                "holds the leave-one-out results of cv=None."
-            )
         return alphas
+
+    def _alpha_grid(self, data, alphas, mean_diagonal):
+        """The alphas in the data source's rescaled units; sets ``alphas_`` (the
+        data's units). ``mean_diagonal``: a callable giving ``trace(G) / p`` in
+        rescaled units, for ``alphas="auto"``."""
+        if alphas is None:
+            scaled = _RELATIVE_ALPHAS * mean_diagonal()
+            self.alphas_ = data.rescaling.unscaled_alpha(scaled)
+            return scaled
+        self.alphas_ = alphas.copy()
+        return np.array([data.rescaling.alpha(alpha) for alpha in alphas])
+
+    def _warn_at_an_edge(self, scores):
+        """A warning when ``alpha_`` is the largest (or the smallest positive) alpha
+        and scores better than the next one inward: the best may lie beyond."""
+        alphas = self.alphas_
+        order = np.argsort(alphas, kind="stable")
+        if alphas[order[-1]] == alphas[order[0]]:
+            return
+        best = float(self.alpha_)
+        for position, inward, name in ((-1, -2, "largest"), (0, 1, "smallest")):
+            edge = alphas[order[position]]
+            if best != edge or edge == 0 or not scores[order[position]] > np.max(
+                scores[alphas == alphas[order[inward]]]
+            ):
+                continue
+            wider = (
+                f"np.geomspace({alphas[alphas > 0].min():.3g}, {1e3 * edge:.3g}, "
+                f"{len(alphas) + 3})"
+                if name == "largest"
+                else f"np.geomspace({1e-3 * edge:.3g}, {alphas.max():.3g}, "
+                f"{len(alphas) + 3}) (or add 0, the minimum-norm fit)"
+            )
+            warnings.warn(
+                f"alpha_={best:.3g} is the {name} of the {len(alphas)} alphas tried "
+                "and scores better than its neighbour: the best alpha may lie "
+                f"beyond the grid; widen it, e.g. alphas={wider}.",
+                UserWarning,
+                stacklevel=5,
+            )
 
     # --- the cross-validation ---------------------------------------------------
 
@@ -575,7 +644,6 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         start = time.perf_counter()
         data = self._data_source(sequences, targets, fit_weights)
         self._check_rows(data)
-        scaled = np.array([data.rescaling.alpha(alpha) for alpha in alphas])
         n_samples = sequences.shape[0]
         per_sample = data.n_rows // max(n_samples, 1)
         kept_rows = np.ones(data.n_rows, dtype=bool)
@@ -599,19 +667,36 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                 )
             scaled_targets = targets * data.rescaling.target
             if mode == "normal":
-                statistics, loo = _loo_normal(
-                    data, scaled_targets, scaled, self.fit_intercept
+                statistics = data.statistics()
+                scaled = self._alpha_grid(
+                    data,
+                    alphas,
+                    lambda: _gram_mean_diagonal(statistics, self.fit_intercept),
+                )
+                loo = _loo_normal(
+                    data, statistics, scaled_targets, scaled, self.fit_intercept
                 )
             else:
                 statistics = None
-                loo = _loo_dual(data, scaled_targets, scaled, self.fit_intercept)
+                kernel = _unweighted_kernel(data)
+                scaled = self._alpha_grid(
+                    data,
+                    alphas,
+                    lambda: _kernel_mean_diagonal(
+                        kernel, data.row_scale**2, self.fit_intercept
+                    )
+                    / data.n_lifted,
+                )
+                loo = _loo_dual(
+                    data, kernel, scaled_targets, scaled, self.fit_intercept
+                )
             loo /= data.rescaling.target
             scores = np.array(
                 [
                     self._score(
                         scorer, loo[:, index], truth, row_score_weights, kept_rows
                     )
-                    for index in range(len(alphas))
+                    for index in range(len(scaled))
                 ]
             )
             if self.store_cv_results:
@@ -630,18 +715,19 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                 truth,
                 split_y,
                 groups,
-                scaled,
+                alphas,
                 scorer,
             )
         scores = np.where(np.isfinite(scores), scores, -np.inf)
         best = int(np.argmax(scores))
-        self.alpha_ = float(alphas[best])
+        self.alpha_ = float(self.alphas_[best])
         self.best_score_ = float(scores[best])
         self.cv_scores_ = scores
         self._log(
             f"alpha_={self.alpha_:g} (score {self.best_score_:.6g}) of "
-            f"{len(alphas)} alphas in {time.perf_counter() - start:.2f} s"
+            f"{len(scores)} alphas in {time.perf_counter() - start:.2f} s"
         )
+        self._warn_at_an_edge(scores)
         self._fit_final(data, statistics, mode, single_output)
         return self
 
@@ -657,11 +743,11 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         truth,
         split_y,
         groups,
-        scaled,
+        alphas,
         scorer,
     ):
         """Mean score of each alpha over the folds, and the total statistics
-        (None in kernel form, ``mode="dual"``)."""
+        (None in kernel form, ``mode="dual"``); sets ``alphas_``."""
         n_samples = sequences.shape[0]
         per_sample = data.n_rows // max(n_samples, 1)
         splitter = check_cv(self.cv, split_y, classifier=self._is_classifier)
@@ -693,11 +779,23 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
             row_index = np.arange(data.n_rows)
             scaled_targets = targets * data.rescaling.target
             total = None
-        elif folds.partition:  # one pass: the test folds' statistics add up
-            test_statistics = [statistics_of(test) for _, test in folds.splits]
-            total = _sum_statistics(test_statistics)
+            scaled = self._alpha_grid(
+                data,
+                alphas,
+                lambda: _kernel_mean_diagonal(
+                    kernel, data.row_scale**2, self.fit_intercept
+                )
+                / data.n_lifted,
+            )
         else:
-            total = data.statistics()
+            if folds.partition:  # one pass: the test folds' statistics add up
+                test_statistics = [statistics_of(test) for _, test in folds.splits]
+                total = _sum_statistics(test_statistics)
+            else:
+                total = data.statistics()
+            scaled = self._alpha_grid(
+                data, alphas, lambda: _gram_mean_diagonal(total, self.fit_intercept)
+            )
         fold_scores = np.empty((len(folds.splits), len(scaled)))
         scored = np.ones(len(folds.splits), dtype=bool)
         for fold, (train, test) in enumerate(folds.splits):
@@ -883,13 +981,20 @@ class LinearAttentionRegressorCV(RegressorMixin, _LinearAttentionCVBase):
 
     Parameters
     ----------
-    alphas : array-like of shape (n_alphas,), default=(0.1, 1.0, 10.0)
+    alphas : "auto" or array-like of shape (n_alphas,), default="auto"
         Ridge penalties to try, each ``>= 0`` (0: minimum-norm least squares).
-        Absolute, as in ``RidgeCV``: the objective is
-        ``sum_i w_i ||theta phi_i + b - y_i||^2 + alpha ||theta||^2`` on the cubic
-        lifted features, so a useful grid scales with ``n_samples`` and with the
-        sixth power of the token scale; e.g. ``np.logspace(-6, 2, 9) * n_samples``
-        for tokens of unit size. Ties go to the first alpha of the grid.
+        The objective is ``sum_i w_i ||theta phi_i + b - y_i||^2 + alpha
+        ||theta||^2`` on the cubic lifted features, so ``alpha`` acts against the
+        weighted lifted Gram ``G = sum_i w_i phi_i phi_i^T``, whose entries grow
+        with the sum of the weights, the number of tokens ``S`` sums over and the
+        sixth power of the token scale. ``"auto"``: 0 and ``np.logspace(-6, 2,
+        9)`` times its mean diagonal ``trace(G) / p`` (centered with an
+        intercept), from the statistics the cross-validation computes anyway
+        (``alphas_``). An array is absolute, as in ``RidgeCV``; to build one,
+        ``trace(G) / p = sum_i w_i ||phi_i||^2 / p`` with ``phi_i`` the rows of
+        ``LiftedAttentionFeatures().fit_transform(X)``. Ties go to the first alpha
+        of the grid; a ``UserWarning`` names a wider grid when ``alpha_`` is the
+        largest alpha (or the smallest, if not 0) and beats its neighbour.
     cv : int, cross-validation generator, iterable or None, default=None
         None: efficient leave-one-out (``positions="last"`` only). An int: that many
         folds, ``KFold`` for the regressor (``StratifiedKFold`` for the classifier),
@@ -942,6 +1047,8 @@ class LinearAttentionRegressorCV(RegressorMixin, _LinearAttentionCVBase):
     ----------
     alpha_ : float
         The chosen penalty.
+    alphas_ : ndarray of shape (n_alphas,)
+        The penalties tried (the "auto" grid in the data's units).
     best_score_ : float
         Its cross-validation score (higher is better).
     cv_scores_ : ndarray of shape (n_alphas,)
@@ -987,9 +1094,9 @@ certificate_, head_search_, token_dim_, n_features_in_, feature_names_in_
     ...                                  rng.normal(size=(1, 3, 3)))
     >>> X = rng.normal(size=(300, 10, 3))
     >>> y = truth.predict(X)[:, 0] + rng.normal(scale=5.0, size=300)
-    >>> model = LinearAttentionRegressorCV(alphas=np.logspace(-1, 5, 7)).fit(X, y)
-    >>> model.alpha_ in model.alphas, model.cv_scores_.shape
-    (True, (7,))
+    >>> model = LinearAttentionRegressorCV().fit(X, y)  # alphas relative to the Gram
+    >>> model.alpha_ in model.alphas_, model.cv_scores_.shape
+    (True, (10,))
     >>> model.n_heads_ >= 1 and model.certificate_.identifiable
     True
     """
@@ -1092,8 +1199,9 @@ class LinearAttentionClassifierCV(ClassifierMixin, _LinearAttentionCVBase):
 
     Parameters
     ----------
-    alphas : array-like of shape (n_alphas,), default=(0.1, 1.0, 10.0)
-        Ridge penalties to try, ``>= 0``, absolute (see
+    alphas : "auto" or array-like of shape (n_alphas,), default="auto"
+        Ridge penalties to try, ``>= 0``: relative to the mean diagonal of the
+        lifted Gram with ``"auto"``, absolute when given (see
         :class:`LinearAttentionRegressorCV`).
     cv : int, cross-validation generator, iterable or None, default=None
         None: efficient leave-one-out; an int: ``StratifiedKFold`` with that many
@@ -1117,6 +1225,8 @@ n_jobs, verbose, gcv_mode, store_cv_results
     ----------
     alpha_ : float
         The chosen penalty.
+    alphas_ : ndarray of shape (n_alphas,)
+        The penalties tried (the "auto" grid in the data's units).
     best_score_ : float
         Its cross-validation score (the accuracy by default; higher is better).
     cv_scores_ : ndarray of shape (n_alphas,)
@@ -1142,8 +1252,8 @@ feature_names_in_
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(200, 6, 2))
     >>> y = np.where(X[:, -1, 0] * (X[:, :, 1] ** 2).sum(axis=1) > 0, "yes", "no")
-    >>> clf = LinearAttentionClassifierCV(alphas=[0.01, 1.0, 100.0], cv=5).fit(X, y)
-    >>> clf.classes_.tolist(), clf.alpha_ in (0.01, 1.0, 100.0)
+    >>> clf = LinearAttentionClassifierCV(cv=5).fit(X, y)
+    >>> clf.classes_.tolist(), clf.alpha_ in clf.alphas_
     (['no', 'yes'], True)
     >>> clf.best_score_ > 0.9
     True
@@ -1158,7 +1268,7 @@ feature_names_in_
 
     def __init__(
         self,
-        alphas=(0.1, 1.0, 10.0),
+        alphas="auto",
         *,
         cv=None,
         scoring=None,

@@ -1,6 +1,8 @@
 """LinearAttentionRegressorCV / LinearAttentionClassifierCV: the same choice as
 GridSearchCV, exact leave-one-out, sample weights, the final model."""
 
+import warnings
+
 import numpy as np
 import pytest
 from conftest import (
@@ -620,6 +622,87 @@ def test_balanced_class_weight_reaches_the_fits(rng):
         alpha=model.alpha_, class_weight="balanced", n_heads=None
     ).fit(X, y)
     np.testing.assert_allclose(model.coef_, plain.coef_, rtol=1e-8)
+
+
+# --- the default grid, relative to the data's scale ---------------------------------
+
+RELATIVE_GRID = np.concatenate([[0.0], np.logspace(-6, 2, 9)])
+
+
+@pytest.mark.parametrize("n_samples", [12, 60])  # kernel and Gram paths (p = 18)
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("cv", [None, 3])
+def test_default_grid_is_relative_to_the_mean_diagonal_of_the_gram(
+    rng, n_samples, fit_intercept, cv
+):
+    """alphas="auto": 0 and logspace(-6, 2, 9) times trace(G) / p, G the weighted
+    lifted Gram the penalty acts on (centered with an intercept)."""
+    X = 7.0 * random_sequences(rng, n_samples, 5, 3)
+    y = rng.normal(size=n_samples)
+    weights = rng.uniform(0.5, 2.0, size=n_samples)
+    model = LinearAttentionRegressorCV(
+        cv=cv, n_heads=None, fit_intercept=fit_intercept
+    ).fit(X, y, sample_weight=weights)
+    features = naive_lifted_features(X)
+    if fit_intercept:
+        features = features - weights @ features / weights.sum()
+    mean_diagonal = np.sum(weights[:, None] * features**2) / features.shape[1]
+    np.testing.assert_allclose(model.alphas_, RELATIVE_GRID * mean_diagonal, rtol=1e-9)
+    assert model.alpha_ in model.alphas_ and model.cv_scores_.shape == (10,)
+
+
+@pytest.mark.parametrize(
+    "Estimator, n_samples, cv",
+    [
+        (LinearAttentionRegressorCV, 12, None),
+        (LinearAttentionRegressorCV, 80, None),
+        (LinearAttentionRegressorCV, 80, 4),
+        (LinearAttentionClassifierCV, 80, None),
+        (LinearAttentionClassifierCV, 80, 4),
+    ],
+)
+def test_default_grid_follows_the_scale_of_x(rng, Estimator, n_samples, cv):
+    """The lifted features are cubic in the tokens, the Gram of degree six:
+    multiplying X by c multiplies the chosen alpha by c^6 and keeps every score
+    (with a fixed grid the choice would move instead)."""
+    X, y = noisy_regression(rng, n_samples, token_dim=2)
+    if Estimator is LinearAttentionClassifierCV:
+        y = np.where(y > np.median(y), "up", "down")
+    base = Estimator(cv=cv, n_heads=None).fit(X, y)
+    for c in (3.0, 0.01):
+        scaled = Estimator(cv=cv, n_heads=None).fit(c * X, y)
+        np.testing.assert_allclose(scaled.alphas_, base.alphas_ * c**6, rtol=1e-9)
+        assert scaled.alpha_ == pytest.approx(base.alpha_ * c**6, rel=1e-9)
+        np.testing.assert_allclose(scaled.cv_scores_, base.cv_scores_, rtol=1e-7)
+    # and sample weights times k the chosen alpha times k (the objective is k times)
+    weighted = Estimator(cv=cv, n_heads=None).fit(
+        X, y, sample_weight=np.full(len(X), 5.0)
+    )
+    assert weighted.alpha_ == pytest.approx(base.alpha_ * 5.0, rel=1e-9)
+
+
+def test_edge_of_the_grid_warns_and_names_the_fix(rng):
+    X, y = noisy_regression(rng, 60, token_dim=2, noise=1.0)
+    noise = rng.normal(size=60)  # nothing to learn: the largest alpha is best
+    with pytest.warns(UserWarning, match=r"largest of the 3 alphas.*widen"):
+        model = LinearAttentionRegressorCV([1e-4, 1e-3, 1e-2], n_heads=None).fit(
+            X, noise
+        )
+    assert model.alpha_ == 1e-2
+    truth = random_attention(rng, 2, 1)  # noiseless: the smallest is best
+    with pytest.warns(UserWarning, match=r"smallest of the 3 alphas.*widen"):
+        LinearAttentionRegressorCV([1.0, 10.0, 100.0], n_heads=None).fit(
+            X, truth.predict(X)[:, 0]
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        # 0 (the minimum-norm fit) is no edge to widen; an interior choice is none
+        zero = LinearAttentionRegressorCV([0.0, 1.0, 100.0], n_heads=None).fit(
+            X, truth.predict(X)[:, 0]
+        )
+        assert zero.alpha_ == 0.0
+        interior = LinearAttentionRegressorCV(n_heads=None).fit(X, y)
+        assert 0 < np.flatnonzero(interior.alphas_ == interior.alpha_)[0] < 9
 
 
 # --- errors ------------------------------------------------------------------------

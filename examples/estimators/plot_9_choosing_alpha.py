@@ -25,16 +25,19 @@ from sklearn_linattn.datasets import make_random_mhla
 # Noisy targets from a 2-head model
 # ---------------------------------
 # Few sequences for the 40 lifted features of ``d = 4``, and noise as large as the
-# signal: the penalty matters. ``alphas`` are absolute, as in ``RidgeCV``: they are
-# added to the lifted Gram matrix, whose entries grow with the number of sequences
-# and the sixth power of the token scale.
+# signal: the penalty matters. ``alpha`` is added to the lifted Gram matrix, whose
+# entries grow with the number of sequences and the sixth power of the token
+# scale, so the default grid (``alphas="auto"``) is relative to it: 0 and
+# ``np.logspace(-6, 2, 9)`` times the mean diagonal of that Gram, ``alphas_``
+# after the fit. An explicit grid is absolute, as in ``RidgeCV``.
 rng = np.random.default_rng(0)
 X, y_clean, truth = make_random_mhla(80, 6, 4, n_heads=2, random_state=0)
 y = y_clean + y_clean.std() * rng.normal(size=y_clean.shape)
-alphas = np.logspace(-3, 4, 15)
 
-loo = LinearAttentionRegressorCV(alphas).fit(X, y)  # cv=None: leave-one-out
-kfold = LinearAttentionRegressorCV(alphas, cv=KFold(5)).fit(X, y)
+loo = LinearAttentionRegressorCV().fit(X, y)  # cv=None: leave-one-out
+kfold = LinearAttentionRegressorCV(cv=KFold(5)).fit(X, y)
+alphas = kfold.alphas_  # the same grid for both: the Gram of all the sequences
+print(f"grid: {alphas.min():g} and {alphas[1]:.3g} ... {alphas.max():.3g}")
 print(
     f"leave-one-out: alpha_={loo.alpha_:.3g}; 5-fold: alpha_={kfold.alpha_:.3g}"
 )
@@ -43,7 +46,7 @@ print(f"heads of the chosen model: {kfold.n_heads_}")
 # %%
 # The same choice as a grid search
 # --------------------------------
-# ``GridSearchCV`` fits the plain estimator once per alpha and fold (75 fits here)
+# ``GridSearchCV`` fits the plain estimator once per alpha and fold (50 fits here)
 # and reaches the same scores; ``benchmarks/bench_cv.py`` times both on 20000
 # sequences.
 search = GridSearchCV(
@@ -56,12 +59,14 @@ print("GridSearchCV alpha:", search.best_params_["alpha"])
 difference = np.abs(search.cv_results_["mean_test_score"] - kfold.cv_scores_)
 print(f"largest score difference: {difference.max():.1e}")
 
-fig, ax = plt.subplots(figsize=(6, 3.5))
-ax.semilogx(alphas, -loo.cv_scores_, "o-", label="leave-one-out (cv=None)")
-ax.semilogx(alphas, -kfold.cv_scores_, "s-", label="5-fold")
+fig, ax = plt.subplots(figsize=(6, 3.5))  # alpha=0 left out of the log axis
 ax.semilogx(
-    alphas,
-    -search.cv_results_["mean_test_score"],
+    alphas[1:], -loo.cv_scores_[1:], "o-", label="leave-one-out (cv=None)"
+)
+ax.semilogx(alphas[1:], -kfold.cv_scores_[1:], "s-", label="5-fold")
+ax.semilogx(
+    alphas[1:],
+    -search.cv_results_["mean_test_score"][1:],
     "k+",
     markersize=12,
     label="GridSearchCV, 5-fold",
@@ -85,8 +90,8 @@ corrupted = rng.random(300) < 0.2
 y_observed = np.where(corrupted, y + 10 * y.std() * rng.normal(size=300), y)
 weights = np.where(corrupted, 0.0, 1.0)
 
-unweighted = LinearAttentionRegressorCV([0.0, 1e-3, 1.0]).fit(X, y_observed)
-weighted = LinearAttentionRegressorCV([0.0, 1e-3, 1.0]).fit(
+unweighted = LinearAttentionRegressorCV().fit(X, y_observed)
+weighted = LinearAttentionRegressorCV().fit(
     X, y_observed, sample_weight=weights
 )
 scale = np.linalg.norm(truth.lifted_coef())
