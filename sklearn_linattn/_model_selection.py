@@ -169,9 +169,9 @@ def _gram_mean_diagonal(statistics, fit_intercept):
     return max(float(np.mean(diagonal)), 0.0)
 
 
-def _kernel_mean_diagonal(kernel, weights, fit_intercept):
-    """``trace(G) / p`` from the unweighted kernel of the rows: ``trace(G) = sum_i
-    w_i K_ii`` (minus ``w^T K w / sum(w)`` centered); divided by ``p`` later."""
+def _kernel_trace(kernel, weights, fit_intercept):
+    """``trace(G)`` from the unweighted kernel of the rows: ``sum_i w_i K_ii``
+    (minus ``w^T K w / sum(w)`` centered)."""
     trace = float(weights @ np.diag(kernel))
     weight_sum = float(weights.sum())
     if fit_intercept and weight_sum > 0:
@@ -248,9 +248,7 @@ def _loo_normal(data, statistics, targets, alphas, fit_intercept):
             drop_axis=2,
             chunks=(data.sequences.chunks[0], (2 * n_alphas * (n_outputs + 1) + 2,)),
         ).compute()
-        parts = np.split(
-            packed, np.cumsum([width, n_alphas, width, n_alphas]), axis=1
-        )
+        parts = np.split(packed, np.cumsum([width, n_alphas, width, n_alphas]), axis=1)
         fitted, slope = (
             part.reshape(-1, n_alphas, n_outputs).swapaxes(0, 1)
             for part in (parts[0], parts[2])
@@ -574,12 +572,18 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
             )
         return alphas
 
-    def _alpha_grid(self, data, alphas, mean_diagonal):
+    def _alpha_grid(self, data, alphas, statistics=None, kernel=None):
         """The alphas in the data source's rescaled units; sets ``alphas_`` (the
-        data's units). ``mean_diagonal``: a callable giving ``trace(G) / p`` in
-        rescaled units, for ``alphas="auto"``."""
+        data's units). For ``alphas="auto"``, ``trace(G) / p`` comes from the total
+        ``statistics`` or the unweighted ``kernel`` of the rows."""
         if alphas is None:
-            scaled = _RELATIVE_ALPHAS * mean_diagonal()
+            if kernel is None:
+                mean = _gram_mean_diagonal(statistics, self.fit_intercept)
+            else:
+                weights = data.row_scale**2
+                trace = _kernel_trace(kernel, weights, self.fit_intercept)
+                mean = trace / data.n_lifted
+            scaled = _RELATIVE_ALPHAS * mean
             self.alphas_ = data.rescaling.unscaled_alpha(scaled)
             return scaled
         self.alphas_ = alphas.copy()
@@ -589,25 +593,26 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         """A warning when ``alpha_`` is the largest (or the smallest positive) alpha
         and scores better than the next one inward: the best may lie beyond."""
         alphas = self.alphas_
-        order = np.argsort(alphas, kind="stable")
-        if alphas[order[-1]] == alphas[order[0]]:
+        distinct = np.unique(alphas)
+        if distinct.size < 2:
             return
-        best = float(self.alpha_)
-        for position, inward, name in ((-1, -2, "largest"), (0, 1, "smallest")):
-            edge = alphas[order[position]]
-            if best != edge or edge == 0 or not scores[order[position]] > np.max(
-                scores[alphas == alphas[order[inward]]]
-            ):
+        edges = (
+            (distinct[-1], distinct[-2], "largest"),
+            (distinct[0], distinct[1], "smallest"),
+        )
+        for edge, inward, name in edges:
+            if edge == 0 or self.alpha_ != edge:
                 continue
-            wider = (
-                f"np.geomspace({alphas[alphas > 0].min():.3g}, {1e3 * edge:.3g}, "
-                f"{len(alphas) + 3})"
-                if name == "largest"
-                else f"np.geomspace({1e-3 * edge:.3g}, {alphas.max():.3g}, "
-                f"{len(alphas) + 3}) (or add 0, the minimum-norm fit)"
-            )
+            if not scores[alphas == edge].max() > scores[alphas == inward].max():
+                continue
+            low, high = distinct[distinct > 0][0], 1e3 * edge
+            if name == "smallest":
+                low, high = 1e-3 * edge, distinct[-1]
+            wider = f"np.geomspace({low:.3g}, {high:.3g}, {distinct.size + 3})"
+            if name == "smallest":
+                wider += " (or add 0, the minimum-norm fit)"
             warnings.warn(
-                f"alpha_={best:.3g} is the {name} of the {len(alphas)} alphas tried "
+                f"alpha_={edge:.3g} is the {name} of the {alphas.size} alphas tried "
                 "and scores better than its neighbour: the best alpha may lie "
                 f"beyond the grid; widen it, e.g. alphas={wider}.",
                 UserWarning,
@@ -668,25 +673,14 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
             scaled_targets = targets * data.rescaling.target
             if mode == "normal":
                 statistics = data.statistics()
-                scaled = self._alpha_grid(
-                    data,
-                    alphas,
-                    lambda: _gram_mean_diagonal(statistics, self.fit_intercept),
-                )
+                scaled = self._alpha_grid(data, alphas, statistics=statistics)
                 loo = _loo_normal(
                     data, statistics, scaled_targets, scaled, self.fit_intercept
                 )
             else:
                 statistics = None
                 kernel = _unweighted_kernel(data)
-                scaled = self._alpha_grid(
-                    data,
-                    alphas,
-                    lambda: _kernel_mean_diagonal(
-                        kernel, data.row_scale**2, self.fit_intercept
-                    )
-                    / data.n_lifted,
-                )
+                scaled = self._alpha_grid(data, alphas, kernel=kernel)
                 loo = _loo_dual(
                     data, kernel, scaled_targets, scaled, self.fit_intercept
                 )
@@ -779,23 +773,14 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
             row_index = np.arange(data.n_rows)
             scaled_targets = targets * data.rescaling.target
             total = None
-            scaled = self._alpha_grid(
-                data,
-                alphas,
-                lambda: _kernel_mean_diagonal(
-                    kernel, data.row_scale**2, self.fit_intercept
-                )
-                / data.n_lifted,
-            )
+            scaled = self._alpha_grid(data, alphas, kernel=kernel)
         else:
             if folds.partition:  # one pass: the test folds' statistics add up
                 test_statistics = [statistics_of(test) for _, test in folds.splits]
                 total = _sum_statistics(test_statistics)
             else:
                 total = data.statistics()
-            scaled = self._alpha_grid(
-                data, alphas, lambda: _gram_mean_diagonal(total, self.fit_intercept)
-            )
+            scaled = self._alpha_grid(data, alphas, statistics=total)
         fold_scores = np.empty((len(folds.splits), len(scaled)))
         scored = np.ones(len(folds.splits), dtype=bool)
         for fold, (train, test) in enumerate(folds.splits):
