@@ -2,7 +2,12 @@
 
 import numpy as np
 import pytest
-from conftest import naive_lifted_features, random_attention, random_sequences
+from conftest import (
+    naive_lifted_features,
+    naive_weighted_solution,
+    random_attention,
+    random_sequences,
+)
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -204,6 +209,44 @@ def test_cv_estimator_on_dask_every_position(client, data):
     )
     assert remote.alpha_ == local.alpha_
     np.testing.assert_allclose(remote.cv_scores_, local.cv_scores_, rtol=1e-9)
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_dask_leave_one_out_of_the_minimum_norm_fit(client, fit_intercept):
+    """Fewer sequences than lifted features on Dask (the Gram path, blockwise):
+    every leverage is one at alpha = 0, and the limit of r_i / (1 - h_i) the
+    workers return equals the in-memory one and explicit pinv refits; the
+    default grid is the in-memory grid."""
+    rng = np.random.default_rng(11)
+    X = random_sequences(rng, 30, 5, 4)  # p = 40
+    y = rng.normal(size=30)
+    params = dict(
+        alphas=[0.0, 1e-8],
+        n_heads=None,
+        fit_intercept=fit_intercept,
+        scoring="neg_mean_absolute_error",
+        store_cv_results=True,
+    )
+    remote = LinearAttentionRegressorCV(**params).fit(
+        da.from_array(X, chunks=(7, 5, 4)), y
+    )
+    local = LinearAttentionRegressorCV(**params).fit(X, y)
+    np.testing.assert_allclose(remote.cv_results_, local.cv_results_, rtol=1e-7)
+    features = naive_lifted_features(X)
+    for i in range(30):
+        kept = np.arange(30) != i
+        coef, intercept, _, _ = naive_weighted_solution(
+            features[kept], y[kept, None], np.ones(29), 0.0, fit_intercept
+        )
+        expected = features[i] @ coef[0] + intercept[0]
+        assert remote.cv_results_[i, 0] == pytest.approx(expected, rel=1e-6, abs=1e-9)
+    auto = dict(n_heads=None, fit_intercept=fit_intercept)
+    remote = LinearAttentionRegressorCV(**auto).fit(
+        da.from_array(X, chunks=(7, 5, 4)), y
+    )
+    local = LinearAttentionRegressorCV(gcv_mode="normal", **auto).fit(X, y)
+    np.testing.assert_allclose(remote.alphas_, local.alphas_, rtol=1e-12)
+    np.testing.assert_allclose(remote.cv_scores_, local.cv_scores_, rtol=1e-7)
 
 
 def test_cg_on_identical_rows_fits_the_mean(client):
