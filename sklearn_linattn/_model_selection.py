@@ -670,6 +670,13 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                     "positions='all' pass an integer cv or a splitter, which splits "
                     "whole sequences."
                 )
+            if data.n_observations < 2:
+                raise ValueError(
+                    "Leave-one-out (cv=None) needs at least two sequences with a "
+                    f"positive weight, got {data.n_observations} (n_samples="
+                    f"{n_samples}): the training set of the one left out would "
+                    "weigh nothing."
+                )
             scaled_targets = targets * data.rescaling.target
             if mode == "normal":
                 statistics = data.statistics()

@@ -255,6 +255,19 @@ def test_training_set_without_weight_is_an_error(rng, positions):
         )
 
 
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_leave_one_out_of_one_weighted_sequence_is_an_error(rng, fit_intercept):
+    """Leave-one-out needs two sequences of positive weight: with one, its
+    training set weighs nothing (as a K-fold training set without weight)."""
+    X = random_sequences(rng, 3, 4, 2)
+    y = rng.normal(size=3)
+    model = LinearAttentionRegressorCV(fit_intercept=fit_intercept)
+    with pytest.raises(ValueError, match="at least two sequences with a positive"):
+        model.fit(X[:1], y[:1])
+    with pytest.raises(ValueError, match="at least two sequences with a positive"):
+        model.fit(X, y, sample_weight=[0.0, 2.0, 0.0])
+
+
 @pytest.mark.parametrize("causal", [True, False])
 @pytest.mark.parametrize("Estimator", [LinearAttentionRegressorCV, "classifier"])
 def test_kfold_test_fold_of_padding_only_is_left_out(rng, causal, Estimator):
