@@ -69,16 +69,23 @@ from ._validation import (
 __all__ = ["LinearAttentionClassifierCV", "LinearAttentionRegressorCV"]
 
 _INTEGER_PARAMETERS = ("token_dim", "n_heads", "batch_size", "n_jobs")
-# A leverage within this of one is rounding of an exact one: a row whose lifted
-# features no other row shares (every row, for alpha=0 with at most as many rows
-# as lifted features). Its leave-one-out residual r_i / (1 - h_i) is then 0 / 0,
-# and is computed as the limit of that ratio instead (see _loo_normal, _loo_dual).
+# A leverage within this of one (at least; from the Gram, within its rounding,
+# see _loo_normal) is taken for an exact one: a row whose lifted features no other
+# row shares (every row, for alpha=0 with at most as many rows as lifted
+# features). Its leave-one-out residual r_i / (1 - h_i) is then 0 / 0, and is
+# computed as the limit of that ratio (see _loo_normal, _loo_dual) or is -inf.
 _LEVERAGE_TOL = 1e-9
 # That limit needs the directions of every row's features resolved by the
 # eigendecomposition: a row whose weighted squared norm is within this factor of
 # the rank threshold (sequences of far smaller scale than the largest) is below
 # its rounding, and leverage-one rows then get no finite score.
 _RESOLVED_MARGIN = 1e3
+# From the Gram, that limit divides by squared eigenvalues: beyond this condition
+# number of the Gram (lambda_max / smallest kept lambda) it lost all digits in
+# our tests (n = p = 18, one sequence 10x the others: 2e9, errors of 200%), and
+# leverage-one rows get no finite score. The kernel form (gcv_mode "auto" for at
+# most p sequences in memory) has no such limit.
+_LIMIT_CONDITION = 1e7
 # alphas="auto": these times the mean diagonal of the weighted lifted Gram the
 # penalty acts on (centered with an intercept), trace(G) / p. The best alpha of
 # 54 synthetic fits (d = 2..4, 40-1000 sequences, 4 or 20 tokens, noise 0.1-3x
@@ -89,8 +96,10 @@ _RELATIVE_ALPHAS = np.concatenate([[0.0], np.logspace(-6, 2, 9)])
 def _leave_one_out_residual(residual, one_minus_leverage, floor=_LEVERAGE_TOL):
     """``residual / (1 - leverage)``; infinite where ``1 - leverage <= floor``.
 
-    residual : (n_alphas, m, n_outputs); one_minus_leverage : (m, n_alphas).
+    residual : (n_alphas, m, n_outputs); one_minus_leverage : (m, n_alphas);
+    floor : float or (n_alphas,).
     """
+    floor = np.reshape(floor, (-1, 1, 1))
     denominator = one_minus_leverage.T[:, :, None]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return np.where(denominator > floor, residual / denominator, np.inf)
@@ -216,6 +225,14 @@ def _loo_normal(data, statistics, targets, alphas, fit_intercept):
     predictions = np.empty((data.n_rows, n_alphas, n_outputs))
     row_norms = np.empty(data.n_rows)
     limits = []  # (rows, limit predictions) of leverage-one rows
+    # 1 - h_i is a difference of terms up to one, each with a relative error of
+    # about eps * lambda_max / lambda_k: below that rounding it is no number.
+    threshold = tol * max(eigenvalues[-1], scale, 0.0)
+    kept = eigenvalues[eigenvalues > threshold]
+    extremes = kept[[0, -1]] if kept.size else np.ones(2)
+    shifted = np.append(alphas, 0.0)[:, None] + extremes  # the last: alpha = 0
+    condition = shifted[:, 1] / shifted[:, 0]
+    floors = np.maximum(_LEVERAGE_TOL, 1e2 * np.finfo(float).eps * condition)
 
     def add_predictions(start, stop, fitted, spread, slope, slope_spread, extra):
         spread0, norms = extra[:, 0], extra[:, 1]
@@ -223,11 +240,13 @@ def _loo_normal(data, statistics, targets, alphas, fit_intercept):
         intercept_leverage = row_weights / weight_sum if fit_intercept else 0.0
         one_minus = 1.0 - spread * row_weights - intercept_leverage
         row_targets = targets[start:stop]
-        loo_residual = _leave_one_out_residual(row_targets - fitted, one_minus)
+        loo_residual = _leave_one_out_residual(
+            row_targets - fitted, one_minus, floors[:-1]
+        )
         predictions[start:stop] = np.swapaxes(row_targets - loo_residual, 0, 1)
         row_norms[start:stop] = row_weights[:, 0] * norms
         one_minus0 = 1.0 - spread0[:, None] * row_weights - intercept_leverage
-        leverage_one = (one_minus0[:, 0] <= _LEVERAGE_TOL) & (row_weights[:, 0] > 0)
+        leverage_one = (one_minus0[:, 0] <= floors[-1]) & (row_weights[:, 0] > 0)
         rows = np.flatnonzero(leverage_one)
         if rows.size:
             residual = _leave_one_out_residual(
@@ -258,8 +277,12 @@ def _loo_normal(data, statistics, targets, alphas, fit_intercept):
         for start, stop, chunk in data._chunks():
             features = data.layout.features(chunk, n_threads=data.n_threads)
             add_predictions(start, stop, *_spectral_fits(features, *spectral))
-    threshold = tol * max(eigenvalues[-1], scale, 0.0)
-    if limits and _resolved(row_norms, threshold):
+    # The limit holds where h_i = 1 exactly: when the rows' features are linearly
+    # independent (the fit interpolates them all) and resolved; a computed leverage
+    # near one can otherwise be a near one, 1 - h_i tiny but not zero.
+    independent = kept.size == np.count_nonzero(weights) - int(fit_intercept)
+    conditioned = kept.size and kept[-1] <= _LIMIT_CONDITION * kept[0]
+    if limits and independent and conditioned and _resolved(row_norms, threshold):
         for rows, values in limits:
             predictions[rows] = values
     return predictions
@@ -385,8 +408,7 @@ def _loo_dual(data, kernel, targets, alphas, fit_intercept):
     row_scale = data.row_scale[positive]
     weight_sum = float(weights.sum())
     columns = kernel[:, positive]  # every row against the fitted ones
-    row_norms = weights[positive] * np.diag(kernel)[positive]
-    scale = np.max(row_norms, initial=0.0)  # before centering
+    scale = np.max(weights[positive] * np.diag(kernel)[positive], initial=0.0)
     target_mean = np.zeros(targets.shape[1])
     if fit_intercept:
         # <phi_i - mean, phi_j - mean> with the weighted mean of the features.
@@ -413,16 +435,13 @@ def _loo_dual(data, kernel, targets, alphas, fit_intercept):
     squares = eigenvectors**2
     residual = eigenvectors @ (complement[:, :, None] * projected) / row_scale[:, None]
     loo_residual = _leave_one_out_residual(residual, squares @ complement.T)
-    # Rows outside the dropped directions: the same ratio divided by alpha.
-    dropped = squares @ (filters == 0).T  # (n+, A)
-    threshold = tol * max(eigenvalues[-1] if eigenvalues.size else 0.0, scale)
-    if not _resolved(row_norms, threshold):  # only where nothing is dropped
-        dropped[:, np.any(filters == 0, axis=1)] = np.inf
+    # Where no direction is dropped (a kernel of full rank, or alpha above the rank
+    # threshold), the same ratio divided by alpha: exact for every alpha, 0 too.
+    whole = ~np.any(filters == 0, axis=1)
     limit = _leave_one_out_residual(
-        dual_coef / row_scale[:, None], squares @ filters.T, 0.0
+        dual_coef[whole] / row_scale[:, None], squares @ filters[whole].T, 0.0
     )
-    use_limit = (dropped <= _LEVERAGE_TOL).T[:, :, None]
-    loo_residual = np.where(use_limit, limit, loo_residual)
+    loo_residual[whole] = limit
     predictions = np.swapaxes(predictions, 0, 1)
     predictions[positive] = targets[positive, None, :] - np.swapaxes(loo_residual, 0, 1)
     return predictions
@@ -661,8 +680,11 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         scorer = self._scorer()
         mode = self.gcv_mode
         if mode == "auto":
-            in_memory_kernel = not distributed and data.n_rows < data.n_lifted
-            mode = "dual" if in_memory_kernel else "normal"
+            # the kernel also for as many rows as lifted features (+ 1 centered):
+            # leave-one-out at leverage one is exact there, not from squared
+            # eigenvalues of the Gram (see _LIMIT_CONDITION)
+            small = data.n_rows <= data.n_lifted + int(self.fit_intercept)
+            mode = "dual" if small and not distributed else "normal"
         if self.cv is None:
             if self.positions == "all":
                 raise ValueError(
@@ -1031,7 +1053,9 @@ class LinearAttentionRegressorCV(RegressorMixin, _LinearAttentionCVBase):
         Print the chosen alpha, fold scores and timings when positive.
     gcv_mode : {"auto", "normal", "dual"}, default="auto"
         Leave-one-out from the Gram matrix (``"normal"``) or the kernel
-        (``"dual"``); ``"auto"``: the kernel for fewer rows than lifted features.
+        (``"dual"``); ``"auto"``: the kernel for at most as many rows in memory
+        as lifted features (one more with an intercept), where the fit
+        interpolates and the kernel gives the exact limit below.
     store_cv_results : bool, default=False
         Keep the leave-one-out results in ``cv_results_`` (``cv=None`` only).
 
@@ -1070,11 +1094,15 @@ certificate_, head_search_, token_dim_, n_features_in_, feature_names_in_
     interpolates). Its leave-one-out residual is the limit of ``r_i / (1 - h_i)``,
     computed from the same eigendecomposition: the prediction of the
     minimum-norm fit of the other sequences, exactly, for ``alpha=0`` and tiny
-    alphas alike. Only when sequences differ so much in scale that some lifted
-    features fall below the rounding of the largest ones (token scales about
-    ``1e3`` apart: the Gram grows as their sixth power) is that limit not
-    computable; such an alpha scores ``-inf`` and is never chosen unless every
-    alpha does. Reference:
+    alphas alike. A score is ``-inf`` only where it is not a number in float64:
+    where ``1 - h_i`` is below its rounding (about ``eps`` times the condition
+    number of the Gram, e.g. one sequence 10 times larger than the others: the
+    Gram grows as the sixth power of the token scale), or, from the Gram
+    (``gcv_mode="normal"``), where the limit would need the squared eigenvalues
+    of a Gram of condition number above ``1e7``; such an alpha is never chosen
+    unless every alpha is. Sequences whose scales differ by about ``1e3`` or
+    more fall below the rounding of the largest ones altogether, in the fits
+    too: rescale them first. Reference:
     Yau et al., "Learning Linear Attention in Polynomial Time", NeurIPS 2025.
 
     Examples

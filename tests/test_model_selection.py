@@ -503,6 +503,45 @@ def test_kernel_form_with_more_rows_than_features(
     np.testing.assert_allclose(kfold.cv_scores_, expected, rtol=1e-6)
 
 
+@pytest.mark.parametrize(
+    "n_samples, gcv_mode, factor",
+    [
+        (18, "auto", 30.0),
+        (18, "normal", 10.0),
+        (10, "normal", 30.0),
+        (19, "normal", 30.0),
+    ],
+)
+def test_leave_one_out_is_exact_or_infinite_never_wrong(
+    rng, n_samples, gcv_mode, factor
+):
+    """One sequence ``factor`` times the others makes the Gram ill-conditioned
+    (its entries grow as the sixth power): where the leverage 1 - h_i is below
+    its rounding (about eps times the condition number), or the limit at
+    leverage one would divide by squared eigenvalues of such a Gram, the score
+    is -inf, never a wrong number; the kernel form ("auto" for at most p
+    sequences) stays exact."""
+    X = random_sequences(rng, n_samples, 4, 3)  # p = 18
+    X[0] *= factor
+    y = rng.normal(size=(n_samples, 1))
+    model = LinearAttentionRegressorCV(
+        [0.0, 1e-6],
+        n_heads=None,
+        gcv_mode=gcv_mode,
+        scoring="neg_mean_absolute_error",
+        store_cv_results=True,
+    ).fit(X, y)
+    features = naive_lifted_features(X)
+    for index, alpha in enumerate(model.alphas_):
+        expected = naive_leave_one_out(features, y, np.ones(n_samples), alpha, False)
+        got = model.cv_results_[:, 0, index]
+        finite = np.isfinite(got)
+        # within the rounding of a Gram of condition about 1e12 (n = 19)
+        np.testing.assert_allclose(got[finite], expected[finite, 0], rtol=1e-4)
+        if gcv_mode == "auto":
+            assert finite.all()
+
+
 def test_leave_one_out_picks_alpha_zero_as_grid_search_does(rng):
     """The issue's case: LeaveOneOut in GridSearchCV and the efficient
     leave-one-out agree on every score and pick the same alpha."""
