@@ -79,7 +79,12 @@ _LEVERAGE_TOL = 1e-9
 # eigendecomposition: a row whose weighted squared norm is within this factor of
 # the rank threshold (sequences of far smaller scale than the largest) is below
 # its rounding, and leverage-one rows then get no finite score.
-_RESOLVED_MARGIN = 1e3
+_RESOLVED_MARGIN = 10.0
+_LOST_FRACTION = 1e-3
+_EPS = np.finfo(np.float64).eps
+# In kernel form, a row's part of 1 - h_i in the dropped directions is "clearly"
+# not zero beyond this factor times its rounding (then it is exact to 1e-6).
+_CLEAR_MARGIN = 1e6
 # From the Gram, that limit divides by squared eigenvalues: beyond this condition
 # number of the Gram (lambda_max / smallest kept lambda) it lost all digits in
 # our tests (n = p = 18, one sequence 10x the others: 2e9, errors of 200%), and
@@ -105,10 +110,13 @@ def _leave_one_out_residual(residual, one_minus_leverage, floor=_LEVERAGE_TOL):
         return np.where(denominator > floor, residual / denominator, np.inf)
 
 
-def _resolved(row_norms, threshold):
-    """Whether every weighted row's squared norm is zero or well above the rank
-    threshold of the eigendecomposition (see ``_RESOLVED_MARGIN``)."""
-    return not np.any((row_norms > 0) & (row_norms <= _RESOLVED_MARGIN * threshold))
+def _unresolved(row_norms, threshold):
+    """The weighted rows whose squared norm is not zero but within
+    ``_RESOLVED_MARGIN`` of the rank threshold of the eigendecomposition: below
+    its rounding. Where their features lie in directions dropped as numerically
+    null (``_LOST_FRACTION`` of them or more), those directions are theirs, lost
+    to rounding, and their leverage is no longer known."""
+    return (row_norms > 0) & (row_norms <= _RESOLVED_MARGIN * threshold)
 
 
 # --- the spectral path: every alpha from one eigendecomposition ---------------------
@@ -234,8 +242,11 @@ def _loo_normal(data, statistics, targets, alphas, fit_intercept):
     condition = shifted[:, 1] / shifted[:, 0]
     floors = np.maximum(_LEVERAGE_TOL, 1e2 * np.finfo(float).eps * condition)
 
+    outside = np.empty(data.n_rows)  # the part of each row in dropped directions
+
     def add_predictions(start, stop, fitted, spread, slope, slope_spread, extra):
         spread0, norms = extra[:, 0], extra[:, 1]
+        outside[start:stop] = extra[:, 2]
         row_weights = weights[start:stop, None]
         intercept_leverage = row_weights / weight_sum if fit_intercept else 0.0
         one_minus = 1.0 - spread * row_weights - intercept_leverage
@@ -256,7 +267,7 @@ def _loo_normal(data, statistics, targets, alphas, fit_intercept):
                 (start + rows, np.swapaxes(row_targets[rows] - residual, 0, 1))
             )
 
-    if data.is_distributed:  # one pass on the workers; 2 A (o + 1) + 2 numbers a row
+    if data.is_distributed:  # one pass on the workers; 2 A (o + 1) + 3 numbers a row
         width = n_alphas * n_outputs
         packed = data.sequences.map_blocks(
             _block_spectral_fits,
@@ -265,7 +276,7 @@ def _loo_normal(data, statistics, targets, alphas, fit_intercept):
             *spectral,
             dtype=np.float64,
             drop_axis=2,
-            chunks=(data.sequences.chunks[0], (2 * n_alphas * (n_outputs + 1) + 2,)),
+            chunks=(data.sequences.chunks[0], (2 * n_alphas * (n_outputs + 1) + 3,)),
         ).compute()
         parts = np.split(packed, np.cumsum([width, n_alphas, width, n_alphas]), axis=1)
         fitted, slope = (
@@ -282,9 +293,12 @@ def _loo_normal(data, statistics, targets, alphas, fit_intercept):
     # near one can otherwise be a near one, 1 - h_i tiny but not zero.
     independent = kept.size == np.count_nonzero(weights) - int(fit_intercept)
     conditioned = kept.size and kept[-1] <= _LIMIT_CONDITION * kept[0]
-    if limits and independent and conditioned and _resolved(row_norms, threshold):
+    unresolved = _unresolved(row_norms, threshold)
+    if limits and independent and conditioned and not unresolved.any():
         for rows, values in limits:
             predictions[rows] = values
+    lost = unresolved & (outside > _LOST_FRACTION)
+    predictions[np.ix_(lost, np.any(filters == 0, axis=1))] = -np.inf
     return predictions
 
 
@@ -294,14 +308,21 @@ def _spectral_fits(
     """From the Gram's eigendecomposition, for lifted rows (rescaled units), every
     alpha at once: fitted values ``(A, m, o)`` and leverages before the row weight
     ``(m, A)``; the same with the filters times those of ``alpha = 0`` (the
-    limit of :func:`_loo_normal`); and ``(m, 2)``: the leverage factor at
-    ``alpha = 0`` and the squared norm of each row. ``(phi_i - mean)^T V`` is
-    one ``p x p`` product."""
+    limit of :func:`_loo_normal`); and ``(m, 3)``: the leverage factor at
+    ``alpha = 0``, the squared norm of each row and the fraction of its centered
+    features in the directions dropped at ``alpha = 0``. ``(phi_i - mean)^T V``
+    is one ``p x p`` product."""
     rotated = features @ eigenvectors - mean_projected
     squared = rotated**2
     limit = filters * zero_filters
+    total = squared.sum(axis=1)
+    dropped = squared[:, zero_filters == 0].sum(axis=1)
     extra = np.column_stack(
-        [squared @ zero_filters, np.einsum("ij,ij->i", features, features)]
+        [
+            squared @ zero_filters,
+            np.einsum("ij,ij->i", features, features),
+            np.divide(dropped, total, out=np.zeros_like(total), where=total > 0),
+        ]
     )
     return (
         rotated @ (filters[:, :, None] * projected) + offset,
@@ -315,7 +336,8 @@ def _spectral_fits(
 def _block_spectral_fits(block, layout_args, token_scale, *spectral):
     """:func:`_spectral_fits` of a block of sequences (runs on a Dask worker),
     packed as rows ``[fitted (A x o), leverage factors (A), limit numerators
-    (A x o), limit denominators (A), leverage factor at 0, squared norm]``."""
+    (A x o), limit denominators (A), leverage factor at 0, squared norm, part in
+    dropped directions]``."""
     sequences = check_sequence_values(block)
     if token_scale != 1.0:
         sequences = sequences * token_scale
@@ -408,7 +430,8 @@ def _loo_dual(data, kernel, targets, alphas, fit_intercept):
     row_scale = data.row_scale[positive]
     weight_sum = float(weights.sum())
     columns = kernel[:, positive]  # every row against the fitted ones
-    scale = np.max(weights[positive] * np.diag(kernel)[positive], initial=0.0)
+    row_norms = weights[positive] * np.diag(kernel)[positive]
+    scale = np.max(row_norms, initial=0.0)  # before centering
     target_mean = np.zeros(targets.shape[1])
     if fit_intercept:
         # <phi_i - mean, phi_j - mean> with the weighted mean of the features.
@@ -434,14 +457,35 @@ def _loo_dual(data, kernel, targets, alphas, fit_intercept):
     complement = 1.0 - eigenvalues * filters  # g: alpha f, or 1 where dropped
     squares = eigenvectors**2
     residual = eigenvectors @ (complement[:, :, None] * projected) / row_scale[:, None]
-    loo_residual = _leave_one_out_residual(residual, squares @ complement.T)
-    # Where no direction is dropped (a kernel of full rank, or alpha above the rank
-    # threshold), the same ratio divided by alpha: exact for every alpha, 0 too.
-    whole = ~np.any(filters == 0, axis=1)
-    limit = _leave_one_out_residual(
-        dual_coef[whole] / row_scale[:, None], squares @ filters[whole].T, 0.0
+    one_minus = squares @ complement.T  # (n+, A)
+    # A row outside the dropped directions (their part of 1 - h_i within the
+    # rounding of the eigenvectors, (eps mu_max / mu_kept)^2) has the same ratio
+    # divided by alpha: exact for every alpha, 0 too (every row, when nothing is
+    # dropped). One clearly inside them has the ratio itself; one in between, or
+    # whose leverage the rounding of smaller rows may hide, has no finite score.
+    dropped = filters == 0
+    outside = squares @ dropped.T
+    used = np.where(dropped, np.inf, eigenvalues)
+    gap = np.min(used, axis=1, initial=np.inf)
+    largest = eigenvalues[-1] if eigenvalues.size else 0.0
+    rounding = dropped.sum(axis=1) * (len(eigenvalues) * _EPS * largest / gap) ** 2
+    unresolved = _unresolved(row_norms, tol * max(largest, scale))
+    # Dropped directions are nulls of the data only when the kept spectrum stays
+    # clear of them (eigenvectors to 1e-6); else they may be directions the
+    # rounding of an ill-conditioned kernel lost.
+    trusted = (rounding <= _CLEAR_MARGIN**-2) & (
+        ~unresolved.any() | ~dropped.any(axis=1)
     )
-    loo_residual[whole] = limit
+    exact = (outside <= rounding) & trusted
+    clear = outside >= _CLEAR_MARGIN * rounding
+    limit = _leave_one_out_residual(
+        dual_coef / row_scale[:, None], squares @ filters.T, 0.0
+    )
+    standard = _leave_one_out_residual(residual, one_minus)
+    loo_residual = np.where(clear.T[:, :, None], standard, np.inf)
+    loo_residual = np.where(exact.T[:, :, None], limit, loo_residual)
+    lost = unresolved[:, None] & (outside > _LOST_FRACTION)  # (n+, A)
+    loo_residual[lost.T] = np.inf
     predictions = np.swapaxes(predictions, 0, 1)
     predictions[positive] = targets[positive, None, :] - np.swapaxes(loo_residual, 0, 1)
     return predictions

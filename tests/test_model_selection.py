@@ -510,6 +510,8 @@ def test_kernel_form_with_more_rows_than_features(
         (18, "normal", 10.0),
         (10, "normal", 30.0),
         (19, "normal", 30.0),
+        (18, "dual", 100.0),
+        (40, "normal", 1e3),
     ],
 )
 def test_leave_one_out_is_exact_or_infinite_never_wrong(
@@ -539,6 +541,34 @@ def test_leave_one_out_is_exact_or_infinite_never_wrong(
         # within the rounding of a Gram of condition about 1e12 (n = 19)
         np.testing.assert_allclose(got[finite], expected[finite, 0], rtol=1e-4)
         if gcv_mode == "auto":
+            assert finite.all()
+
+
+@pytest.mark.parametrize("gcv_mode", ["dual", "normal"])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_leave_one_out_with_repeated_sequences(rng, gcv_mode, fit_intercept):
+    """Repeated sequences make the kernel singular: its null directions are the
+    data's, not rounding. A repeated sequence has leverage below one; one that is
+    not repeated keeps leverage one and its limit (in kernel form; from the Gram,
+    whose rows are not independent then, no finite score)."""
+    X = random_sequences(rng, 8, 4, 3)  # p = 18
+    X = np.concatenate([X, X[:4]])
+    y = rng.normal(size=(12, 1))
+    model = LinearAttentionRegressorCV(
+        [0.0, 1e-5],
+        n_heads=None,
+        fit_intercept=fit_intercept,
+        gcv_mode=gcv_mode,
+        scoring="neg_mean_absolute_error",
+        store_cv_results=True,
+    ).fit(X, y)
+    features = naive_lifted_features(X)
+    for index, alpha in enumerate(model.alphas_):
+        expected = naive_leave_one_out(features, y, np.ones(12), alpha, fit_intercept)
+        got = model.cv_results_[:, 0, index]
+        finite = np.isfinite(got)
+        np.testing.assert_allclose(got[finite], expected[finite, 0], rtol=1e-6)
+        if gcv_mode == "dual":
             assert finite.all()
 
 
