@@ -503,6 +503,35 @@ def test_kernel_form_with_more_rows_than_features(
     np.testing.assert_allclose(kfold.cv_scores_, expected, rtol=1e-6)
 
 
+def stored_leave_one_out(X, y, alphas, **params):
+    """Leave-one-out predictions of every alpha (one output), stored via a scorer,
+    and the fitted model."""
+    model = LinearAttentionRegressorCV(
+        alphas,
+        n_heads=None,
+        scoring="neg_mean_absolute_error",
+        store_cv_results=True,
+        **params,
+    ).fit(X, y)
+    return model.cv_results_[:, 0], model
+
+
+def assert_finite_ones_exact(X, y, alphas, rtol, **params):
+    """Every finite leave-one-out prediction equals the explicit refit's; returns
+    where they are finite, ``(n_samples, n_alphas)``."""
+    predictions, model = stored_leave_one_out(X, y, alphas, **params)
+    features = naive_lifted_features(X)
+    intercept = params.get("fit_intercept", False)
+    finite = np.isfinite(predictions)
+    for index, alpha in enumerate(model.alphas_):
+        expected = naive_leave_one_out(features, y, np.ones(len(X)), alpha, intercept)
+        column = finite[:, index]
+        np.testing.assert_allclose(
+            predictions[column, index], expected[column, 0], rtol=rtol
+        )
+    return finite
+
+
 @pytest.mark.parametrize(
     "n_samples, gcv_mode, factor",
     [
@@ -526,22 +555,10 @@ def test_leave_one_out_is_exact_or_infinite_never_wrong(
     X = random_sequences(rng, n_samples, 4, 3)  # p = 18
     X[0] *= factor
     y = rng.normal(size=(n_samples, 1))
-    model = LinearAttentionRegressorCV(
-        [0.0, 1e-6],
-        n_heads=None,
-        gcv_mode=gcv_mode,
-        scoring="neg_mean_absolute_error",
-        store_cv_results=True,
-    ).fit(X, y)
-    features = naive_lifted_features(X)
-    for index, alpha in enumerate(model.alphas_):
-        expected = naive_leave_one_out(features, y, np.ones(n_samples), alpha, False)
-        got = model.cv_results_[:, 0, index]
-        finite = np.isfinite(got)
-        # within the rounding of a Gram of condition about 1e12 (n = 19)
-        np.testing.assert_allclose(got[finite], expected[finite, 0], rtol=1e-4)
-        if gcv_mode == "auto":
-            assert finite.all()
+    # within the rounding of a Gram of condition about 1e12 (n = 19)
+    finite = assert_finite_ones_exact(X, y, [0.0, 1e-6], 1e-4, gcv_mode=gcv_mode)
+    if gcv_mode == "auto":
+        assert finite.all()
 
 
 @pytest.mark.parametrize("gcv_mode", ["dual", "normal"])
@@ -554,22 +571,11 @@ def test_leave_one_out_with_repeated_sequences(rng, gcv_mode, fit_intercept):
     X = random_sequences(rng, 8, 4, 3)  # p = 18
     X = np.concatenate([X, X[:4]])
     y = rng.normal(size=(12, 1))
-    model = LinearAttentionRegressorCV(
-        [0.0, 1e-5],
-        n_heads=None,
-        fit_intercept=fit_intercept,
-        gcv_mode=gcv_mode,
-        scoring="neg_mean_absolute_error",
-        store_cv_results=True,
-    ).fit(X, y)
-    features = naive_lifted_features(X)
-    for index, alpha in enumerate(model.alphas_):
-        expected = naive_leave_one_out(features, y, np.ones(12), alpha, fit_intercept)
-        got = model.cv_results_[:, 0, index]
-        finite = np.isfinite(got)
-        np.testing.assert_allclose(got[finite], expected[finite, 0], rtol=1e-6)
-        if gcv_mode == "dual":
-            assert finite.all()
+    finite = assert_finite_ones_exact(
+        X, y, [0.0, 1e-5], 1e-6, gcv_mode=gcv_mode, fit_intercept=fit_intercept
+    )
+    if gcv_mode == "dual":
+        assert finite.all()
 
 
 def test_leave_one_out_picks_alpha_zero_as_grid_search_does(rng):
