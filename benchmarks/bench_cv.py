@@ -6,7 +6,7 @@ Run: ``python benchmarks/bench_cv.py [--quick] [--repeats 3] [--json FILE]``
 squared error, for both) on 20000 sequences of 16 tokens with d=8 (p=288), targets
 from a random 2-head MHLA plus noise of half their standard deviation.
 ``GridSearchCV`` fits 75 models plus the refit; the CV estimator computes each fold's
-statistics once (one pass), the training statistics as the total minus the fold's,
+statistics once (one pass), the training statistics as the sum of the other folds',
 one eigendecomposition per fold for all alphas, and scores the held-out rows in one
 more pass. Both with ``n_heads=None`` (the paper's read-out, no head search) and with
 the default ``n_heads="auto"``; medians of ``--repeats`` runs (the default-heads

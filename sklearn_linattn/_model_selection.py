@@ -85,16 +85,17 @@ _EPS = np.finfo(np.float64).eps
 # In kernel form, a row's part of 1 - h_i in the dropped directions is "clearly"
 # not zero beyond this factor times its rounding (then it is exact to 1e-6).
 _CLEAR_MARGIN = 1e6
-# From the Gram, that limit divides by squared eigenvalues: beyond this condition
-# number of the Gram (lambda_max / smallest kept lambda) it lost all digits in
-# our tests (n = p = 18, one sequence 10x the others: 2e9, errors of 200%), and
-# leverage-one rows get no finite score. The kernel form (gcv_mode "auto" for at
-# most p sequences in memory) has no such limit.
-_LIMIT_CONDITION = 1e7
+# From the Gram, that limit divides by squared eigenvalues: its error grew about as
+# eps times the Gram's condition number (n = p = 18, one sequence 1-30x the others:
+# 1e-11 at 4.5e5, 3.5e-6 at 3e9, 6e-4 at 2e12; benchmarks/bench_cv_numerics.py);
+# beyond this condition number leverage-one rows get no finite score. The kernel
+# form (gcv_mode "auto" for at most p sequences in memory) is exact there.
+_LIMIT_CONDITION = 1e10
 # alphas="auto": these times the mean diagonal of the weighted lifted Gram the
-# penalty acts on (centered with an intercept), trace(G) / p. The best alpha of
-# 54 synthetic fits (d = 2..4, 40-1000 sequences, 4 or 20 tokens, noise 0.1-3x
-# the signal) was 3e-5..10 times it, or 0 or "infinite" (no signal).
+# penalty acts on (centered with an intercept), trace(G) / p. The best alpha of 50
+# of 54 synthetic fits (d = 2..4, 40-1000 sequences, 4 or 20 tokens, noise 0.1-3x
+# the signal) was 1e-5..10 times it, median 0.03; the other 4 needed no penalty
+# or had no signal to find (benchmarks/bench_cv_numerics.py).
 _RELATIVE_ALPHAS = np.concatenate([[0.0], np.logspace(-6, 2, 9)])
 
 
@@ -293,7 +294,12 @@ def _loo_normal(data, statistics, targets, alphas, fit_intercept):
     # The limit holds where h_i = 1 exactly: when the rows' features are linearly
     # independent (the fit interpolates them all) and resolved; a computed leverage
     # near one can otherwise be a near one, 1 - h_i tiny but not zero.
-    independent = kept.size == np.count_nonzero(weights) - int(fit_intercept)
+    # rows that take part: of positive weight, and (uncentered) not all zero
+    if fit_intercept:
+        taking_part = np.count_nonzero(weights) - 1
+    else:
+        taking_part = np.count_nonzero(row_norms)
+    independent = kept.size == taking_part
     conditioned = kept.size and kept[-1] <= _LIMIT_CONDITION * kept[0]
     unresolved = _unresolved(row_norms, threshold)
     if limits and independent and conditioned and not unresolved.any():
@@ -467,10 +473,11 @@ def _loo_dual(data, kernel, targets, alphas, fit_intercept):
     # whose leverage the rounding of smaller rows may hide, has no finite score.
     dropped = filters == 0
     outside = squares @ dropped.T
-    used = np.where(dropped, np.inf, eigenvalues)
-    gap = np.min(used, axis=1, initial=np.inf)
     largest = eigenvalues[-1] if eigenvalues.size else 0.0
-    rounding = dropped.sum(axis=1) * (len(eigenvalues) * _EPS * largest / gap) ** 2
+    gap = np.min(np.where(dropped, np.inf, eigenvalues), axis=1, initial=np.inf)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bound = (len(eigenvalues) * _EPS * largest / np.maximum(gap, 0.0)) ** 2
+    rounding = np.where(dropped.any(axis=1), dropped.sum(axis=1) * bound, 0.0)
     unresolved = _unresolved(row_norms, tol * max(largest, scale))
     # Dropped directions are nulls of the data only when the kept spectrum stays
     # clear of them (eigenvectors to 1e-6); else they may be directions the
@@ -1145,7 +1152,7 @@ certificate_, head_search_, token_dim_, n_features_in_, feature_names_in_
     number of the Gram, e.g. one sequence 10 times larger than the others: the
     Gram grows as the sixth power of the token scale), or, from the Gram
     (``gcv_mode="normal"``), where the limit would need the squared eigenvalues
-    of a Gram of condition number above ``1e7``; such an alpha is never chosen
+    of a Gram of condition number above ``1e10``; such an alpha is never chosen
     unless every alpha is. Sequences whose scales differ by about ``1e3`` or
     more fall below the rounding of the largest ones altogether, in the fits
     too: rescale them first. Reference:

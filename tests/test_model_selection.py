@@ -527,7 +527,10 @@ def assert_finite_ones_exact(X, y, alphas, rtol, **params):
         expected = naive_leave_one_out(features, y, np.ones(len(X)), alpha, intercept)
         column = finite[:, index]
         np.testing.assert_allclose(
-            predictions[column, index], expected[column, 0], rtol=rtol
+            predictions[column, index],
+            expected[column, 0],
+            rtol=rtol,
+            atol=1e-10 * np.abs(expected).max(),
         )
     return finite
 
@@ -576,6 +579,19 @@ def test_leave_one_out_with_repeated_sequences(rng, gcv_mode, fit_intercept):
     )
     if gcv_mode == "dual":
         assert finite.all()
+
+
+@pytest.mark.parametrize("gcv_mode", ["dual", "normal"])
+def test_leave_one_out_with_an_all_zero_sequence(rng, gcv_mode):
+    """An all-zero sequence of positive weight has no features (the kernel has a
+    zero row): it changes no fit, its prediction is zero, and every other
+    sequence keeps its exact leave-one-out, for every alpha (found by the
+    hostile pass: the kernel form scored every positive alpha -inf)."""
+    X = random_sequences(rng, 6, 3, 2)  # p = 6
+    X[1] = 0.0
+    y = rng.normal(size=(6, 1))
+    finite = assert_finite_ones_exact(X, y, [0.0, 1e-4, 1.0], 1e-7, gcv_mode=gcv_mode)
+    assert finite.all()
 
 
 def test_leave_one_out_picks_alpha_zero_as_grid_search_does(rng):
