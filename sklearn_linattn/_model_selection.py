@@ -82,8 +82,8 @@ _LEVERAGE_TOL = 1e-9
 _RESOLVED_MARGIN = 10.0
 _LOST_FRACTION = 1e-3
 _EPS = np.finfo(np.float64).eps
-# In kernel form, a row's part of 1 - h_i in the dropped directions is "clearly"
-# not zero beyond this factor times its rounding (then it is exact to 1e-6).
+# In kernel form, dropped directions are nulls of the data only when the
+# eigenvectors are accurate to 1 / this (their rounding to its inverse square).
 _CLEAR_MARGIN = 1e6
 # From the Gram, that limit divides by squared eigenvalues: its error grew about as
 # eps times the Gram's condition number (n = p = 18, one sequence 1-30x the others:
@@ -466,33 +466,44 @@ def _loo_dual(data, kernel, targets, alphas, fit_intercept):
     squares = eigenvectors**2
     residual = eigenvectors @ (complement[:, :, None] * projected) / row_scale[:, None]
     one_minus = squares @ complement.T  # (n+, A)
-    # A row outside the dropped directions (their part of 1 - h_i within the
-    # rounding of the eigenvectors, (eps mu_max / mu_kept)^2) has the same ratio
-    # divided by alpha: exact for every alpha, 0 too (every row, when nothing is
-    # dropped). One clearly inside them has the ratio itself; one in between, or
-    # whose leverage the rounding of smaller rows may hide, has no finite score.
+    # 1 - h_i = sum_k u_ik^2 g_k has no cancellation; its rounding is the mixing of
+    # directions whose g differ: a kept direction k mixes into the dropped ones
+    # (g = 1) by about sqrt(n) eps mu_max / mu_k, which matters as 1 - g_k. Where
+    # 1 - h_i is clearly above that rounding it is the ratio itself; a row near
+    # leverage one outside the dropped directions (within the rounding; every row
+    # when nothing is dropped) has the same ratio divided by alpha, exact for
+    # every alpha, 0 too; a row in between, or whose leverage the rounding of far
+    # smaller rows may hide, has no finite score.
     dropped = filters == 0
     outside = squares @ dropped.T
     largest = eigenvalues[-1] if eigenvalues.size else 0.0
-    gap = np.min(np.where(dropped, np.inf, eigenvalues), axis=1, initial=np.inf)
     with np.errstate(divide="ignore", invalid="ignore"):
-        bound = (len(eigenvalues) * _EPS * largest / np.maximum(gap, 0.0)) ** 2
-    rounding = np.where(dropped.any(axis=1), dropped.sum(axis=1) * bound, 0.0)
-    unresolved = _unresolved(row_norms, tol * max(largest, scale))
-    # Dropped directions are nulls of the data only when the kept spectrum stays
-    # clear of them (eigenvectors to 1e-6); else they may be directions the
-    # rounding of an ill-conditioned kernel lost.
-    trusted = (rounding <= _CLEAR_MARGIN**-2) & (
-        ~unresolved.any() | ~dropped.any(axis=1)
+        spread = np.sqrt(len(eigenvalues)) * _EPS * largest / eigenvalues
+    mixing = np.where(eigenvalues > 0, np.minimum(1.0, spread**2), 1.0)
+    rounding = np.where(
+        dropped.any(axis=1),
+        np.sum(~dropped * mixing * (1.0 - complement), axis=1),
+        0.0,
     )
-    exact = (outside <= rounding) & trusted
-    clear = outside >= _CLEAR_MARGIN * rounding
+    unresolved = _unresolved(row_norms, tol * max(largest, scale))
+    # Directions dropped as numerically null beyond the kernel's rank (more rows
+    # than features) are nulls of the data; others only when the kept spectrum
+    # stays clear of them (eigenvectors to 1e-6), else they may be directions the
+    # rounding of an ill-conditioned kernel lost: no finite score at that alpha.
+    zeros = GramSpectrum(eigenvalues, None, tol, scale=scale, max_rank=data.n_lifted)
+    structural = np.arange(len(eigenvalues)) < zeros.structural_zeros
+    doubtful = np.any(dropped & ~structural, axis=1)
+    trusted = ~doubtful | ((rounding <= _CLEAR_MARGIN**-2) & ~unresolved.any())
+    whole = ~dropped.any(axis=1)  # nothing dropped: the ratio divided by alpha
+    exact = ((outside <= rounding) | whole) & trusted
+    clear = (one_minus > np.maximum(_LEVERAGE_TOL, 1e3 * rounding)) & trusted
     limit = _leave_one_out_residual(
         dual_coef / row_scale[:, None], squares @ filters.T, 0.0
     )
     standard = _leave_one_out_residual(residual, one_minus)
     loo_residual = np.where(clear.T[:, :, None], standard, np.inf)
-    loo_residual = np.where(exact.T[:, :, None], limit, loo_residual)
+    use_limit = exact & (~clear | whole)
+    loo_residual = np.where(use_limit.T[:, :, None], limit, loo_residual)
     lost = unresolved[:, None] & (outside > _LOST_FRACTION)  # (n+, A)
     loo_residual[lost.T] = np.inf
     predictions = np.swapaxes(predictions, 0, 1)
