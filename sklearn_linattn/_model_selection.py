@@ -82,9 +82,9 @@ _LEVERAGE_TOL = 1e-9
 _RESOLVED_MARGIN = 10.0
 _LOST_FRACTION = 1e-3
 _EPS = np.finfo(np.float64).eps
-# In kernel form, dropped directions are nulls of the data only when the
-# eigenvectors are accurate to 1 / this (their rounding to its inverse square).
-_CLEAR_MARGIN = 1e6
+# In kernel form, directions dropped as numerically null are nulls of the data
+# only when the smallest kept eigenvalue is this many times the rank threshold.
+_CLEAR_MARGIN = 1e3
 # From the Gram, that limit divides by squared eigenvalues: its error grew about as
 # eps times the Gram's condition number (n = p = 18, one sequence 1-30x the others:
 # 1e-11 at 4.5e5, 3.5e-6 at 3e9, 6e-4 at 2e12; benchmarks/bench_cv_numerics.py);
@@ -462,45 +462,47 @@ def _loo_dual(data, kernel, targets, alphas, fit_intercept):
     dual_coef = eigenvectors @ (filters[:, :, None] * projected)  # (A, n+, o)
     predictions = columns @ (row_scale[:, None] * dual_coef) + target_mean
     # Leave-one-out on the rows of positive weight: I - H = U diag(g) U^T.
-    complement = 1.0 - eigenvalues * filters  # g: alpha f, or 1 where dropped
+    # g = alpha f where used, 1 where dropped (not 1 - mu f: rounding at alpha = 0)
+    complement = np.where(filters == 0, 1.0, np.asarray(alphas)[:, None] * filters)
     squares = eigenvectors**2
     residual = eigenvectors @ (complement[:, :, None] * projected) / row_scale[:, None]
     one_minus = squares @ complement.T  # (n+, A)
     # 1 - h_i = sum_k u_ik^2 g_k has no cancellation; its rounding is the mixing of
     # directions whose g differ: a kept direction k mixes into the dropped ones
-    # (g = 1) by about sqrt(n) eps mu_max / mu_k, which matters as 1 - g_k. Where
-    # 1 - h_i is clearly above that rounding it is the ratio itself; a row near
-    # leverage one outside the dropped directions (within the rounding; every row
-    # when nothing is dropped) has the same ratio divided by alpha, exact for
-    # every alpha, 0 too; a row in between, or whose leverage the rounding of far
-    # smaller rows may hide, has no finite score.
+    # (g = 1) by about sqrt(n) eps mu_max / mu_k, which for row i matters as
+    # (that u_ik)^2 (1 - g_k). Where 1 - h_i is clearly above its rounding it is
+    # the ratio itself; a row near leverage one outside the dropped directions
+    # (within the rounding; every row when nothing is dropped) has the same
+    # ratio divided by alpha, exact for every alpha, 0 too; a row in between, or
+    # whose leverage the rounding of far smaller rows may hide, no finite score.
     dropped = filters == 0
-    outside = squares @ dropped.T
+    outside = squares @ dropped.T  # (n+, A)
     largest = eigenvalues[-1] if eigenvalues.size else 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
         spread = np.sqrt(len(eigenvalues)) * _EPS * largest / eigenvalues
     mixing = np.where(eigenvalues > 0, np.minimum(1.0, spread**2), 1.0)
-    rounding = np.where(
-        dropped.any(axis=1),
-        np.sum(~dropped * mixing * (1.0 - complement), axis=1),
-        0.0,
-    )
+    weight = ~dropped * mixing * (1 - complement)  # (A, m)
+    weight[~dropped.any(axis=1)] = 0.0
+    rounding = squares @ weight.T  # (n+, A)
     unresolved = _unresolved(row_norms, tol * max(largest, scale))
     # Directions dropped as numerically null beyond the kernel's rank (more rows
     # than features) are nulls of the data; others only when the kept spectrum
-    # stays clear of them (eigenvectors to 1e-6), else they may be directions the
-    # rounding of an ill-conditioned kernel lost: no finite score at that alpha.
+    # stays clear of the rank threshold (by _CLEAR_MARGIN), else they may be
+    # directions the rounding of an ill-conditioned kernel lost: no finite score
+    # at that alpha.
     zeros = GramSpectrum(eigenvalues, None, tol, scale=scale, max_rank=data.n_lifted)
     structural = np.arange(len(eigenvalues)) < zeros.structural_zeros
     doubtful = np.any(dropped & ~structural, axis=1)
-    trusted = ~doubtful | ((rounding <= _CLEAR_MARGIN**-2) & ~unresolved.any())
+    kept = eigenvalues[eigenvalues > zeros.threshold]
+    clear_gap = kept.size == 0 or kept[0] >= _CLEAR_MARGIN * zeros.threshold
+    trusted = ~doubtful | (clear_gap and not unresolved.any())
     whole = ~dropped.any(axis=1)  # nothing dropped: the ratio divided by alpha
-    exact = ((outside <= rounding) | whole) & trusted
-    clear = (one_minus > np.maximum(_LEVERAGE_TOL, 1e3 * rounding)) & trusted
+    exact = ((outside <= 10 * rounding) | whole) & trusted
+    clear = (one_minus > 1e3 * rounding) & (one_minus > 0) & trusted
     limit = _leave_one_out_residual(
         dual_coef / row_scale[:, None], squares @ filters.T, 0.0
     )
-    standard = _leave_one_out_residual(residual, one_minus)
+    standard = _leave_one_out_residual(residual, one_minus, 0.0)
     loo_residual = np.where(clear.T[:, :, None], standard, np.inf)
     use_limit = exact & (~clear | whole)
     loo_residual = np.where(use_limit.T[:, :, None], limit, loo_residual)
