@@ -39,6 +39,7 @@ __all__ = [
     "GramSpectrum",
     "IdentifiabilityCertificate",
     "certify",
+    "centering_floor",
     "default_rank_tol",
     "estimate_extreme_eigenvalues",
     "gram_spectrum",
@@ -167,6 +168,14 @@ def default_rank_tol(n_lifted):
     ``eps * largest eigenvalue`` per entry.
     """
     return n_lifted * np.finfo(np.float64).eps
+
+
+def centering_floor(scale, n_rows, n_lifted):
+    """The rank threshold's floor ``scale`` (:class:`GramSpectrum`) for a matrix
+    centered over ``n_rows`` rows: the centering sums them, leaving rounding of up
+    to about ``n_rows * eps`` times the uncentered diagonal where the tolerance
+    ``p * eps`` allows for ``p``; so ``scale * max(1, n_rows / p)``."""
+    return float(scale) * max(1.0, n_rows / max(n_lifted, 1))
 
 
 def _cholesky(matrix):

@@ -44,7 +44,13 @@ from sklearn.metrics import (
 from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._certificate import GramSpectrum, default_rank_tol, deflated_kernel, reflect
+from ._certificate import (
+    GramSpectrum,
+    centering_floor,
+    default_rank_tol,
+    deflated_kernel,
+    reflect,
+)
 from ._data import (
     StatisticsSource,
     _RowLayout,
@@ -156,6 +162,15 @@ def _eigh(matrix):
     return scipy.linalg.eigh(matrix, check_finite=False, driver=driver)
 
 
+def _floor(statistics, gram, feature_mean, fit_intercept):
+    """The rank threshold's floor for the Gram of these statistics (see
+    :func:`~sklearn_linattn._certificate.centering_floor`)."""
+    scale = uncentered_scale(gram, feature_mean, statistics.weight_sum)
+    if not fit_intercept:
+        return scale
+    return centering_floor(scale, statistics.n_observations, statistics.n_lifted)
+
+
 def _kfold_coefs(statistics, alphas, fit_intercept):
     """Coefficients and intercepts (rescaled units) of every alpha for one set of
     training statistics: ``(n_alphas, n_outputs, p)`` and ``(n_alphas, n_outputs)``,
@@ -170,7 +185,7 @@ def _kfold_coefs(statistics, alphas, fit_intercept):
         eigenvalues,
         alphas,
         default_rank_tol(statistics.n_lifted),
-        uncentered_scale(gram, feature_mean, statistics.weight_sum),
+        _floor(statistics, gram, feature_mean, fit_intercept),
     )
     projected = eigenvectors.T @ moment  # (p, n_outputs)
     coefs = np.swapaxes(eigenvectors @ (filters[:, :, None] * projected), 1, 2)
@@ -217,7 +232,7 @@ def _loo_normal(data, statistics, targets, alphas, fit_intercept):
     )
     eigenvalues, eigenvectors = _eigh(gram)
     tol = default_rank_tol(data.n_lifted)
-    scale = uncentered_scale(gram, feature_mean, statistics.weight_sum)
+    scale = _floor(statistics, gram, feature_mean, fit_intercept)
     filters = _spectral_filters(eigenvalues, alphas, tol, scale)
     zero_filters = _spectral_filters(eigenvalues, [0.0], tol, scale)[0]
     spectral = (
@@ -396,6 +411,8 @@ def _dual_fold_predictions(
     rows = np.concatenate([train, test])
     block = columns[rows]  # (n_train + n_test, n_train)
     scale = np.max(train_weights * np.diag(kernel)[train], initial=0.0)
+    if fit_intercept:
+        scale = centering_floor(scale, np.count_nonzero(train_weights), n_lifted)
     if fit_intercept and weight_sum > 0:
         # <phi_i - mean, phi_j - mean>, the mean weighted over the training rows.
         means = columns[rows] @ train_weights / weight_sum
@@ -440,6 +457,8 @@ def _loo_dual(data, kernel, targets, alphas, fit_intercept):
     columns = kernel[:, positive]  # every row against the fitted ones
     row_norms = weights[positive] * np.diag(kernel)[positive]
     scale = np.max(row_norms, initial=0.0)  # before centering
+    if fit_intercept:
+        scale = centering_floor(scale, len(positive), data.n_lifted)
     target_mean = np.zeros(targets.shape[1])
     if fit_intercept:
         # <phi_i - mean, phi_j - mean> with the weighted mean of the features.

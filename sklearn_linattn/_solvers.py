@@ -33,6 +33,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ._certificate import (
     GramSpectrum,
     IdentifiabilityCertificate,
+    centering_floor,
     default_rank_tol,
     deflated_kernel,
     estimate_extreme_eigenvalues,
@@ -313,6 +314,8 @@ def _solve_statistics(data, statistics, alpha, fit_intercept, folds=None):
         fit_intercept
     )
     scale = uncentered_scale(gram, feature_mean, statistics.weight_sum)
+    if fit_intercept:
+        scale = centering_floor(scale, statistics.n_observations, data.n_lifted)
     spectrum = gram_spectrum(gram, default_rank_tol(data.n_lifted), scale)
     coef = solve_gram(gram, moment, alpha, spectrum)
     cross = np.einsum("op,po->o", coef, moment)
@@ -423,6 +426,7 @@ def _solve_kernel(data, alpha, fit_intercept):
     scale = np.max(np.diag(kernel), initial=0.0)  # before centering: see GramSpectrum
     total = float(row_scale @ row_scale)
     if fit_intercept and total > 0:
+        scale = centering_floor(scale, data.n_observations, data.n_lifted)
         kernel, row_terms, grand = _centered_kernel(kernel, row_scale)
         target_mean = row_scale @ targets / total
         feature_mean = lifted_rmatvec(pairs, queries, row_scale[:, None])[0] / total
@@ -508,7 +512,11 @@ def solve_lsqr(
         feature_mean = operator.rmatvec(row_scale) / total
         target_mean = row_scale @ targets / total
         # the rank threshold's floor, as for the other solvers (uncentered_scale)
-        scale = float(np.max(operator.squared_column_norms(), initial=0.0))
+        scale = centering_floor(
+            np.max(operator.squared_column_norms(), initial=0.0),
+            data.n_observations,
+            n_lifted,
+        )
     else:
         feature_mean = np.zeros(n_lifted)
         target_mean = np.zeros(targets.shape[1])

@@ -888,20 +888,25 @@ def test_lifted_features_are_what_the_folds_score(rng):
 
 
 @pytest.mark.parametrize("cv", [None, 3])
-@pytest.mark.parametrize("n_samples", [10, 60])  # kernel (n < p = 40) and Gram paths
-def test_identical_sequences_with_intercept_give_the_mean(cv, n_samples):
+@pytest.mark.parametrize(
+    "n_samples, token_dim", [(10, 4), (60, 4), (100, 1), (100, 2)]
+)  # kernel (n < p = 40), Gram; p = 1 and 6 with 100 rows (the centering's rounding)
+def test_identical_sequences_with_intercept_give_the_mean(cv, n_samples, token_dim):
     """Centered features of identical sequences are zero up to rounding: every alpha,
-    the held-out scores and the refit agree with the constant model (the rank
-    threshold is floored by the uncentered diagonal, as in the plain estimator)."""
+    the held-out scores and the refit agree with the weighted constant model (the
+    rank threshold is floored by the uncentered diagonal times max(1, n / p), as in
+    the plain estimator)."""
     rng = np.random.default_rng(0)
-    X = np.repeat(rng.normal(size=(1, 6, 4)), n_samples, axis=0)
+    X = np.repeat(rng.normal(size=(1, 6, token_dim)), n_samples, axis=0)
     y = rng.normal(size=n_samples)
+    w = rng.integers(1, 4, size=n_samples).astype(float)
     model = LinearAttentionRegressorCV(
         alphas=[0.0, 1e-3, 1.0], fit_intercept=True, cv=cv
-    ).fit(X, y)
-    np.testing.assert_allclose(model.predict(X), y.mean(), rtol=1e-10)
+    ).fit(X, y, sample_weight=w)
+    np.testing.assert_allclose(model.predict(X), np.average(y, weights=w), rtol=1e-10)
     assert np.all(model.coef_ == 0.0)
     assert model.certificate_.rank == 0
-    if cv is None:  # leave-one-out of a constant model: the others' mean
-        loo = (y.sum() - y) / (n_samples - 1)
-        np.testing.assert_allclose(model.cv_scores_, -np.mean((y - loo) ** 2))
+    if cv is None:  # leave-one-out of a constant model: the others' weighted mean
+        loo = (w @ y - w * y) / (w.sum() - w)
+        expected = -np.average((y - loo) ** 2, weights=w)
+        np.testing.assert_allclose(model.cv_scores_, expected, rtol=1e-10)

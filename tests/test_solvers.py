@@ -151,6 +151,32 @@ def test_dual_with_more_rows_than_features_is_minimum_norm(
             assert model.certificate_.rank == np.linalg.matrix_rank(centered)
 
 
+@pytest.mark.parametrize("n_samples", [10, 32, 100])
+@pytest.mark.parametrize("token_dim", [1, 2])
+@pytest.mark.parametrize("solver", ["normal", "dual", "cg"])
+def test_identical_weighted_sequences_with_intercept_give_the_mean(
+    rng, n_samples, token_dim, solver
+):
+    """Centered, identical sequences are rounding of zero, and summing n of them
+    leaves up to about n eps of their uncentered size (beyond the p eps of the
+    rank tolerance when p is small): every solver returns the weighted mean, rank
+    0 (found by the hostile pass: d = 1, integer weights, coefficients fitted to
+    rounding that moved predictions by 0.07)."""
+    X = np.full((n_samples, 4, token_dim), 3.49116828)
+    y = rng.normal(size=n_samples)
+    weights = rng.integers(1, 4, size=n_samples)
+    model = LinearAttentionRegressor(
+        solver=solver, fit_intercept=True, n_heads=None
+    ).fit(X, y, sample_weight=weights)
+    assert model.certificate_.rank == 0
+    assert np.all(model.coef_ == 0.0)
+    np.testing.assert_allclose(
+        model.predict(rng.normal(size=(3, 4, token_dim))),
+        np.average(y, weights=weights),
+        rtol=1e-12,
+    )
+
+
 def test_lanczos_certificate_beyond_small_p(rng):
     """Above p = 64, cg estimates the extreme eigenvalues by Lanczos: the estimates
     match the exact spectrum, and `covers` needs a decomposition it does not have."""
