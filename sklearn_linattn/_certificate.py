@@ -172,10 +172,11 @@ def default_rank_tol(n_lifted):
 
 def centering_floor(scale, n_rows, n_lifted):
     """The rank threshold's floor ``scale`` (:class:`GramSpectrum`) for a matrix
-    centered over ``n_rows`` rows: the centering sums them, leaving rounding of up
-    to about ``n_rows * eps`` times the uncentered diagonal where the tolerance
-    ``p * eps`` allows for ``p``; so ``scale * max(1, n_rows / p)``."""
-    return float(scale) * max(1.0, n_rows / max(n_lifted, 1))
+    centered over ``n_rows`` rows: the centering sums them and subtracts, leaving
+    rounding of up to about ``(n_rows + 4) eps`` times the uncentered diagonal
+    where the tolerance ``p eps`` allows for ``p``; so ``scale * max(1, (n_rows +
+    4) / p)``."""
+    return float(scale) * max(1.0, (n_rows + 4) / max(n_lifted, 1))
 
 
 def _cholesky(matrix):

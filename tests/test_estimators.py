@@ -130,6 +130,21 @@ def test_one_sequence_with_intercept_is_the_constant_model(rng, solver, n_output
     assert model.certificate_.rank == 0 and not model.certificate_.identifiable
 
 
+@pytest.mark.parametrize("solver", ["normal", "dual", "cg"])
+@pytest.mark.parametrize("positions", ["last", "all"])
+def test_one_weighted_row_with_intercept_is_the_constant_model(rng, solver, positions):
+    """Two copies of a one-token sequence (p = 1), one of weight zero: a single
+    row to fit, which centers to rounding of zero (found by the hostile pass: the
+    normal solver fitted that rounding, coef -8192)."""
+    X = np.full((2, 1, 1), 0.04974348317728668)
+    y = rng.normal(size=(2, 1) if positions == "all" else 2)
+    model = LinearAttentionRegressor(
+        solver=solver, fit_intercept=True, n_heads=None, positions=positions
+    ).fit(X, y, sample_weight=[0.0, 0.9254256461924331])
+    assert np.all(model.coef_ == 0.0)
+    assert model.intercept_ == pytest.approx(y[1].item(), rel=1e-12)
+
+
 def test_ridge_matches_closed_form(rng):
     X = random_sequences(rng, 60, 8, 3)
     y = rng.normal(size=60)
