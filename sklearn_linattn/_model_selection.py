@@ -135,8 +135,9 @@ def _spectral_filters(eigenvalues, alphas, tol, scale=0.0, max_rank=None):
     As :func:`~sklearn_linattn._solvers.solve_gram`: the full inverse when the
     matrix is numerically positive definite or ``alpha`` exceeds the rank threshold,
     else the numerically-null directions are dropped (minimum norm). ``scale``:
-    the rank threshold's floor for centered matrices, as there; ``max_rank``: the
-    rank a kernel has at most (its other eigenvalues are zero for every alpha).
+    the rank threshold's floor for centered matrices, as there. ``max_rank``: the
+    rank of a kernel ``A A^T`` at most; given, the matrix is a kernel and its
+    numerically-null directions are dropped for every alpha (``A^T u = 0``).
     """
     spectrum = GramSpectrum(eigenvalues, None, tol, scale=scale, max_rank=max_rank)
     threshold = spectrum.threshold
@@ -146,7 +147,7 @@ def _spectral_filters(eigenvalues, alphas, tol, scale=0.0, max_rank=None):
     filters = np.zeros((len(alphas), eigenvalues.size))
     for index, alpha in enumerate(alphas):
         shifted = eigenvalues + alpha
-        if full_rank or alpha > threshold:
+        if full_rank or (alpha > threshold and max_rank is None):
             use = (shifted > 0) & ~structural
         else:
             use = kept
@@ -511,7 +512,10 @@ def _loo_dual(data, kernel, targets, alphas, fit_intercept):
     # at that alpha.
     zeros = GramSpectrum(eigenvalues, None, tol, scale=scale, max_rank=data.n_lifted)
     structural = np.arange(len(eigenvalues)) < zeros.structural_zeros
-    doubtful = np.any(dropped & ~structural, axis=1)
+    # (a doubtful direction kept would have g = alpha / (mu + alpha), near 1 when
+    # alpha is far above the rank threshold: then it does not matter)
+    near = np.asarray(alphas) <= _CLEAR_MARGIN * zeros.threshold
+    doubtful = np.any(dropped & ~structural, axis=1) & near
     kept = eigenvalues[eigenvalues > zeros.threshold]
     clear_gap = kept.size == 0 or kept[0] >= _CLEAR_MARGIN * zeros.threshold
     trusted = ~doubtful | (clear_gap and not unresolved.any())

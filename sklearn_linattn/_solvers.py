@@ -228,15 +228,16 @@ def _eigen_solve(eigenvalues, eigenvectors, threshold, right_hand_side, alpha):
     return basis @ ((basis.T @ right_hand_side) / (eigenvalues[kept] + alpha)[:, None])
 
 
-def solve_gram(gram, moment, alpha, spectrum):
+def solve_gram(gram, moment, alpha, spectrum, kernel=False):
     """Solve ``(gram + alpha I) coef = moment`` for the lifted coefficients.
 
     Cholesky when ``gram`` is numerically positive definite or ``alpha`` exceeds
     the rank threshold; else (or when Cholesky fails) the eigen-solve of
-    :func:`_eigen_solve`: the minimum-norm solution for ``alpha = 0``. Directions
-    that are zero by the spectrum's ``max_rank`` are left out for every ``alpha``
-    (a kernel's null space adds nothing to the lifted coefficients in exact
-    arithmetic, only rounding divided by ``alpha``).
+    :func:`_eigen_solve`: the minimum-norm solution for ``alpha = 0``. For a
+    ``kernel`` (``A A^T``) of less than full rank the numerically-null directions
+    are left out for every ``alpha``: ``A^T u = 0`` there, so they add nothing to
+    the lifted coefficients in exact arithmetic, only rounding divided by
+    ``alpha`` (so are the directions zero by the spectrum's ``max_rank``).
 
     Returns
     -------
@@ -247,7 +248,8 @@ def solve_gram(gram, moment, alpha, spectrum):
             (spectrum.factor, False), moment, check_finite=False
         ).T
     structural = spectrum.structural_zeros > 0
-    if not structural and (spectrum.full_rank or alpha > spectrum.threshold):
+    regularizable = spectrum.full_rank or (alpha > spectrum.threshold and not kernel)
+    if not structural and regularizable:
         regularized = gram + alpha * np.eye(gram.shape[0]) if alpha > 0 else gram
         try:
             factor = scipy.linalg.cho_factor(regularized, check_finite=False)
@@ -264,8 +266,8 @@ def solve_gram(gram, moment, alpha, spectrum):
             max_rank=spectrum.max_rank,
         )
     cutoff = spectrum.threshold
-    if structural and alpha > cutoff:  # only the structural zeros are left out
-        cutoff = spectrum.structural_floor
+    if structural and alpha > cutoff and not kernel:
+        cutoff = spectrum.structural_floor  # only the structural zeros left out
     return _eigen_solve(
         spectrum.eigenvalues, spectrum.eigenvectors, cutoff, moment, alpha
     ).T
@@ -445,13 +447,13 @@ def _solve_kernel(data, alpha, fit_intercept):
         block, reflection = deflated_kernel(kernel, row_scale)
         spectrum = kernel_spectrum(block, tol, data.n_lifted, scale)
         rotated = reflect(reflection, centered_targets)[1:]
-        solution = solve_gram(block, rotated, alpha, spectrum).T
+        solution = solve_gram(block, rotated, alpha, spectrum, kernel=True).T
         weights = reflect(
             reflection, np.vstack([np.zeros((1, targets.shape[1])), solution])
         )
     else:
         spectrum = kernel_spectrum(kernel, tol, data.n_lifted, scale)
-        weights = solve_gram(kernel, centered_targets, alpha, spectrum).T
+        weights = solve_gram(kernel, centered_targets, alpha, spectrum, kernel=True).T
     residual = centered_targets - kernel @ weights
     # A_c^T a = A^T a - mean (r . a)
     coef = lifted_rmatvec(pairs, queries, weights) - np.outer(

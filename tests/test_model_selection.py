@@ -614,6 +614,32 @@ def test_leave_one_out_of_single_token_sequences(rng, fit_intercept):
     assert finite.all()
 
 
+@pytest.mark.parametrize("cv", [None, 3])
+def test_kernel_form_on_rank_deficient_data_with_small_alphas(rng, cv):
+    """One-hot tokens: a singular kernel whose null directions are the data's.
+    Leave-one-out and K-fold in kernel form equal explicit refits at alphas just
+    above the rank threshold, where those directions would otherwise carry
+    rounding divided by alpha."""
+    X = np.eye(3)[rng.integers(0, 3, size=(40, 3))]
+    X = X * rng.uniform(0.5, 2.0, size=(40, 3, 1))
+    y = rng.normal(size=(40, 1))
+    features = naive_lifted_features(X)
+    alphas = (
+        np.array([0.0, 1e-12, 1e-9]) * np.linalg.eigvalsh(features.T @ features)[-1]
+    )
+    if cv is None:
+        finite = assert_finite_ones_exact(X, y, alphas, 1e-7, gcv_mode="dual")
+        assert finite.all()
+        return
+    model = LinearAttentionRegressorCV(
+        alphas, cv=KFold(3), n_heads=None, gcv_mode="dual"
+    ).fit(X, y)
+    expected = naive_kfold_scores(
+        features, y, np.ones(40), list(KFold(3).split(X)), alphas, False
+    )
+    np.testing.assert_allclose(model.cv_scores_, expected, rtol=1e-7)
+
+
 def test_leave_one_out_picks_alpha_zero_as_grid_search_does(rng):
     """The issue's case: LeaveOneOut in GridSearchCV and the efficient
     leave-one-out agree on every score and pick the same alpha."""

@@ -177,6 +177,37 @@ def test_identical_weighted_sequences_with_intercept_give_the_mean(
     )
 
 
+@pytest.mark.parametrize("n_samples", [12, 40])  # fewer and more rows than p = 18
+@pytest.mark.parametrize("relative_alpha", [1e-12, 1e-9])
+def test_dual_on_rank_deficient_data_with_a_small_alpha(rng, n_samples, relative_alpha):
+    """One-hot tokens (times a scale) leave the lifted features in a subspace: the
+    kernel is singular. Its null directions add nothing to the coefficients
+    (A^T u = 0), so the dual solver leaves them out for every alpha, as the
+    normal one effectively does; with them, rounding divided by a small alpha
+    moved the coefficients by 1e-4 (hostile pass)."""
+    X = np.eye(3)[rng.integers(0, 3, size=(n_samples, 3))]
+    X = X * rng.uniform(0.5, 2.0, size=(n_samples, 3, 1))
+    y = rng.normal(size=n_samples)
+    features = naive_lifted_features(X)
+    alpha = relative_alpha * np.linalg.eigvalsh(features.T @ features)[-1]
+    expected, _, _, _ = naive_weighted_solution(
+        features, y[:, None], np.ones(n_samples), alpha, False
+    )
+    coef = {
+        solver: LinearAttentionRegressor(
+            alpha=alpha, solver=solver, n_heads=None, solver_tol=1e-14
+        )
+        .fit(X, y)
+        .coef_
+        for solver in ("dual", "normal", "cg")
+    }
+    scale = np.abs(expected).max()
+    for solver in coef:  # at alpha = 1e-12 lambda_max the reference itself: 1e-6
+        np.testing.assert_allclose(coef[solver], expected[0], rtol=0, atol=1e-5 * scale)
+    # LSQR, matrix-free, agrees with the kernel form to rounding
+    np.testing.assert_allclose(coef["dual"], coef["cg"], rtol=0, atol=1e-8 * scale)
+
+
 def test_lanczos_certificate_beyond_small_p(rng):
     """Above p = 64, cg estimates the extreme eigenvalues by Lanczos: the estimates
     match the exact spectrum, and `covers` needs a decomposition it does not have."""
