@@ -518,7 +518,10 @@ def _loo_dual(data, kernel, targets, alphas, fit_intercept):
     doubtful = np.any(dropped & ~structural, axis=1) & near
     kept = eigenvalues[eigenvalues > zeros.threshold]
     clear_gap = kept.size == 0 or kept[0] >= _CLEAR_MARGIN * zeros.threshold
-    trusted = ~doubtful | (clear_gap and not unresolved.any())
+    # rows below the rounding whose features lie in dropped directions: those
+    # directions are theirs, lost, not nulls of the data
+    lost = unresolved[:, None] & (outside > _LOST_FRACTION)  # (n+, A)
+    trusted = ~doubtful | (clear_gap & ~lost.any(axis=0))
     whole = ~dropped.any(axis=1)  # nothing dropped: the ratio divided by alpha
     exact = ((outside <= 10 * rounding) | whole) & trusted
     clear = (one_minus > 1e3 * rounding) & (one_minus > 0) & trusted
@@ -529,7 +532,6 @@ def _loo_dual(data, kernel, targets, alphas, fit_intercept):
     loo_residual = np.where(clear.T[:, :, None], standard, np.inf)
     use_limit = exact & (~clear | whole)
     loo_residual = np.where(use_limit.T[:, :, None], limit, loo_residual)
-    lost = unresolved[:, None] & (outside > _LOST_FRACTION)  # (n+, A)
     loo_residual[lost.T] = np.inf
     predictions = np.swapaxes(predictions, 0, 1)
     predictions[positive] = targets[positive, None, :] - np.swapaxes(loo_residual, 0, 1)
