@@ -97,10 +97,9 @@ weighted = LinearAttentionRegressorCV().fit(
 scale = np.linalg.norm(truth.lifted_coef())
 for name, model in [("unweighted", unweighted), ("zero weights", weighted)]:
     print(
-        f"{name:12s}: alpha_={model.alpha_:g}, heads {model.n_heads_}, "
-        "relative "
-        f"distance {model.attention_.distance(truth) / scale:.1e}, certificate "
-        f"from {model.certificate_.n_samples}"
+        f"{name:12s}: alpha_={model.alpha_:.3g}, heads {model.n_heads_}, "
+        f"distance {model.attention_.distance(truth) / scale:.1e}, "
+        f"certified on {model.certificate_.n_samples}"
     )
 
 counts = rng.integers(1, 4, size=300)
