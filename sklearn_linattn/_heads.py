@@ -364,6 +364,19 @@ class _Search:
         tails = np.append(np.cumsum(energies[::-1])[::-1], 0.0)
         return rotation[:, ::-1], tails
 
+    def kept_outputs(self, kept):
+        """The search on the first ``kept`` output directions (this one when all
+        are kept) and the training-metric energy of the others."""
+        if kept == self.m:
+            return self, 0.0
+        rotation, tails = self.output_directions()
+        fitting = _Search(
+            rotation[:, :kept].T @ self.coef, self.d, self.tol, self.apply_weight,
+            self.noise, self.precision, self.verbose,
+        )
+        fitting.work_left = self.work_left
+        return fitting, float(tails[kept])
+
     def expand(self, folded, kept):
         """A folded ``W`` fitted on the first ``kept`` output directions, in the
         original outputs."""
@@ -435,14 +448,7 @@ class _Search:
         # training-metric energy and leave the rest out (their energy adds to
         # the loss exactly); a nested model, counted as such by the test.
         kept = min(self.m, k * self.d)
-        fitting, dropped = self, 0.0
-        if kept < self.m:
-            rotation, tails = self.output_directions()
-            fitting = _Search(
-                rotation[:, :kept].T @ self.coef, self.d, self.tol,
-                self.apply_weight, self.noise, self.precision, self.verbose,
-            )
-            fitting.work_left, dropped = self.work_left, tails[kept]
+        fitting, dropped = self.kept_outputs(kept)
         # (isotropic starts changed no count of the noisy grid: d 4-8, 128 fits)
         starts = fitting.starts(k, n_isotropic=0)
         losses = [fitting.loss(unfold_lifted_coef(s, self.d)) for s in starts]
@@ -656,16 +662,11 @@ def _search(search, n_heads, regression_flops):
         return folded, k, "tol", nan
     # Polish in the training metric (within the probe's output directions).
     kept = min(search.m, k * search.d)
-    fitting, dropped = search, 0.0
-    if kept < search.m:
-        rotation, tails = search.output_directions()
-        fitting = _Search(
-            rotation[:, :kept].T @ search.coef, search.d, search.tol,
-            search.apply_weight, search.noise, search.precision, search.verbose,
-        )
+    fitting, dropped = search.kept_outputs(kept)
+    if kept < search.m:  # the probe's W in the kept directions
+        rotation = search.output_directions()[0][:, :kept]
         blocks = folded.reshape(search.m, search.d, -1)
-        folded = np.einsum("ak,abx->kbx", rotation[:, :kept], blocks)
-        folded, dropped = folded.reshape(kept * search.d, -1), tails[kept]
+        folded = np.einsum("ak,abx->kbx", rotation, blocks).reshape(kept * search.d, -1)
     folded, loss = fitting.fit(k, folded, FIT_ITER)
     statistic, critical, _ = search.test(k, loss + dropped, kept)
     criterion = "precision" if statistic > critical else "f-test"
