@@ -476,6 +476,15 @@ class LiftedStatistics:
         return gram, moment, np.maximum(squares, 0.0), feature_mean, target_mean
 
 
+def sum_statistics(parts):
+    """The statistics of the union of disjoint sets of rows (a new object)."""
+    parts = iter(parts)
+    total = next(parts).copy()
+    for part in parts:
+        total.merge(part)
+    return total
+
+
 class CompactOperator(scipy.sparse.linalg.LinearOperator):
     """``sqrt(W) Phi`` from the compact rows (weighted pairs and queries)."""
 

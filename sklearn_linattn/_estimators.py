@@ -33,6 +33,7 @@ from ._data import (
     lifted_predict,
     padding_row_mask,
     predict_dask,
+    sum_statistics,
 )
 from ._heads import read_out_heads
 from ._lift import lifted_feature_pairs, lifted_features
@@ -273,9 +274,7 @@ class _LinearAttentionBase(BaseEstimator):
         # them (the head count's noise model).
         first_sample = 0 if first_call else self._n_sequences
         folds = data.fold_statistics(NOISE_FOLDS, first_sample=first_sample)
-        batch = folds[0].copy()
-        for fold in folds[1:]:
-            batch.merge(fold)
+        batch = sum_statistics(folds)
         if first_call:
             self._check_rows(data)
             statistics = batch

@@ -57,6 +57,7 @@ from ._data import (
     is_dask_array,
     lifted_data,
     padding_row_mask,
+    sum_statistics,
 )
 from ._estimators import (
     LinearAttentionClassifier,
@@ -897,7 +898,7 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         else:
             if folds.partition:  # one pass: the test folds' statistics add up
                 test_statistics = [statistics_of(test) for _, test in folds.splits]
-                total = _sum_statistics(test_statistics)
+                total = sum_statistics(test_statistics)
             else:
                 total = data.statistics()
             scaled = self._alpha_grid(data, alphas, statistics=total)
@@ -916,7 +917,7 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                 # fold: Gram entries grow as |x|^6, and a fold holding a much larger
                 # sequence would leave the others below the rounding of the total.
                 if folds.partition and folds.complement[fold]:
-                    training = _sum_statistics(
+                    training = sum_statistics(
                         part for other, part in enumerate(test_statistics)
                         if other != fold
                     )
@@ -1036,15 +1037,6 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         self.solver_ = mode
         self.n_iter_ = 1 if single_output else np.ones(solution.coef.shape[0], int)
         self.token_dim_ = data.token_dim
-
-
-def _sum_statistics(parts):
-    """The statistics of the union of disjoint sets of rows (a new object)."""
-    parts = iter(parts)
-    total = next(parts).copy()
-    for part in parts:
-        total.merge(part)
-    return total
 
 
 def _select(array, samples, per_sample):

@@ -41,7 +41,12 @@ from ._certificate import (
     kernel_spectrum,
     reflect,
 )
-from ._data import CenteredOperator, CompactOperator, single_threaded_blas
+from ._data import (
+    CenteredOperator,
+    CompactOperator,
+    single_threaded_blas,
+    sum_statistics,
+)
 from ._lift import lifted_kernel, lifted_rmatvec
 
 __all__ = [
@@ -154,10 +159,9 @@ def _jackknife_variance(folds, refit, apply_weight, n_outputs, rank):
     n_folds = len(folds)
     coefs = []
     for left_out in range(n_folds):
-        others = [fold for index, fold in enumerate(folds) if index != left_out]
-        training = others[0].copy()
-        for fold in others[1:]:
-            training.merge(fold)
+        training = sum_statistics(
+            fold for index, fold in enumerate(folds) if index != left_out
+        )
         if training.n_observations <= rank:
             return None
         coefs.append(refit(training))
@@ -294,9 +298,7 @@ def solve_normal(
 
     elif noise_folds:
         folds = data.fold_statistics(NOISE_FOLDS, progress=progress)
-        statistics = folds[0].copy()
-        for fold in folds[1:]:
-            statistics.merge(fold)
+        statistics = sum_statistics(folds)
     else:
         statistics = data.statistics(progress=progress)
     with _dense_threads(data.n_lifted):
