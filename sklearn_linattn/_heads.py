@@ -26,6 +26,7 @@ scale balanced (``||V_h||_F = ||Q_h||_F``), and signs fixed so that the entry of
 largest magnitude in each ``V_h`` is positive.
 """
 
+import functools
 import time
 from dataclasses import dataclass
 
@@ -71,6 +72,12 @@ SCREEN_ITER = 100
 # passes, or when the linearized problem promises no loss below GIVE_UP times
 # the passing loss.
 SCREEN = 20.0
+# Gauss-Newton steps are dense (exact, from the Jacobian; M formed once by applying
+# the metric to the identity) for at most DENSE_LIFTED lifted features and, in the
+# training metric, about n_outputs p^2 n_parameters <= DENSE_WORK flops per step
+# for forming M J; by conjugate gradients otherwise.
+DENSE_LIFTED = 300
+DENSE_WORK = 3e7
 GIVE_UP = 2.0
 # Gauss-Newton steps in the training metric: per probe, and for a fixed count; a
 # fit stops earlier when a step lowers the loss by less than STALL (relative).
@@ -305,10 +312,17 @@ class _Search:
         spread = np.sqrt(self.noise.residual_variance * self.m * self.p / self.signal)
         return bool(max(spread, self.precision) > NOISE_SHARE * self.tol)
 
+    def dense_steps(self, n_heads, exact=False):
+        """Whether Gauss-Newton steps for this count are solved from the dense
+        Jacobian (small problems) rather than by conjugate gradients."""
+        if self.p > DENSE_LIFTED:
+            return False
+        n_parameters = n_heads * (self.m * self.d + self.d * self.d)
+        return exact or self.m * self.p**2 * n_parameters <= DENSE_WORK
+
     def weight_matrix(self, n_heads):
         """``M`` as a matrix when Gauss-Newton steps for this count are dense."""
-        n_parameters = n_heads * (self.m * self.d + self.d * self.d)
-        if self.p > 300 or self.m * self.p**2 * n_parameters > 3e7:
+        if not self.dense_steps(n_heads):
             return None
         if self._weight_matrix is None:
             self._weight_matrix = np.asarray(self.apply_weight(np.eye(self.p)))
@@ -323,7 +337,8 @@ class _Search:
         loss)``."""
         value_rows, query_rows = balanced_rows(start, k)
         if exact:
-            weight, matrix = (lambda rows: rows), (IDENTITY if self.p <= 300 else None)
+            dense = self.dense_steps(k, exact=True)
+            weight, matrix = (lambda rows: rows), (IDENTITY if dense else None)
         else:
             weight, matrix = self.apply_weight, self.weight_matrix(k)
         accept, reject = (-np.inf, np.inf) if decided is None else decided
@@ -355,6 +370,7 @@ class _Search:
         floor = self.precision**2 * max(self.signal, 0.0) / df1 / self.noise.variance
         return loss / df1 / self.noise.variance, critical, max(critical, floor)
 
+    @functools.cached_property
     def output_directions(self):
         """Output directions by decreasing training-metric energy (eigenvectors
         of ``coef M coef^T``) and the energy beyond the first ``r`` of them."""
@@ -369,7 +385,7 @@ class _Search:
         are kept) and the training-metric energy of the others."""
         if kept == self.m:
             return self, 0.0
-        rotation, tails = self.output_directions()
+        rotation, tails = self.output_directions
         fitting = _Search(
             rotation[:, :kept].T @ self.coef, self.d, self.tol, self.apply_weight,
             self.noise, self.precision, self.verbose,
@@ -382,7 +398,7 @@ class _Search:
         original outputs."""
         if kept == self.m:
             return folded
-        rotation = self.output_directions()[0][:, :kept]
+        rotation = self.output_directions[0][:, :kept]
         blocks = folded.reshape(kept, self.d, -1)
         return np.einsum("ak,kbx->abx", rotation, blocks).reshape(self.m * self.d, -1)
 
@@ -474,9 +490,9 @@ def _step_cost(search, k, exact):
     and solve the normal equations, others run conjugate-gradient products."""
     m, d, p = search.m, search.d, search.p
     parameters = k * (m * d + d * d)
-    if exact and p <= 300:
+    if exact and search.dense_steps(k, exact=True):  # no product with M
         return 2 * m * p * parameters**2 + parameters**3 // 3
-    if not exact and search.weight_matrix(k) is not None:
+    if not exact and search.dense_steps(k):
         return 2 * m * p * p * parameters + 2 * m * p * parameters**2
     return 60 * (2 * m * p * p + 4 * m * p * k * d)
 
@@ -664,7 +680,7 @@ def _search(search, n_heads, regression_flops):
     kept = min(search.m, k * search.d)
     fitting, dropped = search.kept_outputs(kept)
     if kept < search.m:  # the probe's W in the kept directions
-        rotation = search.output_directions()[0][:, :kept]
+        rotation = search.output_directions[0][:, :kept]
         blocks = folded.reshape(search.m, search.d, -1)
         folded = np.einsum("ak,abx->kbx", rotation, blocks).reshape(kept * search.d, -1)
     folded, loss = fitting.fit(k, folded, FIT_ITER)
