@@ -263,6 +263,13 @@ class MultiHeadLinearAttention:
 
         Both come as a named tuple ``GeneratedSequences(tokens, outputs)``.
 
+        Raises
+        ------
+        ValueError
+            Naming the step, when the outputs or the next tokens at a step are
+            not finite (the rollout diverged), or ``to_token`` returns tokens of
+            the wrong shape.
+
         Examples
         --------
         >>> import numpy as np

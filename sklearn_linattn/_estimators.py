@@ -486,10 +486,13 @@ class _LinearAttentionBase(BaseEstimator):
         whether ``causal`` or not) becomes the next token (``to_token=None``) or
         is mapped to it by ``to_token``. The fitted lifted coefficients
         ``coef_`` and ``intercept_`` are evaluated (the heads compute the same
-        function). The second moment is updated in place, ``S <- S + z z^T``
-        (O(d^2)), and a step costs O(n_outputs * d^3) whatever the length of the
-        sequence: nothing is recomputed over the prefix. Left padding (zero
-        tokens) in the prompt changes nothing.
+        function), each sequence's state kept in the power-of-two scale of its
+        largest token entry so far, as ``predict`` lifts, so that the rollout
+        is ``predict``'s at any scale of the tokens. The second moment is
+        updated in place, ``S <- S + z z^T`` (O(d^2)), and a step costs
+        O(n_outputs * d^3) whatever the length of the sequence: nothing is
+        recomputed over the prefix. Left padding (zero tokens) in the prompt
+        changes nothing.
 
         Parameters
         ----------
@@ -518,6 +521,13 @@ class _LinearAttentionBase(BaseEstimator):
             prompt followed by ``tokens[:, :t]``, read at its last token.
 
         Both come as a named tuple ``GeneratedSequences(tokens, outputs)``.
+
+        Raises
+        ------
+        ValueError
+            Naming the step, when the outputs or the next tokens at a step are
+            not finite (the rollout diverged), or ``to_token`` returns tokens of
+            the wrong shape.
 
         Examples
         --------
@@ -552,11 +562,17 @@ class _LinearAttentionBase(BaseEstimator):
         sequences = validate_sequences(
             X, token_dim=self.token_dim_, estimator=self, reset=False
         )
-        lifted = lifted_readout(
-            np.atleast_2d(self.coef_), np.atleast_1d(self.intercept_), self.token_dim_
+        # Rescaled per sequence as predict rescales each chunk, so that the
+        # rollout is predict's at every scale of the tokens.
+        return rollout(
+            sequences,
+            n_steps,
+            lifted_readout(np.atleast_2d(self.coef_), self.token_dim_),
+            to_token,
+            intercept=np.atleast_1d(self.intercept_),
+            rescale=True,
+            single_column=self._single_column(),
         )
-        readout = (lambda S, q: lifted(S, q)[:, 0]) if self._single_column() else lifted
-        return rollout(sequences, n_steps, readout, to_token)
 
 
 class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):

@@ -1416,6 +1416,7 @@ feature_names_in_
     _row_weights = LinearAttentionClassifier._row_weights
     decision_function = LinearAttentionClassifier.decision_function
     predict = LinearAttentionClassifier.predict
+    _single_column = LinearAttentionClassifier._single_column  # generate's shapes
 
     def score(self, X, y, sample_weight=None):
         if self.positions == "last":

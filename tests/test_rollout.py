@@ -7,10 +7,16 @@ from sklearn.exceptions import NotFittedError
 
 from sklearn_linattn import (
     LinearAttentionClassifier,
+    LinearAttentionClassifierCV,
     LinearAttentionRegressor,
+    LinearAttentionRegressorCV,
     MultiHeadLinearAttention,
 )
-from sklearn_linattn.datasets import make_random_mhla
+from sklearn_linattn.datasets import (
+    make_automaton_rollout,
+    make_automaton_transitions,
+    make_random_mhla,
+)
 
 
 def unit(outputs, step):
@@ -18,7 +24,14 @@ def unit(outputs, step):
     return outputs / np.linalg.norm(outputs, axis=1, keepdims=True)
 
 
-def naive_rollout(predict, prompts, n_steps, to_token=None, per_position=False):
+def append_token(sequences, token):
+    """The sequences (n, n_tokens, d) followed by one more token (n, d)."""
+    return np.concatenate([sequences, token[:, None, :]], axis=1)
+
+
+def naive_rollout(
+    predict, prompts, n_steps, to_token=None, per_position=False, append=append_token
+):
     """From the definition: predict on the whole grown sequence at every step, read
     at its last token (the last position's output when ``per_position``), and
     append the next token."""
@@ -32,7 +45,7 @@ def naive_rollout(predict, prompts, n_steps, to_token=None, per_position=False):
         token = np.asarray(token, dtype=float).reshape(len(sequences), -1)
         outputs.append(output)
         tokens.append(token)
-        sequences = np.concatenate([sequences, token[:, None, :]], axis=1)
+        sequences = append(sequences, token)
     return np.stack(tokens, axis=1), np.stack(outputs, axis=1)
 
 
@@ -308,3 +321,177 @@ def test_prompt_shapes_are_checked(rng):
 def test_generate_needs_a_fitted_estimator(rng):
     with pytest.raises(NotFittedError):
         LinearAttentionRegressor().generate(rng.normal(size=(2, 3, 2)), 2)
+
+
+# --- the shapes of predict, for every estimator --------------------------------
+
+
+def _fitted(name, n_targets, positions):
+    """A fitted estimator: ``n_targets`` outputs (regressors; 1 means 1-D ``y``)
+    or classes (classifiers), on 3-d tokens."""
+    X, y, _ = make_random_mhla(
+        300, 5, 3, n_heads=2, n_outputs=3, random_state=4, positions=positions
+    )
+    kind = {
+        "regressor": LinearAttentionRegressor,
+        "regressor_cv": LinearAttentionRegressorCV,
+        "classifier": LinearAttentionClassifier,
+        "classifier_cv": LinearAttentionClassifierCV,
+    }[name]
+    if name.startswith("classifier"):
+        # classes by the largest of the first n_targets outputs
+        targets = y[..., :n_targets].argmax(axis=-1)
+    else:
+        targets = y[..., 0] if n_targets == 1 else y[..., :n_targets]
+    cv = {"cv": 3} if name.endswith("cv") and positions == "all" else {}
+    model = kind(positions=positions, **cv).fit(X, targets)
+    classifier = name.startswith("classifier")
+    return model, model.decision_function if classifier else model.predict, X[:4]
+
+
+@pytest.mark.parametrize("positions", ["last", "all"])
+@pytest.mark.parametrize(
+    "name, n_targets",
+    [(name, n) for name in ("regressor", "regressor_cv") for n in (1, 2, 3)]
+    + [(name, n) for name in ("classifier", "classifier_cv") for n in (2, 3)],
+)
+def test_generate_outputs_have_the_shape_of_predict(name, n_targets, positions):
+    model, outputs_of, prompts = _fitted(name, n_targets, positions)
+    rng = np.random.default_rng(5)
+    lookup = rng.normal(size=(6, 4, 3))  # fixed tokens: outputs only read
+    seen = []
+
+    def to_token(outputs, step):
+        seen.append(outputs.shape)
+        return lookup[step]
+
+    tokens, outputs = model.generate(prompts, 6, to_token=to_token)
+    # the reference: predict (decision_function) on the grown sequence, last token
+    _, expected = naive_rollout(
+        outputs_of, prompts, 6, to_token=lambda o, s: lookup[s],
+        per_position=positions == "all",
+    )
+    one_step = expected.shape[:1] + expected.shape[2:]
+    assert seen == [one_step] * 6
+    assert outputs.shape == expected.shape
+    assert_close(outputs, expected)
+    np.testing.assert_array_equal(tokens, lookup.transpose(1, 0, 2))
+
+
+@pytest.mark.parametrize("n_outputs", [1, 3])
+def test_model_generate_outputs_have_the_shape_of_predict(rng, n_outputs):
+    model = random_attention(rng, 3, 2, n_outputs=n_outputs)
+    prompts = rng.normal(size=(4, 5, 3))
+    lookup = rng.normal(size=(6, 4, 3))
+    tokens, outputs = model.generate(prompts, 6, to_token=lambda o, s: lookup[s])
+    _, expected = naive_rollout(model.predict, prompts, 6, lambda o, s: lookup[s])
+    assert outputs.shape == expected.shape == (4, 6, n_outputs)
+    assert_close(outputs, expected)
+
+
+def test_two_state_automaton_rollout_executes_words_with_either_classifier():
+    # Two states: one score per word, positive for state 1 (decision_function's
+    # shape), which make_automaton_rollout's to_token reads. Walk histories of 5
+    # tokens show the classifiers the tokens a rollout accumulates.
+    X, _, labels, _ = make_automaton_transitions(
+        1000, 2, 2, history=5, token_noise=0.1, random_state=0
+    )
+    prompts, to_token, states = make_automaton_rollout(20, 30, 2, 2, random_state=1)
+    for clf in (LinearAttentionClassifier(), LinearAttentionClassifierCV()):
+        clf.fit(X, labels)
+        _, scores = clf.generate(prompts, 30, to_token=to_token)
+        assert scores.shape == states.shape
+        np.testing.assert_array_equal(clf.classes_[(scores > 0).astype(int)], states)
+
+
+# --- every scale --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "scale", [1e-150, 1e-110, 1e-60, 1.0, 1e60, 1e105, 1e150]
+)
+@pytest.mark.parametrize(
+    "kind, positions",
+    [
+        (LinearAttentionRegressor, "last"),
+        (LinearAttentionRegressor, "all"),
+        (LinearAttentionRegressorCV, "last"),
+    ],
+)
+def test_generate_is_the_rollout_by_predict_at_every_scale(kind, positions, scale):
+    X, y, _ = make_random_mhla(
+        300, 6, 3, n_heads=2, n_outputs=3, random_state=0, positions=positions
+    )
+    model = kind(positions=positions).fit(X * scale, y * scale)
+
+    def to_token(outputs, step):  # tokens kept at the data's scale
+        return scale * unit(outputs, step)
+
+    prompts = X[:4] * scale
+    tokens, outputs = model.generate(prompts, 20, to_token=to_token)
+    expected_tokens, expected_outputs = naive_rollout(
+        model.predict, prompts, 20, to_token, per_position=positions == "all"
+    )
+    assert np.all(np.abs(expected_outputs) > 0)  # no underflow in the reference
+    assert_close(tokens, expected_tokens)
+    assert_close(outputs, expected_outputs)
+
+
+def test_prompts_of_different_scales_roll_out_each_at_its_own_scale():
+    # One call, prompts 1e-110, 1e-60 and 1e-10 (outputs 1e-110 to 1e190 from a
+    # model fitted at 1e-110): each rolls out as predict on it alone
+    X, y, _ = make_random_mhla(300, 6, 3, n_heads=2, n_outputs=3, random_state=0)
+    model = LinearAttentionRegressor().fit(X * 1e-110, y * 1e-110)
+    scales = np.array([1e-110, 1e-60, 1e-10])
+
+    def at_scales(scales):  # next tokens: largest entry the prompt's scale
+        def to_token(outputs, step):
+            largest = np.abs(outputs).max(axis=1, keepdims=True)
+            return scales[:, None] * (outputs / largest)
+
+        return to_token
+
+    prompts = X[:3] * scales[:, None, None]
+    tokens, outputs = model.generate(prompts, 20, at_scales(scales))
+    for i in range(3):
+        expected_tokens, expected_outputs = naive_rollout(
+            model.predict, prompts[i : i + 1], 20, at_scales(scales[i : i + 1])
+        )
+        assert_close(tokens[i : i + 1], expected_tokens)
+        assert_close(outputs[i : i + 1], expected_outputs)
+
+
+# --- overflow -----------------------------------------------------------------
+
+
+def growing_tokens(n_samples, token_dim):
+    """A to_token that ignores the outputs: tokens 10, 100, 1000, ..."""
+    return lambda outputs, step: np.full((n_samples, token_dim), 10.0 ** (step + 1))
+
+
+def first_overflow(predict, prompts, to_token, n_steps):
+    """The first step whose output, predicted on the grown sequence, is not finite."""
+    sequences = prompts
+    for step in range(n_steps):
+        with np.errstate(over="ignore", invalid="ignore"):
+            output = np.asarray(predict(sequences))
+        if not np.all(np.isfinite(output)):
+            return step
+        token = to_token(output, step)
+        sequences = np.concatenate([sequences, token[:, None, :]], axis=1)
+    raise AssertionError("the reference rollout did not overflow")
+
+
+@pytest.mark.parametrize("which", ["estimator", "model"])
+def test_outputs_that_overflow_raise_an_error_naming_the_step(which):
+    X, y, truth = make_random_mhla(300, 6, 3, n_heads=2, n_outputs=3, random_state=0)
+    model = LinearAttentionRegressor().fit(X, y) if which == "estimator" else truth
+    to_token = growing_tokens(4, 3)
+    step = first_overflow(model.predict, X[:4], to_token, 200)
+    assert step > 50  # the tokens themselves stay finite throughout
+    with pytest.raises(ValueError, match=f"output at step {step} is not finite"):
+        model.generate(X[:4], 200, to_token=to_token)
+    # up to that step the rollout runs
+    tokens, outputs = model.generate(X[:4], step, to_token=to_token)
+    assert np.all(np.isfinite(outputs))
+
