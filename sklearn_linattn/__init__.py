@@ -15,6 +15,7 @@ from ._estimators import (
 from ._heads import HeadReadout
 from ._model_selection import LinearAttentionClassifierCV, LinearAttentionRegressorCV
 from ._plotting import AttentionHeadsDisplay
+from ._rollout import generate_pipeline
 
 __version__ = "0.1.0.dev0"
 
@@ -29,6 +30,7 @@ __all__ = [
     "LinearAttentionRegressorCV",
     "MultiHeadLinearAttention",
     "certify",
+    "generate_pipeline",
     "preprocessing",
     "__version__",
 ]

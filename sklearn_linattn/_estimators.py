@@ -492,7 +492,8 @@ class _LinearAttentionBase(BaseEstimator):
         updated in place, ``S <- S + z z^T`` (O(d^2)), and a step costs
         O(n_outputs * d^3) whatever the length of the sequence: nothing is
         recomputed over the prefix. Left padding (zero tokens) in the prompt
-        changes nothing.
+        changes nothing. To roll out a :class:`~sklearn.pipeline.Pipeline` that
+        ends in this estimator, see :func:`~sklearn_linattn.generate_pipeline`.
 
         Parameters
         ----------

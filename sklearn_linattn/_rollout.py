@@ -4,14 +4,29 @@ The output at the last token of a sequence depends on the prefix only through
 ``S = Z^T Z = sum_s z_s z_s^T`` and the last token ``q``. Appending a token ``z``
 updates ``S <- S + z z^T`` in O(d^2), so each generated token costs the same,
 however long the sequence has grown; nothing is recomputed over the prefix.
+
+A pipeline rolls out the same way when its preprocessing steps act token by token
+(:func:`generate_pipeline`): each generated token goes through those steps before it
+is appended, as it would when the whole grown sequence is transformed again.
 """
 
 from numbers import Integral
 from typing import NamedTuple
 
 import numpy as np
+import scipy.sparse as sp
+from sklearn.pipeline import Pipeline
+from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["GeneratedSequences", "heads_readout", "lifted_readout", "rollout"]
+from .preprocessing import PositionalEncoding, SeriesToTokens, TokenwiseTransformer
+
+__all__ = [
+    "GeneratedSequences",
+    "generate_pipeline",
+    "heads_readout",
+    "lifted_readout",
+    "rollout",
+]
 
 
 class GeneratedSequences(NamedTuple):
@@ -198,3 +213,234 @@ def rollout(
             moment += query[:, :, None] * query[:, None, :]  # S + z z^T
     return GeneratedSequences(tokens, outputs)
 
+
+# --- pipelines ---------------------------------------------------------------------
+
+
+class _TokenStep:
+    """A fitted preprocessing step applied to one new token per sequence, exactly
+    as its ``transform`` treats that token at the end of the grown sequence.
+
+    ``map_tokens`` transforms real tokens, (m, token_dim_in) -> (m, token_dim_out).
+    With ``padding="left"`` a new token is left padding, kept all zero, while every
+    token of its sequence so far (the step's input) is all zero and so is it.
+    """
+
+    def __init__(self, map_tokens, token_dim_in, padding=None):
+        self.map_tokens = map_tokens
+        self.token_dim_in = token_dim_in
+        self.padding = padding
+
+    def start(self, step_input):
+        """Record which prompts, as the step sees them, have a non-zero entry."""
+        if self.padding == "left":
+            values = np.asarray(step_input)
+            self.started = np.any(values.reshape(len(values), -1) != 0, axis=1)
+
+    def __call__(self, tokens):
+        real = np.ones(len(tokens), dtype=bool)
+        if self.padding == "left":
+            real = self.started | np.any(tokens != 0, axis=1)
+            self.started = real
+        mapped = self.map_tokens(tokens[real])
+        if sp.issparse(mapped):
+            mapped = mapped.toarray()
+        mapped = np.asarray(mapped, dtype=np.float64)
+        out = np.zeros((len(tokens), mapped.shape[1]))
+        out[real] = mapped
+        return out
+
+
+def _identity(tokens):
+    return tokens
+
+
+def _token_step(step):
+    """``(token_step, None)`` for a step that acts token by token, ``(None,
+    reason)`` for one that does not."""
+    if step is None or step == "passthrough":
+        return _TokenStep(_identity, None), None
+    if isinstance(step, TokenwiseTransformer):
+        return (
+            _TokenStep(step.transformer_.transform, step.token_dim_, step.padding),
+            None,
+        )
+    if isinstance(step, PositionalEncoding):
+        if step.n_positions_ > 0:
+            return None, (
+                f"its {step.n_positions_} position feature(s) count from the query, "
+                "so each appended token moves every earlier token one position "
+                "back and changes its features (only n_positions=0, the constant "
+                "alone, acts token by token)"
+            )
+        if not step.constant:
+            return _TokenStep(_identity, step.token_dim_), None
+
+        def with_constant(tokens):
+            return np.column_stack([tokens, np.ones(len(tokens))])
+
+        return _TokenStep(with_constant, step.token_dim_, step.padding), None
+    if isinstance(step, SeriesToTokens):
+        if step.window != 1:
+            return None, (
+                f"with window={step.window} a new time step shifts every window "
+                "of the series (each generated token would be one time step)"
+            )
+        if step.max_len is not None:
+            return None, (
+                f"max_len={step.max_len} drops the first token of a series that "
+                "grows beyond it"
+            )
+        # window=1: a generated token is one time step, its channels as features
+        return _TokenStep(_identity, step.n_channels_), None
+    return None, (
+        f"{type(step).__name__} is not a token-wise step of "
+        "sklearn_linattn.preprocessing; wrap a transformer of single tokens in "
+        "TokenwiseTransformer"
+    )
+
+
+def _token_steps(steps, prefix=""):
+    """The token steps of ``(name, step)`` pairs (nested pipelines flattened),
+    each paired with its fitted step, and the reasons for the steps that do not
+    act token by token."""
+    maps, reasons = [], []
+    for name, fitted in steps:
+        if isinstance(fitted, Pipeline):
+            inner_maps, inner_reasons = _token_steps(fitted.steps, f"{prefix}{name}__")
+            maps += inner_maps
+            reasons += inner_reasons
+            continue
+        token_step, reason = _token_step(fitted)
+        if reason is None:
+            maps.append((token_step, fitted))
+        else:
+            reasons.append(f"{prefix}{name!r}: {reason}")
+    return maps, reasons
+
+
+def generate_pipeline(pipeline, X, n_steps, to_token=None):
+    """Run a fitted pipeline forward: each generated token is preprocessed too.
+
+    ``pipeline[-1].generate(pipeline[:-1].transform(X), ...)`` would append the
+    generated tokens as they come out of ``to_token``, skipping the preprocessing
+    that ``pipeline.predict`` applies to every token. Here each token ``to_token``
+    returns is in the pipeline's input space (a raw token) and goes through the
+    same steps before the final estimator appends it: the rollout is the one by
+    ``pipeline.predict`` (``decision_function`` for a classifier) recomputed on the
+    raw prompt followed by the raw tokens so far, in O(1) per step.
+
+    That needs every step before the final estimator to act token by token, so
+    that transforming the grown sequence again changes nothing but the new token:
+    :class:`~sklearn_linattn.preprocessing.TokenwiseTransformer` (padding kept
+    zero), :class:`~sklearn_linattn.preprocessing.PositionalEncoding` with
+    ``n_positions=0`` (the constant alone), ``SeriesToTokens(window=1)`` without
+    ``max_len`` (a raw token is then one time step, its channels), ``"passthrough"``
+    and pipelines of those. Positions counted from the query are not token-wise
+    (each new token moves every earlier one a position back), nor are
+    transformers of whole flattened rows.
+
+    Parameters
+    ----------
+    pipeline : sklearn.pipeline.Pipeline
+        Fitted; its final estimator has ``generate``.
+    X : array-like
+        The raw prompts, as ``pipeline.predict`` takes them.
+    n_steps : int
+        Number of tokens to generate (>= 1).
+    to_token : callable or None, default=None
+        ``to_token(outputs, step)`` maps the final estimator's outputs at step
+        ``step`` (0-based; shaped as its ``predict`` or ``decision_function``
+        returns them) to the next raw tokens, shape (n_samples, raw_token_dim),
+        with ``raw_token_dim`` the token dimension of the pipeline's input (the
+        channels for ``SeriesToTokens``). None appends the outputs themselves.
+
+    Returns
+    -------
+    tokens : ndarray of shape (n_samples, n_steps, raw_token_dim)
+        The generated raw tokens.
+    outputs : ndarray of shape (n_samples, n_steps) or \
+(n_samples, n_steps, n_outputs)
+        ``outputs[:, t]`` is ``pipeline.predict`` (``decision_function``) of the
+        prompt followed by ``tokens[:, :t]``, read at its last token.
+
+    Both come as a named tuple ``GeneratedSequences(tokens, outputs)``.
+
+    Raises
+    ------
+    ValueError
+        Naming every step that does not act token by token, and why; or, naming
+        the step, when the rollout diverges.
+    TypeError
+        When ``pipeline`` is not a ``Pipeline`` or its final estimator has no
+        ``generate``.
+
+    Examples
+    --------
+    Tokens scaled by a ``StandardScaler`` fitted on the raw tokens; the raw
+    tokens generated are kept on the unit circle:
+
+    >>> import numpy as np
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from sklearn_linattn import LinearAttentionRegressor, generate_pipeline
+    >>> from sklearn_linattn.datasets import make_random_mhla
+    >>> from sklearn_linattn.preprocessing import TokenwiseTransformer
+    >>> X, y, _ = make_random_mhla(300, 6, 2, n_outputs=2, random_state=0)
+    >>> pipe = make_pipeline(
+    ...     TokenwiseTransformer(StandardScaler(with_mean=False)),
+    ...     LinearAttentionRegressor(),
+    ... ).fit(3.0 * X, y)
+    >>> unit = lambda out, step: out / np.linalg.norm(out, axis=1, keepdims=True)
+    >>> tokens, outputs = generate_pipeline(pipe, 3.0 * X[:2], 5, to_token=unit)
+    >>> tokens.shape, outputs.shape
+    ((2, 5, 2), (2, 5, 2))
+    >>> grown = np.concatenate([3.0 * X[:2], tokens[:, :4]], axis=1)
+    >>> bool(np.allclose(outputs[:, 4], pipe.predict(grown)))
+    True
+    """
+    if not isinstance(pipeline, Pipeline):
+        raise TypeError(
+            "generate_pipeline expects a fitted sklearn.pipeline.Pipeline, got "
+            f"{type(pipeline).__name__}; call generate on an estimator directly."
+        )
+    final = pipeline.steps[-1][1]
+    if not hasattr(final, "generate"):
+        raise TypeError(
+            f"The final step of the pipeline, {type(final).__name__}, has no "
+            "generate method; it must be an attention estimator of sklearn_linattn."
+        )
+    steps, reasons = _token_steps(pipeline.steps[:-1])
+    if reasons:
+        raise ValueError(
+            "generate_pipeline preprocesses each generated token on its own, which "
+            "needs every step before the final estimator to act token by token; "
+            "these steps do not: " + "; ".join(reasons) + ". Roll out with "
+            "pipeline.predict on the grown sequence instead (each step then "
+            "transforms the whole sequence at every step)."
+        )
+    check_is_fitted(final)
+    n_steps = _check_n_steps(n_steps)
+    _check_to_token(to_token)
+    sequences = X
+    for step, fitted in steps:  # the prompts through the steps, one at a time
+        step.start(sequences)
+        if fitted not in (None, "passthrough"):
+            sequences = fitted.transform(sequences)
+    raw_token_dim = next(
+        (step.token_dim_in for step, _ in steps if step.token_dim_in),
+        getattr(final, "token_dim_", None),
+    )
+    n_samples = len(sequences)
+    raw_tokens = np.empty((n_samples, n_steps, raw_token_dim))
+
+    def preprocessed_token(outputs, step):
+        token = _next_tokens(to_token, outputs, step, n_samples, raw_token_dim)
+        token = np.asarray(token, dtype=np.float64)
+        raw_tokens[:, step] = token
+        for token_step, _ in steps:
+            token = token_step(token)
+        return token
+
+    _, outputs = final.generate(sequences, n_steps, to_token=preprocessed_token)
+    return GeneratedSequences(raw_tokens, outputs)

@@ -3,7 +3,11 @@
 import numpy as np
 import pytest
 from conftest import random_attention
+from sklearn.decomposition import PCA
 from sklearn.exceptions import NotFittedError
+from sklearn.linear_model import Ridge
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from sklearn_linattn import (
     LinearAttentionClassifier,
@@ -11,11 +15,18 @@ from sklearn_linattn import (
     LinearAttentionRegressor,
     LinearAttentionRegressorCV,
     MultiHeadLinearAttention,
+    generate_pipeline,
 )
 from sklearn_linattn.datasets import (
     make_automaton_rollout,
     make_automaton_transitions,
     make_random_mhla,
+)
+from sklearn_linattn.preprocessing import (
+    PositionalEncoding,
+    SeriesToTokens,
+    TokenwiseTransformer,
+    pad_sequences,
 )
 
 
@@ -495,3 +506,218 @@ def test_outputs_that_overflow_raise_an_error_naming_the_step(which):
     tokens, outputs = model.generate(X[:4], step, to_token=to_token)
     assert np.all(np.isfinite(outputs))
 
+
+# --- pipelines ----------------------------------------------------------------
+
+
+def shifted_data(n_samples=400, positions="last"):
+    """Sequences of raw tokens ``3 z + 1`` with targets of a layer on ``z``, so
+    that a centering scaler and a constant feature are what the model needs."""
+    X, y, _ = make_random_mhla(
+        n_samples, 6, 2, n_heads=2, n_outputs=2, random_state=6, positions=positions
+    )
+    return 3.0 * X + 1.0, y
+
+
+def bounded(outputs, step):
+    """Raw next token from outputs: on the unit circle around the raw mean 1."""
+    return 1.0 + 3.0 * unit(outputs, step)
+
+
+@pytest.mark.parametrize("positions", ["last", "all"])
+def test_pipeline_rollout_is_the_rollout_by_pipeline_predict(positions):
+    X, y = shifted_data(positions=positions)
+    pipe = make_pipeline(
+        TokenwiseTransformer(StandardScaler()),
+        PositionalEncoding(n_positions=0, constant=True),
+        LinearAttentionRegressor(positions=positions),
+    ).fit(X, y)
+    prompts = X[:5]
+    tokens, outputs = generate_pipeline(pipe, prompts, 15, to_token=bounded)
+    expected = naive_rollout(
+        pipe.predict, prompts, 15, bounded, per_position=positions == "all"
+    )
+    assert tokens.shape == (5, 15, 2) and outputs.shape == (5, 15, 2)
+    assert_close(tokens, expected[0])
+    assert_close(outputs, expected[1])
+
+
+def test_pipeline_rollout_keeps_left_padding_as_predict_does():
+    # Ragged prompts, left-padded; one prompt all padding whose first generated
+    # token is zero too (still padding) and then not: the scaler maps real zero
+    # tokens to -mean/std and leaves padding zero, token by token as predict.
+    X, y = shifted_data()
+    pipe = make_pipeline(
+        TokenwiseTransformer(StandardScaler()),
+        PositionalEncoding(n_positions=0, constant=True),
+        LinearAttentionRegressor(),
+    ).fit(X, y)
+    prompts = pad_sequences([X[0, 3:], X[1], X[2, 5:], np.zeros((0, 2))])
+    rng = np.random.default_rng(7)
+    lookup = rng.normal(size=(8, 4, 2))
+    lookup[0, 3] = 0.0  # a zero token after the all-padding prompt: padding
+    lookup[0, 1] = 0.0  # a zero token right after a real prompt: real
+
+    def to_token(outputs, step):
+        return lookup[step]
+
+    tokens, outputs = generate_pipeline(pipe, prompts, 8, to_token=to_token)
+    expected = naive_rollout(pipe.predict, prompts, 8, to_token)
+    np.testing.assert_array_equal(tokens, expected[0])
+    assert_close(outputs, expected[1])
+
+
+def test_pipeline_rollout_of_series_appends_time_steps():
+    # channels-first series (n_cases, n_channels, n_timepoints): a raw token is
+    # one time step, appended along the time axis of the series
+    X, y = shifted_data()
+    series = X.transpose(0, 2, 1)
+    pipe = make_pipeline(
+        SeriesToTokens(),
+        make_pipeline(  # nested pipelines are flattened
+            TokenwiseTransformer(StandardScaler()),
+            PositionalEncoding(n_positions=0, constant=True),
+        ),
+        LinearAttentionRegressor(),
+    ).fit(series, y)
+
+    def append_time_step(series, token):
+        return np.concatenate([series, token[:, :, None]], axis=2)
+
+    tokens, outputs = generate_pipeline(pipe, series[:4], 10, to_token=bounded)
+    expected = naive_rollout(
+        pipe.predict, series[:4], 10, bounded, append=append_time_step
+    )
+    assert_close(tokens, expected[0])
+    assert_close(outputs, expected[1])
+
+
+def test_pipeline_rollout_of_ragged_series_appends_time_steps():
+    # a list of series of different lengths, left-padded by SeriesToTokens
+    rng = np.random.default_rng(9)
+    series = [1.0 + rng.normal(size=(2, n)) for n in rng.integers(4, 9, size=300)]
+    y = np.array([s[0] @ s[1] * s[1, -1] for s in series])
+    pipe = make_pipeline(
+        SeriesToTokens(),
+        TokenwiseTransformer(StandardScaler()),
+        PositionalEncoding(n_positions=0, constant=True),
+        LinearAttentionRegressor(),
+    ).fit(series, y)
+    prompts = series[:4]
+    tokens, outputs = generate_pipeline(pipe, prompts, 6, to_token=bounded2d)
+    grown = list(prompts)
+    for step in range(6):  # outputs[:, t]: predict on the prompt and tokens[:, :t]
+        expected = pipe.predict(grown)
+        assert_close(outputs[:, step : step + 1], expected[:, None])
+        assert_close(tokens[:, step : step + 1], bounded2d(expected, step)[:, None])
+        grown = [
+            np.concatenate([s, token[:, None]], axis=1)
+            for s, token in zip(grown, tokens[:, step], strict=True)
+        ]
+
+
+def bounded2d(outputs, step):
+    """A raw time step of two channels from one output per series."""
+    return 1.0 + np.column_stack([np.cos(outputs), np.sin(outputs)])
+
+
+def test_pipeline_rollout_of_a_classifier_reads_its_scores():
+    X, y = shifted_data()
+    labels = (y[:, 0] > 0).astype(int)
+    pipe = make_pipeline(
+        TokenwiseTransformer(PCA(n_components=2)),
+        PositionalEncoding(n_positions=0, constant=True),
+        LinearAttentionClassifierCV(),
+    ).fit(X, labels)
+    rng = np.random.default_rng(8)
+    lookup = 1.0 + rng.normal(size=(2, 6, 4, 2))  # a raw token per label
+
+    def to_token(scores, step):
+        return lookup[(scores > 0).astype(int), step, np.arange(4)]
+
+    tokens, scores = generate_pipeline(pipe, X[:4], 6, to_token=to_token)
+    expected = naive_rollout(pipe.decision_function, X[:4], 6, to_token)
+    assert scores.shape == (4, 6)
+    np.testing.assert_array_equal(tokens, expected[0])
+    assert_close(scores, expected[1])
+
+
+def test_pipeline_rollout_without_to_token_appends_the_raw_outputs():
+    X, y = shifted_data()
+    pipe = make_pipeline(
+        TokenwiseTransformer(StandardScaler(with_mean=False)),
+        LinearAttentionRegressor(),
+    ).fit(X, y)
+    prompts = 0.3 * X[:3]
+    tokens, outputs = generate_pipeline(pipe, prompts, 5)
+    expected = naive_rollout(pipe.predict, prompts, 5)
+    np.testing.assert_array_equal(tokens, outputs)
+    assert_close(outputs, expected[1])
+
+
+@pytest.mark.parametrize(
+    "steps, named",
+    [
+        ([PositionalEncoding(n_positions=2)], ["'positionalencoding'", "query"]),
+        (
+            [PositionalEncoding(kind="sinusoidal", n_positions=4, constant=True)],
+            ["'positionalencoding'", "count from the query"],
+        ),
+        (
+            [
+                TokenwiseTransformer(StandardScaler()),
+                FunctionTransformer(),
+                PositionalEncoding(),
+            ],
+            ["'functiontransformer'", "'positionalencoding'"],
+        ),
+    ],
+)
+def test_pipeline_steps_that_are_not_tokenwise_are_named(steps, named):
+    X, y = shifted_data(100)
+    pipe = make_pipeline(*steps, LinearAttentionRegressor()).fit(X, y[:, 0])
+    with pytest.raises(ValueError, match="do not") as error:
+        generate_pipeline(pipe, X[:2], 3, to_token=lambda o, s: np.ones((2, 2)))
+    for name in named:
+        assert name in str(error.value)
+    assert "'tokenwisetransformer'" not in str(error.value)
+
+
+def test_a_scaler_of_flattened_rows_is_not_tokenwise():
+    # StandardScaler on rows (n, n_tokens * d) scales each position separately
+    X, y = shifted_data(100)
+    rows = X.reshape(100, -1)
+    pipe = make_pipeline(StandardScaler(), LinearAttentionRegressor(token_dim=2))
+    pipe.fit(rows, y[:, 0])
+    with pytest.raises(ValueError, match="'standardscaler': StandardScaler is not"):
+        generate_pipeline(pipe, rows[:2], 3, to_token=lambda o, s: np.ones((2, 2)))
+
+
+@pytest.mark.parametrize(
+    "step, match",
+    [(SeriesToTokens(window=2), "window=2"), (SeriesToTokens(max_len=4), "max_len=4")],
+)
+def test_series_steps_that_regroup_or_truncate_are_not_tokenwise(step, match):
+    X, y = shifted_data(100)
+    series = X.transpose(0, 2, 1)
+    pipe = make_pipeline(step, LinearAttentionRegressor()).fit(series, y[:, 0])
+    with pytest.raises(ValueError, match=f"'seriestotokens': with {match}|{match}"):
+        generate_pipeline(pipe, series[:2], 3, to_token=lambda o, s: np.ones((2, 2)))
+
+
+def test_generate_pipeline_needs_a_pipeline_ending_in_generate():
+    X, y = shifted_data(100)
+    model = LinearAttentionRegressor().fit(X, y)
+    with pytest.raises(TypeError, match="expects a fitted sklearn.pipeline.Pipeline"):
+        generate_pipeline(model, X[:2], 3)
+    ridge = make_pipeline(StandardScaler(), Ridge()).fit(X.reshape(100, -1), y)
+    with pytest.raises(TypeError, match="Ridge, has no generate"):
+        generate_pipeline(ridge, X[:2].reshape(2, -1), 3)
+    pipe = make_pipeline(TokenwiseTransformer(StandardScaler()), model)
+    with pytest.raises(NotFittedError):
+        generate_pipeline(make_pipeline(LinearAttentionRegressor()), X[:2], 3)
+    pipe.fit(X, y)
+    with pytest.raises(ValueError, match=r"shape \(n_samples, token_dim\) = \(2, 2\)"):
+        generate_pipeline(pipe, X[:2], 3, to_token=lambda o, s: np.ones((2, 3)))
+    with pytest.raises(TypeError, match="to_token must be None or a callable"):
+        generate_pipeline(pipe, X[:2], 3, to_token=np.eye(2))
