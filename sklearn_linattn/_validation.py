@@ -5,7 +5,8 @@ Everything downstream receives sequences as a float64, C-ordered array of shape
 ``(n_samples, n_tokens, token_dim)`` (a view of the caller's data when it already is
 one; never written to), or a Dask array of that shape chunked along samples only,
 whose blocks are checked for values (NaN, infinity) by :func:`check_sequence_values`
-where they are computed.
+where they are computed. Dask is imported only when a Dask array is passed
+(:func:`require_dask`). This module imports no other module of the package.
 """
 
 import sys
@@ -21,7 +22,9 @@ __all__ = [
     "caller_stacklevel",
     "check_sequence_values",
     "input_precision",
+    "is_dask_array",
     "reject_boolean_parameters",
+    "require_dask",
     "validate_sample_weight",
     "validate_sequences",
     "validate_targets",
@@ -58,8 +61,22 @@ def input_precision(*arrays):
     return eps
 
 
-def _is_dask_array(X):
+def is_dask_array(X):
+    """Whether ``X`` is a Dask array, without importing Dask."""
     return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "chunks")
+
+
+def require_dask():
+    """The ``dask`` and ``dask.array`` modules, or a clear error."""
+    try:
+        import dask
+        import dask.array
+    except ImportError as error:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "A Dask array was passed but Dask is not installed: "
+            "python -m pip install 'sklearn-linattn[dask]'"
+        ) from error
+    return dask, dask.array
 
 
 def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
@@ -93,7 +110,7 @@ def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
             "Sparse input is not supported: sequences are dense token matrices. "
             f"{_LAYOUT}; convert with X.toarray()."
         )
-    if _is_dask_array(X):
+    if is_dask_array(X):
         return _validate_dask_sequences(X, token_dim, estimator, reset)
     if not hasattr(X, "ndim"):  # lists, or objects that only offer __array__
         X = as_array(X)
@@ -194,8 +211,6 @@ def _token_dim_of_width(n_features, token_dim):
 def _validate_dask_sequences(X, token_dim, estimator, reset):
     """Shape checks of a Dask array (the values are checked per block), the same
     rules and messages as for numpy input; returns it 3-D, chunked along samples."""
-    from ._data import require_dask
-
     require_dask()
     if any(np.isnan(size) for size in X.chunks[0]):
         raise ValueError(
@@ -287,7 +302,7 @@ def validate_targets(y, n_samples, estimator_name="estimator", n_tokens=None):
         if per_position
         else f"(n_samples,) or (n_samples, n_outputs) with n_samples={n_samples}"
     )
-    if _is_dask_array(y):
+    if is_dask_array(y):
         targets = y.astype(np.float64)
     else:
         targets = check_array(
@@ -315,9 +330,9 @@ def validate_sample_weight(sample_weight, sequences):
     n_samples = sequences.shape[0]
     if sample_weight is None:
         return None
-    if _is_dask_array(sample_weight) and not _is_dask_array(sequences):
+    if is_dask_array(sample_weight) and not is_dask_array(sequences):
         sample_weight = np.asarray(sample_weight.compute())
-    if _is_dask_array(sample_weight):
+    if is_dask_array(sample_weight):
         if sample_weight.shape != (n_samples,):
             raise ValueError(
                 f"sample_weight must have shape ({n_samples},), got "
