@@ -276,7 +276,9 @@ def validate_targets(y, n_samples, estimator_name="estimator", n_tokens=None):
     y : array-like or dask array
         ``(n_samples,)`` or ``(n_samples, n_outputs)``; with ``n_tokens`` given (a
         fit with ``positions="all"``), ``(n_samples, n_tokens)`` or
-        ``(n_samples, n_tokens, n_outputs)``.
+        ``(n_samples, n_tokens, n_outputs)``. Finite numbers; a Dask array is
+        checked for its shape here and for its values (with the messages of
+        numpy input) block by block wherever a pass computes it.
     n_samples : int
     estimator_name : str
     n_tokens : int or None
@@ -303,11 +305,11 @@ def validate_targets(y, n_samples, estimator_name="estimator", n_tokens=None):
         else f"(n_samples,) or (n_samples, n_outputs) with n_samples={n_samples}"
     )
     if is_dask_array(y):
-        targets = y.astype(np.float64)
-    else:
-        targets = check_array(
-            y, ensure_2d=False, allow_nd=True, dtype=np.float64, input_name="y"
+        targets = y.map_blocks(
+            _checked_target_block, dtype=np.float64, meta=np.empty((0,) * y.ndim)
         )
+    else:
+        targets = _checked_target_block(y, ensure_min_samples=1)
     if targets.ndim >= 1 and targets.shape[0] != n_samples:
         raise ValueError(
             f"X has {n_samples} samples but y has {targets.shape[0]}; they must match."
@@ -320,11 +322,65 @@ def validate_targets(y, n_samples, estimator_name="estimator", n_tokens=None):
     return targets.reshape(n_rows, -1), single_output
 
 
+def _checked_target_block(y, ensure_min_samples=0):
+    """Targets (or a block of them, which may be empty) as finite float64."""
+    return check_array(
+        y,
+        ensure_2d=False,
+        allow_nd=True,
+        dtype=np.float64,
+        input_name="y",
+        ensure_min_samples=ensure_min_samples,
+    )
+
+
+_NO_POSITIVE_WEIGHT = "Sample weights must contain at least one non-zero number."
+
+
+def _checked_weight_block(weights):
+    """Sample weights (or a block of them) as finite non-negative float64."""
+    if not np.size(weights):
+        return np.asarray(weights, dtype=np.float64)
+    return _check_sample_weight(
+        weights,
+        np.empty((np.shape(weights)[0], 0)),
+        dtype=np.float64,
+        ensure_non_negative=True,
+    )
+
+
+def _with_a_positive_weight(weights, any_positive):
+    if not any_positive:
+        raise ValueError(_NO_POSITIVE_WEIGHT)
+    return weights
+
+
+def _checked_dask_weights(sample_weight):
+    """Dask sample weights whose blocks are checked like numpy weights wherever a
+    pass reads them: each block finite and non-negative, and (through a
+    dependency of every block on the reduction ``any(w > 0)``, over the weights
+    only) not all zero."""
+    _, da = require_dask()
+    meta = np.empty((0,))
+    weights = sample_weight.map_blocks(
+        _checked_weight_block, dtype=np.float64, meta=meta
+    )
+    return da.map_blocks(
+        _with_a_positive_weight,
+        weights,
+        (weights > 0).any(),
+        dtype=np.float64,
+        meta=meta,
+    )
+
+
 def validate_sample_weight(sample_weight, sequences):
     """Sample weights as a float64 array of shape ``(n_samples,)`` (None stays None).
 
-    Weights must be finite and non-negative; a scalar is broadcast. A Dask array is
-    checked for its shape only while the sequences are a Dask array too; with
+    Weights must be finite and non-negative, and not all zero; a scalar is
+    broadcast. A Dask array, while the sequences are a Dask array too, is checked
+    for its shape here and for its values, with the same messages, block by block
+    in the passes that read it (no pass of its own over the sequences); with
     sequences in memory it is computed (weights are small) and checked like any.
     """
     n_samples = sequences.shape[0]
@@ -338,7 +394,7 @@ def validate_sample_weight(sample_weight, sequences):
                 f"sample_weight must have shape ({n_samples},), got "
                 f"{sample_weight.shape}."
             )
-        return sample_weight.astype(np.float64)
+        return _checked_dask_weights(sample_weight)
     weights = _check_sample_weight(
         sample_weight,
         np.empty((n_samples, 0)),
@@ -346,7 +402,7 @@ def validate_sample_weight(sample_weight, sequences):
         ensure_non_negative=True,
     )
     if n_samples and not np.any(weights):  # scikit-learn 1.6 lets these through
-        raise ValueError("Sample weights must contain at least one non-zero number.")
+        raise ValueError(_NO_POSITIVE_WEIGHT)
     return weights
 
 
