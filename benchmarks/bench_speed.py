@@ -100,14 +100,19 @@ def certificate_functions(X):
     try:
         import contextlib
 
-        from sklearn_linattn import _solvers
+        from sklearn_linattn import _data, _solvers
         from sklearn_linattn._certificate import default_rank_tol, gram_spectrum
         from sklearn_linattn._data import InMemoryLiftedData
     except ImportError:
         return None
     gram = InMemoryLiftedData(X).statistics().normal_equations(False)[0]
     tol = default_rank_tol(gram.shape[0])
-    limits = getattr(_solvers, "_dense_threads", lambda order: contextlib.nullcontext())
+    # the thread limits the solvers use (older versions kept them in _solvers)
+    limits = getattr(
+        _data,
+        "dense_threads",
+        getattr(_solvers, "_dense_threads", lambda order: contextlib.nullcontext()),
+    )
 
     def spectrum():
         with limits(gram.shape[0]):

@@ -31,7 +31,14 @@ import scipy.linalg
 import scipy.sparse.linalg
 from sklearn.exceptions import ConvergenceWarning
 
-from ._data import _RowLayout, is_dask_array, lifted_data, power_of_two_scale
+from ._data import (
+    _RowLayout,
+    choose_solver,
+    dense_threads,
+    is_dask_array,
+    lifted_data,
+    power_of_two_scale,
+)
 from ._lift import largest_magnitude, lifted_kernel, n_lifted_features
 from ._validation import check_sequence_values, validate_sequences
 
@@ -943,8 +950,6 @@ def certify(X, token_dim=None, tol=None, convention="isometric"):
     >>> certify(rng.normal(size=(10, 5, 3))).rank  # fewer samples than p
     10
     """
-    from ._solvers import _dense_threads, choose_solver
-
     token_dim = _check_token_dim(token_dim)
     tol = _check_tol(tol)
     if convention not in ("isometric", "paper"):
@@ -959,7 +964,7 @@ def certify(X, token_dim=None, tol=None, convention="isometric"):
         return _paper_certificate(data, tol)
     if solver == "dual":
         pairs, queries = data.compact_rows()
-        with _dense_threads(data.n_rows):
+        with dense_threads(data.n_rows):
             spectrum = kernel_spectrum(
                 lifted_kernel(pairs, queries), tol, data.n_lifted
             )
@@ -968,7 +973,7 @@ def certify(X, token_dim=None, tol=None, convention="isometric"):
         )
     statistics = data.statistics()
     gram = statistics.normal_equations(fit_intercept=False)[0]
-    with _dense_threads(data.n_lifted):
+    with dense_threads(data.n_lifted):
         spectrum = gram_spectrum(gram, tol)
     return IdentifiabilityCertificate._from_spectrum(
         spectrum,

@@ -18,9 +18,16 @@ a power of two ``c`` (largest entry in [1/2, 1)), the targets by a power of two 
 and the weights by a power of two ``omega`` before anything is lifted. The lifted
 coefficients then scale back exactly by ``c^3 / s`` (:class:`Rescaling`): the cubic
 features neither overflow nor underflow, whatever the scale of the data.
+
+What the machine affords is decided here too, for the solvers and
+:func:`~sklearn_linattn.certify` alike: :func:`dense_threads` (the BLAS threads of
+dense linear algebra on matrices of an order) and :func:`choose_solver` (the solver
+``solver="auto"`` picks for data of a size, from :func:`available_memory`).
 """
 
+import contextlib
 import copy
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -41,6 +48,7 @@ from ._lift import (
     position_pair_statistics,
     upper_outer_products,
 )
+from ._validation import check_sequence_values, is_dask_array, require_dask
 
 __all__ = [
     "CenteredOperator",
@@ -50,7 +58,10 @@ __all__ = [
     "LiftedStatistics",
     "Rescaling",
     "StatisticsSource",
+    "available_memory",
+    "choose_solver",
     "default_batch_size",
+    "dense_threads",
     "is_dask_array",
     "lifted_data",
     "lifted_predict",
@@ -142,9 +153,63 @@ def single_threaded_blas():
     return controller.limit(limits=1, user_api="blas")
 
 
-def is_dask_array(X):
-    """Whether ``X`` is a Dask array, without importing Dask."""
-    return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "chunks")
+# Up to this many rows, the p x p (or n x n) factorizations and eigensolvers run on
+# one BLAS thread. With other processes on the cores, OpenBLAS's threads collapse
+# (benchmarks/bench_speed.py, section 6: the dual fit at n = 2000 took 24x the time
+# of n = 1000 with 2 threads on a loaded machine, for 8x the flops); a second
+# thread saves less than 2x on a quiet one.
+_SINGLE_THREAD_ORDER = 4096
+
+
+def dense_threads(order):
+    """BLAS limits for dense linear algebra on matrices of this order."""
+    if order <= _SINGLE_THREAD_ORDER:
+        return single_threaded_blas()
+    return contextlib.nullcontext()
+
+
+# --- the memory budget: the solver "auto" picks -------------------------------------
+
+# Share of the available memory the p x p (normal) or n x n (dual) matrices and their
+# decomposition may take (three copies: the matrix, its factor, workspace).
+_MEMORY_SHARE = 0.25
+_COPIES = 3
+_FALLBACK_MEMORY = 4 * 2**30
+
+
+def available_memory():
+    """Memory available to a new allocation, in bytes.
+
+    Linux's ``MemAvailable`` (free memory plus reclaimable page cache), else the
+    free physical pages, else 4 GiB.
+    """
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):  # pragma: no cover - not Linux
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return _FALLBACK_MEMORY
+
+
+def choose_solver(n_rows, n_lifted, memory=None, distributed=False):
+    """The solver ``solver="auto"`` uses.
+
+    ``"dual"`` when there are fewer rows than lifted features, the data is in
+    memory and the ``n_rows x n_rows`` kernel fits; else ``"normal"`` when the
+    ``p x p`` Gram matrix fits; else ``"cg"``. "Fits" means three such float64
+    matrices take at most a quarter of :func:`available_memory`.
+    """
+    budget = _MEMORY_SHARE * (available_memory() if memory is None else memory)
+    if not distributed and n_rows < n_lifted and _COPIES * 8 * n_rows**2 <= budget:
+        return "dual"
+    if _COPIES * 8 * n_lifted**2 <= budget:
+        return "normal"
+    return "cg"
 
 
 def power_of_two_scale(largest, name="X"):
@@ -1027,26 +1092,11 @@ def lifted_predict(
 # --- Dask --------------------------------------------------------------------------
 
 
-def require_dask():
-    """The ``dask`` and ``dask.array`` modules, or a clear error."""
-    try:
-        import dask
-        import dask.array
-    except ImportError as error:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "A Dask array was passed but Dask is not installed: "
-            "python -m pip install 'sklearn-linattn[dask]'"
-        ) from error
-    return dask, dask.array
-
-
 def _block_statistics(
     block, targets, weights, layout_args, rescaling, batch_size, folds=None
 ):
     """Statistics of one block of sequences (runs on a worker); with ``folds =
     (n_folds, first_sample)`` a list, one per interleaved fold."""
-    from ._validation import check_sequence_values
-
     data = InMemoryLiftedData(
         check_sequence_values(block),
         targets,
@@ -1074,8 +1124,6 @@ def _merge(*parts):
 
 
 def _block_compact(block, weights, layout_args, rescaling):
-    from ._validation import check_sequence_values
-
     data = InMemoryLiftedData(
         check_sequence_values(block),
         None,
@@ -1088,8 +1136,6 @@ def _block_compact(block, weights, layout_args, rescaling):
 
 
 def _block_predict(block, coef, intercept, positions, causal):
-    from ._validation import check_sequence_values
-
     return lifted_predict(
         check_sequence_values(block), coef, intercept, positions, causal
     )

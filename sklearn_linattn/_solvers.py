@@ -19,8 +19,6 @@ minimum-norm solution (Algorithm 1 of Yau et al. 2025; see the theory page).
 ``"auto"`` once, for every caller.
 """
 
-import contextlib
-import os
 import warnings
 from dataclasses import dataclass
 from typing import Callable
@@ -44,17 +42,16 @@ from ._certificate import (
 from ._data import (
     CenteredOperator,
     CompactOperator,
-    single_threaded_blas,
+    choose_solver,
     sum_statistics,
 )
+from ._data import dense_threads as _dense_threads
 from ._lift import lifted_kernel, lifted_rmatvec
 
 __all__ = [
     "CoefNoise",
     "LiftedSolution",
     "SOLVERS",
-    "available_memory",
-    "choose_solver",
     "resolve_solver",
     "solve_dual",
     "solve_lsqr",
@@ -71,21 +68,6 @@ LSQR_COEF_TOL = 1e4
 # Relative accuracy of the Lanczos eigenvalue estimates behind solver="cg"'s
 # certificate.
 LANCZOS_TOL = 1e-6
-# Up to this many rows, the p x p (or n x n) factorizations and eigensolvers run on
-# one BLAS thread. With other processes on the cores, OpenBLAS's threads collapse
-# (benchmarks/bench_speed.py, section 6: the dual fit at n = 2000 took 24x the time
-# of n = 1000 with 2 threads on a loaded machine, for 8x the flops); a second
-# thread saves less than 2x on a quiet one.
-_SINGLE_THREAD_ORDER = 4096
-
-
-def _dense_threads(order):
-    """BLAS limits for dense linear algebra on matrices of this order."""
-    if order <= _SINGLE_THREAD_ORDER:
-        return single_threaded_blas()
-    return contextlib.nullcontext()
-
-
 class CoefNoise:
     """The noise of fitted lifted coefficients, in the training metric ``M``.
 
@@ -608,47 +590,6 @@ SOLVERS = {"normal": solve_normal, "dual": solve_dual, "cg": solve_lsqr}
 
 
 # --- solver choice -----------------------------------------------------------------
-
-# Share of the available memory the p x p (normal) or n x n (dual) matrices and their
-# decomposition may take (three copies: the matrix, its factor, workspace).
-_MEMORY_SHARE = 0.25
-_COPIES = 3
-_FALLBACK_MEMORY = 4 * 2**30
-
-
-def available_memory():
-    """Memory available to a new allocation, in bytes.
-
-    Linux's ``MemAvailable`` (free memory plus reclaimable page cache), else the
-    free physical pages, else 4 GiB.
-    """
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):  # pragma: no cover - not Linux
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
-        return _FALLBACK_MEMORY
-
-
-def choose_solver(n_rows, n_lifted, memory=None, distributed=False):
-    """The solver ``solver="auto"`` uses.
-
-    ``"dual"`` when there are fewer rows than lifted features, the data is in
-    memory and the ``n_rows x n_rows`` kernel fits; else ``"normal"`` when the
-    ``p x p`` Gram matrix fits; else ``"cg"``. "Fits" means three such float64
-    matrices take at most a quarter of :func:`available_memory`.
-    """
-    budget = _MEMORY_SHARE * (available_memory() if memory is None else memory)
-    if not distributed and n_rows < n_lifted and _COPIES * 8 * n_rows**2 <= budget:
-        return "dual"
-    if _COPIES * 8 * n_lifted**2 <= budget:
-        return "normal"
-    return "cg"
 
 
 def resolve_solver(solver, data):

@@ -5,7 +5,8 @@ Everything downstream receives sequences as a float64, C-ordered array of shape
 ``(n_samples, n_tokens, token_dim)`` (a view of the caller's data when it already is
 one; never written to), or a Dask array of that shape chunked along samples only,
 whose blocks are checked for values (NaN, infinity) by :func:`check_sequence_values`
-where they are computed.
+where they are computed. Dask is imported only when a Dask array is passed
+(:func:`require_dask`). This module imports no other module of the package.
 """
 
 import sys
@@ -21,7 +22,9 @@ __all__ = [
     "caller_stacklevel",
     "check_sequence_values",
     "input_precision",
+    "is_dask_array",
     "reject_boolean_parameters",
+    "require_dask",
     "validate_sample_weight",
     "validate_sequences",
     "validate_targets",
@@ -58,8 +61,22 @@ def input_precision(*arrays):
     return eps
 
 
-def _is_dask_array(X):
+def is_dask_array(X):
+    """Whether ``X`` is a Dask array, without importing Dask."""
     return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "chunks")
+
+
+def require_dask():
+    """The ``dask`` and ``dask.array`` modules, or a clear error."""
+    try:
+        import dask
+        import dask.array
+    except ImportError as error:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "A Dask array was passed but Dask is not installed: "
+            "python -m pip install 'sklearn-linattn[dask]'"
+        ) from error
+    return dask, dask.array
 
 
 def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
@@ -93,7 +110,7 @@ def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
             "Sparse input is not supported: sequences are dense token matrices. "
             f"{_LAYOUT}; convert with X.toarray()."
         )
-    if _is_dask_array(X):
+    if is_dask_array(X):
         return _validate_dask_sequences(X, token_dim, estimator, reset)
     if not hasattr(X, "ndim"):  # lists, or objects that only offer __array__
         X = as_array(X)
@@ -194,8 +211,6 @@ def _token_dim_of_width(n_features, token_dim):
 def _validate_dask_sequences(X, token_dim, estimator, reset):
     """Shape checks of a Dask array (the values are checked per block), the same
     rules and messages as for numpy input; returns it 3-D, chunked along samples."""
-    from ._data import require_dask
-
     require_dask()
     if any(np.isnan(size) for size in X.chunks[0]):
         raise ValueError(
@@ -261,7 +276,9 @@ def validate_targets(y, n_samples, estimator_name="estimator", n_tokens=None):
     y : array-like or dask array
         ``(n_samples,)`` or ``(n_samples, n_outputs)``; with ``n_tokens`` given (a
         fit with ``positions="all"``), ``(n_samples, n_tokens)`` or
-        ``(n_samples, n_tokens, n_outputs)``.
+        ``(n_samples, n_tokens, n_outputs)``. Finite numbers; a Dask array is
+        checked for its shape here and for its values (with the messages of
+        numpy input) block by block wherever a pass computes it.
     n_samples : int
     estimator_name : str
     n_tokens : int or None
@@ -287,12 +304,12 @@ def validate_targets(y, n_samples, estimator_name="estimator", n_tokens=None):
         if per_position
         else f"(n_samples,) or (n_samples, n_outputs) with n_samples={n_samples}"
     )
-    if _is_dask_array(y):
-        targets = y.astype(np.float64)
-    else:
-        targets = check_array(
-            y, ensure_2d=False, allow_nd=True, dtype=np.float64, input_name="y"
+    if is_dask_array(y):
+        targets = y.map_blocks(
+            _checked_target_block, dtype=np.float64, meta=np.empty((0,) * y.ndim)
         )
+    else:
+        targets = _checked_target_block(y, ensure_min_samples=1)
     if targets.ndim >= 1 and targets.shape[0] != n_samples:
         raise ValueError(
             f"X has {n_samples} samples but y has {targets.shape[0]}; they must match."
@@ -305,25 +322,79 @@ def validate_targets(y, n_samples, estimator_name="estimator", n_tokens=None):
     return targets.reshape(n_rows, -1), single_output
 
 
+def _checked_target_block(y, ensure_min_samples=0):
+    """Targets (or a block of them, which may be empty) as finite float64."""
+    return check_array(
+        y,
+        ensure_2d=False,
+        allow_nd=True,
+        dtype=np.float64,
+        input_name="y",
+        ensure_min_samples=ensure_min_samples,
+    )
+
+
+_NO_POSITIVE_WEIGHT = "Sample weights must contain at least one non-zero number."
+
+
+def _checked_weight_block(weights):
+    """Sample weights (or a block of them) as finite non-negative float64."""
+    if not np.size(weights):
+        return np.asarray(weights, dtype=np.float64)
+    return _check_sample_weight(
+        weights,
+        np.empty((np.shape(weights)[0], 0)),
+        dtype=np.float64,
+        ensure_non_negative=True,
+    )
+
+
+def _with_a_positive_weight(weights, any_positive):
+    if not any_positive:
+        raise ValueError(_NO_POSITIVE_WEIGHT)
+    return weights
+
+
+def _checked_dask_weights(sample_weight):
+    """Dask sample weights whose blocks are checked like numpy weights wherever a
+    pass reads them: each block finite and non-negative, and (through a
+    dependency of every block on the reduction ``any(w > 0)``, over the weights
+    only) not all zero."""
+    _, da = require_dask()
+    meta = np.empty((0,))
+    weights = sample_weight.map_blocks(
+        _checked_weight_block, dtype=np.float64, meta=meta
+    )
+    return da.map_blocks(
+        _with_a_positive_weight,
+        weights,
+        (weights > 0).any(),
+        dtype=np.float64,
+        meta=meta,
+    )
+
+
 def validate_sample_weight(sample_weight, sequences):
     """Sample weights as a float64 array of shape ``(n_samples,)`` (None stays None).
 
-    Weights must be finite and non-negative; a scalar is broadcast. A Dask array is
-    checked for its shape only while the sequences are a Dask array too; with
+    Weights must be finite and non-negative, and not all zero; a scalar is
+    broadcast. A Dask array, while the sequences are a Dask array too, is checked
+    for its shape here and for its values, with the same messages, block by block
+    in the passes that read it (no pass of its own over the sequences); with
     sequences in memory it is computed (weights are small) and checked like any.
     """
     n_samples = sequences.shape[0]
     if sample_weight is None:
         return None
-    if _is_dask_array(sample_weight) and not _is_dask_array(sequences):
+    if is_dask_array(sample_weight) and not is_dask_array(sequences):
         sample_weight = np.asarray(sample_weight.compute())
-    if _is_dask_array(sample_weight):
+    if is_dask_array(sample_weight):
         if sample_weight.shape != (n_samples,):
             raise ValueError(
                 f"sample_weight must have shape ({n_samples},), got "
                 f"{sample_weight.shape}."
             )
-        return sample_weight.astype(np.float64)
+        return _checked_dask_weights(sample_weight)
     weights = _check_sample_weight(
         sample_weight,
         np.empty((n_samples, 0)),
@@ -331,7 +402,7 @@ def validate_sample_weight(sample_weight, sequences):
         ensure_non_negative=True,
     )
     if n_samples and not np.any(weights):  # scikit-learn 1.6 lets these through
-        raise ValueError("Sample weights must contain at least one non-zero number.")
+        raise ValueError(_NO_POSITIVE_WEIGHT)
     return weights
 
 

@@ -51,8 +51,12 @@ def _check_int(name, value, minimum=1):
 
 
 def _check_nonnegative(name, value):
-    if isinstance(value, bool) or not isinstance(value, Real) or not value >= 0:
-        raise ValueError(f"{name} must be a real number >= 0, got {value!r}.")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, Real)
+        or not 0 <= value < np.inf
+    ):
+        raise ValueError(f"{name} must be a finite real number >= 0, got {value!r}.")
     return float(value)
 
 
@@ -914,20 +918,28 @@ def _square_root(cov):
 
 
 def _optimal_preconditioner(cov, n_context, noise):
-    """Gamma* of the best layer (the theory page's in-context regression section).
+    """Gamma* of the best layer (the theory page's in-context regression section),
+    the minimum-norm minimizer of the risk.
 
-    For one covariance, ``((1 + 1/N) Sigma + (tr Sigma + noise^2) / N I)^-1``. For
-    one covariance per prompt, the minimizer of the risk averaged over them: the
+    For one covariance, ``B^-1 = ((1 + 1/N) Sigma + (tr Sigma + noise^2) / N I)^-1``
+    on the range of ``Sigma`` and zero on its null space, the directions the
+    inputs never take, where ``Gamma`` does not change the risk (``B^-1`` itself
+    when ``Sigma`` is invertible; 0 when ``Sigma`` is). For one covariance per
+    prompt, the minimizer of the risk averaged over them: the minimum-norm
     solution of ``mean_n Sigma_n Gamma C_n = mean_n Sigma_n^2`` with
-    ``C_n = (1 + 1/N) Sigma_n^2 + (tr Sigma_n + noise^2) / N Sigma_n``
-    (minimum norm if several solve it).
+    ``C_n = (1 + 1/N) Sigma_n^2 + (tr Sigma_n + noise^2) / N Sigma_n``.
     """
     x_dim = cov.shape[-1]
     if cov.ndim == 2:
-        inverse = (1 + 1 / n_context) * cov + (
-            np.trace(cov) + noise**2
-        ) / n_context * np.eye(x_dim)
-        return np.linalg.inv(inverse)
+        variances, axes = np.linalg.eigh(cov)
+        # eigenvalues within rounding of zero (numpy.linalg.matrix_rank's rule)
+        kept = variances > x_dim * np.finfo(np.float64).eps * variances.max()
+        gains = np.zeros(x_dim)
+        gains[kept] = 1 / (
+            (1 + 1 / n_context) * variances[kept]
+            + (np.trace(cov) + noise**2) / n_context
+        )
+        return (axes * gains) @ axes.T
     traces = np.trace(cov, axis1=1, axis2=2)
     squares = cov @ cov
     second = (1 + 1 / n_context) * squares + (
@@ -979,7 +991,11 @@ def make_incontext_regression(
 
     ``Gamma* = ((1 + 1/N) Sigma + (tr(Sigma) + noise^2) / N I)^-1``
 
-    (Zhang, Frei & Bartlett, Theorem 4.1, with label noise). Derivation, for this
+    (Zhang, Frei & Bartlett, Theorem 4.1, with label noise). For a singular
+    ``Sigma``, ``Gamma`` does not change the risk along the null space of
+    ``Sigma`` (directions the inputs never take), and ``Gamma*`` is the
+    minimum-norm minimizer: the matrix above on the range of ``Sigma``, zero on
+    its null space (0 for ``Sigma = 0``). Derivation, for this
     package's layer (no ``1/n`` inside attention, the query token part of ``S``),
     on the theory page: flipping the sign of every label leaves the prompts'
     distribution unchanged, so the best layer uses only the features
@@ -1005,11 +1021,11 @@ default=None
         head (the sign argument holds), with ``Gamma*`` the solution of the linear
         equation ``mean_n Sigma_n Gamma C_n = mean_n Sigma_n^2``,
         ``C_n = (1 + 1/N) Sigma_n^2 + (tr(Sigma_n) + noise^2) / N Sigma_n``, which
-        has no closed form in general; it reduces to the formula above when the
-        covariances are equal.
+        has no closed form in general (the minimum-norm one when several solve
+        it); it reduces to the formula above when the covariances are equal.
     noise : float, default=0.0
         Standard deviation of the label noise, context and query alike (so the
-        risk of any predictor is at least ``noise^2``).
+        risk of any predictor is at least ``noise^2``); finite.
     random_state : int, numpy Generator, RandomState or None, default=None
     n_tasks : int or None, default=None
         None: a fresh task ``w ~ N(0, I)`` for every prompt. An int: a finite pool

@@ -31,6 +31,7 @@ from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import (
     _check_feature_names_in,
+    check_array,
     check_is_fitted,
     validate_data,
 )
@@ -239,10 +240,20 @@ class SeriesToTokens(TransformerMixin, BaseEstimator):
         Number of tokens of the output; None uses the longest series of the data
         transformed. Longer series keep their last ``max_len`` tokens.
 
+    The three layouts are interchangeable: fitted in one, the transformer takes
+    series of any length in any of them, with the channels seen in ``fit`` (rows of
+    univariate series fitted as ``(3, 10)`` transform as ``(3, 12)``, ``(3, 1, 10)``
+    or a list).
+
     Attributes
     ----------
     n_channels_ : int
         Channels of the series seen in ``fit``.
+    n_features_in_ : int
+        The same number, in every layout: the features of a time step (1 for 2-D
+        rows of univariate series, whatever their width). Unlike scikit-learn's
+        usual number of columns, it does not fix the width of 2-D rows, which is
+        the series' length.
     token_dim_out_ : int
         ``window * n_channels_``, the token dimension of the output.
 
@@ -275,6 +286,14 @@ class SeriesToTokens(TransformerMixin, BaseEstimator):
     >>> SeriesToTokens(window=2).fit_transform([[1.0, 2.0, 3.0, 4.0, 5.0]])
     array([[[2., 3.],
             [4., 5.]]])
+
+    Fitted on rows of univariate series, it takes them in any layout and length:
+
+    >>> encoder = SeriesToTokens().fit(np.zeros((3, 10)))
+    >>> encoder.n_features_in_
+    1
+    >>> encoder.transform(np.ones((2, 1, 12))).shape
+    (2, 12, 1)
     """
 
     _parameter_constraints = {
@@ -301,8 +320,8 @@ class SeriesToTokens(TransformerMixin, BaseEstimator):
         -------
         self : SeriesToTokens
         """
-        series = self._checked_series(X, reset=True)
-        self.n_channels_ = series[0].shape[0]
+        series = self._checked_series(X)
+        self.n_features_in_ = self.n_channels_ = series[0].shape[0]
         self.token_dim_out_ = self.window * self.n_channels_
         return self
 
@@ -313,34 +332,32 @@ class SeriesToTokens(TransformerMixin, BaseEstimator):
         ----------
         X : array-like of shape (n_cases, n_channels, n_timepoints) or \
 (n_cases, n_timepoints), or list of array-like of shape (n_channels, n_timepoints_i)
-            Series of any lengths, with the channels seen in ``fit``.
+            Series of any lengths, in any of the layouts, with the channels seen
+            in ``fit`` (2-D rows are univariate series, of any width).
 
         Returns
         -------
         X_tokens : ndarray of shape (n_cases, n_tokens, `token_dim_out_`)
         """
         check_is_fitted(self)
-        series = self._checked_series(X, reset=False)
+        series = self._checked_series(X, self.n_channels_)
         k = self.window
         tokens = [s[:, s.shape[1] % k :].T.reshape(-1, k * s.shape[0]) for s in series]
         return pad_sequences(tokens, max_len=self.max_len)
 
-    def _checked_series(self, X, reset):
-        """The series as a list of arrays (n_channels, n_timepoints_i). Arrays go
-        through ``validate_data`` (``n_features_in_`` is the width of 2-D rows, the
-        channels of 3-D arrays); lists set it to their number of channels."""
+    def _checked_series(self, X, n_channels=None):
+        """The series as a list of arrays (n_channels, n_timepoints_i), each with
+        ``n_channels`` channels (None: those of the first) and any number of time
+        points; 2-D rows are univariate series, whatever their width."""
         ragged = isinstance(X, np.ndarray) and X.dtype.kind == "O" and X.ndim == 1
+        rows = False
         if isinstance(X, (list, tuple)) or ragged:
             series = _ragged_series(X)
             if not series:
                 raise ValueError("X holds no series; pass at least one.")
-            if reset:
-                self.n_features_in_ = series[0].shape[0]
         else:
             try:
-                array = validate_data(
-                    self, X, reset=reset, allow_nd=True, dtype=np.float64
-                )
+                array = check_array(X, allow_nd=True, dtype=np.float64, input_name="X")
             except ValueError as error:
                 if "NaN" not in str(error) and "infinity" not in str(error):
                     raise
@@ -352,14 +369,18 @@ class SeriesToTokens(TransformerMixin, BaseEstimator):
                     "series, or a list of arrays (n_channels, n_timepoints_i); got "
                     f"an array of shape {array.shape}."
                 )
-            series = list(array[:, None, :] if array.ndim == 2 else array)
-        n_channels = series[0].shape[0] if reset else self.n_channels_
+            rows = array.ndim == 2
+            series = list(array[:, None, :] if rows else array)
+        fitted = n_channels is not None
+        n_channels = n_channels if fitted else series[0].shape[0]
         for i, s in enumerate(series):
             if s.shape[0] != n_channels:
                 raise ValueError(
                     f"series {i} has {s.shape[0]} channel(s) (shape {s.shape}), "
-                    f"expected {n_channels}: series are (n_channels, n_timepoints_i)."
-                    + _tokens_as_rows_hint(series)
+                    f"expected {n_channels}"
+                    + (", the channels seen in fit" if fitted else "")
+                    + ": series are (n_channels, n_timepoints_i)."
+                    + (_ROWS_ARE_UNIVARIATE if rows else _tokens_as_rows_hint(series))
                 )
             if s.shape[1] < self.window:
                 raise ValueError(
@@ -373,6 +394,12 @@ class SeriesToTokens(TransformerMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.three_d_array = True
         return tags
+
+
+_ROWS_ARE_UNIVARIATE = (
+    " 2-D rows (n_cases, n_timepoints) are univariate series; pass multivariate "
+    "ones as (n_cases, n_channels, n_timepoints)."
+)
 
 
 def _tokens_as_rows_hint(series):

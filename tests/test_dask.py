@@ -1,5 +1,8 @@
 """Fitting on Dask arrays on a local cluster equals the in-memory fit."""
 
+import copy
+import re
+
 import numpy as np
 import pytest
 from conftest import (
@@ -9,10 +12,12 @@ from conftest import (
     random_sequences,
 )
 
+dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
 from joblib import parallel_backend  # noqa: E402
+from sklearn.base import clone, is_classifier  # noqa: E402
 from sklearn.model_selection import GridSearchCV  # noqa: E402
 
 from sklearn_linattn import (  # noqa: E402
@@ -88,6 +93,97 @@ def test_bad_dask_input_is_a_clear_error(client, data):
     bad[5, 0, 0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         LinearAttentionRegressor().fit(da.from_array(bad, chunks=(300, 6, 4)), y)
+
+
+def corrupted(case, y, weights):
+    """Copies of targets and weights with one defect of the kind named."""
+    y, weights = y.astype(np.float64), weights.copy()
+    if case == "NaN target":
+        y[7] = np.nan
+    elif case == "infinite target":
+        y[7] = np.inf
+    elif case == "negative weight":
+        weights[3] = -1.0
+    elif case == "NaN weight":
+        weights[3] = np.nan
+    else:  # "zero weights"
+        weights[:] = 0.0
+    return y, weights
+
+
+DEFECTS = {
+    "NaN target": "y contains NaN",
+    "infinite target": "y contains infinity",
+    "negative weight": "Negative values in data passed to `sample_weight`",
+    "NaN weight": "sample_weight contains NaN",
+    "zero weights": "at least one non-zero",
+}
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered in cast")  # NaN labels
+@pytest.mark.parametrize("case", list(DEFECTS))
+@pytest.mark.parametrize(
+    "estimator, method",
+    [
+        (LinearAttentionRegressor(), "fit"),
+        (LinearAttentionRegressor(), "partial_fit"),
+        (LinearAttentionClassifier(), "fit"),
+        (LinearAttentionRegressorCV(alphas=[1e-3, 1.0]), "fit"),
+        (LinearAttentionRegressorCV(alphas=[1e-3, 1.0], cv=3), "fit"),
+        (LinearAttentionClassifierCV(alphas=[1e-3, 1.0], cv=3), "fit"),
+    ],
+    ids=["regressor", "partial_fit", "classifier", "loo", "kfold", "classifier-cv"],
+)
+def test_dask_targets_and_weights_are_checked_like_numpy(
+    client, data, estimator, method, case
+):
+    """Dask y and sample_weight with a NaN, an infinity, a negative weight or only
+    zero weights give the ValueError that numpy input gives, not a crash in a
+    solver or a zero model."""
+    X, y = data
+    if is_classifier(estimator):
+        y = (y[:, 0] > np.median(y[:, 0])).astype(np.float64)
+    y, weights = corrupted(case, y, np.ones(len(X)))
+    fresh = clone(estimator)
+    if method == "partial_fit":  # a later batch: no pass of its own for its scales
+        fresh.partial_fit(X, np.ones_like(y))
+    with pytest.raises(ValueError, match=DEFECTS[case]) as in_memory:
+        getattr(copy.deepcopy(fresh), method)(X, y, sample_weight=weights)
+    with pytest.raises(ValueError, match=re.escape(str(in_memory.value))):
+        getattr(copy.deepcopy(fresh), method)(
+            da.from_array(X, chunks=(200, 6, 4)),
+            da.from_array(y, chunks=(300,) + y.shape[1:]),  # other chunks than X
+            sample_weight=da.from_array(weights, chunks=250),
+        )
+
+
+def test_dask_targets_and_weights_are_checked_in_the_passes_over_X(data):
+    """The checks of Dask y and sample_weight add no pass over X: a fit reads
+    each block of X as often with them as with numpy targets and no weights."""
+    X, y = data
+    reads = []
+
+    def read(block):
+        reads.append(len(block))
+        return block
+
+    X_dask = da.from_array(X, chunks=(300, 6, 4)).map_blocks(read, meta=np.empty(()))
+
+    def blocks_read(estimator, *args, **kwargs):
+        reads.clear()
+        estimator.fit(X_dask, *args, **kwargs)
+        return len(reads)
+
+    y_dask = da.from_array(y, chunks=(200, 2))
+    weights = da.from_array(np.ones(len(X)), chunks=250)
+    with dask.config.set(scheduler="synchronous"):  # reads counted in this process
+        for estimator in (
+            LinearAttentionRegressor(n_heads=None),
+            LinearAttentionRegressorCV(alphas=[0.0, 1.0], cv=3, n_heads=None),
+        ):
+            plain = blocks_read(clone(estimator), y)
+            assert plain > 0
+            assert blocks_read(clone(estimator), y_dask, sample_weight=weights) == plain
 
 
 def test_cg_with_blockwise_products(client, data):

@@ -133,7 +133,19 @@ def test_execute_automaton_with_models_and_estimators():
         (lambda: make_random_mhla(5, 3, 2.5), "token_dim must be an integer"),
         (
             lambda: make_random_mhla(5, 3, 2, noise=-1),
-            "noise must be a real number >= 0",
+            "noise must be a finite real number >= 0",
+        ),
+        (
+            lambda: make_random_mhla(5, 3, 2, noise=np.inf),
+            "noise must be a finite real number >= 0, got inf",
+        ),
+        (
+            lambda: make_incontext_regression(5, 3, 2, noise=np.inf),
+            "noise must be a finite real number >= 0, got inf",
+        ),
+        (
+            lambda: make_incontext_regression(5, 3, 2, noise=np.nan),
+            "noise must be a finite real number >= 0",
         ),
         (lambda: make_associative_recall(5, 2, 2, "uniform"), "distribution must be"),
         (
@@ -582,6 +594,56 @@ def test_incontext_covariance_per_prompt():
         optimal_gamma(covariances[0], n_context, noise),
         rtol=1e-10,
     )
+
+
+def minimum_norm_gamma(factor, n_context, noise):
+    """Gamma* for the covariance ``factor @ factor.T`` (``factor`` of full column
+    rank r, r = 0 for a zero covariance), from the derivation on the theory page:
+    every minimizer solves Sigma Gamma C = Sigma^2, which fixes Gamma on the range
+    of Sigma only, to B^-1 there; the minimum-norm one is P B^-1 P, P the
+    projector on the range (the span of the factor's columns)."""
+    x_dim, rank = factor.shape
+    if rank == 0:
+        return np.zeros((x_dim, x_dim))
+    cov = factor @ factor.T
+    B = (1 + 1 / n_context) * cov + (np.trace(cov) + noise**2) / n_context * np.eye(
+        x_dim
+    )
+    projector = factor @ np.linalg.solve(factor.T @ factor, factor.T)
+    return projector @ np.linalg.inv(B) @ projector
+
+
+SINGULAR_FACTORS = {
+    "zero": np.zeros((3, 0)),
+    "axis-aligned": np.array([[1.5, 0.0], [0.0, 0.0], [0.0, 0.7]]),
+    "rotated": np.random.default_rng(12).normal(size=(3, 2)),
+    "rank one": np.random.default_rng(13).normal(size=(3, 1)),
+}
+
+
+@pytest.mark.parametrize("noise", [0.0, 0.5])
+@pytest.mark.parametrize("factor", SINGULAR_FACTORS.values(), ids=SINGULAR_FACTORS)
+def test_incontext_singular_covariance_gives_the_minimum_norm_optimum(factor, noise):
+    """A singular (positive semi-definite) covariance, zero included, gives the
+    minimum-norm Gamma*, the same from the covariance and from that covariance
+    given for every prompt; it minimizes the risk (zero gradient)."""
+    n_context, x_dim = 4, len(factor)
+    cov = factor @ factor.T
+    expected = minimum_norm_gamma(factor, n_context, noise)
+    scale = max(np.linalg.norm(expected), 1.0)
+    _, _, model = make_incontext_regression(5, n_context, x_dim, cov, noise)
+    gamma = incontext_preconditioner(model, n_context)
+    # bounds >= 1000x the errors measured here (up to 8e-16 of the scale)
+    np.testing.assert_allclose(gamma, expected, rtol=0, atol=1e-12 * scale)
+    per_prompt = np.broadcast_to(cov, (5, x_dim, x_dim))
+    _, _, model = make_incontext_regression(5, n_context, x_dim, per_prompt, noise)
+    np.testing.assert_allclose(
+        incontext_preconditioner(model, n_context), gamma, rtol=0, atol=1e-10 * scale
+    )
+    # the risk's gradient, 2 (Sigma Gamma C - Sigma^2) (theory page), vanishes
+    C = (1 + 1 / n_context) * cov @ cov + (np.trace(cov) + noise**2) / n_context * cov
+    gradient = cov @ gamma @ C - cov @ cov
+    assert np.linalg.norm(gradient) <= 1e-12 * max(np.linalg.norm(cov) ** 2, 1.0)
 
 
 def test_incontext_task_pool_needs_more_than_the_label_head():

@@ -394,7 +394,7 @@ def test_fits_agree_for_every_solver_on_warning_free_data(rng):
 
 
 def test_available_memory_is_plausible():
-    from sklearn_linattn._solvers import available_memory
+    from sklearn_linattn._data import available_memory
 
     assert 2**20 < available_memory() < 2**50
 
