@@ -97,6 +97,48 @@ def naive_relative_distance(model, truth):
     return np.linalg.norm(difference) / np.linalg.norm(symmetric_tensor(truth))
 
 
+def naive_least_squares(features, targets, weights=None, intercept=True):
+    """Minimum-norm weighted least squares (``lstsq``, its default cutoff) on
+    explicitly centered features, targets 1-D or 2-D:
+    ``(coef, feature_mean, target_mean, centered weighted design)``."""
+    n = len(features)
+    weights = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
+    if intercept:
+        mean = weights @ features / weights.sum()
+        target_mean = weights @ targets / weights.sum()
+    else:
+        mean = np.zeros(features.shape[1])
+        target_mean = np.zeros(targets.shape[1:])
+    root = np.sqrt(weights)
+    design = root[:, None] * (features - mean)
+    rhs = (targets - target_mean) * (root if targets.ndim == 1 else root[:, None])
+    coef = np.linalg.lstsq(design, rhs, rcond=None)[0]
+    return coef, mean, target_mean, design
+
+
+def naive_outside_fraction(features, design, mean):
+    """Relative norm of ``features - mean`` outside the row space of ``design``."""
+    basis = np.linalg.svd(design, full_matrices=False)
+    s, vt = basis[1], basis[2]
+    vt = vt[s > s[0] * 1e-10]
+    centered = features - mean
+    outside = centered - centered @ vt.T @ vt
+    return np.linalg.norm(outside, axis=-1) / np.linalg.norm(centered, axis=-1)
+
+
+def relative_error(a, b):
+    """Largest absolute difference, relative to the largest entry of ``b``."""
+    return np.abs(np.asarray(a) - np.asarray(b)).max() / np.abs(b).max()
+
+
+def one_head_problem(seed=0, d=3, n=200):
+    """A random one-head, one-output MHLA, Gaussian sequences and its outputs."""
+    rng = np.random.default_rng(seed)
+    truth = random_attention(rng, d, 1)
+    X = random_sequences(rng, n, 5, d)
+    return truth, X, truth.predict(X)[:, 0]
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(20251129)

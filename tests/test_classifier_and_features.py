@@ -6,11 +6,13 @@ import numpy as np
 import pytest
 from conftest import (
     n_lifted,
+    naive_least_squares,
     naive_lifted_features,
     naive_position_features,
     naive_weighted_solution,
     random_attention,
     random_sequences,
+    relative_error,
 )
 from sklearn.linear_model import Ridge, RidgeCV
 from sklearn.model_selection import KFold
@@ -114,6 +116,27 @@ def test_classifier_rejects_bad_targets(rng):
         LinearAttentionClassifier().fit(X, np.linspace(0, 1, 10))
     with pytest.raises(ValueError, match="requires y"):
         LinearAttentionClassifier().fit(X, None)
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_classifier_many_classes_dual_matches_naive(fit_intercept):
+    rng = np.random.default_rng(8)
+    d, n, k = 4, 30, 12
+    X = random_sequences(rng, n, 6, d)
+    labels = np.array(list("abcdefghijkl"))[np.arange(n) % k]
+    model = LinearAttentionClassifier(token_dim=d, fit_intercept=fit_intercept).fit(
+        X, labels
+    )
+    assert model.solver_ == "dual"
+    assert list(model.classes_) == sorted(set(labels))
+    targets = np.where(labels[:, None] == model.classes_[None, :], 1.0, -1.0)
+    coef, mean, target_mean, _ = naive_least_squares(
+        naive_lifted_features(X), targets, intercept=fit_intercept
+    )
+    X_test = random_sequences(rng, 6, 6, d)
+    expected = (naive_lifted_features(X_test) - mean) @ coef + target_mean
+    assert relative_error(model.decision_function(X_test), expected) < 1e-8
+    np.testing.assert_array_equal(model.predict(X), labels)  # interpolates
 
 
 @pytest.mark.parametrize("token_dim", [1, 3, 4])

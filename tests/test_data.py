@@ -499,3 +499,88 @@ def test_streamed_statistics_are_exact_at_every_scale(
         features.sum(axis=0),
         atol=1e-12 * abs(features).sum(0).max(),
     )
+
+
+# --- weighted statistics at every token scale, in batches and threads -----------------
+
+
+def naive_gram(X, w):
+    F = naive_lifted_features(X)
+    return (F * w[:, None]).T @ F
+
+
+def _mixed(X, factor, index):
+    X = X.copy()
+    X[index] *= factor
+    return X
+
+
+@pytest.mark.parametrize(
+    "label, transform",
+    [
+        ("1e-200", lambda X: X * 1e-200),
+        ("1e-8", lambda X: X * 1e-8),
+        ("1e8", lambda X: X * 1e8),
+        ("1e200", lambda X: X * 1e200),
+        ("big first", lambda X: _mixed(X, 1e7, 0)),
+        ("big last", lambda X: _mixed(X, 1e7, -1)),
+        ("tiny but last", lambda X: _mixed(X * 1e-7, 1e7, -1)),
+        ("max 2^20", lambda X: X / np.abs(X).max() * 2.0**20),
+        ("max below 2^20", lambda X: X / np.abs(X).max() * (2.0**20 - 1)),
+        ("max 2^-21", lambda X: X / np.abs(X).max() * 2.0**-21),
+    ],
+)
+def test_weighted_streamed_statistics_equal_the_naive_gram_at_every_scale(
+    label, transform
+):
+    rng = np.random.default_rng(1)
+    X = transform(random_sequences(rng, 400, 4, 2))
+    y = rng.normal(size=(400, 1))
+    w = rng.uniform(0.0, 2.0, 400)
+    for batch_size, n_threads in ((None, 1), (1, 2), (7, 2)):
+        data = lifted_data(X, y, w, batch_size=batch_size, n_threads=n_threads)
+        statistics = data.statistics()
+        c = data.rescaling.token
+        assert np.frexp(c)[0] == 0.5 and 0.5 <= c * np.abs(X).max() < 1.0
+        gram, moment, *_ = statistics.normal_equations(False)
+        expected = naive_gram(X * c, w * data.rescaling.weight)
+        F = naive_lifted_features(X * c) * (w * data.rescaling.weight)[:, None]
+        assert np.all(np.isfinite(gram))
+        np.testing.assert_allclose(
+            gram, expected, rtol=1e-12, atol=1e-14 * np.abs(expected).max()
+        )
+        np.testing.assert_allclose(
+            moment, F.T @ (y * data.rescaling.target), rtol=1e-12, atol=1e-12
+        )
+
+
+@pytest.mark.parametrize("exponent", [-500, -25, 19, 21, 500])
+@pytest.mark.parametrize("causal", [True, False])
+def test_all_positions_statistics_invariant_under_power_of_two_scale(exponent, causal):
+    """With positions='all' (several rows per sequence, left padding), tokens
+    times 2^k give the same statistics in rescaled units: the rescaled tokens
+    are the same numbers (exponents either side of the 2^20 lift-as-given edge)."""
+    rng = np.random.default_rng(6)
+    X = random_sequences(rng, 300, 5, 2)
+    X[::4, :2] = 0.0
+    y = rng.normal(size=(1500, 1))
+    w = rng.uniform(0.0, 2.0, 300)
+    parts = []
+    for tokens, n_threads in ((X, 1), (np.ldexp(X, exponent), 2)):
+        data = lifted_data(
+            tokens,
+            y,
+            w,
+            positions="all",
+            causal=causal,
+            batch_size=7,
+            n_threads=n_threads,
+        )
+        gram, moment, *_ = data.statistics().normal_equations(True)
+        parts.append((gram, moment, data.rescaling.token))
+    (gram, moment, c), (gram_s, moment_s, c_s) = parts
+    assert c_s == np.ldexp(c, -exponent)
+    np.testing.assert_allclose(
+        gram_s, gram, rtol=1e-12, atol=1e-15 * np.abs(gram).max()
+    )
+    np.testing.assert_allclose(moment_s, moment, rtol=1e-12, atol=1e-15)

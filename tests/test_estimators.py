@@ -5,7 +5,7 @@ import pickle
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from conftest import n_lifted, random_attention, random_sequences
+from conftest import n_lifted, one_head_problem, random_attention, random_sequences
 from sklearn.base import clone
 from sklearn.linear_model import Ridge
 from sklearn.model_selection import GridSearchCV, cross_val_score
@@ -243,6 +243,18 @@ def test_pandas_column_names(rng):
     assert list(model.feature_names_in_) == ["k0", "v0", "k1", "v1"]
     model.fit(X.reshape(40, 2, 2), rng.normal(size=40))
     assert not hasattr(model, "feature_names_in_")
+
+
+def test_pandas_float64_frame_fits_like_its_array():
+    pd = pytest.importorskip("pandas")
+    truth, X, y = one_head_problem()
+    flat = X.reshape(len(X), -1)
+    frame = pd.DataFrame(flat, columns=[f"x{i}" for i in range(flat.shape[1])])
+    a = LinearAttentionRegressor(token_dim=3).fit(frame, pd.Series(y))
+    b = LinearAttentionRegressor(token_dim=3).fit(flat, y)
+    assert list(a.feature_names_in_) == list(frame.columns)
+    np.testing.assert_allclose(a.predict(frame), b.predict(flat), rtol=1e-12)
+    assert a.n_heads_ == b.n_heads_ == 1
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,11 @@
 """sklearn_linattn.preprocessing: padding, time series, positions, tokenwise
-transformers, and the estimators' layout warnings."""
+transformers, their pandas output, and the estimators' layout warnings."""
 
 import warnings
 
 import numpy as np
 import pytest
+import sklearn
 from sklearn.decomposition import PCA, TruncatedSVD
 from sklearn.model_selection import cross_val_score
 from sklearn.pipeline import Pipeline, make_pipeline
@@ -632,6 +633,86 @@ def test_tokenwise_then_positions_on_2d_rows(rng):
         LinearAttentionRegressor(token_dim=4 + 3, n_heads=None),
     ).fit(X.reshape(50, -1), y)
     assert model.score(X.reshape(50, -1), y) > 1 - 1e-8
+
+
+# ---------------------------------------------- pandas output of token transformers
+
+
+def sequences_with_target():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 4, 2))
+    return X, X[:, 1, 0] * X[:, -1, 1]
+
+
+TOKEN_TRANSFORMERS = [
+    lambda: PositionalEncoding(token_dim=2, constant=True),
+    lambda: PositionalEncoding(token_dim=2, kind="sinusoidal", n_positions=3),
+    lambda: TokenwiseTransformer(StandardScaler(with_mean=False), token_dim=2),
+]
+
+
+@pytest.mark.parametrize("make", TOKEN_TRANSFORMERS)
+def test_token_transformers_pandas_output_of_rows_is_a_named_dataframe(make):
+    pd = pytest.importorskip("pandas")
+    X, _ = sequences_with_target()
+    rows = X.reshape(len(X), -1)
+    plain = make().fit(rows)
+    t = make().set_output(transform="pandas")
+    out = t.fit_transform(rows)
+    assert isinstance(out, pd.DataFrame)
+    assert list(out.columns) == list(t.get_feature_names_out())
+    assert out.columns.is_unique
+    np.testing.assert_array_equal(out.to_numpy(), plain.transform(rows))
+    # DataFrame input: index kept, input names used
+    names = [f"t{i}_{j}" for i in range(4) for j in range(2)]
+    frame = pd.DataFrame(rows, columns=names, index=np.arange(100, 150))
+    out = make().set_output(transform="pandas").fit_transform(frame)
+    assert list(out.index) == list(range(100, 150))
+    np.testing.assert_array_equal(out.to_numpy(), plain.transform(rows))
+
+
+@pytest.mark.parametrize("make", TOKEN_TRANSFORMERS)
+@pytest.mark.parametrize("how", ["estimator", "global"])
+def test_token_transformers_pandas_output_of_3d_input_is_a_clear_error(make, how):
+    pytest.importorskip("pandas")
+    X, _ = sequences_with_target()
+    if how == "estimator":
+        t = make().set_output(transform="pandas")
+        context = sklearn.config_context()
+    else:
+        t = make()
+        context = sklearn.config_context(transform_output="pandas")
+    t.token_dim = None
+    with context:
+        layout = r"3-D.*\(n_samples, n_tokens \* token_dim\)"
+        with pytest.raises(ValueError, match=layout):
+            t.fit_transform(X)
+        t.set_output(transform="default")
+        assert t.fit_transform(X).shape[:2] == X.shape[:2]  # default output works
+
+
+def test_pandas_output_pipeline_into_an_estimator_equals_the_numpy_pipeline():
+    pytest.importorskip("pandas")
+    X, y = sequences_with_target()
+    rows = X.reshape(len(X), -1)
+    pipe = make_pipeline(
+        TokenwiseTransformer(StandardScaler(with_mean=False), token_dim=2),
+        PositionalEncoding(token_dim=2),
+        LinearAttentionRegressor(token_dim=6, n_heads=None),
+    ).set_output(transform="pandas")
+    pipe.fit(rows, y)
+    np.testing.assert_array_equal(
+        pipe[-1].feature_names_in_, pipe[1].get_feature_names_out()
+    )
+    plain = make_pipeline(
+        TokenwiseTransformer(StandardScaler(with_mean=False), token_dim=2),
+        PositionalEncoding(token_dim=2),
+        LinearAttentionRegressor(token_dim=6, n_heads=None),
+    ).fit(rows, y)
+    np.testing.assert_allclose(pipe.predict(rows), plain.predict(rows), atol=1e-10)
+    np.testing.assert_allclose(pipe.predict(rows), y, atol=1e-8)
+    with pytest.raises(ValueError, match="3-D sequences"):
+        pipe.fit(X, y)
 
 
 # ----------------------------------------------------------------- bad input

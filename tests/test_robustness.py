@@ -10,7 +10,13 @@ import joblib
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from conftest import n_lifted, naive_lifted_features, random_attention, random_sequences
+from conftest import (
+    n_lifted,
+    naive_lifted_features,
+    random_attention,
+    random_sequences,
+    relative_error,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -166,6 +172,15 @@ def test_bad_hyperparameters(params):
         LinearAttentionRegressor(**params).fit(GOOD, np.arange(12.0))
 
 
+def test_all_zero_sample_weights_are_a_clear_error():
+    rng = np.random.default_rng(2)
+    X = random_sequences(rng, 10, 4, 3)
+    with pytest.raises(ValueError, match="non-zero"):
+        LinearAttentionRegressor(token_dim=3, fit_intercept=True).fit(
+            X, rng.normal(size=10), sample_weight=np.zeros(10)
+        )
+
+
 # --- numerics ------------------------------------------------------------------------
 
 
@@ -203,6 +218,21 @@ def test_float32_input_matches_float64_reference(rng):
         X.astype(np.float64), y.astype(np.float64)
     )
     np.testing.assert_array_equal(ours.coef_, reference.coef_)  # computed in float64
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, bool])
+def test_small_integer_dtypes_do_not_overflow(dtype):
+    rng = np.random.default_rng(20)
+    truth = random_attention(rng, 3, 1)
+    if dtype is bool:
+        X = rng.integers(0, 2, (60, 4, 3)).astype(bool)
+    else:
+        info = np.iinfo(dtype)
+        X = rng.integers(info.min, info.max, (60, 4, 3)).astype(dtype)
+    y = truth.predict(X.astype(np.float64))[:, 0]
+    model = LinearAttentionRegressor(token_dim=3).fit(X, y)
+    assert model.n_heads_ == 1
+    assert relative_error(model.predict(X), y) < 1e-9
 
 
 # --- properties (hypothesis) -------------------------------------------------------

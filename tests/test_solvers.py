@@ -1,4 +1,6 @@
-"""The three solvers agree; partial_fit equals fit; solver choice; concurrency."""
+"""The three solvers agree; partial_fit equals fit; solver choice; concurrency;
+the dual solver against centered, weighted least squares; degenerate data with an
+intercept."""
 
 import sys
 import warnings
@@ -8,12 +10,16 @@ import pytest
 import scipy.linalg
 from conftest import (
     n_lifted,
+    naive_least_squares,
     naive_lifted_features,
+    naive_outside_fraction,
+    naive_position_features,
     naive_weighted_solution,
     random_attention,
     random_sequences,
+    relative_error,
 )
-from joblib import parallel_backend
+from joblib import Parallel, delayed, parallel_backend
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV
 
@@ -530,3 +536,381 @@ def test_normal_fit_above_300_features_agrees_with_cg_and_certify(rng):
     assert certificate.max_eigenvalue == pytest.approx(exact[-1], rel=1e-2)
     expected = np.linalg.lstsq(Phi, y, rcond=None)[0]
     np.testing.assert_allclose(normal.coef_, expected, rtol=1e-7, atol=1e-9)
+
+
+# --- the dual solver against centered, weighted least squares -------------------------
+
+
+def position_features(X, causal=True):
+    """conftest's naive features of every position, (n_samples, n_tokens, p)."""
+    return naive_position_features(X, causal).reshape(*X.shape[:2], -1)
+
+
+WEIGHTS = {
+    "none": lambda rng, n: None,
+    "uniform": lambda rng, n: rng.uniform(0.5, 2.0, n),
+    "some_zero": lambda rng, n: np.r_[np.zeros(5), np.ones(n - 5)],
+    "integers_with_zeros": lambda rng, n: rng.integers(0, 3, n).astype(float),
+}
+
+
+@pytest.mark.parametrize("weights", WEIGHTS)
+def test_dual_intercept_matches_naive_centered_lstsq(weights):
+    rng = np.random.default_rng(0)
+    d, n = 4, 25  # p = 40 > n: "auto" takes the dual solver
+    X = random_sequences(rng, n, 6, d)
+    y = rng.normal(size=n)
+    w = WEIGHTS[weights](rng, n)
+    model = LinearAttentionRegressor(token_dim=d, fit_intercept=True).fit(
+        X, y, sample_weight=w
+    )
+    assert model.solver_ == "dual"
+    coef, mean, target_mean, design = naive_least_squares(
+        naive_lifted_features(X), y, w
+    )
+    X_test = random_sequences(rng, 10, 6, d)
+    expected = (naive_lifted_features(X_test) - mean) @ coef + target_mean
+    assert relative_error(model.predict(X_test), expected) < 1e-10
+    assert relative_error(model.coef_, coef) < 1e-10
+    assert model.certificate_.rank == np.linalg.matrix_rank(design)
+    eigenvalues = np.linalg.eigvalsh(
+        design.T @ design / (np.sum(w) if w is not None else n)
+    )
+    assert np.isclose(model.certificate_.max_eigenvalue, eigenvalues[-1], rtol=1e-8)
+    # training inputs with positive weight are in the span of the training features
+    kept = np.ones(n, bool) if w is None else w > 0
+    assert model.certificate_.covers(X[kept]).all()
+    assert not model.certificate_.covers(X_test).any()
+
+
+def test_dual_integer_weights_equal_repeated_rows():
+    rng = np.random.default_rng(1)
+    d, n = 4, 20
+    X = random_sequences(rng, n, 6, d)
+    y = rng.normal(size=n)
+    w = rng.integers(1, 4, n)
+    weighted = LinearAttentionRegressor(token_dim=d, fit_intercept=True).fit(
+        X, y, sample_weight=w
+    )
+    repeated = LinearAttentionRegressor(
+        token_dim=d, fit_intercept=True, solver="dual"
+    ).fit(np.repeat(X, w, axis=0), np.repeat(y, w))
+    assert weighted.solver_ == "dual"
+    X_test = random_sequences(rng, 5, 6, d)
+    assert relative_error(weighted.predict(X_test), repeated.predict(X_test)) < 1e-9
+    a, b = weighted.certificate_, repeated.certificate_
+    assert a.rank == b.rank == n - 1
+    assert np.isclose(a.max_eigenvalue, b.max_eigenvalue, rtol=1e-9)
+    assert a.covers(X).all() and b.covers(X).all()
+
+
+def test_dual_on_inconsistent_duplicate_rows_is_minimum_norm():
+    rng = np.random.default_rng(3)
+    d = 4
+    X = random_sequences(rng, 30, 6, d)
+    X = np.concatenate([X, X[:5]])  # 35 rows < p = 40, kernel singular
+    y = rng.normal(size=30)
+    y = np.concatenate([y, y[:5] + 0.1])  # inconsistent duplicates
+    model = LinearAttentionRegressor(token_dim=d).fit(X, y)
+    assert model.solver_ == "dual"
+    coef, _, _, design = naive_least_squares(
+        naive_lifted_features(X), y, intercept=False
+    )
+    X_test = random_sequences(rng, 5, 6, d)
+    assert (
+        relative_error(model.predict(X_test), naive_lifted_features(X_test) @ coef)
+        < 1e-9
+    )
+    assert model.certificate_.rank == np.linalg.matrix_rank(design) == 30
+
+
+def test_dual_every_position_with_padding_and_weights_equals_lstsq():
+    rng = np.random.default_rng(4)
+    d = 3  # p = 18
+    X = random_sequences(rng, 4, 4, d)
+    X[0, :2] = 0.0  # left padding: positions 0 and 1 of sequence 0 are not rows
+    y = rng.normal(size=(4, 4))
+    w = np.array([1.0, 2.0, 0.5, 3.0])
+    model = LinearAttentionRegressor(
+        token_dim=d, fit_intercept=True, positions="all"
+    ).fit(X, y, sample_weight=w)
+    assert model.solver_ == "dual"
+    features = position_features(X)
+    kept = np.ones((4, 4), bool)
+    kept[0, :2] = False
+    row_weights = np.broadcast_to(w[:, None], kept.shape)[kept]
+    coef, mean, target_mean, design = naive_least_squares(
+        features[kept], y[kept], row_weights
+    )
+    assert model.certificate_.n_samples == kept.sum() == 14
+    assert model.certificate_.rank == np.linalg.matrix_rank(design)
+    X_test = random_sequences(rng, 3, 5, d)
+    expected = (position_features(X_test) - mean) @ coef + target_mean
+    assert relative_error(model.predict(X_test), expected) < 1e-9
+    covered = model.certificate_.covers(X)
+    assert covered.shape == (4, 4)
+    assert covered[kept].all()
+    np.testing.assert_array_equal(
+        covered, naive_outside_fraction(features, design, mean) < 1e-6
+    )
+    assert not model.certificate_.covers(X_test).any()
+
+
+@pytest.mark.parametrize("abs_tokens", [False, True])
+def test_dual_above_300_rows_with_intercept_equals_lstsq(abs_tokens):
+    rng = np.random.default_rng(6)
+    d, n = 9, 350  # p = 405 > n > 300: Cholesky factor and block-Lanczos estimates
+    X = rng.normal(size=(n, 5, d))
+    X_test = rng.normal(size=(5, 5, d))
+    if abs_tokens:
+        X, X_test = np.abs(X), np.abs(X_test)
+    y = rng.normal(size=n)
+    w = rng.uniform(0.2, 3.0, n)
+    model = LinearAttentionRegressor(token_dim=d, fit_intercept=True).fit(
+        X, y, sample_weight=w
+    )
+    assert model.solver_ == "dual"
+    coef, mean, target_mean, design = naive_least_squares(
+        naive_lifted_features(X), y, w
+    )
+    expected = (naive_lifted_features(X_test) - mean) @ coef + target_mean
+    assert relative_error(model.predict(X_test), expected) < 1e-8
+    np.testing.assert_allclose(model.predict(X), y, atol=1e-8)  # interpolates
+    exact = np.linalg.eigvalsh(design.T @ design / w.sum())
+    certificate = model.certificate_
+    assert certificate.rank == n - 1 and not certificate.identifiable
+    assert (
+        exact[-1] * (1 - 3e-3) <= certificate.max_eigenvalue <= exact[-1] * (1 + 1e-9)
+    )
+    assert certificate.covers(X).all()
+    assert not certificate.covers(X_test).any()
+
+
+@pytest.mark.parametrize("alpha", [1e-3, 1.0])
+def test_dual_ridge_with_intercept_and_weights_matches_naive(alpha):
+    rng = np.random.default_rng(17)
+    d, n = 4, 25
+    X = random_sequences(rng, n, 6, d)
+    y = rng.normal(size=n)
+    w = rng.uniform(0.5, 2.0, n)
+    model = LinearAttentionRegressor(
+        token_dim=d, fit_intercept=True, alpha=alpha, n_heads=None
+    ).fit(X, y, sample_weight=w)
+    assert model.solver_ == "dual"
+    features = naive_lifted_features(X)
+    mean, target_mean = w @ features / w.sum(), w @ y / w.sum()
+    design = np.sqrt(w)[:, None] * (features - mean)
+    coef = np.linalg.solve(
+        design.T @ design + alpha * np.eye(design.shape[1]),
+        design.T @ (np.sqrt(w) * (y - target_mean)),
+    )
+    assert relative_error(model.coef_, coef) < 1e-9
+    assert np.isclose(
+        model.intercept_, target_mean - mean @ coef, rtol=1e-9, atol=1e-12
+    )
+
+
+@pytest.mark.parametrize("solver", ["dual", "normal", "cg"])
+def test_forced_solvers_with_more_rows_than_features_agree_on_eigenvalues(solver):
+    rng = np.random.default_rng(18)
+    d, n = 4, 80  # p = 40 <= n: the dual certificate reads the p-th largest
+    X = random_sequences(rng, n, 6, d)
+    y = rng.normal(size=n)
+    w = rng.uniform(0.5, 2.0, n)
+    model = LinearAttentionRegressor(
+        token_dim=d, fit_intercept=True, solver=solver
+    ).fit(X, y, sample_weight=w)
+    _, _, _, design = naive_least_squares(naive_lifted_features(X), y, w)
+    exact = np.linalg.eigvalsh(design.T @ design / w.sum())
+    certificate = model.certificate_
+    assert certificate.identifiable and certificate.rank == 40
+    assert np.isclose(certificate.min_eigenvalue, exact[0], rtol=1e-8)
+    assert np.isclose(certificate.max_eigenvalue, exact[-1], rtol=1e-8)
+
+
+def test_dual_every_position_acausal_with_intercept_equals_lstsq():
+    rng = np.random.default_rng(19)
+    d = 3
+    X = random_sequences(rng, 4, 4, d)
+    y = rng.normal(size=(4, 4))
+    model = LinearAttentionRegressor(
+        token_dim=d, positions="all", causal=False, fit_intercept=True
+    ).fit(X, y)
+    assert model.solver_ == "dual"
+    features = naive_position_features(X, causal=False).reshape(16, -1)
+    coef, mean, target_mean, design = naive_least_squares(features, y.reshape(-1))
+    X_test = random_sequences(rng, 2, 5, d)
+    expected = (position_features(X_test, causal=False) - mean) @ coef
+    assert relative_error(model.predict(X_test), expected + target_mean) < 1e-9
+    assert model.certificate_.rank == np.linalg.matrix_rank(design)
+
+
+# --- threads and parallel fits --------------------------------------------------------
+
+
+@pytest.mark.parametrize("positions", ["last", "all"])
+def test_threaded_gram_accumulation_matches_naive(positions):
+    rng = np.random.default_rng(12)
+    d, n, T = 4, 150, 5
+    X = random_sequences(rng, n, T, d)
+    w = rng.integers(0, 4, n).astype(float)
+    if positions == "last":
+        features, y, row_w = naive_lifted_features(X), rng.normal(size=n), w
+    else:
+        features = naive_position_features(X, causal=True).reshape(n * T, -1)
+        y = rng.normal(size=(n, T))
+        row_w = np.repeat(w, T)
+    model = LinearAttentionRegressor(
+        token_dim=d,
+        solver="normal",
+        fit_intercept=True,
+        positions=positions,
+        n_jobs=2,
+        batch_size=17,
+        n_heads=None,
+    ).fit(X, y, sample_weight=w)
+    coef, mean, target_mean, design = naive_least_squares(
+        features, y.reshape(-1), row_w
+    )
+    assert relative_error(model.coef_, coef) < 1e-9
+    exact = np.linalg.eigvalsh(design.T @ design / row_w.sum())
+    assert np.isclose(model.certificate_.min_eigenvalue, exact[0], rtol=1e-7)
+    assert np.isclose(model.certificate_.max_eigenvalue, exact[-1], rtol=1e-9)
+
+
+def _fit_summary(X, y, params):
+    model = LinearAttentionRegressor(token_dim=4, **params).fit(X, y)
+    return model.coef_, model.n_heads_, model.solver_, model.certificate_.rank
+
+
+def test_parallel_thread_fits_agree_with_serial():
+    rng = np.random.default_rng(13)
+    truth = random_attention(rng, 4, 2)
+    jobs = []
+    for k, n in enumerate([20, 35, 200, 600]):
+        X = random_sequences(rng, n, 6, 4)
+        y = truth.predict(X)[:, 0] + (0.01 * rng.normal(size=n) if k % 2 else 0.0)
+        for params in ({}, {"fit_intercept": True}, {"n_heads": None}):
+            jobs.append((X, y, params))
+    serial = [_fit_summary(*job) for job in jobs]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        parallel = Parallel(n_jobs=4, backend="threading")(
+            delayed(_fit_summary)(*job) for job in jobs * 2
+        )
+    for one, other in zip(serial * 2, parallel, strict=True):
+        assert one[1:] == other[1:]
+        # the head search is budgeted: equal up to its tol (1e-8), not bitwise
+        assert relative_error(other[0], one[0]) < 1e-8
+
+
+def test_grid_search_scores_do_not_depend_on_n_jobs():
+    rng = np.random.default_rng(14)
+    truth = random_attention(rng, 4, 2)
+    X = random_sequences(rng, 300, 6, 4)
+    y = truth.predict(X)[:, 0] + 0.01 * rng.normal(size=300)
+    grid = {"alpha": [0.0, 1e-3], "fit_intercept": [False, True]}
+    scores = []
+    for n_jobs in (1, 2):
+        search = GridSearchCV(
+            LinearAttentionRegressor(token_dim=4), grid, cv=3, n_jobs=n_jobs
+        ).fit(X, y)
+        scores.append(search.cv_results_["mean_test_score"])
+    # The head read-out's budget is CPU time, so its last Gauss-Newton polish can
+    # stop a step earlier in another process: scores agree to about 1e-11 (1e-12
+    # failed about one run in six).
+    np.testing.assert_allclose(scores[0], scores[1], rtol=0, atol=1e-9)
+    assert np.all(scores[0] > 0.99)
+
+
+# --- degenerate data with an intercept: every centered feature is (near) zero ---------
+
+
+def test_single_nonzero_weight_with_intercept_predicts_its_target():
+    rng = np.random.default_rng(15)
+    X = random_sequences(rng, 20, 6, 4)
+    y = rng.normal(size=20)
+    w = np.zeros(20)
+    w[3] = 1.0
+    model = LinearAttentionRegressor(token_dim=4, fit_intercept=True).fit(
+        X, y, sample_weight=w
+    )
+    assert model.certificate_.rank == 0 and model.n_heads_ == 0
+    np.testing.assert_allclose(model.predict(X), y[3], rtol=1e-12)
+
+
+@pytest.mark.parametrize("solver", ["dual", "normal", "cg"])
+@pytest.mark.parametrize("token_dim", [4, 9])  # cg: dense and Lanczos certificates
+def test_identical_rows_with_intercept_fit_the_mean(solver, token_dim):
+    """The centered features are rounding noise: every solver returns the constant
+    model and rank 0 (LSQR used to fit the noise, intercept ~1e16), without a
+    convergence warning."""
+    rng = np.random.default_rng(0)
+    X = np.repeat(rng.normal(size=(1, 6, token_dim)), 10, axis=0)
+    y = rng.normal(size=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = LinearAttentionRegressor(
+            token_dim=token_dim, fit_intercept=True, solver=solver
+        ).fit(X, y)
+    # minimum-norm solution: coef 0, intercept the mean, as with one weighted row
+    np.testing.assert_allclose(model.predict(X[:1]), y.mean(), rtol=1e-9)
+    assert model.certificate_.rank == 0
+    assert np.abs(model.coef_).max() < 1e-9
+
+
+def _near_identical(eps, n_diff, seed=3, d=3, T=4, N=30):
+    rng = np.random.default_rng(seed)
+    truth = random_attention(rng, d, 2)
+    Z0 = rng.normal(size=(T, d))
+    X = np.repeat(Z0[None], N, axis=0)
+    for j in range(n_diff):
+        X[-1 - j] += eps * rng.normal(size=(T, d))
+    return X, truth.predict(X).ravel()
+
+
+@pytest.mark.parametrize("rounding", [False, True])
+@pytest.mark.parametrize("solver", ["cg", "normal", "dual"])
+def test_identical_rows_up_to_rounding_with_intercept_give_the_weighted_mean(
+    rounding, solver
+):
+    X, y = _near_identical(0.0, 1)
+    if rounding:  # identical up to one unit in the last place
+        rng = np.random.default_rng(1)
+        X = X * (1 + rng.integers(-1, 2, size=X.shape) * np.finfo(float).eps)
+        y = y * (1 + rng.integers(-1, 2, size=y.shape) * np.finfo(float).eps)
+    w = np.linspace(1.0, 2.0, len(y))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = LinearAttentionRegressor(
+            solver=solver, fit_intercept=True, n_heads=None
+        ).fit(X, y, sample_weight=w)
+    assert est.certificate_.rank == 0
+    np.testing.assert_allclose(est.predict(X), w @ y / w.sum(), rtol=1e-12)
+    assert np.all(np.asarray(est.coef_) == 0)
+
+
+@pytest.mark.parametrize("eps", [1e-6, 1e-4, 1e-3])
+@pytest.mark.parametrize("n_diff", [1, 3])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("scale", [1.0, 1e-5, 1e20])
+def test_small_genuine_centered_spread_is_not_flattened(eps, n_diff, weighted, scale):
+    """Identical rows plus 1 or 3 rows off by eps (relative): cg, normal and dual
+    agree with numpy lstsq on the lifted centered features relative to the targets'
+    spread, at any token scale (not a power of two)."""
+    X, y = _near_identical(eps, n_diff)
+    X, y = X * scale, y * scale**3
+    w = np.linspace(0.5, 2.0, len(y)) if weighted else None
+    features = naive_lifted_features(X)
+    coef, mean, target_mean, _ = naive_least_squares(features, y, w)
+    reference = (features - mean) @ coef + target_mean
+    assert np.abs(reference - y).max() < 1e-6 * np.ptp(y)  # lstsq interpolates
+    for solver, accuracy in (("cg", 1e-6), ("normal", 1e-2), ("dual", 1e-3)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            est = LinearAttentionRegressor(
+                solver=solver, fit_intercept=True, n_heads=None
+            ).fit(X, y, sample_weight=w)
+        assert est.certificate_.rank == n_diff, solver
+        error = np.abs(est.predict(X) - reference).max() / np.ptp(y)
+        assert error < accuracy, (solver, error)
