@@ -15,6 +15,11 @@ minimum-norm solution (Algorithm 1 of Yau et al. 2025; see the theory page).
   features.
 - ``"cg"``: LSQR with structured products, never forming ``Phi`` or a Gram matrix.
 
+``alpha`` is given in the data's units; ``rescaled_alpha``, when given, is the
+penalty already in the rescaled units and replaces it (the cross-validation's
+grid lives there: in the data's units it leaves float64 at ``|X|`` beyond about
+``1e+-50``).
+
 :data:`SOLVERS` maps the ``solver`` string to them; :func:`resolve_solver` decides
 ``"auto"`` once, for every caller.
 """
@@ -222,6 +227,14 @@ class LiftedSolution:
     flops: float = 0.0
 
 
+def _rescaled_penalty(data, alpha, rescaled_alpha):
+    """The ridge penalty in the data source's rescaled units: ``alpha`` (the
+    data's units) converted, or ``rescaled_alpha`` when given."""
+    if rescaled_alpha is None:
+        return data.rescaling.alpha(alpha)
+    return float(rescaled_alpha)
+
+
 def _eigen_solve(eigenvalues, eigenvectors, threshold, right_hand_side, alpha):
     """``sum_k v_k v_k^T rhs / (lambda_k + alpha)`` over eigenvalues above
     ``threshold``: minimum-norm least squares for ``alpha = 0``, and ridge with the
@@ -279,7 +292,7 @@ def solve_gram(gram, moment, alpha, spectrum, kernel=False):
 
 def solve_normal(
     data, *, alpha, fit_intercept, solver_tol=None, max_iter=None, progress=None,
-    noise_folds=False,
+    noise_folds=False, rescaled_alpha=None,
 ):
     """Least squares / ridge from the streamed normal equations.
 
@@ -302,7 +315,9 @@ def solve_normal(
     else:
         statistics = data.statistics(progress=progress)
     with _dense_threads(data.n_lifted):
-        return _solve_statistics(data, statistics, alpha, fit_intercept, folds)
+        return _solve_statistics(
+            data, statistics, alpha, fit_intercept, folds, rescaled_alpha
+        )
 
 
 def uncentered_scale(gram, feature_mean, weight_sum):
@@ -312,8 +327,10 @@ def uncentered_scale(gram, feature_mean, weight_sum):
     return float(np.max(np.diag(gram) + weight_sum * feature_mean**2, initial=0.0))
 
 
-def _solve_statistics(data, statistics, alpha, fit_intercept, folds=None):
-    alpha = data.rescaling.alpha(alpha)
+def _solve_statistics(
+    data, statistics, alpha, fit_intercept, folds=None, rescaled_alpha=None
+):
+    alpha = _rescaled_penalty(data, alpha, rescaled_alpha)
     gram, moment, squares, feature_mean, target_mean = statistics.normal_equations(
         fit_intercept
     )
@@ -410,7 +427,7 @@ def _centered_kernel(kernel, row_scale):
 
 def solve_dual(
     data, *, alpha, fit_intercept, solver_tol=None, max_iter=None, progress=None,
-    noise_folds=False,
+    noise_folds=False, rescaled_alpha=None,
 ):
     """Least squares / ridge in kernel form, for fewer rows than lifted features.
 
@@ -419,13 +436,13 @@ def solve_dual(
     for ``alpha = 0``: the minimum-norm solution). Memory ``O(n_rows^2)``.
     """
     with _dense_threads(data.n_rows):
-        return _solve_kernel(data, alpha, fit_intercept)
+        return _solve_kernel(data, alpha, fit_intercept, rescaled_alpha)
 
 
-def _solve_kernel(data, alpha, fit_intercept):
+def _solve_kernel(data, alpha, fit_intercept, rescaled_alpha=None):
     pairs, queries = data.compact_rows()
     row_scale, targets = data.row_scale, data.targets
-    alpha = data.rescaling.alpha(alpha)
+    alpha = _rescaled_penalty(data, alpha, rescaled_alpha)
     kernel = lifted_kernel(pairs, queries)
     scale = np.max(np.diag(kernel), initial=0.0)  # before centering: see GramSpectrum
     total = float(row_scale @ row_scale)
@@ -495,7 +512,7 @@ def _solve_kernel(data, alpha, fit_intercept):
 
 def solve_lsqr(
     data, *, alpha, fit_intercept, solver_tol=1e-10, max_iter=None, progress=None,
-    noise_folds=False,
+    noise_folds=False, rescaled_alpha=None,
 ):
     """Least squares / ridge by LSQR, never forming ``Phi`` or a Gram matrix.
 
@@ -508,7 +525,7 @@ def solve_lsqr(
     """
     operator = data.operator()
     row_scale, targets = data.row_scale, data.targets
-    alpha = data.rescaling.alpha(alpha)
+    alpha = _rescaled_penalty(data, alpha, rescaled_alpha)
     n_rows, n_lifted = operator.shape
     total = float(row_scale @ row_scale)
     scale = 0.0
