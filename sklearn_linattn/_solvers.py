@@ -82,6 +82,12 @@ LANCZOS_TOL = 1e-6
 # of n = 1000 with 2 threads on a loaded machine, for 8x the flops); a second
 # thread saves less than 2x on a quiet one.
 _SINGLE_THREAD_ORDER = 4096
+# The head read-out takes norms of the lifted coefficients (in the rescaled units,
+# where tokens and targets are of order one): below this their squares are
+# subnormal or zero, and heads are lost (the SVD read-out of ridge fits of data
+# of order one, d = 2 and 3, lost heads from a largest coefficient of about 1e-162
+# on, silently at first: 2 of 3 heads, 32% off; then none).
+_SMALLEST_COEF = np.sqrt(np.finfo(np.float64).tiny)
 
 
 def _dense_threads(order):
@@ -235,6 +241,25 @@ def _rescaled_penalty(data, alpha, rescaled_alpha):
     return float(rescaled_alpha)
 
 
+def _check_shrinkage(coef, alpha, rescaled_alpha, mean_diagonal):
+    """A clear error naming ``alpha`` when it shrinks the lifted coefficients (in
+    the rescaled units: tokens and targets of order one) below
+    ``_SMALLEST_COEF``, where the head read-out cannot resolve them."""
+    largest = float(np.max(np.abs(coef), initial=0.0))
+    if not 0 < largest < _SMALLEST_COEF:
+        return
+    relative = rescaled_alpha / mean_diagonal if mean_diagonal > 0 else np.inf
+    raise ValueError(
+        f"alpha={alpha:.3g} is {relative:.1e} times the mean diagonal of the "
+        "lifted Gram it is added to (trace(G) / p), so the ridge solution is about "
+        f"that many times smaller than the least-squares one: {largest:.1e} with "
+        f"tokens and targets scaled to order one, below the {_SMALLEST_COEF:.0e} "
+        "the head read-out resolves (its squares leave the normal floats). A "
+        "penalty beyond about 1e16 times trace(G) / p already shrinks the model "
+        "to zero within float64 precision; use a smaller alpha."
+    )
+
+
 def _eigen_solve(eigenvalues, eigenvectors, threshold, right_hand_side, alpha):
     """``sum_k v_k v_k^T rhs / (lambda_k + alpha)`` over eigenvalues above
     ``threshold``: minimum-norm least squares for ``alpha = 0``, and ridge with the
@@ -330,7 +355,7 @@ def uncentered_scale(gram, feature_mean, weight_sum):
 def _solve_statistics(
     data, statistics, alpha, fit_intercept, folds=None, rescaled_alpha=None
 ):
-    alpha = _rescaled_penalty(data, alpha, rescaled_alpha)
+    given, alpha = alpha, _rescaled_penalty(data, alpha, rescaled_alpha)
     gram, moment, squares, feature_mean, target_mean = statistics.normal_equations(
         fit_intercept
     )
@@ -339,6 +364,7 @@ def _solve_statistics(
         scale = centering_floor(scale, statistics.n_observations, data.n_lifted)
     spectrum = gram_spectrum(gram, default_rank_tol(data.n_lifted), scale)
     coef = solve_gram(gram, moment, alpha, spectrum)
+    _check_shrinkage(coef, given, alpha, np.trace(gram) / data.n_lifted)
     cross = np.einsum("op,po->o", coef, moment)
     quadratic = np.einsum("op,op->o", coef @ gram, coef)
     residual = squares - 2 * cross + quadratic
@@ -442,7 +468,7 @@ def solve_dual(
 def _solve_kernel(data, alpha, fit_intercept, rescaled_alpha=None):
     pairs, queries = data.compact_rows()
     row_scale, targets = data.row_scale, data.targets
-    alpha = _rescaled_penalty(data, alpha, rescaled_alpha)
+    given, alpha = alpha, _rescaled_penalty(data, alpha, rescaled_alpha)
     kernel = lifted_kernel(pairs, queries)
     scale = np.max(np.diag(kernel), initial=0.0)  # before centering: see GramSpectrum
     total = float(row_scale @ row_scale)
@@ -478,6 +504,8 @@ def _solve_kernel(data, alpha, fit_intercept, rescaled_alpha=None):
     coef = lifted_rmatvec(pairs, queries, weights) - np.outer(
         row_scale @ weights, feature_mean
     )
+    # trace(G) of the weighted, centered rows: that of their kernel
+    _check_shrinkage(coef, given, alpha, np.trace(kernel) / data.n_lifted)
     certificate = IdentifiabilityCertificate._from_kernel(
         spectrum,
         pairs,
@@ -525,7 +553,7 @@ def solve_lsqr(
     """
     operator = data.operator()
     row_scale, targets = data.row_scale, data.targets
-    alpha = _rescaled_penalty(data, alpha, rescaled_alpha)
+    given, alpha = alpha, _rescaled_penalty(data, alpha, rescaled_alpha)
     n_rows, n_lifted = operator.shape
     total = float(row_scale @ row_scale)
     scale = 0.0
@@ -563,6 +591,8 @@ def solve_lsqr(
         converged &= result[1] != 7  # 7: the iteration limit was reached
         difference = column - centered.matvec(coef[output])
         residual[output] = difference @ difference
+    uncentered_trace = np.sum(operator.squared_column_norms())
+    _check_shrinkage(coef, given, alpha, uncentered_trace / n_lifted)
     certificate = estimate_extreme_eigenvalues(
         centered,
         total,

@@ -1,5 +1,6 @@
 """The three solvers agree; partial_fit equals fit; solver choice; concurrency."""
 
+import re
 import sys
 import warnings
 
@@ -206,6 +207,45 @@ def test_dual_on_rank_deficient_data_with_a_small_alpha(rng, n_samples, relative
         np.testing.assert_allclose(coef[solver], expected[0], rtol=0, atol=1e-5 * scale)
     # LSQR, matrix-free, agrees with the kernel form to rounding
     np.testing.assert_allclose(coef["dual"], coef["cg"], rtol=0, atol=1e-8 * scale)
+
+
+@pytest.mark.parametrize("solver", ["normal", "dual", "cg"])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_large_alpha_gives_the_ridge_solution_or_an_error_naming_alpha(
+    rng, solver, fit_intercept
+):
+    """X and y of order one, alpha far above the lifted Gram G: the ridge solution
+    (G + alpha I)^-1 m = m / alpha - G m / alpha^2 + ... is m / alpha to float
+    precision (||G|| / alpha < 1e-17 here). Where alpha shrinks it beyond what
+    the head read-out resolves (lifted coefficients below 1e-154 with X and y of
+    order one: alpha=1e165 gave 2 of 3 heads silently, 1e170 an error blaming the
+    scale of X), the error names alpha."""
+    X, y = random_sequences(rng, 60, 5, 3), rng.normal(size=60)
+    if solver == "dual":  # fewer rows than p = 18: the kernel form
+        X, y = X[:12], y[:12]
+    features = naive_lifted_features(X)
+    centered = y
+    if fit_intercept:
+        features, centered = features - features.mean(axis=0), y - y.mean()
+    moment = features.T @ centered
+    # rounding of the solve: eps times the condition number of G + alpha I (1
+    # here) a term, p terms; measured up to 9.4 eps (4 seeds), bound 10 p eps
+    bound = 10 * features.shape[1] * np.finfo(np.float64).eps
+    for alpha in (1e20, 1e100, 1e140):
+        model = LinearAttentionRegressor(
+            alpha=alpha, solver=solver, n_heads=None, fit_intercept=fit_intercept
+        ).fit(X, y)
+        expected = moment / alpha
+        error = np.linalg.norm(model.coef_ - expected)
+        assert error <= bound * np.linalg.norm(expected), alpha
+        if fit_intercept:
+            assert model.intercept_ == pytest.approx(y.mean(), rel=bound)
+    for alpha in (1e165, 1e170):
+        named = re.escape(f"alpha={alpha:.3g} is ") + r".* times the mean diagonal"
+        with pytest.raises(ValueError, match=named):
+            LinearAttentionRegressor(
+                alpha=alpha, solver=solver, fit_intercept=fit_intercept
+            ).fit(X, y)
 
 
 def test_lanczos_certificate_beyond_small_p(rng):
