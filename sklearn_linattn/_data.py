@@ -277,10 +277,15 @@ class Rescaling:
 
     def unscaled_alpha(self, scaled):
         """Ridge penalties in rescaled units back in the data's units (divided by
-        ``omega * c^6``; exact, powers of two)."""
+        ``omega * c^6``; exact, powers of two), NaN where that is not a normal
+        float64 (beyond the float range, or below it: ``c^6`` reaches ``1e+-300``
+        for ``|X|`` near ``1e+-50``)."""
         exponent = self._exponent(self.weight) + 6 * self._exponent(self.token)
+        scaled = np.asarray(scaled, dtype=np.float64)
         with np.errstate(over="ignore", under="ignore"):
-            return np.ldexp(np.asarray(scaled, dtype=np.float64), -exponent)
+            unscaled = np.ldexp(scaled, -exponent)
+        normal = np.isfinite(unscaled) & (np.abs(unscaled) >= np.finfo(np.float64).tiny)
+        return np.where(normal | (scaled == 0), unscaled, np.nan)
 
     def eigenvalue(self, value):
         """An eigenvalue of the rescaled ``Lambda`` in the data's units (``/ c^6``)."""

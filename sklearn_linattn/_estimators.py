@@ -595,7 +595,12 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         ``X`` it is read from the data (and checked when given).
     alpha : float, default=0.0
         Ridge penalty on the lifted coefficients. ``0`` gives the minimum-norm
-        least-squares solution, also when the lifted Gram matrix is singular.
+        least-squares solution, also when the lifted Gram matrix is singular. A
+        penalty so large that the lifted coefficients, with ``X`` and ``y``
+        scaled to order one, fall below ``1e-154`` (about ``1e150`` times the
+        mean diagonal of the lifted Gram) is a ValueError naming ``alpha``: the
+        heads cannot be read out of them, and the model is zero to float64
+        precision from about ``1e16`` times that diagonal on.
     n_heads : "auto", int or None, default="auto"
         How heads are read out of the lifted solution.
 

@@ -684,9 +684,10 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         return alphas
 
     def _alpha_grid(self, data, alphas, statistics=None, kernel=None):
-        """The alphas in the data source's rescaled units; sets ``alphas_`` (the
-        data's units). For ``alphas="auto"``, ``trace(G) / p`` comes from the total
-        ``statistics`` or the unweighted ``kernel`` of the rows."""
+        """The alphas in the data source's rescaled units, where the folds and the
+        final model are solved; sets ``alphas_`` (the data's units, NaN where not
+        a normal float there). For ``alphas="auto"``, ``trace(G) / p`` comes from
+        the total ``statistics`` or the unweighted ``kernel`` of the rows."""
         if alphas is None:
             if kernel is None:
                 mean = _gram_mean_diagonal(statistics, self.fit_intercept)
@@ -700,32 +701,42 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         self.alphas_ = alphas.copy()
         return np.array([data.rescaling.alpha(alpha) for alpha in alphas])
 
-    def _warn_at_an_edge(self, scores):
+    def _warn_at_an_edge(self, scores, scaled, rescaling):
         """A warning when ``alpha_`` is the largest (or the smallest positive) alpha
-        and scores better than the next one inward: the best may lie beyond."""
-        alphas = self.alphas_
-        distinct = np.unique(alphas)
+        and scores better than the next one inward: the best may lie beyond.
+        Decided on the grid in the units of ``rescaling``, ``scaled`` (in the
+        order of ``alphas_``, which may hold NaN)."""
+        distinct = np.unique(scaled)
         if distinct.size < 2:
             return
+        chosen = scaled[int(np.argmax(scores))]
         edges = (
             (distinct[-1], distinct[-2], "largest"),
             (distinct[0], distinct[1], "smallest"),
         )
         for edge, inward, name in edges:
-            if edge == 0 or self.alpha_ != edge:
+            if edge == 0 or chosen != edge:
                 continue
-            if not scores[alphas == edge].max() > scores[alphas == inward].max():
+            if not scores[scaled == edge].max() > scores[scaled == inward].max():
                 continue
             low, high = distinct[distinct > 0][0], 1e3 * edge
             if name == "smallest":
                 low, high = 1e-3 * edge, distinct[-1]
-            wider = f"np.geomspace({low:.3g}, {high:.3g}, {distinct.size + 3})"
-            if name == "smallest":
-                wider += " (or add 0, the minimum-norm fit)"
+            low, high = rescaling.unscaled_alpha([low, high])
+            if np.isfinite([low, high]).all():
+                wider = f"np.geomspace({low:.3g}, {high:.3g}, {distinct.size + 3})"
+                if name == "smallest":
+                    wider += " (or add 0, the minimum-norm fit)"
+                wider = f"widen it, e.g. alphas={wider}"
+            else:  # penalties of the data's units that float64 does not hold
+                wider = (
+                    "a wider grid is no float64 in the units of this X (its "
+                    "penalties grow as |X|^6): rescale X, then widen it"
+                )
             warnings.warn(
-                f"alpha_={edge:.3g} is the {name} of the {alphas.size} alphas tried "
-                "and scores better than its neighbour: the best alpha may lie "
-                f"beyond the grid; widen it, e.g. alphas={wider}.",
+                f"alpha_={self.alpha_:.3g} is the {name} of the {scaled.size} alphas "
+                "tried and scores better than its neighbour: the best alpha may lie "
+                f"beyond the grid; {wider}.",
                 UserWarning,
                 stacklevel=5,
             )
@@ -819,7 +830,7 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                     loo, targets, row_score_weights, single_output
                 )
         else:
-            statistics, scores = self._kfold(
+            statistics, scaled, scores = self._kfold(
                 data,
                 mode,
                 sequences,
@@ -842,8 +853,8 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
             f"alpha_={self.alpha_:g} (score {self.best_score_:.6g}) of "
             f"{len(scores)} alphas in {time.perf_counter() - start:.2f} s"
         )
-        self._warn_at_an_edge(scores)
-        self._fit_final(data, statistics, mode, single_output)
+        self._warn_at_an_edge(scores, scaled, data.rescaling)
+        self._fit_final(data, statistics, mode, single_output, scaled[best])
         return self
 
     def _kfold(
@@ -861,8 +872,9 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         alphas,
         scorer,
     ):
-        """Mean score of each alpha over the folds, and the total statistics
-        (None in kernel form, ``mode="dual"``); sets ``alphas_``."""
+        """The total statistics (None in kernel form, ``mode="dual"``), the alphas
+        in rescaled units and the mean score of each over the folds; sets
+        ``alphas_``."""
         n_samples = sequences.shape[0]
         per_sample = data.n_rows // max(n_samples, 1)
         splitter = check_cv(self.cv, split_y, classifier=self._is_classifier)
@@ -958,7 +970,7 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                 "No test set of cv holds a row to score: each holds left padding "
                 "only or, for the default score, sample weights summing to zero."
             )
-        return total, fold_scores[scored].mean(axis=0)
+        return total, scaled, fold_scores[scored].mean(axis=0)
 
     def _check_training_rows(self, fold, n_positive):
         """A clear error for a split whose training set weighs nothing (the plain
@@ -1017,21 +1029,25 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                 f"{methods}."
             ) from error
 
-    def _fit_final(self, data, statistics, mode, single_output):
-        """The model for ``alpha_``, from the statistics (or kernel) at hand."""
+    def _fit_final(self, data, statistics, mode, single_output, scaled_alpha):
+        """The model for ``alpha_`` (``scaled_alpha`` in the rescaled units, exact
+        also where ``alpha_`` is no float), from the statistics (or kernel) at
+        hand."""
         start = time.perf_counter()
         if mode == "normal":
             source = StatisticsSource(
                 statistics, data.layout, data.rescaling, folds=data
             )
             solution = solve_normal(
-                source, alpha=self.alpha_, fit_intercept=self.fit_intercept,
+                source, alpha=self.alpha_, rescaled_alpha=scaled_alpha,
+                fit_intercept=self.fit_intercept,
                 noise_folds="lazy",  # a pass over the data when the heads need it
             )
         else:
             source = data
             solution = solve_dual(
-                data, alpha=self.alpha_, fit_intercept=self.fit_intercept
+                data, alpha=self.alpha_, rescaled_alpha=scaled_alpha,
+                fit_intercept=self.fit_intercept,
             )
         self._set_model(solution, source, single_output, time.perf_counter() - start)
         self.solver_ = mode
@@ -1145,9 +1161,16 @@ class LinearAttentionRegressorCV(RegressorMixin, _LinearAttentionCVBase):
     Attributes
     ----------
     alpha_ : float
-        The chosen penalty.
+        The chosen penalty, ``alphas_[np.argmax(cv_scores_)]``.
     alphas_ : ndarray of shape (n_alphas,)
-        The penalties tried (the "auto" grid in the data's units).
+        The penalties tried (the "auto" grid in the data's units). NaN where a
+        penalty is not a normal float64 in the data's units: the "auto" grid is
+        ``trace(G) / p`` times fixed factors, and ``trace(G)`` grows as
+        ``|X|^6``, beyond ``1e+-300`` for ``|X|`` beyond about ``1e+-50``. The
+        cross-validation and the final model work in rescaled units (tokens and
+        targets scaled to order one by powers of two), where every alpha is
+        exact at any scale: ``np.argmax(cv_scores_)`` is the chosen alpha's index
+        in the grid, the same as for the data at any other scale.
     best_score_ : float
         Its cross-validation score (higher is better).
     cv_scores_ : ndarray of shape (n_alphas,)
@@ -1327,9 +1350,10 @@ n_jobs, verbose, gcv_mode, store_cv_results
     Attributes
     ----------
     alpha_ : float
-        The chosen penalty.
+        The chosen penalty, ``alphas_[np.argmax(cv_scores_)]``.
     alphas_ : ndarray of shape (n_alphas,)
-        The penalties tried (the "auto" grid in the data's units).
+        The penalties tried (the "auto" grid in the data's units; NaN where not a
+        normal float64 there, see :class:`LinearAttentionRegressorCV`).
     best_score_ : float
         Its cross-validation score (the accuracy by default; higher is better).
     cv_scores_ : ndarray of shape (n_alphas,)

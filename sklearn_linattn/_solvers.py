@@ -15,6 +15,11 @@ minimum-norm solution (Algorithm 1 of Yau et al. 2025; see the theory page).
   features.
 - ``"cg"``: LSQR with structured products, never forming ``Phi`` or a Gram matrix.
 
+``alpha`` is given in the data's units; ``rescaled_alpha``, when given, is the
+penalty already in the rescaled units and replaces it (the cross-validation's
+grid lives there: in the data's units it leaves float64 at ``|X|`` beyond about
+``1e+-50``).
+
 :data:`SOLVERS` maps the ``solver`` string to them; :func:`resolve_solver` decides
 ``"auto"`` once, for every caller.
 """
@@ -68,6 +73,14 @@ LSQR_COEF_TOL = 1e4
 # Relative accuracy of the Lanczos eigenvalue estimates behind solver="cg"'s
 # certificate.
 LANCZOS_TOL = 1e-6
+# The head read-out takes norms of the lifted coefficients (in the rescaled units,
+# where tokens and targets are of order one): below this their squares are
+# subnormal or zero, and heads are lost (the SVD read-out of ridge fits of data
+# of order one, d = 2 and 3, lost heads from a largest coefficient of about 1e-162
+# on, silently at first: 2 of 3 heads, 32% off; then none).
+_SMALLEST_COEF = np.sqrt(np.finfo(np.float64).tiny)
+
+
 class CoefNoise:
     """The noise of fitted lifted coefficients, in the training metric ``M``.
 
@@ -204,6 +217,33 @@ class LiftedSolution:
     flops: float = 0.0
 
 
+def _rescaled_penalty(data, alpha, rescaled_alpha):
+    """The ridge penalty in the data source's rescaled units: ``alpha`` (the
+    data's units) converted, or ``rescaled_alpha`` when given."""
+    if rescaled_alpha is None:
+        return data.rescaling.alpha(alpha)
+    return float(rescaled_alpha)
+
+
+def _check_shrinkage(coef, alpha, rescaled_alpha, mean_diagonal):
+    """A clear error naming ``alpha`` when it shrinks the lifted coefficients (in
+    the rescaled units: tokens and targets of order one) below
+    ``_SMALLEST_COEF``, where the head read-out cannot resolve them."""
+    largest = float(np.max(np.abs(coef), initial=0.0))
+    if not 0 < largest < _SMALLEST_COEF:
+        return
+    relative = rescaled_alpha / mean_diagonal if mean_diagonal > 0 else np.inf
+    raise ValueError(
+        f"alpha={alpha:.3g} is {relative:.1e} times the mean diagonal of the "
+        "lifted Gram it is added to (trace(G) / p), so the ridge solution is about "
+        f"that many times smaller than the least-squares one: {largest:.1e} with "
+        f"tokens and targets scaled to order one, below the {_SMALLEST_COEF:.0e} "
+        "the head read-out resolves (its squares leave the normal floats). A "
+        "penalty beyond about 1e16 times trace(G) / p already shrinks the model "
+        "to zero within float64 precision; use a smaller alpha."
+    )
+
+
 def _eigen_solve(eigenvalues, eigenvectors, threshold, right_hand_side, alpha):
     """``sum_k v_k v_k^T rhs / (lambda_k + alpha)`` over eigenvalues above
     ``threshold``: minimum-norm least squares for ``alpha = 0``, and ridge with the
@@ -261,7 +301,7 @@ def solve_gram(gram, moment, alpha, spectrum, kernel=False):
 
 def solve_normal(
     data, *, alpha, fit_intercept, solver_tol=None, max_iter=None, progress=None,
-    noise_folds=False,
+    noise_folds=False, rescaled_alpha=None,
 ):
     """Least squares / ridge from the streamed normal equations.
 
@@ -284,7 +324,9 @@ def solve_normal(
     else:
         statistics = data.statistics(progress=progress)
     with _dense_threads(data.n_lifted):
-        return _solve_statistics(data, statistics, alpha, fit_intercept, folds)
+        return _solve_statistics(
+            data, statistics, alpha, fit_intercept, folds, rescaled_alpha
+        )
 
 
 def uncentered_scale(gram, feature_mean, weight_sum):
@@ -294,8 +336,10 @@ def uncentered_scale(gram, feature_mean, weight_sum):
     return float(np.max(np.diag(gram) + weight_sum * feature_mean**2, initial=0.0))
 
 
-def _solve_statistics(data, statistics, alpha, fit_intercept, folds=None):
-    alpha = data.rescaling.alpha(alpha)
+def _solve_statistics(
+    data, statistics, alpha, fit_intercept, folds=None, rescaled_alpha=None
+):
+    given, alpha = alpha, _rescaled_penalty(data, alpha, rescaled_alpha)
     gram, moment, squares, feature_mean, target_mean = statistics.normal_equations(
         fit_intercept
     )
@@ -304,6 +348,7 @@ def _solve_statistics(data, statistics, alpha, fit_intercept, folds=None):
         scale = centering_floor(scale, statistics.n_observations, data.n_lifted)
     spectrum = gram_spectrum(gram, default_rank_tol(data.n_lifted), scale)
     coef = solve_gram(gram, moment, alpha, spectrum)
+    _check_shrinkage(coef, given, alpha, np.trace(gram) / data.n_lifted)
     cross = np.einsum("op,po->o", coef, moment)
     quadratic = np.einsum("op,op->o", coef @ gram, coef)
     residual = squares - 2 * cross + quadratic
@@ -392,7 +437,7 @@ def _centered_kernel(kernel, row_scale):
 
 def solve_dual(
     data, *, alpha, fit_intercept, solver_tol=None, max_iter=None, progress=None,
-    noise_folds=False,
+    noise_folds=False, rescaled_alpha=None,
 ):
     """Least squares / ridge in kernel form, for fewer rows than lifted features.
 
@@ -401,13 +446,13 @@ def solve_dual(
     for ``alpha = 0``: the minimum-norm solution). Memory ``O(n_rows^2)``.
     """
     with _dense_threads(data.n_rows):
-        return _solve_kernel(data, alpha, fit_intercept)
+        return _solve_kernel(data, alpha, fit_intercept, rescaled_alpha)
 
 
-def _solve_kernel(data, alpha, fit_intercept):
+def _solve_kernel(data, alpha, fit_intercept, rescaled_alpha=None):
     pairs, queries = data.compact_rows()
     row_scale, targets = data.row_scale, data.targets
-    alpha = data.rescaling.alpha(alpha)
+    given, alpha = alpha, _rescaled_penalty(data, alpha, rescaled_alpha)
     kernel = lifted_kernel(pairs, queries)
     scale = np.max(np.diag(kernel), initial=0.0)  # before centering: see GramSpectrum
     total = float(row_scale @ row_scale)
@@ -443,6 +488,8 @@ def _solve_kernel(data, alpha, fit_intercept):
     coef = lifted_rmatvec(pairs, queries, weights) - np.outer(
         row_scale @ weights, feature_mean
     )
+    # trace(G) of the weighted, centered rows: that of their kernel
+    _check_shrinkage(coef, given, alpha, np.trace(kernel) / data.n_lifted)
     certificate = IdentifiabilityCertificate._from_kernel(
         spectrum,
         pairs,
@@ -477,7 +524,7 @@ def _solve_kernel(data, alpha, fit_intercept):
 
 def solve_lsqr(
     data, *, alpha, fit_intercept, solver_tol=1e-10, max_iter=None, progress=None,
-    noise_folds=False,
+    noise_folds=False, rescaled_alpha=None,
 ):
     """Least squares / ridge by LSQR, never forming ``Phi`` or a Gram matrix.
 
@@ -490,7 +537,7 @@ def solve_lsqr(
     """
     operator = data.operator()
     row_scale, targets = data.row_scale, data.targets
-    alpha = data.rescaling.alpha(alpha)
+    given, alpha = alpha, _rescaled_penalty(data, alpha, rescaled_alpha)
     n_rows, n_lifted = operator.shape
     total = float(row_scale @ row_scale)
     scale = 0.0
@@ -528,6 +575,8 @@ def solve_lsqr(
         converged &= result[1] != 7  # 7: the iteration limit was reached
         difference = column - centered.matvec(coef[output])
         residual[output] = difference @ difference
+    uncentered_trace = np.sum(operator.squared_column_norms())
+    _check_shrinkage(coef, given, alpha, uncentered_trace / n_lifted)
     certificate = estimate_extreme_eigenvalues(
         centered,
         total,

@@ -1155,7 +1155,7 @@ def incontext_preconditioner(model, n_context):
     >>> fitted = LinearAttentionRegressor(n_heads=None).fit(X, y)
     >>> gamma_hat = incontext_preconditioner(fitted, n_context=10)
     >>> gamma = incontext_preconditioner(best, n_context=10)
-    >>> bool(np.linalg.norm(gamma_hat - gamma) < 0.05 * np.linalg.norm(gamma))
+    >>> bool(np.linalg.norm(gamma_hat - gamma) < 0.2 * np.linalg.norm(gamma))
     True
     """
     n_context = _check_int("n_context", n_context)

@@ -40,6 +40,17 @@ def naive_lifted_features(sequences):
     return np.stack(columns, axis=1)
 
 
+def assert_within_lifted_rounding(actual, expected, magnitude, n_tokens):
+    """Two computations of lifted features (or pair statistics) agree to rounding:
+    each entry w S_bc q_e sums ``n_tokens`` products, so each computation errs by
+    at most about (n_tokens + 3) u times ``magnitude``, the same entries of the
+    absolute values |Z| (u = eps / 2); entrywise, not relative to the entry, which
+    cancellation can make arbitrarily small. Checked with a factor 2 of slack."""
+    bound = 2 * (n_tokens + 3) * np.finfo(np.float64).eps * magnitude
+    excess = np.abs(np.asarray(actual) - expected) - bound
+    assert np.all(excess <= 0), f"beyond the rounding bound by {excess.max():.3g}"
+
+
 def naive_position_features(X, causal):
     """phi at every position, from prefix sums written out here: rows sample-major."""
     n, T, d = X.shape

@@ -33,7 +33,10 @@ def test_random_mhla_targets_are_the_model_output():
     X, y, model = make_random_mhla(50, 7, 3, n_heads=2, n_outputs=2, random_state=0)
     assert X.shape == (50, 7, 3) and y.shape == (50, 2) and model.n_heads == 2
     np.testing.assert_allclose(y, model.predict(X))
-    assert abs(X.std() - 1 / np.sqrt(7)) < 0.05  # entries N(0, 1/T)
+    # entries N(0, 1/T): a sample standard deviation has standard error
+    # sigma / sqrt(2 N); within 8 of them (measured 0.6)
+    sigma = 1 / np.sqrt(7)
+    assert abs(X.std() - sigma) < 8 * sigma / np.sqrt(2 * X.size)
     X2, y2, _ = make_random_mhla(50, 7, 3, n_heads=2, n_outputs=2, random_state=0)
     np.testing.assert_array_equal(X, X2)
     _, noisy, _ = make_random_mhla(2000, 7, 3, noise=0.5, random_state=1)
@@ -366,7 +369,8 @@ def test_paper_distribution_construction():
     np.testing.assert_allclose(values @ values.transpose(0, 2, 1), eye, atol=1e-12)
     query = X[:, -1, :3]
     assert np.all(np.abs(keys - query[:, None]).sum(axis=2).min(axis=1) < 1e-12)
-    assert abs(X[:, -1, 3:].std() - 1.0) < 0.1  # zeta ~ N(0, 1)
+    zeta = X[:, -1, 3:]  # N(0, 1): within 8 standard errors (measured 0.6)
+    assert abs(zeta.std() - 1.0) < 8 / np.sqrt(2 * zeta.size)
     np.testing.assert_allclose(y, recall_by_hand(X, 3), rtol=1e-12, atol=1e-12)
     X, _, _ = make_associative_recall(
         400, key_dim=3, n_pairs=2, distribution="paper", p_orth=0.0, random_state=0
@@ -484,9 +488,14 @@ def test_incontext_prompts_layout():
     context_labels = np.einsum("ntd,nd->nt", X[:, :-1, :2], tasks)
     np.testing.assert_allclose(X[:, :-1, -1], context_labels)
     np.testing.assert_allclose(y, np.einsum("nd,nd->n", X[:, -1, :2], tasks))
+    # second moments within 8 standard errors, sqrt((S_ii S_jj + S_ij^2) / N)
+    # for Gaussian samples (measured up to 1.4)
     inputs = X[:, :, :2].reshape(-1, 2)
-    np.testing.assert_allclose(inputs.T @ inputs / len(inputs), cov, atol=0.03)
-    np.testing.assert_allclose(tasks.T @ tasks / len(tasks), np.eye(2), atol=0.05)
+    spread = np.sqrt((np.outer(np.diag(cov), np.diag(cov)) + cov**2) / len(inputs))
+    error = np.abs(inputs.T @ inputs / len(inputs) - cov)
+    assert np.all(error < 8 * spread)
+    spread = np.sqrt((1 + np.eye(2)) / len(tasks))
+    assert np.all(np.abs(tasks.T @ tasks / len(tasks) - np.eye(2)) < 8 * spread)
     again = make_incontext_regression(20000, 6, 2, covariance=cov, random_state=0)
     np.testing.assert_array_equal(X, again[0])
     # label noise on every label, the query's too
@@ -494,7 +503,8 @@ def test_incontext_prompts_layout():
         20000, 6, 2, noise=0.5, random_state=1, return_tasks=True
     )
     X1, _, _ = make_incontext_regression(20000, 6, 2, noise=0.5, random_state=1)
-    assert abs(np.std(noisy - np.einsum("nd,nd->n", X1[:, -1, :2], same)) - 0.5) < 0.01
+    noise = noisy - np.einsum("nd,nd->n", X1[:, -1, :2], same)
+    assert abs(np.std(noise) - 0.5) < 8 * 0.5 / np.sqrt(2 * noise.size)
     # a covariance per prompt: prompt 0 varies along x_0 only, prompt 1 along x_1
     per_prompt = np.array([np.diag([1.0, 0.0]), np.diag([0.0, 1.0])])
     X, _, _ = make_incontext_regression(2, 4, 2, covariance=per_prompt, random_state=0)
@@ -692,7 +702,8 @@ def test_incontext_fitted_preconditioner_within_sampling_error(cov, noise):
         gamma_hat, incontext_preconditioner(fitted.attention_, n_context), atol=1e-10
     )
     gamma = incontext_preconditioner(model, n_context)
-    assert np.linalg.norm(gamma_hat - gamma) < 0.1 * np.linalg.norm(gamma)
+    # coarse (measured up to 2.5%); the test of the sampling error follows
+    assert np.linalg.norm(gamma_hat - gamma) < 0.3 * np.linalg.norm(gamma)
     # sampling covariance of the fitted Gamma entries: the block of the sandwich
     # covariance of all used lifted coefficients, mapped to Gamma
     raw = naive_lifted_features(X)

@@ -831,6 +831,90 @@ def test_default_grid_follows_the_scale_of_x(rng, Estimator, n_samples, cv):
     assert weighted.alpha_ == pytest.approx(base.alpha_ * 5.0, rel=1e-9)
 
 
+# (k, j): X times 10^k, y times 10^j. The lifted coefficients scale as 10^(j - 3k),
+# floats for all of these; the penalties as 10^(6k), floats only for |k| < 50.
+EXTREME_SCALES = [
+    (-100, 0), (-60, 0), (-30, 0), (-8, 0), (8, 0), (30, 0), (60, 0), (100, 0),
+    (100, 100), (-100, -100), (60, 100), (-60, -100),
+]
+
+
+@pytest.mark.parametrize(
+    "Estimator", [LinearAttentionRegressorCV, LinearAttentionClassifierCV]
+)
+@pytest.mark.parametrize(
+    "n_samples, params",
+    [
+        (60, {"gcv_mode": "normal"}),  # leave-one-out from the Gram (p = 18)
+        (15, {"gcv_mode": "dual"}),  # leave-one-out from the kernel
+        (60, {"cv": 4}),  # K-fold from the statistics
+        (15, {"cv": 3}),  # K-fold in kernel form
+    ],
+)
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_default_grid_chooses_the_same_alpha_at_every_scale(
+    rng, Estimator, n_samples, params, fit_intercept
+):
+    """alphas="auto" at |X| from 1e-100 to 1e100 (and y from 1e-100 to 1e100):
+    the same grid index is chosen and the final model predicts the same, to
+    rounding, also where the penalties in the data's units (which grow as |X|^6)
+    are no floats; alphas_ holds them where they are and NaN where not."""
+    X, y = noisy_regression(rng, n_samples, token_dim=3)
+    classifier = Estimator is LinearAttentionClassifierCV
+    if classifier:
+        y = np.where(y > np.median(y), "up", "down")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # an alpha at the grid's edge
+        reference = Estimator(
+            n_heads=None, fit_intercept=fit_intercept, **params
+        ).fit(X, y)
+    best = np.argmax(reference.cv_scores_)
+
+    def outputs(model, X):
+        return model.decision_function(X) if classifier else model.predict(X)
+
+    expected = outputs(reference, X)
+    # Scaling X by 10^k is exact up to the rounding of X (u = eps / 2 a token
+    # entry, 3u a lifted feature): the ridge solution moves by about eps times
+    # the condition number of G + alpha I, and the solves and the cross-validation
+    # add rounding of the same order; measured up to 6.4 eps kappa (5 seeds, both
+    # estimators, the four modes), bound 10 p eps kappa (p = 18).
+    features = naive_lifted_features(X)
+    if fit_intercept:
+        features = features - features.mean(axis=0)
+    eigenvalues = np.linalg.eigvalsh(features.T @ features)
+    eigenvalues = eigenvalues[eigenvalues > 1e-12 * eigenvalues[-1]]
+    alpha = reference.alpha_
+    condition = (eigenvalues[-1] + alpha) / (eigenvalues[0] + alpha)
+    bound = 10 * features.shape[1] * np.finfo(np.float64).eps * condition
+    for k, j in EXTREME_SCALES:
+        if classifier and j:
+            continue  # labels have no scale
+        scaled_y = y if classifier else y * 10.0**j
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            model = Estimator(
+                n_heads=None, fit_intercept=fit_intercept, **params
+            ).fit(X * 10.0**k, scaled_y)
+        assert np.argmax(model.cv_scores_) == best, (k, j)
+        predictions = outputs(model, X * 10.0**k) / (1.0 if classifier else 10.0**j)
+        error = np.abs(predictions - expected).max()
+        assert error <= bound * np.abs(expected).max(), (k, j, error)
+        # the grid in the data's units: 10^(6k) times the reference's, or NaN
+        exponents = np.log10(reference.alphas_[1:]) + 6 * k
+        representable = np.abs(exponents) < 300
+        assert model.alphas_[0] == 0.0
+        assert np.all(np.isnan(model.alphas_[1:][np.abs(exponents) > 309]))
+        np.testing.assert_allclose(
+            model.alphas_[1:][representable],
+            reference.alphas_[1:][representable] * 10.0 ** (3 * k) * 10.0 ** (3 * k),
+            rtol=1e-9,
+        )
+        assert model.alpha_ == model.alphas_[best] or (
+            np.isnan(model.alpha_) and np.isnan(model.alphas_[best])
+        )
+
+
 def test_edge_of_the_grid_warns_and_names_the_fix(rng):
     X, y = noisy_regression(rng, 60, token_dim=2, noise=1.0)
     noise = rng.normal(size=60)  # nothing to learn: the largest alpha is best
