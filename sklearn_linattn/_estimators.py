@@ -39,7 +39,8 @@ from ._heads import read_out_heads
 from ._lift import lifted_feature_pairs, lifted_features
 from ._progress import ChunkProgress
 from ._rollout import lifted_readout, rollout
-from ._solvers import NOISE_FOLDS, SOLVERS, resolve_solver, solve_normal
+from ._heads import EXACT_WORK_FLOOR, WORK_FLOOR
+from ._solvers import HELDOUT_FOLDS, SOLVERS, resolve_solver, solve_normal
 from ._validation import (
     input_precision,
     reject_boolean_parameters,
@@ -71,7 +72,7 @@ _MODEL_ATTRIBUTES = frozenset(
 _INTEGER_PARAMETERS = ("token_dim", "n_heads", "max_iter", "batch_size", "n_jobs")
 # The parameters the solve after partial_fit reads: their values at the last
 # partial_fit call are kept for it, as fit uses those at its call.
-_SOLVE_PARAMETERS = ("alpha", "fit_intercept", "n_heads", "tol")
+_SOLVE_PARAMETERS = ("alpha", "fit_intercept", "n_heads", "tol", "head_work_limit")
 
 
 class _AtomicUpdate:
@@ -106,6 +107,7 @@ class _LinearAttentionBase(BaseEstimator):
         "fit_intercept": ["boolean"],
         "solver": [StrOptions({"auto", "normal", "dual", "cg"})],
         "tol": [Interval(Real, 0, 1, closed="left")],
+        "head_work_limit": [Interval(Real, 0, None, closed="left"), None],
         "solver_tol": [Interval(Real, 0, 1, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left"), None],
         "positions": [StrOptions({"last", "all"})],
@@ -127,6 +129,7 @@ class _LinearAttentionBase(BaseEstimator):
         fit_intercept=False,
         solver="auto",
         tol=1e-8,
+        head_work_limit=20.0,
         solver_tol=1e-10,
         max_iter=None,
         positions="last",
@@ -141,6 +144,7 @@ class _LinearAttentionBase(BaseEstimator):
         self.fit_intercept = fit_intercept
         self.solver = solver
         self.tol = tol
+        self.head_work_limit = head_work_limit
         self.solver_tol = solver_tol
         self.max_iter = max_iter
         self.positions = positions
@@ -232,8 +236,8 @@ class _LinearAttentionBase(BaseEstimator):
             solver_tol=self.solver_tol,
             max_iter=self.max_iter,
             progress=ChunkProgress("lifting") if self.verbose else None,
-            # the head count's noise model, from folds of the same pass
-            noise_folds=self.n_heads == "auto",
+            # the head count's held-out folds, from the same pass
+            heldout=self.n_heads is not None,
         )
         self._set_model(solution, data, single_output, time.perf_counter() - start)
         self._log(f"fit done in {time.perf_counter() - start:.2f} s")
@@ -241,9 +245,10 @@ class _LinearAttentionBase(BaseEstimator):
         n_iter = solution.n_iter
         self.n_iter_ = int(n_iter[0]) if single_output else n_iter
         self.token_dim_ = data.token_dim
-        # partial_fit continues from these (solver "normal" only).
+        # partial_fit continues from these (solver "normal" only), the folds
+        # kept where the read-out uses them.
         self._statistics = solution.statistics
-        self._fold_statistics = None  # partial_fit restarts its folds
+        self._fold_statistics = solution.fold_statistics
         self._n_sequences = sequences.shape[0]
         self._rescaling = data.rescaling
         self._layout = data.layout
@@ -271,23 +276,27 @@ class _LinearAttentionBase(BaseEstimator):
             rescaling=None if first_call else self._rescaling,
         )
         # Folds by the sequence's index over all batches, as fit would assign
-        # them (the head count's noise model).
+        # them (the head count's held-out criterion), where the read-out uses them.
         first_sample = 0 if first_call else self._n_sequences
-        folds = data.fold_statistics(NOISE_FOLDS, first_sample=first_sample)
-        batch = sum_statistics(folds)
+        keep_folds = self.n_heads is not None and (
+            first_call or self._fold_statistics is not None
+        )
+        if keep_folds:
+            folds = data.fold_statistics(HELDOUT_FOLDS, first_sample=first_sample)
+            batch = sum_statistics(folds)
+        else:
+            folds, batch = None, data.statistics()
         if first_call:
             self._check_rows(data)
             statistics = batch
         else:
             with np.errstate(over="ignore", invalid="ignore"):
                 statistics = self._statistics.copy().merge(batch)
-                if self._fold_statistics is not None:
+                if folds is not None:
                     folds = [
                         kept.copy().merge(new)
                         for kept, new in zip(self._fold_statistics, folds, strict=True)
                     ]
-                else:  # continuing from fit: no folds kept
-                    folds = None
             self._check_batch_scale(statistics)
         self._statistics = statistics
         self._fold_statistics = folds
@@ -355,7 +364,7 @@ class _LinearAttentionBase(BaseEstimator):
             start = time.perf_counter()
             solution = solve_normal(
                 source, alpha=self.alpha, fit_intercept=self.fit_intercept,
-                noise_folds=self._fold_statistics is not None,
+                heldout=self._fold_statistics is not None and self.n_heads is not None,
             )
             self._set_model(
                 solution, source, self._single_output, time.perf_counter() - start
@@ -368,17 +377,21 @@ class _LinearAttentionBase(BaseEstimator):
         """Read heads out of the lifted solution and set the model's attributes."""
         rescaling = data.rescaling
         start = time.perf_counter()
+        searching = self.n_heads is not None
+        limit = self.head_work_limit
         readout = read_out_heads(
             solution.coef,
             data.token_dim,
             self.n_heads,
             max(self.tol, solution.coef_tol),
-            apply_weight=solution.apply_weight,
-            noise=solution.noise,
-            # the regression's cost, which limits the search's (in flops)
-            regression_flops=solution.flops,
+            design=solution.head_design() if searching else None,
+            folds=solution.heldout_folds if searching else None,
+            # in flops: a multiple of the regression's, plus a floor
+            work_limit=None if limit is None else limit * solution.flops + WORK_FLOOR,
+            exact_work_limit=(
+                None if limit is None else limit * solution.flops + EXACT_WORK_FLOOR
+            ),
             verbose=self.verbose,
-            data_precision=getattr(self, "_input_precision", None),
         )
         self._log(
             f"{readout.value_matrices.shape[0]} head(s) read out in "
@@ -1018,6 +1031,7 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         fit_intercept=False,
         solver="auto",
         tol=1e-8,
+        head_work_limit=20.0,
         solver_tol=1e-10,
         max_iter=None,
         positions="last",
@@ -1034,6 +1048,7 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
             fit_intercept=fit_intercept,
             solver=solver,
             tol=tol,
+            head_work_limit=head_work_limit,
             solver_tol=solver_tol,
             max_iter=max_iter,
             positions=positions,

@@ -1,42 +1,46 @@
-"""The rank-``r`` completion engine behind the head read-outs.
+"""Fitting ``k`` attention heads to a lifted least-squares problem: the engine of
+the head read-out.
 
-A model with ``r`` heads has lifted coefficients ``unfold(W)`` for a folded matrix
-``W[(a, b), (c, e)] = sum_h V_h[a, b] Q_h[c, e]`` of rank ``r``; only the part of
-``W`` symmetric in ``(b, c)`` is fixed by the function (see the theory page of the
-documentation). This module finds such ``W`` (or heads) for given coefficients:
+A model with ``k`` heads has lifted coefficients ``theta = unfold(W)`` of the folded
+matrix ``W[(a, b), (c, e)] = sum_h V_h[a, b] Q_h[c, e]``. For fixed query matrices
+the model is linear in the value matrices, and every output uses the same
+``k d`` *head features* ``X(Q)`` (one row per head ``h`` and value coordinate
+``b``): a training objective is ``||V X(Q) - T||^2``, with ``V`` of shape
+``(n_outputs, k d)`` and targets ``T``. A *design* supplies ``X(Q)`` (linear in
+``Q``), its adjoint and ``T``, in one of two forms:
 
-- :func:`low_rank_fold`: a rank-``r`` ``W`` whose symmetric part equals the given
-  coefficients within a relative tolerance (alternating projections; with one output
-  also Gauss-Newton on a common isotropic subspace of the coefficient slices).
-- :func:`weighted_head_fit`: the ``r``-head model closest to the given coefficients
-  in a weighted metric ``tr(R M R^T)`` (the training loss), by Gauss-Newton in head
-  space with conjugate-gradient inner solves and an exact line search.
+- :class:`LiftedDesign`: the columns are those of a factor ``F`` of the training
+  metric (``M = F F^T``, the weighted lifted Gram plus ``alpha I``), and ``T`` is
+  the lifted fit times ``F``: the loss is the training objective less the lifted
+  fit's. ``F = None`` is the Frobenius distance to the lifted coefficients.
+- :class:`SequenceDesign`: the columns are the training rows themselves (weighted,
+  centered with an intercept) and the ridge penalty's coordinates; ``T`` the
+  targets. Cheaper when there are fewer rows than lifted features.
 
-Every iterative routine stops after a number of iterations fixed by its arguments
-(never by a clock), so its result is a function of its inputs alone. Nothing here
-imports the read-outs.
+:func:`fit_heads` eliminates the values (least squares, the *variable projection*
+of Golub and Pereyra) and minimizes over ``Q`` by Levenberg-Marquardt with
+Kaufman's Jacobian. Every loop stops after a number of iterations fixed by its
+arguments and the problem's size, never by a clock.
 """
 
 import functools
 
 import numpy as np
 import scipy.linalg
-
-from ._lift import isotropic_levenberg_marquardt, projection_window
+import scipy.sparse.linalg
 
 __all__ = [
-    "alternating_projections",
-    "balanced_rows",
-    "fewest_heads_bound",
+    "Budget",
+    "LiftedDesign",
+    "design_loss",
+    "SequenceDesign",
+    "fit_heads",
     "fold_lifted_coef",
     "head_coef",
-    "IDENTITY",
-    "head_jacobian",
-    "low_rank_fold",
-    "nearest_isotropic_folds",
+    "isotropic_queries",
+    "predict_rows",
     "svd",
     "unfold_lifted_coef",
-    "weighted_head_fit",
 ]
 
 
@@ -54,7 +58,8 @@ def _fold_indices(token_dim):
 
 
 def fold_lifted_coef(lifted_coef, token_dim):
-    """The symmetric split ``W[(a, b), (c, e)]`` of lifted coefficients (same as
+    """The symmetric split ``W[(a, b), (c, e)]`` of lifted coefficients (the
+    adjoint of :func:`unfold_lifted_coef`; as
     :func:`sklearn_linattn._attention.fold_lifted_coef`, with cached indices)."""
     first, second, scales = _fold_indices(token_dim)
     n_outputs = lifted_coef.shape[0]
@@ -66,8 +71,7 @@ def fold_lifted_coef(lifted_coef, token_dim):
 
 
 def unfold_lifted_coef(folded, token_dim):
-    """Lifted coefficients of a folded ``W`` (same as
-    :func:`sklearn_linattn._attention.unfold_lifted_coef`, with cached indices)."""
+    """Lifted coefficients of a folded ``W``."""
     first, second, scales = _fold_indices(token_dim)
     flat = folded.reshape(-1, token_dim**3)
     return (flat[:, first] + flat[:, second]) * (0.5 / scales)
@@ -83,638 +87,540 @@ def svd(matrix):
         )
 
 
-def _project_rank(matrix, rank):
-    """Best rank-``rank`` approximation from the eigenvectors of the smaller Gram
-    matrix: three to four times faster than an SVD on the small, wide matrices
-    of the head search. The projector is accurate to about
-    ``eps * (s_1 / s_rank)^2``, ample unless heads differ in strength by orders
-    of magnitude."""
-    if matrix.shape[0] <= matrix.shape[1]:
-        top = np.linalg.eigh(matrix @ matrix.T)[1][:, -rank:]
-        return top @ (top.T @ matrix)
-    top = np.linalg.eigh(matrix.T @ matrix)[1][:, -rank:]
-    return (matrix @ top) @ top.T
-
-
-def _project_rank_warm(matrix, rank, basis):
-    """Rank-``rank`` approximation from a step of subspace iteration on the
-    right singular vectors, started from ``basis`` (the previous iterate's): cheap
-    when ``rank`` is small, and as accurate as the search needs once the iterates
-    change slowly. Without ``basis`` the iteration starts from a seeded Gaussian
-    sketch (an eigendecomposition of the ``d^2 x d^2`` Gram matrix cost 0.17 s at
-    ``d = 32``). Returns the approximation and the new basis."""
-    if basis is None:
-        sketch = np.random.default_rng(0).normal(size=(matrix.shape[1], rank))
-        basis = np.linalg.qr(matrix.T @ (matrix @ sketch))[0]
-    power = matrix.T @ (matrix @ basis)
-    values, vectors = np.linalg.eigh(power.T @ power)
-    basis = power @ (vectors / np.sqrt(np.maximum(values, np.finfo(float).tiny)))
-    return (matrix @ basis) @ basis.T, basis
-
-
-# Alternating projections: iterations between progress checks; the relative
-# progress per window above which the iteration counts as stalled (converged, or
-# stuck at a point that is not a solution); the cap on iterations per start, and
-# the iteration after which a start is abandoned when its current linear rate
-# would not reach the tolerance within the cap (slow phases before that are
-# common on the way to a solution); how many extra starts (seeded, antisymmetric
-# perturbations) to try when one stalls.
-WINDOW = 25
-STALL = 1.0 - 1e-3
-MAX_ITER = 5000
-PATIENCE = 1000
-# Within tol a start polishes on to POLISH[0] * tol in any case, and on to
-# POLISH[1] * tol while each window still gains a factor POLISH_RATE: full
-# accuracy where convergence is fast, without the long tail where it is slow.
-POLISH = (1e-3, 1e-6)
-POLISH_RATE = 0.5
-RESTARTS = 8
-RESTART_SEED = 20251129
-# Folded matrices with both sides at least this long (and rank at most a quarter
-# of that) use warm-started subspace iteration for the rank projection.
-WARM_MIN_SIZE = 256
-# Iterations per compiled call: a window, or fewer on large folded matrices so that
-# a call costs at most about this many flops (min(shape)^2 * max(shape) per
-# iteration).
-CHUNK_FLOPS = 2**22
-
-
-def _warm_window(current, lifted_coef, token_dim, rank, n_iter, stop_error, basis):
-    """:func:`~sklearn_linattn._lift.projection_window` with the rank projection by
-    warm-started subspace iteration (:func:`_project_rank_warm`), in numpy, for
-    large folded matrices. Returns ``(current, best iterate, best error, last
-    error, iterations, basis)``."""
-    norm = np.linalg.norm(lifted_coef)
-    best, best_error, error = None, np.inf, np.inf
-    done = 0
-    for _ in range(n_iter):
-        done += 1
-        low_rank, basis = _project_rank_warm(current, rank, basis)
-        gap = unfold_lifted_coef(low_rank, token_dim) - lifted_coef
-        error = np.linalg.norm(gap) / norm
-        if error < best_error:
-            best, best_error = low_rank, error
-        current = low_rank - fold_lifted_coef(gap, token_dim)
-        if error <= stop_error:
-            break
-    return current, best, best_error, error, done, basis
-
-
-def alternating_projections(
-    lifted_coef,
-    token_dim,
-    rank,
-    start,
-    tol,
-    max_iter,
-    stall=STALL,
-    warm=False,
-):
-    """Alternate between rank-``rank`` matrices and the affine set of folded ``W``
-    with the fitted symmetric part, from ``start``; return the best rank-``rank``
-    iterate and its relative error on the lifted coefficients. The iterations run
-    in windows of ``WINDOW`` (compiled by Numba); the iteration stops when a window
-    lowers the error by less than a factor ``stall``. With ``warm``, the rank
-    projection is by warm-started subspace iteration (for screening many counts
-    quickly)."""
-    lifted_coef = np.ascontiguousarray(lifted_coef, dtype=np.float64)
-    norm = np.linalg.norm(lifted_coef)
-    current = np.ascontiguousarray(start, dtype=np.float64)
-    window_start = np.inf
-    best, best_error = None, np.inf
-    basis = None
-    # Large matrices: subspace iteration instead of an eigendecomposition per step
-    # (which the compiled window does faster below WARM_MIN_SIZE / 4).
-    warm = (warm and 4 * min(start.shape) >= WARM_MIN_SIZE) or (
-        min(start.shape) >= WARM_MIN_SIZE and 4 * rank <= min(start.shape)
-    )
-    if not warm:
-        first, second, scales = _fold_indices(token_dim)
-        window_best = np.empty_like(current)
-    chunk = int(np.clip(CHUNK_FLOPS // (min(start.shape) ** 2 * max(start.shape)),
-                        1, WINDOW))
-    iteration, finished = 0, False
-    while iteration < max_iter and not finished:
-        window_end = min(iteration + WINDOW, max_iter)
-        while iteration < window_end:  # one window, in chunks
-            n_iter = min(chunk, window_end - iteration)
-            if warm:
-                current, low_rank, error_best, error, done, basis = _warm_window(
-                    current, lifted_coef, token_dim, rank, n_iter, POLISH[1] * tol,
-                    basis,
-                )
-            else:
-                current, error_best, error, done = projection_window(
-                    current, lifted_coef, first, second, scales, rank, n_iter,
-                    POLISH[1] * tol, norm, window_best,
-                )
-                low_rank = window_best
-            iteration += done
-            if error_best < best_error:
-                best, best_error = low_rank.copy(), error_best
-            if error <= POLISH[1] * tol:
-                finished = True
-                break
-        if finished:
-            break
-        progress = error / window_start
-        if progress > (POLISH_RATE if error <= POLISH[0] * tol else stall):
-            break
-        window_start = error
-        if iteration >= PATIENCE and error > tol > 0:
-            # Linear convergence at the current rate needs about this many more
-            # iterations to reach tol.
-            needed = WINDOW * np.log(tol / error) / np.log(progress)
-            if iteration + needed > max_iter:
-                break
-    return best, best_error
-
-
-# Gauss-Newton on isotropic subspaces (one output): iteration cap per start, the
-# Levenberg-Marquardt damping beyond which a start is abandoned, extra random starts.
-GN_MAX_ITER = 60
-GN_MAX_DAMPING = 1e8
-GN_STARTS = 40
-GN_CHUNK = 10
-
-
-def _keep_complement(slices, projector):
-    """``2 P S_e - P S_e P`` for every slice: the symmetric part is ``S_e`` minus
-    its block on the complement of ``P``'s range, and the rank is at most
-    ``rank(P)``."""
-    projected = np.matmul(projector, slices)
-    return 2 * projected - np.matmul(projected, projector)
-
-
-def _isotropic_subspace(slices, start):
-    """Levenberg-Marquardt for an orthonormal ``N`` with ``N^T S_e N = 0`` for all e
-    (:func:`~sklearn_linattn._lift.isotropic_levenberg_marquardt`, compiled), at
-    most ``GN_MAX_ITER`` steps, ``GN_CHUNK`` per compiled call.
-
-    Returns the basis reached and ``sum_e ||N^T S_e N||_F^2``.
-    """
-    slices = np.ascontiguousarray(slices, dtype=np.float64)
-    basis = np.ascontiguousarray(start, dtype=np.float64)
-    damping, steps = 1e-3, 0
-    while True:
-        basis, value, damping, stopped = isotropic_levenberg_marquardt(
-            slices, basis, GN_CHUNK, GN_MAX_DAMPING, damping
-        )
-        steps += GN_CHUNK
-        if stopped or steps >= GN_MAX_ITER:
-            return basis, value
-
-
-def _isotropic_fold(
-    lifted_coef, token_dim, rank, tol, warm_start, n_random=GN_STARTS
-):
-    """A rank-``rank`` folded ``W`` for one output, from an isotropic subspace.
-
-    With one output, ``W`` has rank at most ``r`` exactly when the slices
-    ``S_e = W_sym[:, :, e]`` all vanish on a common ``(d - r)``-dimensional subspace
-    ``N`` (``N^T S_e N = 0``); then ``X_e = 2 P S_e - P S_e P`` with ``P`` the
-    projector onto ``N``'s complement has the fitted symmetric part and rank ``<= r``,
-    and the relative error is ``sqrt(sum_e ||N^T S_e N||^2) / ||lifted_coef||``.
-    ``N`` is found by Levenberg-Marquardt from the null space of ``warm_start`` (if
-    given) and from ``n_random`` seeded random starts.
-    """
-    d = token_dim
-    k = d - rank
-    norm = np.linalg.norm(lifted_coef)
-    slices = fold_lifted_coef(lifted_coef, d).reshape(d, d, d).transpose(2, 0, 1)
-    random_state = np.random.default_rng(RESTART_SEED)
-    starts = [svd(warm_start)[0][:, rank:]] if warm_start is not None else []
-    starts += [random_state.normal(size=(d, k)) for _ in range(n_random)]
-    for start in starts:
-        basis, value = _isotropic_subspace(slices, start)
-        if np.sqrt(value) <= tol * norm:
-            complement = np.linalg.qr(basis, mode="complete")[0][:, k:]
-            projector = complement @ complement.T
-            slices_in = _keep_complement(slices, projector)
-            return slices_in.transpose(1, 2, 0).reshape(d, d * d)
-    return None
-
-
-def nearest_isotropic_folds(lifted_coef, token_dim, rank, warm_start, n_random):
-    """Rank-``rank`` folded ``W`` near one output's coefficients, one per start.
-
-    With one output the ``r``-head coefficients are those whose slices vanish on
-    a common ``(d - r)``-dimensional subspace ``N``, and for a given ``N`` the
-    nearest such coefficients zero the blocks ``N^T S_e N``; so the Frobenius
-    distance is ``min_N sum_e ||N^T S_e N||^2``, minimized here by
-    Levenberg-Marquardt from the null space of ``warm_start`` and from ``n_random``
-    seeded random starts (alternating projections can stop far from it, and the
-    local minima reached from different starts lie in different basins of the
-    training loss).
-
-    Returns
-    -------
-    folds : list of ndarray of shape (token_dim, token_dim ** 2)
-        One per start tried, nearest first.
-    """
-    d = token_dim
-    k = d - rank
-    slices = fold_lifted_coef(lifted_coef, d).reshape(d, d, d).transpose(2, 0, 1)
-    random_state = np.random.default_rng(RESTART_SEED)
-    starts = [svd(warm_start)[0][:, rank:]]
-    starts += [random_state.normal(size=(d, k)) for _ in range(n_random)]
-    found = []
-    for start in starts:
-        basis, value = _isotropic_subspace(slices, start)
-        complement = np.linalg.qr(basis, mode="complete")[0][:, k:]
-        projector = complement @ complement.T
-        slices_in = _keep_complement(slices, projector)
-        found.append((value, slices_in.transpose(1, 2, 0).reshape(d, d * d)))
-    found.sort(key=lambda pair: pair[0])
-    return [folded for _, folded in found]
-
-
-def low_rank_fold(
-    lifted_coef,
-    token_dim,
-    rank,
-    tol,
-    max_iter=MAX_ITER,
-    restarts=0,
-):
-    """A folded ``W`` of rank ``rank`` whose symmetric part is ``lifted_coef``.
-
-    Alternating projections between the matrices of rank ``rank`` (SVD truncation)
-    and the affine set of ``W`` with the fitted symmetric part (keep the
-    antisymmetric part, replace the symmetric one), started from the symmetric
-    split. The iteration runs until it stalls, so a solution is as accurate as the
-    iteration allows, not just within ``tol``. When it stalls above ``tol`` and
-    ``restarts`` are allowed, a single-output problem goes to Gauss-Newton on a
-    common isotropic subspace (which succeeds where alternating projections stall
-    past ``d / 2`` heads), then alternating projections restart from the symmetric
-    split plus antisymmetric parts drawn from a fixed seed (so results never change
-    between runs).
-
-    Parameters
-    ----------
-    lifted_coef : ndarray of shape (n_outputs, n_lifted_features)
-    token_dim, rank : int
-    tol : float
-        Relative Frobenius tolerance on the lifted coefficients.
-    max_iter : int
-        Cap on iterations per start.
-    restarts : int
-        Extra starts to try when the previous ones stalled above ``tol``.
-
-    Returns
-    -------
-    folded : ndarray of shape (n_outputs * token_dim, token_dim ** 2)
-        The best iterate seen; a solution when ``relative_error <= tol``.
-    relative_error : float
-        ``||unfold(folded) - lifted_coef|| / ||lifted_coef||``.
-    """
-    split = fold_lifted_coef(lifted_coef, token_dim)
-    if not np.any(split):
-        return split, 0.0
-    norm = np.linalg.norm(lifted_coef)
-    one_output = lifted_coef.shape[0] == 1
-    if restarts and one_output and rank < token_dim:
-        # One output: Gauss-Newton on a common isotropic subspace of the slices
-        # from random starts (a millisecond each) finds a rank-`rank` W wherever
-        # one exists in our experiments, where alternating projections crawl
-        # (more than half of the d heads) or need restarts.
-        folded = _isotropic_fold(lifted_coef, token_dim, rank, tol, None)
-        if folded is not None:
-            gap = unfold_lifted_coef(folded, token_dim) - lifted_coef
-            return folded, np.linalg.norm(gap) / norm
-    random_state = np.random.default_rng(RESTART_SEED)
-    # Until an iterate is found: the split's rank-`rank` truncation.
-    best = _project_rank(split, rank)
-    gap = unfold_lifted_coef(best, token_dim) - lifted_coef
-    best_error = np.linalg.norm(gap) / norm
-    for attempt in range(1 + restarts):
-        start = split
-        if attempt:
-            shape = (lifted_coef.shape[0], token_dim, token_dim, token_dim)
-            noise = random_state.normal(size=shape)
-            antisymmetric = (noise - noise.transpose(0, 2, 1, 3)).reshape(split.shape)
-            start = split + antisymmetric * (
-                np.linalg.norm(split) / np.linalg.norm(antisymmetric)
-            )
-        folded, error = alternating_projections(
-            lifted_coef, token_dim, rank, start, tol, max_iter
-        )
-        if error < best_error:
-            best, best_error = folded, error
-        if best_error <= tol:
-            return best, best_error
-        if attempt == 0 and restarts and one_output and rank < token_dim:
-            # ... and from the null space of the stalled iterate.
-            folded = _isotropic_fold(
-                lifted_coef, token_dim, rank, tol, best, n_random=0
-            )
-            if folded is not None:
-                gap = unfold_lifted_coef(folded, token_dim) - lifted_coef
-                return folded, np.linalg.norm(gap) / norm
-    return best, best_error
-
-
-def fewest_heads_bound(lifted_coef, token_dim, tol):
-    """A lower bound on the heads needed to reproduce ``lifted_coef`` within tol.
-
-    For any ``r``-head model the slices ``S_{a,e}[b, c] = W_sym[a, b, c, e]`` are
-    ``sym(sum_h V_h[a, b] Q_h[c, e])``, of rank at most ``2 r``; so the part of the
-    slices beyond their ``2 r`` largest eigenvalues is within the model's distance
-    to ``lifted_coef``.
-    """
-    d = token_dim
-    slices = fold_lifted_coef(lifted_coef, d).reshape(-1, d, d, d)
-    slices = slices.transpose(0, 3, 1, 2).reshape(-1, d, d)  # one per (a, e)
-    squared = np.sort(np.linalg.eigvalsh(slices) ** 2, axis=1)  # ascending
-    # tails[j]: squared Frobenius norm left after keeping the j largest eigenvalues
-    tails = np.concatenate(
-        [np.cumsum(squared, axis=1)[:, ::-1], np.zeros((len(squared), 1))], axis=1
-    ).sum(axis=0)
-    allowed = (tol * np.linalg.norm(lifted_coef)) ** 2
-    kept = int(np.argmax(tails <= allowed))
-    return max(1, -(-kept // 2))
-
-
-# ---------------------------------------------------------------------------
-# Weighted fit of r heads: Gauss-Newton in head space.
-
-# Outer iterations; conjugate-gradient iterations per inner solve and their
-# relative residual target; the relative decrease below which the outer loop
-# stops.
-WEIGHTED_MAX_ITER = 30
-CG_MAX_ITER = 60
-CG_TOL = 1e-3
-WEIGHTED_STALL = 1e-6
-# ... and stops only once a step moves the heads by less than this (relative).
-STEP_TOL = 1e-11
-
-
-def balanced_rows(folded, rank):
-    """Heads of the rank-``rank`` truncation of ``folded`` as stacked rows:
-    ``value_rows`` (rank, n_outputs * d) and ``query_rows`` (rank, d * d) with
-    ``folded ~ value_rows.T @ query_rows`` and equal norms per head."""
-    left, values, right_t = svd(folded)
-    root = np.sqrt(values[:rank])
-    return (left[:, :rank] * root).T, right_t[:rank] * root[:, None]
-
-
 def head_coef(value_rows, query_rows, token_dim):
-    """Lifted coefficients of the heads given as stacked rows."""
+    """Lifted coefficients of heads given as stacked rows: ``value_rows`` (k,
+    n_outputs * d) and ``query_rows`` (k, d * d), ``W = value_rows.T @ query_rows``."""
     return unfold_lifted_coef(value_rows.T @ query_rows, token_dim)
 
 
-def head_jacobian(value_rows, query_rows, token_dim):
-    """The Jacobian of ``(V, Q) -> unfold(V^T Q)`` as a dense matrix.
-
-    Rows run over the lifted coefficients (output-major, shape ``(n_outputs, p)``
-    flattened), columns over ``value_rows.ravel()`` then ``query_rows.ravel()``.
-    With ``theta[a, f] = g_f (W[(a, b_f), (c_f, e_f)] + W[(a, c_f), (b_f, e_f)])``
-    (``g_f`` = 1 on the diagonal pairs, ``1/sqrt(2)`` off it) and
-    ``W = sum_h v_h q_h^T``, the derivatives are read off directly.
-    """
+def query_features(query_rows, token_dim):
+    """``B(Q)`` of shape (k, d, p): row ``(h, b)`` holds the lifted coefficients of
+    the head with value ``e_b`` (one output) and query ``Q_h``, ``unfold(e_b
+    vec(Q_h)^T)``. Linear in ``Q``."""
     d = token_dim
-    rank = value_rows.shape[0]
-    n_outputs = value_rows.shape[1] // d
     first, second, scales = _fold_indices(d)
     gain = 0.5 / scales
-    flat = np.arange(first.size)
-    b_f, c_f, e_f = first // (d * d), (first // d) % d, first % d
-    n_lifted = first.size
-    # d theta[a, f] / d v_h[a, b]
-    #     = g_f ([b_f == b] q_h[c_f, e_f] + [c_f == b] q_h[b_f, e_f])
-    core = np.zeros((rank, d, n_lifted))
-    core[:, b_f, flat] += gain * query_rows[:, c_f * d + e_f]
-    core[:, c_f, flat] += gain * query_rows[:, b_f * d + e_f]
-    value_part = np.zeros((n_outputs, n_lifted, rank, n_outputs, d))
-    for a in range(n_outputs):
-        value_part[a, :, :, a, :] = core.transpose(2, 0, 1)
-    # d theta[a, f] / d q_h[c, e] = g_f (v_h[a, b_f] [(c, e) == (c_f, e_f)]
-    #                                    + v_h[a, c_f] [(c, e) == (b_f, e_f)])
-    value = value_rows.reshape(rank, n_outputs, d)
-    query_part = np.zeros((n_lifted, d * d, n_outputs, rank))
-    query_part[flat, c_f * d + e_f] += (gain * value[:, :, b_f]).transpose(2, 1, 0)
-    query_part[flat, b_f * d + e_f] += (gain * value[:, :, c_f]).transpose(2, 1, 0)
-    query_part = query_part.transpose(2, 0, 3, 1)  # (a, f, h, (c, e))
-    return np.concatenate(
-        [
-            value_part.reshape(n_outputs * n_lifted, -1),
-            query_part.reshape(n_outputs * n_lifted, -1),
-        ],
-        axis=1,
-    )
+    b, c, e = first // (d * d), (first // d) % d, first % d
+    k, p = query_rows.shape[0], first.size
+    query = query_rows.reshape(k, d, d)
+    features = np.zeros((k, d, p))
+    columns = np.arange(p)
+    features[:, b, columns] += gain * query[:, c, e]
+    features[:, c, columns] += gain * query[:, b, e]
+    return features
 
 
-def _cg_step(jacobian, jacobian_t, weight, weighted, value_rows, query_rows,
-             precondition, cg_max_iter):
-    """Conjugate gradients on ``J^T M J step = -J^T M residual`` (head blocks
-    preconditioned by their strength); returns the step and ``M J step``."""
-    grad_v, grad_q = jacobian_t(weighted)
-    rhs_v, rhs_q = -grad_v, -grad_q
-    step_v = np.zeros_like(value_rows)
-    step_q = np.zeros_like(query_rows)
-    weighted_step = np.zeros_like(weighted)  # M J step, kept alongside
-    res_v, res_q = rhs_v.copy(), rhs_q.copy()
-    z_v, z_q = res_v * precondition[:, None], res_q * precondition[:, None]
-    dir_v, dir_q = z_v.copy(), z_q.copy()
-    rz = np.vdot(res_v, z_v) + np.vdot(res_q, z_q)
-    rz0 = rz
-    for _ in range(cg_max_iter):
-        if rz <= CG_TOL**2 * rz0 or rz <= 0:
-            break
-        product = jacobian(dir_v, dir_q)
-        weighted_product = weight(product)
-        curvature = np.vdot(product, weighted_product)
-        if curvature <= 0:
-            break
-        step_size = rz / curvature
-        step_v += step_size * dir_v
-        step_q += step_size * dir_q
-        weighted_step += step_size * weighted_product
-        hv, hq = jacobian_t(weighted_product)
-        res_v -= step_size * hv
-        res_q -= step_size * hq
-        z_v, z_q = res_v * precondition[:, None], res_q * precondition[:, None]
-        rz_new = np.vdot(res_v, z_v) + np.vdot(res_q, z_q)
-        dir_v = z_v + (rz_new / rz) * dir_v
-        dir_q = z_q + (rz_new / rz) * dir_q
-        rz = rz_new
-    return step_v, step_q, weighted_step
+def query_features_adjoint(weights, token_dim):
+    """The adjoint of :func:`query_features`: ``weights`` (k, d, p) to (k, d * d)."""
+    d = token_dim
+    first, second, scales = _fold_indices(d)
+    gain = 0.5 / scales
+    b, c, e = first // (d * d), (first // d) % d, first % d
+    k = weights.shape[0]
+    gradient = np.zeros((k, d, d))
+    columns = np.arange(first.size)
+    np.add.at(gradient, (slice(None), c, e), gain * weights[:, b, columns])
+    np.add.at(gradient, (slice(None), b, e), gain * weights[:, c, columns])
+    return gradient.reshape(k, d * d)
 
 
-# ``weight_matrix=IDENTITY``: dense steps in the Frobenius metric (M = I).
-IDENTITY = np.eye(0)
+def _contract(moments, queries, query_rows):
+    """``S_i Q_h q_i`` for every row and head: shape (n_rows, k, d)."""
+    k, d = query_rows.shape[0], queries.shape[1]
+    mixed = queries @ query_rows.reshape(k * d, d).T  # Q_h q_i
+    return np.matmul(mixed.reshape(-1, k, d), moments)  # (S symmetric)
 
 
-def _dense_step(value_rows, query_rows, token_dim, weight_matrix, weighted,
-                precondition):
-    """The exact Gauss-Newton step from the dense Jacobian (small problems), with
-    a tiny Levenberg-Marquardt damping for the model's symmetries; returns the
-    step and ``M J step``."""
-    jacobian = head_jacobian(value_rows, query_rows, token_dim)
-    n_outputs = weighted.shape[0]
-    n_lifted = weighted.shape[1]
-    if weight_matrix is IDENTITY:
-        weighted_jacobian = jacobian
-    else:
-        blocks = jacobian.reshape(n_outputs, n_lifted, -1)
-        weighted_jacobian = np.matmul(weight_matrix, blocks).reshape(jacobian.shape)
-    curvature = jacobian.T @ weighted_jacobian
-    gradient = jacobian.T @ weighted.ravel()
-    scale = np.concatenate(
-        [np.repeat(precondition, value_rows.shape[1]),
-         np.repeat(precondition, query_rows.shape[1])]
-    )
-    damping = 1e-10 * np.max(np.diag(curvature) * scale) + np.finfo(float).tiny
-    system = curvature + np.diag(damping / scale)
-    try:
-        step = -scipy.linalg.solve(system, gradient, assume_a="pos", check_finite=False)
-    except np.linalg.LinAlgError:
-        step = -np.linalg.lstsq(system, gradient, rcond=None)[0]
-    split_at = value_rows.size
-    weighted_step = weighted_jacobian @ step
-    return (
-        step[:split_at].reshape(value_rows.shape),
-        step[split_at:].reshape(query_rows.shape),
-        weighted_step.reshape(weighted.shape),
-    )
+def predict_rows(moments, queries, value_rows, query_rows):
+    """``sum_h V_h S_i Q_h q_i`` for every row (weights as in ``moments``)."""
+    k, d = query_rows.shape[0], queries.shape[1]
+    values = value_rows.reshape(k, -1, d).transpose(0, 2, 1).reshape(k * d, -1)
+    contracted = _contract(moments, queries, query_rows)
+    return contracted.reshape(len(queries), k * d) @ values
 
 
-def weighted_head_fit(
-    target,
-    token_dim,
-    value_rows,
-    query_rows,
-    apply_weight,
-    *,
-    max_iter=WEIGHTED_MAX_ITER,
-    accept_below=-np.inf,
-    give_up_above=np.inf,
-    stall=WEIGHTED_STALL,
-    cg_max_iter=CG_MAX_ITER,
-    weight_matrix=None,
-    step_tol=STEP_TOL,
-):
-    """Heads minimizing ``loss = tr((theta - target) M (theta - target)^T)``.
+# The lifted design keeps X(e_x) for every query coordinate x (d^3 times the
+# factor's rank floats) when that is at most this many: X(Q) is then one product.
+BASIS_FLOATS = 2**24
 
-    Gauss-Newton on the heads ``(V, Q)`` from the given ones: each step solves the
-    linearized problem ``min ||J step + residual||_M^2`` by conjugate gradients (one
-    ``apply_weight`` per iteration; head blocks are preconditioned by the head's
-    strength), then moves along the step with an exact line search (the loss is a
-    quartic polynomial along it, known from one more ``apply_weight``). Heads are
-    rebalanced between steps.
+
+class LiftedDesign:
+    """Heads against lifted coefficients in the metric ``M = F F^T``.
 
     Parameters
     ----------
-    target : ndarray of shape (n_outputs, n_lifted_features)
+    target : ndarray of shape (n_outputs, n_lifted)
+        The lifted fit.
     token_dim : int
-    value_rows, query_rows : ndarray of shape (r, n_outputs * d) and (r, d * d)
-        The starting heads, ``W = value_rows.T @ query_rows``.
-    apply_weight : callable
-        ``apply_weight(R)`` is ``R @ M`` for ``R`` of shape (k, n_lifted_features).
-    max_iter : int
-        Gauss-Newton steps.
-    accept_below : float
-        Stop as soon as the loss is at most this.
-    stall : float
-        Stop when a step lowers the loss by less than this fraction and moves the
-        heads by less than ``step_tol`` (relative).
-    cg_max_iter : int
-        Conjugate-gradient iterations per step.
-    weight_matrix : ndarray of shape (p, p) or IDENTITY, optional
-        ``M`` itself (``IDENTITY`` for ``M = I``), for small problems: each step
-        then solves the linearized problem exactly from the dense Jacobian
-        (:func:`head_jacobian`) instead of by conjugate gradients.
-    give_up_above : float
-        Stop when the linearized problem's minimum (what the current neighbourhood
-        promises) stays above this.
+    factor : ndarray of shape (n_lifted, rank), optional
+        ``F``; None for the identity (Frobenius distance).
+    """
+
+    def __init__(self, target, token_dim, factor=None):
+        target = np.asarray(target, dtype=np.float64)
+        self.token_dim = d = int(token_dim)
+        self.factor = factor
+        self.n_outputs, self.n_lifted = target.shape
+        self.targets = target if factor is None else target @ factor
+        self.n_columns = self.targets.shape[1]
+        self.baseline = 0.0  # the loss of the lifted fit itself
+        self._basis = None
+        if factor is not None and d**3 * self.n_columns <= BASIS_FLOATS:
+            # X(e_x)[b] = unfold(e_b e_x^T) F: the fold of F^T, per coordinate x.
+            folded = fold_lifted_coef(factor.T, d).reshape(-1, d, d * d)
+            self._basis = np.ascontiguousarray(folded.transpose(2, 1, 0))
+
+    def feature_flops(self, n_heads):
+        d, k = self.token_dim, n_heads
+        if self._basis is not None:
+            return 2 * k * d**3 * self.n_columns
+        return 2 * k * d * self.n_lifted * (
+            1 if self.factor is None else self.n_columns
+        )
+
+    def features(self, query_rows):
+        """``X(Q)`` of shape (k d, n_columns)."""
+        k, d = query_rows.shape[0], self.token_dim
+        if self._basis is not None:
+            return (query_rows @ self._basis.reshape(d * d, -1)).reshape(k * d, -1)
+        lifted = query_features(query_rows, d).reshape(k * d, -1)
+        return lifted if self.factor is None else lifted @ self.factor
+
+    def features_adjoint(self, weights):
+        """The gradient in ``Q`` of ``<weights, X(Q)>``, shape (k, d * d)."""
+        d = self.token_dim
+        k = weights.shape[0] // d
+        if self._basis is not None:
+            return weights.reshape(k, -1) @ self._basis.reshape(d * d, -1).T
+        if self.factor is not None:
+            weights = weights @ self.factor.T
+        return query_features_adjoint(weights.reshape(k, d, -1), d)
+
+    def basis(self):
+        """``X(e_x)`` for every query coordinate: shape (d * d, d, n_columns)."""
+        if self._basis is None:
+            d = self.token_dim
+            self._basis = self.features(np.eye(d * d)).reshape(d * d, d, -1)
+        return self._basis
+
+
+class SequenceDesign:
+    """Heads against the training rows themselves.
+
+    The loss is ``||Pi (predictions - targets)||^2 + alpha ||theta||^2``, row ``i``
+    weighted by ``c_i^2``, ``predictions[i] = c_i sum_h V_h S_i Q_h q_i`` (``S_i``
+    the row's second moment, ``q_i`` its query), ``targets[i] = c_i y_i``; ``Pi``
+    projects out the row scales ``c`` when an intercept is fitted (the best
+    intercept, eliminated).
+
+    Parameters
+    ----------
+    moments : ndarray of shape (n_rows, d, d)
+        ``c_i S_i``.
+    queries : ndarray of shape (n_rows, d)
+    targets : ndarray of shape (n_rows, n_outputs)
+        ``c_i y_i``.
+    row_scale : ndarray of shape (n_rows,)
+        ``c``.
+    alpha : float
+    fit_intercept : bool
+    """
+
+    def __init__(self, moments, queries, targets, row_scale, alpha, fit_intercept):
+        self.moments, self.queries = moments, queries
+        self.n_rows, d, _ = moments.shape
+        self.token_dim = d
+        self.n_outputs = targets.shape[1]
+        self.n_lifted = d * d * (d + 1) // 2
+        self.alpha = float(alpha)
+        total = float(row_scale @ row_scale)
+        self._center = row_scale / np.sqrt(total) if fit_intercept and total else None
+        projected = self._project(np.asarray(targets, dtype=np.float64))
+        ridge = np.zeros((self.n_outputs, self.n_lifted if self.alpha else 0))
+        self.targets = np.concatenate([projected.T, ridge], axis=1)
+        self.n_columns = self.targets.shape[1]
+        self.baseline = 0.0  # set to the lifted fit's loss where known
+        self._basis = None
+
+    def feature_flops(self, n_heads):
+        n, d = self.n_rows, self.token_dim
+        return 4 * n * n_heads * d * d + (4 * n_heads * self.n_lifted)
+
+    def _project(self, rows):
+        """``Pi`` along the first axis."""
+        if self._center is None:
+            return rows
+        return rows - np.multiply.outer(self._center, np.tensordot(self._center, rows, 1))
+
+    def features(self, query_rows):
+        k, d = query_rows.shape[0], self.token_dim
+        rows = _contract(self.moments, self.queries, query_rows)
+        rows = self._project(rows.reshape(self.n_rows, k * d)).T
+        if not self.alpha:
+            return rows
+        ridge = np.sqrt(self.alpha) * query_features(query_rows, d)
+        return np.concatenate([rows, ridge.reshape(k * d, -1)], axis=1)
+
+    def features_adjoint(self, weights):
+        d, n = self.token_dim, self.n_rows
+        k = weights.shape[0] // d
+        rows = self._project(weights[:, :n].T).reshape(n, k, d)
+        mixed = np.matmul(rows, self.moments)  # S_i w_ih
+        gradient = np.einsum("ihc,ie->hce", mixed, self.queries).reshape(k, d * d)
+        if self.alpha:
+            ridge = weights[:, n:].reshape(k, d, -1)
+            gradient += np.sqrt(self.alpha) * query_features_adjoint(ridge, d)
+        return gradient
+
+    def basis(self):
+        if self._basis is not None:
+            return self._basis
+        d = self.token_dim
+        rows = np.einsum("ibc,ie->ceib", self.moments, self.queries)
+        rows = self._project(rows.reshape(d * d, self.n_rows, d).transpose(1, 0, 2))
+        rows = rows.transpose(1, 2, 0)  # (x, b, i)
+        if self.alpha:
+            ridge = np.sqrt(self.alpha) * query_features(np.eye(d * d), d)
+            rows = np.concatenate([rows, ridge], axis=2)
+        self._basis = rows
+        return rows
+
+
+def design_loss(design, value_rows, query_rows):
+    """``design``'s loss at given heads (not the best values for their queries)."""
+    k, m = query_rows.shape[0], design.n_outputs
+    values = value_rows.reshape(k, m, -1).transpose(1, 0, 2).reshape(m, -1)
+    residual = values @ design.features(query_rows) - design.targets
+    return float(np.vdot(residual, residual))
+
+
+class _Values:
+    """The best values for fixed queries, ``V = T X^+``, and what the reduced
+    (variable-projection) problem needs: its residual ``V X - T = -T P`` (``P``
+    projecting out the row space of ``X``) and Kaufman's Jacobian,
+    ``dQ -> V X(dQ) P``."""
+
+    def __init__(self, design, query_rows):
+        self.design, self.query_rows = design, query_rows
+        self.x = query_rows.ravel()
+        features = design.features(query_rows)
+        left, singular, right_t = svd(features)
+        kept = singular > singular[0] * max(features.shape) * np.finfo(float).eps
+        if not singular.size or singular[0] == 0:
+            kept = np.zeros(singular.shape, dtype=bool)
+        self.row_space = right_t[kept]
+        fitted = design.targets @ self.row_space.T
+        self.values = (fitted / singular[kept]) @ left[:, kept].T  # (m, k d)
+        self.residual = (fitted @ self.row_space - design.targets).ravel()
+        self.loss = float(self.residual @ self.residual)
+        small, large = sorted(features.shape)
+        rows = design.n_outputs * design.n_columns
+        self.product_flops = design.feature_flops(len(query_rows)) + 4.0 * rows * len(
+            self.row_space
+        )
+        self.flops = self.product_flops + 6.0 * small * small * large
+        self.jacobian_flops = 2.0 * rows * query_rows.size * (
+            design.token_dim + len(self.row_space)
+        )
+
+    def _project(self, rows):
+        return rows - (rows @ self.row_space.T) @ self.row_space
+
+    def jvp(self, step):
+        d_query = step.reshape(self.query_rows.shape)
+        return self._project(self.values @ self.design.features(d_query)).ravel()
+
+    def vjp(self, residual):
+        projected = self._project(residual.reshape(self.design.targets.shape))
+        return self.design.features_adjoint(self.values.T @ projected).ravel()
+
+    def jacobian(self):
+        """Kaufman's Jacobian as an (n_outputs * n_columns, k * d * d) array."""
+        d = self.design.token_dim
+        k = self.query_rows.shape[0]
+        basis = self.design.basis()  # (x, b, column)
+        values = self.values.reshape(-1, k, d)
+        columns = np.einsum("ahb,xbi->ahxi", values, basis)
+        columns = self._project(columns.reshape(-1, k * d * d, basis.shape[2]))
+        return columns.transpose(0, 2, 1).reshape(-1, k * d * d)
+
+    def value_rows(self):
+        """The values as stacked rows (k, n_outputs * d)."""
+        m, d = self.values.shape[0], self.design.token_dim
+        k = self.query_rows.shape[0]
+        return self.values.reshape(m, k, d).transpose(1, 0, 2).reshape(k, m * d)
+
+
+# Levenberg-Marquardt. Steps are solved from the dense Jacobian while its normal
+# matrix costs at most DENSE_FLOPS, else by LSMR with at most LSMR_ITER iterations.
+# The damping starts at INITIAL_DAMPING times the mean squared column norm of the
+# Jacobian (dense) or the loss per parameter row (LSMR), follows Nielsen's rule,
+# and a fit stops when it exceeds MAX_DAMPING times that scale (no descent left).
+DENSE_FLOPS = 4e7
+LSMR_ITER = 100
+INITIAL_DAMPING = 1e-3
+MAX_DAMPING = 1e14
+# A fit has stalled when STALL_STEPS steps taken lowered the loss (in excess of
+# the problem's baseline) by less than the fraction STALL_DROP: a local minimum,
+# or a plateau that other starts are there for.
+STALL_STEPS = 5
+STALL_DROP = 1e-2
+# Steps at rounding level that end a polishing fit (levenberg_marquardt), and the
+# loss change counted as rounding, in multiples of eps ||targets||^2.
+FLAT_STEPS = 3
+ROUNDING = 1e3
+
+
+def _dense(n_residuals, n_parameters):
+    small, large = sorted((n_residuals, n_parameters))
+    return 2.0 * small * small * large <= DENSE_FLOPS
+
+
+def _step(point, damping, dense_parts):
+    """The step ``min ||J s + r||^2 + damping ||s||^2`` (None when the damped
+    system is numerically singular), and the Jacobian products it took."""
+    residual = point.residual
+    if dense_parts is not None:
+        jacobian, normal, wide = dense_parts
+        system = normal + damping * np.eye(len(normal))
+        try:
+            factor = scipy.linalg.cho_factor(system, check_finite=False)
+        except np.linalg.LinAlgError:
+            return None, 0
+        if wide:
+            dual = scipy.linalg.cho_solve(factor, -residual, check_finite=False)
+            return jacobian.T @ dual, 0
+        gradient = jacobian.T @ residual
+        return scipy.linalg.cho_solve(factor, -gradient, check_finite=False), 0
+    operator = scipy.sparse.linalg.LinearOperator(
+        (residual.size, point.x.size), matvec=point.jvp, rmatvec=point.vjp,
+        dtype=np.float64,
+    )
+    result = scipy.sparse.linalg.lsmr(
+        operator, -residual, damp=np.sqrt(damping), atol=1e-10, btol=1e-10,
+        maxiter=LSMR_ITER,
+    )
+    return result[0], 2 * result[2] + 2
+
+
+class Budget:
+    """A work limit in flops, charged as work is done (``limit=None``: none)."""
+
+    def __init__(self, limit=None):
+        self.limit = np.inf if limit is None else float(limit)
+        self.spent = 0.0
+
+    def spend(self, flops):
+        """Charge ``flops``; whether the limit still holds."""
+        self.spent += float(flops)
+        return self.spent <= self.limit
+
+    @property
+    def exhausted(self):
+        return self.spent > self.limit
+
+
+def levenberg_marquardt(evaluate, x, max_iter, accept_below=-np.inf, baseline=0.0,
+                        budget=None, stall=(STALL_STEPS, STALL_DROP), rounding=0.0):
+    """Minimize ``||r(x)||^2`` by Levenberg-Marquardt.
+
+    ``evaluate(x)`` returns a point with ``x`` (normalized: the problem's
+    invariances taken out), ``residual`` (flat), ``loss``, and the Jacobian as
+    ``jacobian()`` or as products ``jvp``/``vjp``. Each step solves ``min ||J s +
+    r||^2 + lambda ||s||^2`` (dense or by LSMR, :func:`_dense`) and is taken when it
+    lowers the loss; ``lambda`` follows Nielsen's rule. It stops after
+    ``max_iter`` steps, at a loss at most ``accept_below``, when ``stall[0]``
+    steps taken lowered the loss beyond ``baseline`` by less than a fraction
+    ``stall[1]``, when no damping gives descent, or when ``budget`` (a
+    :class:`Budget` charged with the flops of every evaluation and step) runs out.
+    With ``rounding`` (a loss change indistinguishable from rounding), steps that
+    the linear model says gain no more than that are taken unless they raise the
+    loss by more: near a minimum the loss cannot tell steps apart, but the
+    Gauss-Newton steps still converge to it; ``FLAT_STEPS`` of them end the fit.
 
     Returns
     -------
-    value_rows, query_rows : ndarray
-    loss : float
-    n_iter : int
-        Gauss-Newton steps taken.
+    point
+        The last point taken.
+    n_steps : int
+        Steps computed.
     """
-    d = token_dim
-    rank = value_rows.shape[0]
-
-    def weight(rows):
-        return apply_weight(rows.reshape(-1, target.shape[1])).reshape(rows.shape)
-
-    residual = head_coef(value_rows, query_rows, d) - target
-    weighted = weight(residual)
-    loss = float(np.vdot(residual, weighted))
-    n_iter = 0
-    for n_iter in range(1, max_iter + 1):  # noqa: B007
-        if loss <= accept_below or rank == 0:
-            n_iter -= 1
+    budget = Budget() if budget is None else budget
+    point = evaluate(x)
+    budget.spend(point.flops)
+    dense = _dense(point.residual.size, point.x.size)
+    damping, factor, parts, scale = None, 2.0, None, 1.0
+    history = [point.loss - baseline]
+    n_steps, flat_steps = 0, 0
+    while n_steps < max_iter and point.loss > max(accept_below, 0.0):
+        if budget.exhausted:
             break
-        folded_v = value_rows.T @ query_rows
-        value_rows, query_rows = balanced_rows(folded_v, rank)
-        strength = np.einsum("ij,ij->i", value_rows, value_rows)  # = ||Q_h||^2
-        precondition = 1.0 / np.maximum(strength, np.finfo(float).tiny)
-
-        def jacobian(step_v, step_q, value_rows=value_rows, query_rows=query_rows):
-            return unfold_lifted_coef(
-                step_v.T @ query_rows + value_rows.T @ step_q, d
-            )
-
-        def jacobian_t(coef, value_rows=value_rows, query_rows=query_rows):
-            folded = fold_lifted_coef(coef, d)
-            return query_rows @ folded.T, value_rows @ folded
-
-        if weight_matrix is not None:
-            step_v, step_q, weighted_step = _dense_step(
-                value_rows, query_rows, d, weight_matrix, weighted, precondition
-            )
+        n_steps += 1
+        if dense and parts is None:
+            jacobian = point.jacobian()
+            wide = jacobian.shape[0] < jacobian.shape[1]
+            normal = jacobian @ jacobian.T if wide else jacobian.T @ jacobian
+            parts = jacobian, normal, wide
+            small, large = sorted(jacobian.shape)
+            budget.spend(point.jacobian_flops + 2.0 * small * small * large)
+            if damping is None:
+                scale = float(np.trace(normal)) / jacobian.shape[1]
+        if damping is None:
+            if not dense:
+                scale = point.loss / len(point.x)
+            scale = max(scale, np.finfo(float).tiny)
+            damping = INITIAL_DAMPING * scale
+        step, n_products = _step(point, damping, parts)
+        if dense:
+            small, large = sorted(parts[0].shape)
+            budget.spend(small**3 / 3 + 4.0 * small * large)
+        budget.spend(n_products * point.product_flops)
+        trial = None if step is None else evaluate(point.x + step.reshape(point.x.shape))
+        if trial is not None:
+            budget.spend(trial.flops + point.product_flops)
+        if trial is not None:
+            linear = point.residual + point.jvp(step)
+            predicted = point.loss - float(linear @ linear)
+        if (
+            trial is not None and rounding > 0 and predicted <= rounding
+            and trial.loss <= point.loss + rounding
+        ):
+            point, flat_steps = trial, flat_steps + 1
+            damping, parts = damping / 3, None
+            if flat_steps >= FLAT_STEPS:
+                break
+        elif trial is not None and trial.loss < point.loss:
+            gain = (point.loss - trial.loss) / max(predicted, np.finfo(float).tiny)
+            point = trial
+            damping *= max(1 / 3, 1 - (2 * min(gain, 1.0) - 1) ** 3)
+            factor, parts = 2.0, None
+            history.append(point.loss - baseline)
+            if len(history) > stall[0] and (
+                history[-1] > (1 - stall[1]) * history[-1 - stall[0]]
+            ):
+                break
         else:
-            step_v, step_q, weighted_step = _cg_step(
-                jacobian, jacobian_t, weight, weighted, value_rows, query_rows,
-                precondition, cg_max_iter,
-            )
-        linear = jacobian(step_v, step_q)
-        # Linearized minimum: ||residual + linear||_M^2.
-        predicted = (
-            loss + 2 * np.vdot(linear, weighted) + np.vdot(linear, weighted_step)
-        )
-        # Exact line search: residual(t) = r + t a + t^2 b, b = unfold(dV^T dQ).
-        second = unfold_lifted_coef(step_v.T @ step_q, d)
-        weighted_second = weight(second)
-        rr = loss
-        ra = np.vdot(residual, weighted_step)
-        rb = np.vdot(residual, weighted_second)
-        aa, ab, bb = (
-            np.vdot(linear, weighted_step),
-            np.vdot(linear, weighted_second),
-            np.vdot(second, weighted_second),
-        )
-        # loss(t) = rr + 2 ra t + (aa + 2 rb) t^2 + 2 ab t^3 + bb t^4
-        coefficients = [bb, 2 * ab, aa + 2 * rb, 2 * ra, rr]
-        critical = np.roots(np.polyder(coefficients))
-        candidates = [1.0] + [
-            float(t.real) for t in critical if abs(t.imag) < 1e-9 and 0 < t.real <= 4
-        ]
-        values = [np.polyval(coefficients, t) for t in candidates]
-        best_t = candidates[int(np.argmin(values))]
-        new_loss = float(min(values))
-        if not new_loss < loss:
+            damping *= factor
+            factor *= 2
+            if damping > MAX_DAMPING * scale:
+                break
+    return point, n_steps
+
+
+def _orthonormal(query_rows):
+    """Orthonormal rows with the same span (the head features' row space, hence
+    the fit, is the same)."""
+    if not query_rows.size:
+        return query_rows
+    return np.linalg.qr(query_rows.T)[0].T
+
+
+def fit_heads(design, query_rows, max_iter, accept_below=-np.inf, budget=None,
+              polish=False):
+    """The best heads with these many query matrices, from a start.
+
+    Variable projection: for fixed ``Q`` the values are the least-squares
+    solution (:class:`_Values`), and the reduced loss ``min_V ||V X(Q) - T||^2`` is
+    minimized over ``Q`` by :func:`levenberg_marquardt` with Kaufman's Jacobian;
+    the query rows are kept orthonormal (the model does not change). With
+    ``polish`` no stall rule applies: it runs until no damping gives descent (a
+    minimum to rounding) or ``max_iter``.
+
+    Returns
+    -------
+    value_rows, query_rows : ndarray of shape (k, n_outputs * d) and (k, d * d)
+    loss : float
+    n_steps : int
+    """
+    k = len(query_rows)
+
+    def evaluate(flat):
+        return _Values(design, _orthonormal(flat.reshape(k, -1)))
+
+    start = np.asarray(query_rows, dtype=np.float64).ravel()
+    # The reduced residual's rounding: eps times the targets' size, in each of
+    # its entries.
+    size = float(np.linalg.norm(design.targets))
+    point, n_steps = levenberg_marquardt(
+        evaluate, start, max_iter, accept_below, design.baseline, budget,
+        stall=(1, 0.0) if polish else (STALL_STEPS, STALL_DROP),
+        rounding=ROUNDING * np.finfo(float).eps * size**2 if polish else 0.0,
+    )
+    return point.value_rows(), point.query_rows, point.loss, n_steps
+
+
+class _Isotropy:
+    """A point of the one-output search for the value subspace: ``N`` (d, j)
+    orthonormal, residual ``N^T S_e N`` for every slice ``S_e``."""
+
+    def __init__(self, slices, flat):
+        d = slices.shape[1]
+        self.slices = slices
+        self.basis = np.linalg.qr(flat.reshape(d, -1))[0]
+        self.x = self.basis.ravel()
+        self.moved = slices @ self.basis  # S_e N
+        self.residual = np.einsum("bj,ebk->ejk", self.basis, self.moved).ravel()
+        self.loss = float(self.residual @ self.residual)
+        d, j = self.basis.shape
+        self.flops = self.product_flops = 2.0 * d**3 * j + 2.0 * d * d * j * j
+        self.jacobian_flops = 2.0 * self.residual.size * d * j
+
+    def jacobian(self):
+        """d(N^T S_e N)[t, u] / dN[r, s] = [t = s] (S_e N)[r, u] + [u = s] (S_e N)[r, t]"""
+        d, j = self.basis.shape
+        identity = np.eye(j)
+        first = np.einsum("ts,eru->eturs", identity, self.moved)
+        second = np.einsum("us,ert->eturs", identity, self.moved)
+        return (first + second).reshape(-1, d * j)
+
+    def jvp(self, step):
+        return self.jacobian() @ step
+
+    def vjp(self, residual):
+        return self.jacobian().T @ residual
+
+
+def isotropic_queries(lifted_coef, token_dim, n_heads, n_starts, seed, tol,
+                      budget=None):
+    """Query rows of one-output ``n_heads``-head models nearest in the Frobenius
+    metric, one per start, nearest first.
+
+    With one output, ``k`` heads compute exactly the coefficients whose slices
+    ``S_e = W_sym[:, :, e]`` vanish on a common ``(d - k)``-dimensional subspace
+    ``N`` (``N^T S_e N = 0``); for a given ``N`` the nearest such model zeroes those
+    blocks, ``W_e = 2 P S_e - P S_e P`` with ``P = I - N N^T``, at distance
+    ``sum_e ||N^T S_e N||^2``, minimized here over ``N`` by
+    :func:`levenberg_marquardt` from seeded random starts, stopping at the first
+    within ``tol`` (relative).
+
+    Returns
+    -------
+    list of (relative distance, query_rows)
+    """
+    d, k = token_dim, n_heads
+    slices = fold_lifted_coef(lifted_coef, d).reshape(d, d, d).transpose(2, 0, 1)
+    norm = np.linalg.norm(lifted_coef)
+    random_state = np.random.default_rng(seed)
+    found = []
+    for _ in range(n_starts):
+        start = random_state.normal(size=(d, d - k)).ravel()
+        point = levenberg_marquardt(
+            lambda flat: _Isotropy(slices, flat), start, ISOTROPIC_ITER,
+            accept_below=(ACCURACY * tol * norm) ** 2, budget=budget,
+        )[0]
+        projector = np.eye(d) - point.basis @ point.basis.T
+        kept = projector @ slices
+        folded = (2 * kept - kept @ projector).transpose(1, 2, 0).reshape(d, d * d)
+        found.append((np.sqrt(point.loss) / norm, svd(folded)[2][:k]))
+        if found[-1][0] <= tol:
             break
-        value_rows = value_rows + best_t * step_v
-        query_rows = query_rows + best_t * step_q
-        residual = residual + best_t * linear + best_t**2 * second
-        weighted = weighted + best_t * weighted_step + best_t**2 * weighted_second
-        previous, loss = loss, float(np.vdot(residual, weighted))
-        if predicted > give_up_above and n_iter >= 1:
-            break
-        # Converged: the loss no longer falls and the step is at rounding level
-        # (a loss flat to `stall` can still leave the heads ~sqrt(stall) off).
-        moved = best_t * np.sqrt(np.vdot(step_v, step_v) + np.vdot(step_q, step_q))
-        size = np.sqrt(
-            np.vdot(value_rows, value_rows) + np.vdot(query_rows, query_rows)
-        )
-        if previous - loss <= stall * previous and moved <= step_tol * size:
-            break
-    folded = value_rows.T @ query_rows
-    if rank:
-        value_rows, query_rows = balanced_rows(folded, rank)
-    return value_rows, query_rows, loss, n_iter
+    found.sort(key=lambda pair: pair[0])
+    return found
+
+
+# Levenberg-Marquardt steps per isotropic start (the problem has d (d - k) unknowns).
+ISOTROPIC_ITER = 100
+# A fit that is to pass a relative tolerance tol runs on to ACCURACY * tol, so that
+# rounding of later steps (a refit in another metric, the canonical form) keeps it
+# within tol.
+ACCURACY = 1e-2

@@ -619,6 +619,7 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                 "n_heads",
                 "fit_intercept",
                 "tol",
+                "head_work_limit",
                 "positions",
                 "causal",
                 "batch_size",
@@ -638,6 +639,7 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         n_heads="auto",
         fit_intercept=False,
         tol=1e-8,
+        head_work_limit=20.0,
         positions="last",
         causal=True,
         batch_size=None,
@@ -653,6 +655,7 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         self.n_heads = n_heads
         self.fit_intercept = fit_intercept
         self.tol = tol
+        self.head_work_limit = head_work_limit
         self.positions = positions
         self.causal = causal
         self.batch_size = batch_size
@@ -1041,13 +1044,14 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
             solution = solve_normal(
                 source, alpha=self.alpha_, rescaled_alpha=scaled_alpha,
                 fit_intercept=self.fit_intercept,
-                noise_folds="lazy",  # a pass over the data when the heads need it
+                heldout="lazy",  # a pass over the data when the heads need it
             )
         else:
             source = data
             solution = solve_dual(
                 data, alpha=self.alpha_, rescaled_alpha=scaled_alpha,
                 fit_intercept=self.fit_intercept,
+                heldout=self.n_heads is not None,
             )
         self._set_model(solution, source, single_output, time.perf_counter() - start)
         self.solver_ = mode
@@ -1403,6 +1407,7 @@ feature_names_in_
         n_heads="auto",
         fit_intercept=False,
         tol=1e-8,
+        head_work_limit=20.0,
         positions="last",
         causal=True,
         class_weight=None,
@@ -1420,6 +1425,7 @@ feature_names_in_
             n_heads=n_heads,
             fit_intercept=fit_intercept,
             tol=tol,
+            head_work_limit=head_work_limit,
             positions=positions,
             causal=causal,
             batch_size=batch_size,

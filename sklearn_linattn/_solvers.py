@@ -51,10 +51,12 @@ from ._data import (
     sum_statistics,
 )
 from ._data import dense_threads as _dense_threads
+from ._folds import RowFolds, StatisticsFolds, metric_factor, moments_of_pairs
 from ._lift import lifted_kernel, lifted_rmatvec
+from ._low_rank import LiftedDesign, SequenceDesign
 
 __all__ = [
-    "CoefNoise",
+    "HELDOUT_FOLDS",
     "LiftedSolution",
     "SOLVERS",
     "resolve_solver",
@@ -63,9 +65,9 @@ __all__ = [
     "solve_normal",
 ]
 
-# Interleaved folds whose lifted fits measure the noise of the coefficients (the
-# grouped jackknife of CoefNoise), as many as scikit-learn's default K-fold.
-NOISE_FOLDS = 5
+# Interleaved folds of the head read-out's held-out criterion (sequence i in fold
+# i mod 5), as many as scikit-learn's default K-fold.
+HELDOUT_FOLDS = 5
 # LSQR's coefficients are accurate to about 1e3 * solver_tol (relative; measured
 # on noiseless fits, d = 3..8: up to 8e-9 at solver_tol=1e-10), so the head
 # read-out treats differences below this multiple as rounding.
@@ -81,91 +83,6 @@ LANCZOS_TOL = 1e-6
 _SMALLEST_COEF = np.sqrt(np.finfo(np.float64).tiny)
 
 
-class CoefNoise:
-    """The noise of fitted lifted coefficients, in the training metric ``M``.
-
-    ``variance`` estimates ``sigma^2 = E ||theta_hat - theta||_M^2 / (n_outputs r)``
-    (``r`` the rank of ``M``), with ``dof`` degrees of freedom: the scale of a
-    loss increase that noise alone causes (theory page, "How many heads").
-
-    - From fold statistics (the grouped jackknife over ``K`` interleaved folds,
-      valid when the noise varies with the input or is correlated across
-      outputs): ``(K - 1) / K sum_j ||theta_(-j) - mean_j theta_(-j)||_M^2 /
-      (n_outputs r)``, ``theta_(-j)`` the fit without fold ``j``, with
-      ``(K - 1) n_outputs r`` degrees of freedom. Computed on first use.
-    - Without them (constant noise variance assumed): ``RSS / (n_outputs (n -
-      r))``, with ``n_outputs (n - r)`` degrees of freedom.
-
-    Parameters
-    ----------
-    residual_sum_of_squares : ndarray of shape (n_outputs,)
-    n_residual : int
-        Observations less the intercept's degree of freedom.
-    rank : int
-    folds : list of LiftedStatistics, or a callable returning them, optional
-    refit : callable, optional
-        ``refit(statistics) -> coef`` of the fit on other statistics.
-    apply_weight : callable, optional
-        ``R -> R M``.
-    """
-
-    def __init__(self, residual_sum_of_squares, n_residual, rank, folds=None,
-                 refit=None, apply_weight=None):
-        self.n_outputs = len(residual_sum_of_squares)
-        self.rank = int(rank)
-        dof = self.n_outputs * (n_residual - self.rank)
-        self.residual_variance = float(np.sum(residual_sum_of_squares)) / dof
-        self.residual_dof = dof
-        self._folds, self._refit, self._apply_weight = folds, refit, apply_weight
-        self._jackknife = None
-
-    @classmethod
-    def of(cls, residual_sum_of_squares, n_residual, rank, n_lifted, **folds):
-        """The noise model, or None without more observations than lifted
-        features (an interpolating fit's residual says nothing of its noise)."""
-        if rank is None or n_residual <= max(rank, n_lifted):  # (rank unknown:
-            return None  # LSQR did not converge)
-        return cls(residual_sum_of_squares, n_residual, rank, **folds)
-
-    def _jackknife_estimate(self):
-        if self._jackknife is None:
-            self._jackknife = (self.residual_variance, self.residual_dof)
-            folds = self._folds() if callable(self._folds) else self._folds
-            if folds is not None:
-                estimate = _jackknife_variance(
-                    folds, self._refit, self._apply_weight, self.n_outputs, self.rank
-                )
-                if estimate is not None:
-                    self._jackknife = estimate
-        return self._jackknife
-
-    @property
-    def variance(self):
-        return self._jackknife_estimate()[0]
-
-    @property
-    def dof(self):
-        return self._jackknife_estimate()[1]
-
-
-def _jackknife_variance(folds, refit, apply_weight, n_outputs, rank):
-    """``(variance, dof)`` of the grouped jackknife (:class:`CoefNoise`), or None
-    when a training set has no more observations than the rank."""
-    n_folds = len(folds)
-    coefs = []
-    for left_out in range(n_folds):
-        training = sum_statistics(
-            fold for index, fold in enumerate(folds) if index != left_out
-        )
-        if training.n_observations <= rank:
-            return None
-        coefs.append(refit(training))
-    deviations = np.array(coefs) - np.mean(coefs, axis=0)
-    spread = sum(np.vdot(dev, apply_weight(dev)) for dev in deviations)
-    variance = (n_folds - 1) / n_folds * float(spread) / (n_outputs * rank)
-    return variance, (n_folds - 1) * n_outputs * rank
-
-
 @dataclass
 class LiftedSolution:
     """What every solver returns (coefficients in the data source's rescaled units).
@@ -178,10 +95,6 @@ class LiftedSolution:
     target_mean : ndarray of shape (n_outputs,)
     certificate : IdentifiabilityCertificate
         In the units of the data as given.
-    apply_weight : callable
-        ``R -> R @ (G + alpha I)``, ``G`` the (centered) weighted lifted Gram: the
-        training objective of another ``theta`` exceeds the minimum by
-        ``trace((theta - coef) (G + alpha I) (theta - coef)^T)``.
     residual_sum_of_squares : ndarray of shape (n_outputs,)
         Weighted training residual sum of squares (without the penalty).
     n_observations : int
@@ -191,8 +104,15 @@ class LiftedSolution:
     converged : bool
     statistics : LiftedStatistics or None
         The accumulated statistics (solver ``"normal"``), kept for ``partial_fit``.
-    noise : CoefNoise or None
-        The noise of ``coef``; None with no residual degree of freedom.
+    fold_statistics : list of LiftedStatistics or None
+        The held-out folds' statistics when they were accumulated in the fit's
+        pass (they add up to ``statistics``).
+    head_design : callable
+        ``head_design()`` returns the training objective of heads
+        (:mod:`sklearn_linattn._low_rank`) for the head read-out.
+    heldout_folds : callable or None
+        ``heldout_folds()`` returns the held-out folds of the read-out's criterion
+        (:mod:`sklearn_linattn._folds`); None when the fit kept none.
     coef_tol : float
         Relative accuracy of ``coef`` as a solution (0 for the direct solvers).
     flops : float
@@ -206,13 +126,14 @@ class LiftedSolution:
     feature_mean: np.ndarray
     target_mean: np.ndarray
     certificate: IdentifiabilityCertificate
-    apply_weight: Callable
     residual_sum_of_squares: np.ndarray
     n_observations: int
     n_iter: np.ndarray
     converged: bool = True
     statistics: object = None
-    noise: object = None
+    fold_statistics: list = None
+    head_design: Callable = None
+    heldout_folds: Callable = None
     coef_tol: float = 0.0
     flops: float = 0.0
 
@@ -301,25 +222,25 @@ def solve_gram(gram, moment, alpha, spectrum, kernel=False):
 
 def solve_normal(
     data, *, alpha, fit_intercept, solver_tol=None, max_iter=None, progress=None,
-    noise_folds=False, rescaled_alpha=None,
+    heldout=False, rescaled_alpha=None,
 ):
     """Least squares / ridge from the streamed normal equations.
 
-    With ``noise_folds`` the statistics are accumulated in ``NOISE_FOLDS``
-    interleaved folds (one pass all the same) that the solution's noise model
-    uses (or, with ``noise_folds="lazy"``, by another pass when it is needed).
-    Memory: one chunk of lifted rows plus ``O(p^2)`` (``NOISE_FOLDS`` times that
+    With ``heldout`` the statistics are accumulated in ``HELDOUT_FOLDS``
+    interleaved folds (one pass all the same) for the head read-out's held-out
+    criterion (with ``heldout="lazy"``, by another pass when it is needed).
+    Memory: one chunk of lifted rows plus ``O(p^2)`` (``HELDOUT_FOLDS`` times that
     with folds).
     """
     folds = None
-    if noise_folds == "lazy":
+    if heldout == "lazy":
         statistics = data.statistics(progress=progress)
 
         def folds():
-            return data.fold_statistics(NOISE_FOLDS)
+            return data.fold_statistics(HELDOUT_FOLDS)
 
-    elif noise_folds:
-        folds = data.fold_statistics(NOISE_FOLDS, progress=progress)
+    elif heldout:
+        folds = data.fold_statistics(HELDOUT_FOLDS, progress=progress)
         statistics = sum_statistics(folds)
     else:
         statistics = data.statistics(progress=progress)
@@ -371,50 +292,34 @@ def _solve_statistics(
         layout=data.layout,
     )
 
-    def apply_weight(matrix):
-        return matrix @ gram + alpha * matrix
+    def head_design():
+        if spectrum.factor is not None and alpha == 0:  # G = U^T U, computed
+            factor = spectrum.factor.T
+        else:
+            factor = metric_factor(gram, alpha, spectrum.tol)[0]
+        return LiftedDesign(coef, data.token_dim, factor)
 
-    def refit(training):
-        train_gram, train_moment, _, _, _ = training.normal_equations(fit_intercept)
-        if spectrum.full_rank or alpha > spectrum.threshold:
-            try:  # the folds of a full-rank problem: Cholesky
-                factor = scipy.linalg.cho_factor(
-                    train_gram + alpha * np.eye(len(train_gram)), check_finite=False
-                )
-                return scipy.linalg.cho_solve(
-                    factor, train_moment, check_finite=False
-                ).T
-            except np.linalg.LinAlgError:
-                pass
-        eigenvalues, eigenvectors = scipy.linalg.eigh(train_gram, check_finite=False)
-        threshold = GramSpectrum(eigenvalues, eigenvectors, spectrum.tol, scale=scale)
-        return _eigen_solve(
-            eigenvalues, eigenvectors, threshold.threshold, train_moment, alpha
-        ).T
+    def heldout_folds():
+        parts = folds() if callable(folds) else folds
+        return StatisticsFolds(
+            parts, alpha, fit_intercept, data.token_dim, spectrum.tol
+        )
 
-    n_residual = statistics.n_observations - int(fit_intercept)
     return LiftedSolution(
         coef=coef,
         feature_mean=feature_mean,
         target_mean=target_mean,
         certificate=certificate,
-        apply_weight=apply_weight,
         residual_sum_of_squares=residual,
         n_observations=statistics.n_observations,
         n_iter=np.ones(coef.shape[0], dtype=int),
         statistics=statistics,
+        fold_statistics=folds if isinstance(folds, list) else None,
         flops=float(statistics.n_observations) * data.n_lifted**2
         + data.n_lifted**3 / 3,
-        noise=CoefNoise.of(
-            residual, n_residual, metric_rank(certificate, alpha, data.n_lifted),
-            data.n_lifted, folds=folds, refit=refit, apply_weight=apply_weight,
-        ),
+        head_design=head_design,
+        heldout_folds=None if folds is None else heldout_folds,
     )
-
-
-def metric_rank(certificate, alpha, n_lifted):
-    """Rank of the training metric ``G + alpha I``."""
-    return n_lifted if alpha > 0 else certificate.rank
 
 
 def _centered_kernel(kernel, row_scale):
@@ -437,23 +342,58 @@ def _centered_kernel(kernel, row_scale):
 
 def solve_dual(
     data, *, alpha, fit_intercept, solver_tol=None, max_iter=None, progress=None,
-    noise_folds=False, rescaled_alpha=None,
+    heldout=False, rescaled_alpha=None,
 ):
     """Least squares / ridge in kernel form, for fewer rows than lifted features.
 
     With ``K = A_c A_c^T`` (``A_c`` the weighted, centered lifted rows) the
     coefficients are ``A_c^T a``, ``a = (K + alpha I)^{-1} y_c`` (``pinv(K) y_c``
-    for ``alpha = 0``: the minimum-norm solution). Memory ``O(n_rows^2)``.
+    for ``alpha = 0``: the minimum-norm solution). Memory ``O(n_rows^2)``. With
+    ``heldout`` the head read-out's folds refit from the same kernel.
     """
     with _dense_threads(data.n_rows):
-        return _solve_kernel(data, alpha, fit_intercept, rescaled_alpha)
+        return _solve_kernel(data, alpha, fit_intercept, heldout, rescaled_alpha)
 
 
-def _solve_kernel(data, alpha, fit_intercept, rescaled_alpha=None):
+def _kernel_solve(kernel, targets, alpha, n_lifted, scale):
+    """``(K + alpha I)^+ targets`` with the kernel rules of :func:`solve_gram`."""
+    spectrum = kernel_spectrum(kernel, default_rank_tol(n_lifted), n_lifted, scale)
+    return solve_gram(kernel, targets, alpha, spectrum, kernel=True).T
+
+
+def _row_head_problem(data, pairs, queries, kernel, alpha, fit_intercept, residual,
+                      coef, heldout, scale):
+    """The head design on the training rows and, with ``heldout``, its folds."""
+    moments = moments_of_pairs(pairs, data.token_dim)
+    targets, row_scale = data.targets, data.row_scale
+
+    def head_design():
+        design = SequenceDesign(
+            moments, queries, targets, row_scale, alpha, fit_intercept
+        )
+        design.baseline = float(np.sum(residual)) + alpha * float(np.vdot(coef, coef))
+        return design
+
+    def heldout_folds():
+        per_sample = data.layout.rows_per_sample(data.sequences.shape[1])
+        sample_index = np.arange(data.n_rows) // per_sample
+        return RowFolds(
+            moments, queries, targets, row_scale, sample_index, alpha, fit_intercept,
+            kernel,
+            lambda block, rhs, ridge: _kernel_solve(
+                block, rhs, ridge, data.n_lifted, scale
+            ),
+            HELDOUT_FOLDS,
+        )
+
+    return head_design, heldout_folds if heldout else None
+
+
+def _solve_kernel(data, alpha, fit_intercept, heldout=False, rescaled_alpha=None):
     pairs, queries = data.compact_rows()
     row_scale, targets = data.row_scale, data.targets
     given, alpha = alpha, _rescaled_penalty(data, alpha, rescaled_alpha)
-    kernel = lifted_kernel(pairs, queries)
+    kernel = kernel_uncentered = lifted_kernel(pairs, queries)
     scale = np.max(np.diag(kernel), initial=0.0)  # before centering: see GramSpectrum
     total = float(row_scale @ row_scale)
     if fit_intercept and total > 0:
@@ -501,30 +441,28 @@ def _solve_kernel(data, alpha, fit_intercept, rescaled_alpha=None):
         layout=data.layout,
         reflection=reflection,
     )
-    operator = CenteredOperator(
-        CompactOperator(pairs, queries), row_scale, feature_mean
-    )
     rss = np.einsum("no,no->o", residual, residual)
+    head_design, heldout_folds = _row_head_problem(
+        data, pairs, queries, kernel_uncentered, alpha, fit_intercept, rss, coef,
+        heldout, scale,
+    )
     return LiftedSolution(
         coef=coef,
         feature_mean=feature_mean,
         target_mean=target_mean,
         certificate=certificate,
-        apply_weight=_operator_weight(operator, alpha),
         residual_sum_of_squares=rss,
         n_observations=data.n_observations,
         n_iter=np.ones(targets.shape[1], dtype=int),
         flops=float(len(kernel)) ** 2 * data.token_dim**2 + len(kernel) ** 3 / 3,
-        noise=CoefNoise.of(
-            rss, data.n_observations - int(fit_intercept),
-            metric_rank(certificate, alpha, data.n_lifted), data.n_lifted,
-        ),
+        head_design=head_design,
+        heldout_folds=heldout_folds,
     )
 
 
 def solve_lsqr(
     data, *, alpha, fit_intercept, solver_tol=1e-10, max_iter=None, progress=None,
-    noise_folds=False, rescaled_alpha=None,
+    heldout=False, rescaled_alpha=None,
 ):
     """Least squares / ridge by LSQR, never forming ``Phi`` or a Gram matrix.
 
@@ -609,30 +547,21 @@ def solve_lsqr(
         feature_mean=feature_mean,
         target_mean=target_mean,
         certificate=certificate,
-        apply_weight=_operator_weight(centered, alpha),
         residual_sum_of_squares=residual,
         n_observations=data.n_observations,
         n_iter=n_iter,
         converged=bool(converged),
         coef_tol=LSQR_COEF_TOL * solver_tol,
         flops=2.0 * max(int(n_iter.sum()), 1) * n_rows * data.token_dim**3,
-        noise=CoefNoise.of(
-            residual, data.n_observations - int(fit_intercept),
-            metric_rank(certificate, alpha, n_lifted), n_lifted,
+        # No held-out folds: refitting each would cost LSQR runs of its own.
+        # Rows on Dask are not at hand: heads in the Frobenius metric then.
+        head_design=_row_head_problem(
+            data, operator.pairs, operator.queries, None, alpha, fit_intercept,
+            residual, coef, False, 0.0,
+        )[0] if hasattr(operator, "pairs") else (
+            lambda: LiftedDesign(coef, data.token_dim)
         ),
     )
-
-
-def _operator_weight(operator, alpha):
-    """``R -> R @ (A^T A + alpha I)`` through a linear operator ``A``: the training
-    objective's weight for the head fit when the Gram matrix is not formed."""
-
-    def apply_weight(matrix):
-        return np.stack(
-            [operator.rmatvec(operator.matvec(row)) + alpha * row for row in matrix]
-        )
-
-    return apply_weight
 
 
 SOLVERS = {"normal": solve_normal, "dual": solve_dual, "cg": solve_lsqr}

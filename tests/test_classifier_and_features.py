@@ -125,7 +125,9 @@ def test_classifier_many_classes_dual_matches_naive(fit_intercept):
     d, n, k = 4, 30, 12
     X = random_sequences(rng, n, 6, d)
     labels = np.array(list("abcdefghijkl"))[np.arange(n) % k]
-    model = LinearAttentionClassifier(token_dim=d, fit_intercept=fit_intercept).fit(
+    model = LinearAttentionClassifier(
+        token_dim=d, fit_intercept=fit_intercept, n_heads=None
+    ).fit(
         X, labels
     )
     assert model.solver_ == "dual"

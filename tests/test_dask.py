@@ -382,9 +382,9 @@ def operator_scale(X):
 
 
 @pytest.mark.parametrize("positions", ["last", "all"])
-def test_heads_and_noise_model_equal_in_memory(client, positions):
-    # The head count's noise model comes from folds by the sequence's index: any
-    # chunking of the Dask array gives the in-memory folds, so the same heads.
+def test_heads_and_held_out_folds_equal_in_memory(client, positions):
+    # The head count's held-out folds are by the sequence's index: any chunking of
+    # the Dask array gives the in-memory folds, so the same verdicts and heads.
     rng = np.random.default_rng(11)
     truth = random_attention(rng, 4, 2, n_outputs=1)
     X = random_sequences(rng, 400, 6, 4)
@@ -399,13 +399,20 @@ def test_heads_and_noise_model_equal_in_memory(client, positions):
     X_dask = da.from_array(X, chunks=(130, 6, 4))  # folds straddle the blocks
     y_dask = da.from_array(y, chunks=(170,) + y.shape[1:])
     remote = LinearAttentionRegressor(positions=positions).fit(X_dask, y_dask)
-    assert local.head_search_.criterion == remote.head_search_.criterion == "f-test"
+    assert local.head_search_.criterion == remote.head_search_.criterion == "cv"
     assert remote.n_heads_ == local.n_heads_
     for name in ("coef_", "value_matrices_", "query_matrices_"):
         a, b = getattr(local, name), getattr(remote, name)
         assert np.linalg.norm(a - b) <= 1e-9 * np.linalg.norm(a), name
-    assert remote.head_search_.f_statistic == pytest.approx(
-        local.head_search_.f_statistic, rel=1e-9
+    assert remote.head_search_.counts_tried == local.head_search_.counts_tried
+    for ours, theirs in zip(
+        remote.head_search_.counts, local.head_search_.counts, strict=True
+    ):
+        assert ours.passes == theirs.passes
+        if ours.criterion == "cv":
+            assert ours.cv_error == pytest.approx(theirs.cv_error, rel=1e-9)
+    assert remote.head_search_.cv_error == pytest.approx(
+        local.head_search_.cv_error, rel=1e-9
     )
 
 

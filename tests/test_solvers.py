@@ -616,7 +616,7 @@ def test_dual_intercept_matches_naive_centered_lstsq(weights):
     X = random_sequences(rng, n, 6, d)
     y = rng.normal(size=n)
     w = WEIGHTS[weights](rng, n)
-    model = LinearAttentionRegressor(token_dim=d, fit_intercept=True).fit(
+    model = LinearAttentionRegressor(n_heads=None, token_dim=d, fit_intercept=True).fit(
         X, y, sample_weight=w
     )
     assert model.solver_ == "dual"
@@ -666,7 +666,7 @@ def test_dual_on_inconsistent_duplicate_rows_is_minimum_norm():
     X = np.concatenate([X, X[:5]])  # 35 rows < p = 40, kernel singular
     y = rng.normal(size=30)
     y = np.concatenate([y, y[:5] + 0.1])  # inconsistent duplicates
-    model = LinearAttentionRegressor(token_dim=d).fit(X, y)
+    model = LinearAttentionRegressor(n_heads=None, token_dim=d).fit(X, y)
     assert model.solver_ == "dual"
     coef, _, _, design = naive_least_squares(
         naive_lifted_features(X), y, intercept=False
@@ -687,6 +687,7 @@ def test_dual_every_position_with_padding_and_weights_equals_lstsq():
     y = rng.normal(size=(4, 4))
     w = np.array([1.0, 2.0, 0.5, 3.0])
     model = LinearAttentionRegressor(
+        n_heads=None,
         token_dim=d, fit_intercept=True, positions="all"
     ).fit(X, y, sample_weight=w)
     assert model.solver_ == "dual"
@@ -721,7 +722,7 @@ def test_dual_above_300_rows_with_intercept_equals_lstsq(abs_tokens):
         X, X_test = np.abs(X), np.abs(X_test)
     y = rng.normal(size=n)
     w = rng.uniform(0.2, 3.0, n)
-    model = LinearAttentionRegressor(token_dim=d, fit_intercept=True).fit(
+    model = LinearAttentionRegressor(n_heads=None, token_dim=d, fit_intercept=True).fit(
         X, y, sample_weight=w
     )
     assert model.solver_ == "dual"
@@ -789,6 +790,7 @@ def test_dual_every_position_acausal_with_intercept_equals_lstsq():
     X = random_sequences(rng, 4, 4, d)
     y = rng.normal(size=(4, 4))
     model = LinearAttentionRegressor(
+        n_heads=None,
         token_dim=d, positions="all", causal=False, fit_intercept=True
     ).fit(X, y)
     assert model.solver_ == "dual"
