@@ -6,6 +6,7 @@ chosen once, read out heads, set fitted attributes. Every path (in memory or Das
 """
 
 import dataclasses
+import functools
 import time
 from numbers import Integral, Real
 
@@ -17,6 +18,7 @@ from sklearn.base import (
     RegressorMixin,
     TransformerMixin,
     _fit_context,
+    is_classifier,
 )
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.preprocessing import LabelBinarizer
@@ -385,7 +387,9 @@ class _LinearAttentionBase(BaseEstimator):
             self.n_heads,
             max(self.tol, solution.coef_tol),
             design=solution.head_design() if searching else None,
-            folds=solution.heldout_folds if searching else None,
+            folds=functools.partial(
+                solution.heldout_folds, classify=is_classifier(self)
+            ) if searching and solution.heldout_folds else None,
             # in flops: a multiple of the regression's, plus a floor
             work_limit=None if limit is None else limit * solution.flops + WORK_FLOOR,
             exact_work_limit=(

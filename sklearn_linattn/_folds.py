@@ -1,23 +1,27 @@
 """The held-out criterion of the head read-out: ``K`` interleaved folds of the
 training sequences (sequence ``i`` in fold ``i mod K``, all its positions
 together), each with the training design of the other folds and the held-out
-squared error of any heads (or lifted coefficients) on itself.
+error of any heads (or lifted coefficients) on itself.
 
 Two forms, as the head designs of :mod:`sklearn_linattn._low_rank`:
 
 - :class:`StatisticsFolds`: from the folds' additive statistics (the solver
-  ``"normal"`` and Dask accumulate them in the fit's one pass); the held-out error
-  of coefficients ``theta`` on a fold is a quadratic form of that fold's statistics.
+  ``"normal"`` and Dask accumulate them in the fit's one pass); the held-out squared
+  error of coefficients ``theta`` on a fold is a quadratic form of its statistics.
 - :class:`RowFolds`: from the rows themselves (the solver ``"dual"``); the lifted
   fits without each fold come from the kernel.
 
-The intercept, when fitted, is refitted on each training set, as a refit would.
+The error is the squared error (regression), or for classifiers the weighted
+count of misclassified held-out rows (the largest score's class, or the score's
+sign with two classes) where the rows are at hand. The intercept, when fitted,
+is refitted on each training set, as a refit would.
 """
 
 import numpy as np
 import scipy.linalg
 
 from ._data import sum_statistics
+from ._lift import lifted_matvec
 from ._low_rank import LiftedDesign, SequenceDesign, head_coef, predict_rows
 
 __all__ = ["RowFolds", "StatisticsFolds", "metric_factor", "moments_of_pairs"]
@@ -60,48 +64,67 @@ def metric_factor(gram, alpha, tol):
     return basis * np.sqrt(values), solve, 9.0 * p**3
 
 
-def _fold_mean_errors(errors, weights):
-    """glmnet's cross-validated error and its standard error from per-fold total
-    errors and weights: the weighted mean of the folds' mean errors, and the square
-    root of their weighted variance over ``K - 1``."""
-    errors, weights = np.asarray(errors, float), np.asarray(weights, float)
-    used = weights > 0
-    means = errors[used] / weights[used]
-    share = weights[used] / weights[used].sum()
-    mean = float(share @ means)
-    spread = float(share @ (means - mean) ** 2) / max(used.sum() - 1, 1)
-    return mean, float(np.sqrt(spread))
+def moments_of_pairs(pairs, token_dim):
+    """``S`` (n, d, d) from the compact pairs ``w_bc S[b, c]`` (``w_bc = sqrt 2`` off
+    the diagonal), weights included."""
+    d = token_dim
+    rows, cols = np.triu_indices(d)
+    values = pairs / np.where(rows == cols, 1.0, np.sqrt(2.0))
+    moments = np.zeros((len(pairs), d, d))
+    moments[:, rows, cols] = values
+    moments[:, cols, rows] = values
+    return moments
+
+
+def _misclassified(predictions, targets, row_scale):
+    """Weight of the rows whose predicted class differs from the target's
+    (weighted rows: the scale ``c_i > 0`` changes no sign or largest score)."""
+    if predictions.shape[1] == 1:
+        wrong = np.sign(predictions[:, 0]) != np.sign(targets[:, 0])
+    else:
+        wrong = np.argmax(predictions, axis=1) != np.argmax(targets, axis=1)
+    return float(row_scale**2 @ wrong)
+
+
+def _squared(predictions, targets):
+    residual = targets - predictions
+    return float(np.vdot(residual, residual))
 
 
 class _Folds:
-    """What both forms share: the lifted fit's cross-validated error and the
-    threshold a count must meet."""
+    """What both forms share: per-fold errors (``lifted_errors`` of the lifted
+    fit, in the criterion's loss), their weights, and the squared-error
+    quantities of the exactness test."""
 
     n_folds = 0
+    loss = "squared"
 
     def summary(self, errors):
-        """``(cv_error, standard_error)`` of per-fold total errors."""
-        return _fold_mean_errors(errors, self.weights)
+        """glmnet's cross-validated error and its standard error, from per-fold
+        total errors: the weighted mean of the folds' mean errors, and the square
+        root of their weighted variance over ``K - 1``."""
+        errors, weights = np.asarray(errors, float), np.asarray(self.weights, float)
+        used = weights > 0
+        means = errors[used] / weights[used]
+        share = weights[used] / weights[used].sum()
+        mean = float(share @ means)
+        spread = float(share @ (means - mean) ** 2) / max(used.sum() - 1, 1)
+        return mean, float(np.sqrt(spread))
 
     @property
     def lifted(self):
         """``(cv_error, standard_error)`` of the lifted fit."""
         return self.summary(self.lifted_errors)
 
-    @property
-    def signal(self):
-        """The held-out targets' mean energy (per unit weight, all outputs)."""
-        return self.summary(self.target_energy)[0]
-
     def exact(self, tol):
-        """Whether the lifted fit predicts the held-out folds within ``tol``
-        (relative root mean square) or within the rounding of their errors."""
-        within = sum(self.lifted) <= tol**2 * self.signal
-        rounded = all(
-            error <= bound
-            for error, bound in zip(self.lifted_errors, self.rounding, strict=True)
+        """Whether the lifted fit predicts every held-out fold within ``tol``
+        (relative root mean square) or within the rounding of its squared error."""
+        return all(
+            error <= max(tol**2 * energy, bound)
+            for error, energy, bound in zip(
+                self.lifted_squared, self.target_energy, self.rounding, strict=True
+            )
         )
-        return within or rounded
 
 
 class StatisticsFolds(_Folds):
@@ -116,15 +139,21 @@ class StatisticsFolds(_Folds):
     token_dim : int
     tol : float
         Relative eigenvalue tolerance of a singular training Gram.
+    rows : tuple, optional
+        ``(pairs, queries, targets, row_scale, sample_index)`` of every row (as in
+        :class:`RowFolds`, pairs weighted): the held-out errors are then counts of
+        misclassified rows.
     """
 
-    def __init__(self, folds, alpha, fit_intercept, token_dim, tol):
+    def __init__(self, folds, alpha, fit_intercept, token_dim, tol, rows=None):
         self.n_folds = len(folds)
         self.token_dim = token_dim
         self.flops = 0.0
-        self._parts = []
-        self.lifted_errors, self.weights, self.target_energy = [], [], []
-        self.rounding = []
+        self._parts, self._rows = [], []
+        self.lifted_errors, self.lifted_squared, self.weights = [], [], []
+        self.target_energy, self.rounding = [], []
+        if rows is not None:
+            self.loss = "misclassified"
         for left_out, heldout in enumerate(folds):
             training = sum_statistics(
                 fold for index, fold in enumerate(folds) if index != left_out
@@ -135,16 +164,27 @@ class StatisticsFolds(_Folds):
             factor, solve, flops = metric_factor(gram, alpha, tol)
             coef = solve(moment)
             form = self._heldout_form(heldout, feature_mean, target_mean)
-            self._parts.append((coef, factor, form))
+            self._parts.append((coef, factor, form, feature_mean, target_mean))
             self.flops += flops + 4.0 * len(gram) ** 2 * (1 + moment.shape[1])
-            self.lifted_errors.append(self._error(form, coef))
+            self.lifted_squared.append(self._squared(form, coef))
             self.rounding.append(self._rounding(form, coef))
-            self.weights.append(heldout.weight_sum * moment.shape[1])
             self.target_energy.append(float(np.sum(form[2])))
+            if rows is None:
+                self.weights.append(heldout.weight_sum * moment.shape[1])
+                self.lifted_errors.append(self.lifted_squared[-1])
+                continue
+            pairs, queries, targets, scale, sample_index = rows
+            mask = sample_index % self.n_folds == left_out
+            held = (pairs[mask], queries[mask], targets[mask], scale[mask])
+            self._rows.append((moments_of_pairs(held[0], token_dim), *held[1:]))
+            predictions = lifted_matvec(held[0], held[1], coef)
+            predictions += np.outer(held[3], target_mean - coef @ feature_mean)
+            self.weights.append(float(held[3] @ held[3]))
+            self.lifted_errors.append(_misclassified(predictions, held[2], held[3]))
 
     @staticmethod
     def _heldout_form(statistics, feature_mean, target_mean):
-        """``(G, B, c)`` with the held-out error of ``theta`` equal to
+        """``(G, B, c)`` with the held-out squared error of ``theta`` equal to
         ``tr(theta G theta^T) - 2 tr(theta B) + sum(c)``: the fold's weighted sums
         centered at the training means."""
         upper = np.triu(statistics.gram_upper)
@@ -167,14 +207,14 @@ class StatisticsFolds(_Folds):
         return gram, moment, squares
 
     @staticmethod
-    def _error(form, coef):
+    def _squared(form, coef):
         gram, moment, squares = form
         value = np.vdot(coef @ gram, coef) - 2 * np.vdot(coef, moment.T) + squares.sum()
         return max(float(value), 0.0)
 
     @staticmethod
     def _rounding(form, coef):
-        """The rounding of :meth:`_error`, a difference of large terms: ``p eps``
+        """The rounding of :meth:`_squared`, a difference of large terms: ``p eps``
         times their magnitudes (as for the residual in the solver)."""
         gram, moment, squares = form
         terms = np.vdot(coef @ gram, coef) + 2 * abs(np.vdot(coef, moment.T))
@@ -182,29 +222,23 @@ class StatisticsFolds(_Folds):
 
     def design(self, fold):
         """The training design without ``fold``."""
-        coef, factor, _ = self._parts[fold]
+        coef, factor = self._parts[fold][:2]
         return LiftedDesign(coef, self.token_dim, factor)
 
     def error(self, fold, value_rows, query_rows):
         """Held-out error on ``fold`` of heads fitted without it."""
-        coef, _, form = self._parts[fold]
+        coef, _, form, feature_mean, target_mean = self._parts[fold]
+        theta = head_coef(value_rows, query_rows, self.token_dim)
+        if self._rows:
+            moments, queries, targets, scale = self._rows[fold]
+            predictions = predict_rows(moments, queries, value_rows, query_rows)
+            predictions += np.outer(scale, target_mean - theta @ feature_mean)
+            return _misclassified(predictions, targets, scale)
         gram, moment, _ = form
         # As the lifted fit's error plus the change, which has no cancellation.
-        gap = head_coef(value_rows, query_rows, self.token_dim) - coef
+        gap = theta - coef
         change = np.vdot(gap @ gram, gap) + 2 * np.vdot(gap, coef @ gram - moment.T)
-        return max(self.lifted_errors[fold] + float(change), 0.0)
-
-
-def moments_of_pairs(pairs, token_dim):
-    """``S`` (n, d, d) from the compact pairs ``w_bc S[b, c]`` (``w_bc = sqrt 2`` off
-    the diagonal), weights included."""
-    d = token_dim
-    rows, cols = np.triu_indices(d)
-    values = pairs / np.where(rows == cols, 1.0, np.sqrt(2.0))
-    moments = np.zeros((len(pairs), d, d))
-    moments[:, rows, cols] = values
-    moments[:, cols, rows] = values
-    return moments
+        return max(self.lifted_squared[fold] + float(change), 0.0)
 
 
 class RowFolds(_Folds):
@@ -225,80 +259,80 @@ class RowFolds(_Folds):
     kernel : ndarray of shape (n_rows, n_rows)
         ``<phi_i, phi_j>`` of the weighted rows.
     kernel_solve : callable
-        ``kernel_solve(kernel, targets, alpha) -> weights``: the solver's minimum-norm
-        (or ridge) kernel solution.
+        ``kernel_solve(kernel, targets, row_scale) -> (weights, target_mean)``: the
+        solver's kernel-form solution (centered with an intercept, the weights
+        then orthogonal to ``row_scale``).
     n_folds : int
+    classify : bool
+        Count misclassified rows instead of squared errors.
     """
 
     def __init__(self, moments, queries, targets, row_scale, sample_index, alpha,
-                 fit_intercept, kernel, kernel_solve, n_folds):
+                 fit_intercept, kernel, kernel_solve, n_folds, classify=False):
         self.n_folds = n_folds
         self.fit_intercept = fit_intercept
+        self.loss = "misclassified" if classify else "squared"
         self.flops = 0.0
-        self._moments, self._queries = moments, queries
-        self._targets, self._row_scale = targets, row_scale
+        self._all = moments, queries, targets, row_scale
         self._parts = []
-        self.lifted_errors, self.weights, self.target_energy = [], [], []
-        self.rounding = [0.0] * n_folds  # errors of residuals: no cancellation
+        self.lifted_errors, self.lifted_squared, self.weights = [], [], []
+        self.target_energy, self.rounding = [], [0.0] * n_folds
         for fold in range(n_folds):
             heldout = sample_index % n_folds == fold
             train = ~heldout
-            scale_t, targets_t = row_scale[train], targets[train]
             design = SequenceDesign(
-                moments[train], queries[train], targets_t, scale_t, alpha,
-                fit_intercept,
+                moments[train], queries[train], targets[train], row_scale[train],
+                alpha, fit_intercept,
             )
-            heldout_rows = (moments[heldout], queries[heldout], targets[heldout],
-                            row_scale[heldout])
+            held = (moments[heldout], queries[heldout], targets[heldout],
+                    row_scale[heldout])
             predictions, target_mean = self._lifted_predictions(
-                kernel, train, heldout, targets_t, scale_t, alpha, kernel_solve
+                kernel, train, heldout, alpha, kernel_solve
             )
             n_train = int(train.sum())
-            self.flops += n_train**3 * 4.0 + 2.0 * n_train * len(kernel)
-            residual = heldout_rows[2] - predictions
-            self._parts.append((design, heldout_rows, train))
-            self.lifted_errors.append(float(np.vdot(residual, residual)))
-            self.weights.append(float(heldout_rows[3] @ heldout_rows[3]) * targets.shape[1])
-            centered = heldout_rows[2] - np.outer(heldout_rows[3], target_mean)
+            self.flops += n_train**3 / 3 + 2.0 * n_train * len(kernel) * targets.shape[1]
+            self._parts.append((design, held, train))
+            self.lifted_squared.append(_squared(predictions, held[2]))
+            centered = held[2] - np.outer(held[3], target_mean)
             self.target_energy.append(float(np.vdot(centered, centered)))
+            if classify:
+                self.weights.append(float(held[3] @ held[3]))
+                self.lifted_errors.append(_misclassified(predictions, *held[2:]))
+            else:
+                self.weights.append(float(held[3] @ held[3]) * targets.shape[1])
+                self.lifted_errors.append(self.lifted_squared[-1])
 
-    def _lifted_predictions(self, kernel, train, heldout, targets_t, scale_t, alpha,
-                            kernel_solve):
+    def _lifted_predictions(self, kernel, train, heldout, alpha, kernel_solve):
         """Weighted predictions on the held-out rows of the lifted fit without
-        them, from the kernel: ``K_ht a`` (centered at the training means with an
-        intercept)."""
+        them, from the kernel (centered at the training means with an intercept),
+        and the training target mean."""
+        _, _, targets, row_scale = self._all
+        scale_t, scale_h = row_scale[train], row_scale[heldout]
         block = kernel[np.ix_(train, train)]
-        cross = kernel[np.ix_(heldout, train)]
-        scale_h = self._row_scale[heldout]
+        weights, target_mean = kernel_solve(block, targets[train], scale_t)
+        predictions = kernel[np.ix_(heldout, train)] @ weights
         total = float(scale_t @ scale_t)
-        if not self.fit_intercept or total == 0:
-            weights = kernel_solve(block, targets_t, alpha)
-            return cross @ weights, np.zeros(targets_t.shape[1])
-        unit = scale_t / np.sqrt(total)
-        projector_rows = block - np.outer(unit, unit @ block)
-        centered = projector_rows - np.outer(projector_rows @ unit, unit)
-        target_mean = scale_t @ targets_t / total
-        centered_targets = targets_t - np.outer(scale_t, target_mean)
-        weights = kernel_solve(centered, centered_targets, alpha)
-        weights = weights - np.outer(unit, unit @ weights)  # P a
-        # c_h (phi_h - mu) theta = K_ht P a - c_h (s^T K_tt P a) / total
-        predictions = cross @ weights - np.outer(scale_h, scale_t @ (block @ weights)) / total
-        return predictions + np.outer(scale_h, target_mean), target_mean
+        if self.fit_intercept and total:
+            # c_h (phi_h - mu) theta, theta = A_t^T a with a orthogonal to c_t
+            predictions -= np.outer(scale_h, scale_t @ (block @ weights)) / total
+            predictions += np.outer(scale_h, target_mean)
+        return predictions, target_mean
 
     def design(self, fold):
         return self._parts[fold][0]
 
     def error(self, fold, value_rows, query_rows):
-        design, (moments, queries, targets, scale), train = self._parts[fold]
+        """Held-out error on ``fold`` of heads fitted without it."""
+        _, (moments, queries, targets, scale), train = self._parts[fold]
         predictions = predict_rows(moments, queries, value_rows, query_rows)
-        if self.fit_intercept:
-            scale_t = self._row_scale[train]
+        total = float(self._all[3][train] @ self._all[3][train])
+        if self.fit_intercept and total:
+            all_moments, all_queries, all_targets, all_scale = self._all
             fitted = predict_rows(
-                self._moments[train], self._queries[train], value_rows, query_rows
+                all_moments[train], all_queries[train], value_rows, query_rows
             )
-            total = float(scale_t @ scale_t)
-            if total:
-                intercept = scale_t @ (self._targets[train] - fitted) / total
-                predictions = predictions + np.outer(scale, intercept)
-        residual = targets - predictions
-        return float(np.vdot(residual, residual))
+            intercept = all_scale[train] @ (all_targets[train] - fitted) / total
+            predictions = predictions + np.outer(scale, intercept)
+        if self.loss == "misclassified":
+            return _misclassified(predictions, targets, scale)
+        return _squared(predictions, targets)

@@ -22,9 +22,7 @@ All Numba code of the package lives in this module. The per-position variants
 (``position_pair_statistics``, ``lifted_position_features``) describe the output at
 every position ``t`` instead of the last: ``S_t`` is the prefix second moment
 ``sum_{s <= t} z_s z_s^T`` (causal) or the whole ``Z^T Z`` (bidirectional), and the
-query is ``z_t``. The last section holds the head search's inner loops (alternating
-projections and a Levenberg-Marquardt search for an isotropic subspace), called by
-``_low_rank.py``. Callers convert inputs to float64 C-ordered arrays first
+query is ``z_t``. Callers convert inputs to float64 C-ordered arrays first
 (``_validation.py`` does); the kernels never check for NaN.
 """
 
@@ -37,7 +35,6 @@ from numba import njit, types
 
 __all__ = [
     "add_structured_gram",
-    "isotropic_levenberg_marquardt",
     "largest_magnitude",
     "lifted_feature_pairs",
     "lifted_features",
@@ -48,7 +45,6 @@ __all__ = [
     "n_lifted_features",
     "pair_statistics",
     "position_pair_statistics",
-    "projection_window",
     "upper_outer_products",
 ]
 
@@ -688,193 +684,3 @@ def add_structured_gram(products, token_dim, gram):
     kernel = _compiled(_add_structured_into, (_READONLY_2D, types.int64, _WRITABLE_2D))
     kernel(products.T, d, gram.T)
     return gram
-
-
-# --- the head search's inner loops (called by _low_rank.py) ------------------------
-
-_READONLY_INDEX = types.Array(types.int64, 1, "C", readonly=True)
-_WINDOW_SIGNATURE = (
-    types.Array(types.float64, 2, "C"),
-    types.Array(types.float64, 2, "C", readonly=True),
-    _READONLY_INDEX,
-    _READONLY_INDEX,
-    types.Array(types.float64, 1, "C", readonly=True),
-    types.int64,
-    types.int64,
-    types.float64,
-    types.float64,
-    types.Array(types.float64, 2, "C"),
-)
-
-
-@_jit
-def _projection_window_kernel(
-    current, lifted_coef, first, second, scales, rank, n_iter, stop_error, norm, best
-):  # pragma: no cover - compiled by Numba
-    """Up to ``n_iter`` alternating projections from ``current`` (rank projection
-    by the eigenvectors of the smaller Gram matrix, as ``_low_rank._project_rank``, then
-    the affine projection); stops early below ``stop_error``. Writes the best
-    rank-``rank`` iterate of the window into ``best``. Returns ``(current, best
-    error, last error, iterations)``."""
-    n_outputs, n_lifted = lifted_coef.shape
-    n_rows, n_cols = current.shape
-    best_error = np.inf
-    error = np.inf
-    gap = np.empty((n_outputs, n_lifted))
-    done = 0
-    for _ in range(n_iter):
-        done += 1
-        if n_rows <= n_cols:
-            top = np.ascontiguousarray(
-                np.linalg.eigh(current @ current.T)[1][:, n_rows - rank :]
-            )
-            low_rank = top @ (top.T @ current)
-        else:
-            top = np.ascontiguousarray(
-                np.linalg.eigh(current.T @ current)[1][:, n_cols - rank :]
-            )
-            low_rank = (current @ top) @ top.T
-        # gap = unfold(low_rank) - lifted_coef, then current = low_rank - fold(gap)
-        flat = low_rank.reshape(n_outputs, -1)
-        following = flat.copy()
-        total = 0.0
-        for o in range(n_outputs):
-            for j in range(n_lifted):
-                value = (flat[o, first[j]] + flat[o, second[j]]) * (0.5 / scales[j])
-                gap[o, j] = value - lifted_coef[o, j]
-                total += gap[o, j] * gap[o, j]
-                following[o, first[j]] = flat[o, first[j]] - gap[o, j] * scales[j]
-                following[o, second[j]] = flat[o, second[j]] - gap[o, j] * scales[j]
-        error = np.sqrt(total) / norm
-        if error < best_error:
-            best_error = error
-            for r in range(n_rows):  # not best[:, :] = ...: see _upper_outer_into
-                for c in range(n_cols):
-                    best[r, c] = low_rank[r, c]
-        current = following.reshape(n_rows, n_cols)
-        if error <= stop_error:
-            break
-    return current, best_error, error, done
-
-
-def projection_window(
-    current, lifted_coef, first, second, scales, rank, n_iter, stop_error, norm, best
-):
-    """Up to ``n_iter`` alternating projections between rank-``rank`` folded
-    matrices and the affine set of folded ``W`` whose symmetric part is
-    ``lifted_coef`` (the fold's flat positions ``first``, ``second`` and
-    ``scales`` come from ``_low_rank._fold_indices``); stops early once the
-    relative error is at most ``stop_error``. The best rank-``rank`` iterate is
-    written into ``best``.
-
-    Returns
-    -------
-    current : ndarray
-        The iterate to continue from.
-    best_error, last_error : float
-        Relative errors on the lifted coefficients.
-    n_done : int
-    """
-    kernel = _compiled(_projection_window_kernel, _WINDOW_SIGNATURE)
-    return kernel(
-        current, lifted_coef, first, second, scales, rank, n_iter, stop_error, norm,
-        best,
-    )
-
-
-_ISOTROPIC_SIGNATURE = (
-    types.Array(types.float64, 3, "C", readonly=True),
-    types.Array(types.float64, 2, "C", readonly=True),
-    types.int64,
-    types.float64,
-    types.float64,
-)
-
-
-@_jit
-def _isotropy_value(slices, basis):  # pragma: no cover - compiled by Numba
-    """``sum_e ||N^T S_e N||_F^2``."""
-    total = 0.0
-    for e in range(slices.shape[0]):
-        block = basis.T @ (slices[e] @ basis)
-        total += np.sum(block * block)
-    return total
-
-
-@_jit
-def _isotropic_lm_kernel(
-    slices, start, max_iter, max_damping, damping
-):  # pragma: no cover - compiled by Numba
-    """Levenberg-Marquardt for an orthonormal ``N`` (``d x k``) with
-    ``N^T S_e N = 0`` for every slice; steps ``N -> qr(N + C X)`` with ``C`` an
-    orthonormal basis of the complement. The residual is the upper triangle of
-    each ``N^T S_e N`` in the Frobenius metric (off-diagonal entries weighted by
-    ``sqrt(2)``), whose derivative along ``X`` is
-    ``d(N^T S N)[a, b] / dX[i, j] = [a == j] T[i, b] + [b == j] T[i, a]`` with
-    ``T = C^T S N``. Runs at most ``max_iter`` steps from ``damping``; returns the
-    basis reached, ``sum_e ||N^T S_e N||_F^2``, the damping, and whether the
-    iteration stopped (converged, or no step improves)."""
-    n_slices, d = slices.shape[0], slices.shape[1]
-    k = start.shape[1]
-    free = d - k
-    n_pairs = k * (k + 1) // 2
-    basis = np.ascontiguousarray(np.linalg.qr(start)[0])
-    value = _isotropy_value(slices, basis)
-    jacobian = np.zeros((n_slices * n_pairs, free * k))
-    residual = np.zeros(n_slices * n_pairs)
-    for _ in range(max_iter):
-        complement = np.ascontiguousarray(np.linalg.svd(basis)[0][:, k:])
-        jacobian[:, :] = 0.0
-        for e in range(n_slices):
-            image = slices[e] @ basis
-            block = basis.T @ image
-            mixed = complement.T @ image  # T[i, b]
-            row = e * n_pairs
-            for a in range(k):
-                for b in range(a, k):
-                    weight = 1.0 if a == b else np.sqrt(2.0)
-                    residual[row] = block[a, b] * weight
-                    for i in range(free):
-                        jacobian[row, i * k + a] += mixed[i, b] * weight
-                        jacobian[row, i * k + b] += mixed[i, a] * weight
-                    row += 1
-        gradient = jacobian.T @ residual
-        curvature = jacobian.T @ jacobian
-        improvement = 0.0
-        while True:
-            # inv, not solve: Numba's solve compiles its broadcast-error formatting,
-            # 2.3 s of the first fit after installing (the matrix is small, damped)
-            step = np.linalg.inv(curvature + damping * np.eye(free * k)) @ -gradient
-            moved = basis + complement @ step.reshape(free, k)
-            trial = np.ascontiguousarray(np.linalg.qr(moved)[0])
-            trial_value = _isotropy_value(slices, trial)
-            if trial_value < value:
-                basis = trial
-                damping = max(damping / 3, 1e-12)
-                improvement = value - trial_value
-                value = trial_value
-                break
-            damping *= 4
-            if damping > max_damping:
-                return basis, value, damping, True
-        if improvement <= 1e-30 + 1e-12 * value:
-            return basis, value, damping, True
-    return basis, value, damping, False
-
-
-def isotropic_levenberg_marquardt(slices, start, max_iter, max_damping, damping):
-    """At most ``max_iter`` Levenberg-Marquardt steps towards an orthonormal ``N``
-    (``d x k``, from ``start``) with ``N^T S_e N = 0`` for every slice ``S_e``
-    (``slices`` of shape ``(d, d, d)``), from the given damping.
-
-    Returns
-    -------
-    basis : ndarray of shape (d, k)
-    value : float
-        ``sum_e ||N^T S_e N||_F^2``.
-    damping : float
-    stopped : bool
-        Converged, or no step improves at the largest damping.
-    """
-    kernel = _compiled(_isotropic_lm_kernel, _ISOTROPIC_SIGNATURE)
-    return kernel(slices, start, max_iter, max_damping, damping)

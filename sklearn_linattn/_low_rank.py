@@ -203,6 +203,11 @@ class LiftedDesign:
             self._basis = self.features(np.eye(d * d)).reshape(d * d, d, -1)
         return self._basis
 
+    def metric(self):
+        """``E E^T`` for the basis ``E`` (:meth:`basis`), shape (d^3, d^3): the
+        training metric with its rows and columns unfolded as ``(x, b)``."""
+        return _metric(self)
+
 
 class SequenceDesign:
     """Heads against the training rows themselves.
@@ -285,6 +290,9 @@ class SequenceDesign:
         self._basis = rows
         return rows
 
+    def metric(self):
+        return _metric(self)
+
 
 def design_loss(design, value_rows, query_rows):
     """``design``'s loss at given heads (not the best values for their queries)."""
@@ -292,6 +300,24 @@ def design_loss(design, value_rows, query_rows):
     values = value_rows.reshape(k, m, -1).transpose(1, 0, 2).reshape(m, -1)
     residual = values @ design.features(query_rows) - design.targets
     return float(np.vdot(residual, residual))
+
+
+def _metric(design):
+    """:meth:`LiftedDesign.metric` of a design (cached on it)."""
+    if getattr(design, "_metric", None) is None:
+        basis = design.basis().reshape(design.token_dim**3, -1)
+        design._metric = basis @ basis.T
+    return design._metric
+
+
+def structured_steps(design):
+    """Whether steps are solved from :meth:`_Values.normal_equations` (the
+    unfolded metric has at most METRIC_FLOATS entries), else by LSMR."""
+    return design.token_dim**6 <= METRIC_FLOATS
+
+
+# The structured normal equations keep a d^3 x d^3 matrix: d <= 10 (8 MB).
+METRIC_FLOATS = 2**20
 
 
 class _Values:
@@ -319,9 +345,6 @@ class _Values:
             self.row_space
         )
         self.flops = self.product_flops + 6.0 * small * small * large
-        self.jacobian_flops = 2.0 * rows * query_rows.size * (
-            design.token_dim + len(self.row_space)
-        )
 
     def _project(self, rows):
         return rows - (rows @ self.row_space.T) @ self.row_space
@@ -334,15 +357,29 @@ class _Values:
         projected = self._project(residual.reshape(self.design.targets.shape))
         return self.design.features_adjoint(self.values.T @ projected).ravel()
 
-    def jacobian(self):
-        """Kaufman's Jacobian as an (n_outputs * n_columns, k * d * d) array."""
-        d = self.design.token_dim
-        k = self.query_rows.shape[0]
-        basis = self.design.basis()  # (x, b, column)
-        values = self.values.reshape(-1, k, d)
-        columns = np.einsum("ahb,xbi->ahxi", values, basis)
-        columns = self._project(columns.reshape(-1, k * d * d, basis.shape[2]))
-        return columns.transpose(0, 2, 1).reshape(-1, k * d * d)
+    def normal_equations(self):
+        """``(J^T J, J^T r)`` of Kaufman's Jacobian, without forming ``J``.
+
+        ``J[(a, i), (h, x)] = sum_b V[a, h, b] E[x, b, i]`` projected by ``P``
+        along ``i`` (``E = X(e_x)``, :meth:`LiftedDesign.basis`), so ``J^T J`` is
+        ``sum_{b, c} (V^T V)[(h, b), (g, c)] (E P E^T)[(x, b), (y, c)]``: the
+        unfolded training metric ``E E^T`` (a ``d^3 x d^3`` matrix, once per
+        design) less its part in the features' row space."""
+        d, k = self.design.token_dim, len(self.query_rows)
+        moved = self.design.basis().reshape(d**3, -1) @ self.row_space.T
+        metric = self.design.metric() - moved @ moved.T  # (x, b), (y, c)
+        values = self.values.reshape(-1, k * d)
+        outer = (values.T @ values).reshape(k, d, k, d).transpose(0, 2, 1, 3)
+        metric = metric.reshape(d * d, d, d * d, d).transpose(1, 3, 0, 2)
+        normal = outer.reshape(k * k, d * d) @ metric.reshape(d * d, -1)
+        normal = normal.reshape(k, k, d * d, d * d).transpose(0, 2, 1, 3)
+        return normal.reshape(k * d * d, k * d * d), self.vjp(self.residual)
+
+    def normal_flops(self):
+        d, k = self.design.token_dim, len(self.query_rows)
+        return 2.0 * d**3 * self.design.n_columns * len(self.row_space) + (
+            2.0 * d**6 * (k * k + len(self.row_space))
+        )
 
     def value_rows(self):
         """The values as stacked rows (k, n_outputs * d)."""
@@ -351,13 +388,12 @@ class _Values:
         return self.values.reshape(m, k, d).transpose(1, 0, 2).reshape(k, m * d)
 
 
-# Levenberg-Marquardt. Steps are solved from the dense Jacobian while its normal
-# matrix costs at most DENSE_FLOPS, else by LSMR with at most LSMR_ITER iterations.
+# Levenberg-Marquardt. Steps are solved from the normal equations where they are
+# structured (structured_steps), else by LSMR with at most LSMR_ITER iterations.
 # The damping starts at INITIAL_DAMPING times the mean squared column norm of the
-# Jacobian (dense) or the loss per parameter row (LSMR), follows Nielsen's rule,
-# and a fit stops when it exceeds MAX_DAMPING times that scale (no descent left).
-DENSE_FLOPS = 4e7
-LSMR_ITER = 100
+# Jacobian (normal equations) or the loss per parameter (LSMR), follows Nielsen's
+# rule, and a fit stops when it exceeds MAX_DAMPING times that scale (no descent).
+LSMR_ITER = 25
 INITIAL_DAMPING = 1e-3
 MAX_DAMPING = 1e14
 # A fit has stalled when STALL_STEPS steps taken lowered the loss (in excess of
@@ -369,38 +405,6 @@ STALL_DROP = 1e-2
 # loss change counted as rounding, in multiples of eps ||targets||^2.
 FLAT_STEPS = 3
 ROUNDING = 1e3
-
-
-def _dense(n_residuals, n_parameters):
-    small, large = sorted((n_residuals, n_parameters))
-    return 2.0 * small * small * large <= DENSE_FLOPS
-
-
-def _step(point, damping, dense_parts):
-    """The step ``min ||J s + r||^2 + damping ||s||^2`` (None when the damped
-    system is numerically singular), and the Jacobian products it took."""
-    residual = point.residual
-    if dense_parts is not None:
-        jacobian, normal, wide = dense_parts
-        system = normal + damping * np.eye(len(normal))
-        try:
-            factor = scipy.linalg.cho_factor(system, check_finite=False)
-        except np.linalg.LinAlgError:
-            return None, 0
-        if wide:
-            dual = scipy.linalg.cho_solve(factor, -residual, check_finite=False)
-            return jacobian.T @ dual, 0
-        gradient = jacobian.T @ residual
-        return scipy.linalg.cho_solve(factor, -gradient, check_finite=False), 0
-    operator = scipy.sparse.linalg.LinearOperator(
-        (residual.size, point.x.size), matvec=point.jvp, rmatvec=point.vjp,
-        dtype=np.float64,
-    )
-    result = scipy.sparse.linalg.lsmr(
-        operator, -residual, damp=np.sqrt(damping), atol=1e-10, btol=1e-10,
-        maxiter=LSMR_ITER,
-    )
-    return result[0], 2 * result[2] + 2
 
 
 class Budget:
@@ -420,15 +424,40 @@ class Budget:
         return self.spent > self.limit
 
 
+def _step(point, damping, normal):
+    """The step ``min ||J s + r||^2 + damping ||s||^2`` from the normal equations
+    ``(J^T J, J^T r)`` (None when the damped system is numerically singular), or
+    by LSMR from Jacobian products; and the products it took."""
+    if normal is not None:
+        matrix, gradient = normal
+        system = matrix + damping * np.eye(len(matrix))
+        try:
+            factor = scipy.linalg.cho_factor(system, check_finite=False)
+        except np.linalg.LinAlgError:
+            return None, 0
+        return scipy.linalg.cho_solve(factor, -gradient, check_finite=False), 0
+    residual = point.residual
+    operator = scipy.sparse.linalg.LinearOperator(
+        (residual.size, point.x.size), matvec=point.jvp, rmatvec=point.vjp,
+        dtype=np.float64,
+    )
+    result = scipy.sparse.linalg.lsmr(
+        operator, -residual, damp=np.sqrt(damping), atol=1e-10, btol=1e-10,
+        maxiter=LSMR_ITER,
+    )
+    return result[0], 2 * result[2] + 2
+
+
 def levenberg_marquardt(evaluate, x, max_iter, accept_below=-np.inf, baseline=0.0,
-                        budget=None, stall=(STALL_STEPS, STALL_DROP), rounding=0.0):
+                        budget=None, stall=(STALL_STEPS, STALL_DROP), rounding=0.0,
+                        structured=True):
     """Minimize ``||r(x)||^2`` by Levenberg-Marquardt.
 
     ``evaluate(x)`` returns a point with ``x`` (normalized: the problem's
-    invariances taken out), ``residual`` (flat), ``loss``, and the Jacobian as
-    ``jacobian()`` or as products ``jvp``/``vjp``. Each step solves ``min ||J s +
-    r||^2 + lambda ||s||^2`` (dense or by LSMR, :func:`_dense`) and is taken when it
-    lowers the loss; ``lambda`` follows Nielsen's rule. It stops after
+    invariances taken out), ``residual`` (flat), ``loss``, Jacobian products
+    ``jvp``/``vjp`` and, with ``structured``, ``normal_equations()``. Each step
+    solves ``min ||J s + r||^2 + lambda ||s||^2`` (from the normal equations, else by
+    LSMR) and is taken when it lowers the loss; ``lambda`` follows Nielsen's rule. It stops after
     ``max_iter`` steps, at a loss at most ``accept_below``, when ``stall[0]``
     steps taken lowered the loss beyond ``baseline`` by less than a fraction
     ``stall[1]``, when no damping gives descent, or when ``budget`` (a
@@ -448,52 +477,49 @@ def levenberg_marquardt(evaluate, x, max_iter, accept_below=-np.inf, baseline=0.
     budget = Budget() if budget is None else budget
     point = evaluate(x)
     budget.spend(point.flops)
-    dense = _dense(point.residual.size, point.x.size)
-    damping, factor, parts, scale = None, 2.0, None, 1.0
+    damping, factor, normal, scale = None, 2.0, None, 1.0
     history = [point.loss - baseline]
     n_steps, flat_steps = 0, 0
     while n_steps < max_iter and point.loss > max(accept_below, 0.0):
         if budget.exhausted:
             break
         n_steps += 1
-        if dense and parts is None:
-            jacobian = point.jacobian()
-            wide = jacobian.shape[0] < jacobian.shape[1]
-            normal = jacobian @ jacobian.T if wide else jacobian.T @ jacobian
-            parts = jacobian, normal, wide
-            small, large = sorted(jacobian.shape)
-            budget.spend(point.jacobian_flops + 2.0 * small * small * large)
+        if structured and normal is None:
+            normal = point.normal_equations()
+            budget.spend(point.normal_flops())
             if damping is None:
-                scale = float(np.trace(normal)) / jacobian.shape[1]
+                scale = float(np.trace(normal[0])) / len(point.x)
         if damping is None:
-            if not dense:
+            if not structured:
                 scale = point.loss / len(point.x)
             scale = max(scale, np.finfo(float).tiny)
             damping = INITIAL_DAMPING * scale
-        step, n_products = _step(point, damping, parts)
-        if dense:
-            small, large = sorted(parts[0].shape)
-            budget.spend(small**3 / 3 + 4.0 * small * large)
+        step, n_products = _step(point, damping, normal)
+        if normal is not None:
+            budget.spend(len(point.x) ** 3 / 3 + 4.0 * len(point.x) ** 2)
         budget.spend(n_products * point.product_flops)
         trial = None if step is None else evaluate(point.x + step.reshape(point.x.shape))
         if trial is not None:
-            budget.spend(trial.flops + point.product_flops)
-        if trial is not None:
-            linear = point.residual + point.jvp(step)
-            predicted = point.loss - float(linear @ linear)
+            budget.spend(trial.flops)
+            if normal is not None:  # ||r + J s||^2 from the normal equations
+                predicted = -float(2 * step @ normal[1] + step @ normal[0] @ step)
+            else:
+                budget.spend(point.product_flops)
+                linear = point.residual + point.jvp(step)
+                predicted = point.loss - float(linear @ linear)
         if (
             trial is not None and rounding > 0 and predicted <= rounding
             and trial.loss <= point.loss + rounding
         ):
             point, flat_steps = trial, flat_steps + 1
-            damping, parts = damping / 3, None
+            damping, normal = damping / 3, None
             if flat_steps >= FLAT_STEPS:
                 break
         elif trial is not None and trial.loss < point.loss:
             gain = (point.loss - trial.loss) / max(predicted, np.finfo(float).tiny)
             point = trial
             damping *= max(1 / 3, 1 - (2 * min(gain, 1.0) - 1) ** 3)
-            factor, parts = 2.0, None
+            factor, normal = 2.0, None
             history.append(point.loss - baseline)
             if len(history) > stall[0] and (
                 history[-1] > (1 - stall[1]) * history[-1 - stall[0]]
@@ -545,6 +571,7 @@ def fit_heads(design, query_rows, max_iter, accept_below=-np.inf, budget=None,
         evaluate, start, max_iter, accept_below, design.baseline, budget,
         stall=(1, 0.0) if polish else (STALL_STEPS, STALL_DROP),
         rounding=ROUNDING * np.finfo(float).eps * size**2 if polish else 0.0,
+        structured=structured_steps(design),
     )
     return point.value_rows(), point.query_rows, point.loss, n_steps
 
@@ -563,7 +590,6 @@ class _Isotropy:
         self.loss = float(self.residual @ self.residual)
         d, j = self.basis.shape
         self.flops = self.product_flops = 2.0 * d**3 * j + 2.0 * d * d * j * j
-        self.jacobian_flops = 2.0 * self.residual.size * d * j
 
     def jacobian(self):
         """d(N^T S_e N)[t, u] / dN[r, s] = [t = s] (S_e N)[r, u] + [u = s] (S_e N)[r, t]"""
@@ -578,6 +604,13 @@ class _Isotropy:
 
     def vjp(self, residual):
         return self.jacobian().T @ residual
+
+    def normal_equations(self):
+        jacobian = self.jacobian()
+        return jacobian.T @ jacobian, jacobian.T @ self.residual
+
+    def normal_flops(self):
+        return 2.0 * self.residual.size * self.x.size * (self.x.size + 1)
 
 
 def isotropic_queries(lifted_coef, token_dim, n_heads, n_starts, seed, tol,

@@ -111,8 +111,10 @@ class LiftedSolution:
         ``head_design()`` returns the training objective of heads
         (:mod:`sklearn_linattn._low_rank`) for the head read-out.
     heldout_folds : callable or None
-        ``heldout_folds()`` returns the held-out folds of the read-out's criterion
-        (:mod:`sklearn_linattn._folds`); None when the fit kept none.
+        ``heldout_folds(classify=False)`` returns the held-out folds of the
+        read-out's criterion (:mod:`sklearn_linattn._folds`), counting misclassified
+        rows with ``classify`` where the rows are at hand; None when the fit kept
+        none.
     coef_tol : float
         Relative accuracy of ``coef`` as a solution (0 for the direct solvers).
     flops : float
@@ -299,10 +301,14 @@ def _solve_statistics(
             factor = metric_factor(gram, alpha, spectrum.tol)[0]
         return LiftedDesign(coef, data.token_dim, factor)
 
-    def heldout_folds():
+    def heldout_folds(classify=False):
         parts = folds() if callable(folds) else folds
+        rows = None
+        if classify and hasattr(data, "compact_rows"):  # the rows are at hand
+            pairs, queries = data.compact_rows()
+            rows = (pairs, queries, data.targets, data.row_scale, _sample_index(data))
         return StatisticsFolds(
-            parts, alpha, fit_intercept, data.token_dim, spectrum.tol
+            parts, alpha, fit_intercept, data.token_dim, spectrum.tol, rows
         )
 
     return LiftedSolution(
@@ -355,14 +361,14 @@ def solve_dual(
         return _solve_kernel(data, alpha, fit_intercept, heldout, rescaled_alpha)
 
 
-def _kernel_solve(kernel, targets, alpha, n_lifted, scale):
-    """``(K + alpha I)^+ targets`` with the kernel rules of :func:`solve_gram`."""
-    spectrum = kernel_spectrum(kernel, default_rank_tol(n_lifted), n_lifted, scale)
-    return solve_gram(kernel, targets, alpha, spectrum, kernel=True).T
+def _sample_index(data):
+    """The sequence of each row of an in-memory data source."""
+    per_sample = data.layout.rows_per_sample(data.sequences.shape[1])
+    return np.arange(data.n_rows) // per_sample
 
 
 def _row_head_problem(data, pairs, queries, kernel, alpha, fit_intercept, residual,
-                      coef, heldout, scale):
+                      coef, heldout):
     """The head design on the training rows and, with ``heldout``, its folds."""
     moments = moments_of_pairs(pairs, data.token_dim)
     targets, row_scale = data.targets, data.row_scale
@@ -374,39 +380,36 @@ def _row_head_problem(data, pairs, queries, kernel, alpha, fit_intercept, residu
         design.baseline = float(np.sum(residual)) + alpha * float(np.vdot(coef, coef))
         return design
 
-    def heldout_folds():
-        per_sample = data.layout.rows_per_sample(data.sequences.shape[1])
-        sample_index = np.arange(data.n_rows) // per_sample
+    def heldout_folds(classify=False):
         return RowFolds(
-            moments, queries, targets, row_scale, sample_index, alpha, fit_intercept,
-            kernel,
-            lambda block, rhs, ridge: _kernel_solve(
-                block, rhs, ridge, data.n_lifted, scale
-            ),
-            HELDOUT_FOLDS,
+            moments, queries, targets, row_scale, _sample_index(data), alpha,
+            fit_intercept, kernel,
+            lambda block, rhs, scales: _kernel_weights(
+                block, rhs, scales, alpha, fit_intercept,
+                int(np.count_nonzero(scales)), data.n_lifted,
+            )[:2],
+            HELDOUT_FOLDS, classify,
         )
 
     return head_design, heldout_folds if heldout else None
 
 
-def _solve_kernel(data, alpha, fit_intercept, heldout=False, rescaled_alpha=None):
-    pairs, queries = data.compact_rows()
-    row_scale, targets = data.row_scale, data.targets
-    given, alpha = alpha, _rescaled_penalty(data, alpha, rescaled_alpha)
-    kernel = kernel_uncentered = lifted_kernel(pairs, queries)
+def _kernel_weights(kernel, targets, row_scale, alpha, fit_intercept, n_observations,
+                    n_lifted):
+    """The kernel-form solution ``a`` (coefficients ``A_c^T a``) and what the
+    solver keeps of it: ``(a, target_mean, centered kernel, spectrum, reflection,
+    (scale, row_terms, grand))``."""
     scale = np.max(np.diag(kernel), initial=0.0)  # before centering: see GramSpectrum
     total = float(row_scale @ row_scale)
     if fit_intercept and total > 0:
-        scale = centering_floor(scale, data.n_observations, data.n_lifted)
+        scale = centering_floor(scale, n_observations, n_lifted)
         kernel, row_terms, grand = _centered_kernel(kernel, row_scale)
         target_mean = row_scale @ targets / total
-        feature_mean = lifted_rmatvec(pairs, queries, row_scale[:, None])[0] / total
     else:
         row_terms, grand = np.zeros(len(kernel)), 0.0
         target_mean = np.zeros(targets.shape[1])
-        feature_mean = np.zeros(data.n_lifted)
     centered_targets = targets - np.outer(row_scale, target_mean)
-    tol = default_rank_tol(data.n_lifted)
+    tol = default_rank_tol(n_lifted)
     reflection = None
     if fit_intercept and total > 0 and len(kernel) > 1:
         # The centered kernel is singular along the row weights (K r = 0) and the
@@ -414,15 +417,34 @@ def _solve_kernel(data, alpha, fit_intercept, heldout=False, rescaled_alpha=None
         # where the kernel has full rank on generic data (Cholesky, no eigh). (One
         # row centers to zero: no direction is left, the model is the constant.)
         block, reflection = deflated_kernel(kernel, row_scale)
-        spectrum = kernel_spectrum(block, tol, data.n_lifted, scale)
+        spectrum = kernel_spectrum(block, tol, n_lifted, scale)
         rotated = reflect(reflection, centered_targets)[1:]
         solution = solve_gram(block, rotated, alpha, spectrum, kernel=True).T
         weights = reflect(
             reflection, np.vstack([np.zeros((1, targets.shape[1])), solution])
         )
     else:
-        spectrum = kernel_spectrum(kernel, tol, data.n_lifted, scale)
+        spectrum = kernel_spectrum(kernel, tol, n_lifted, scale)
         weights = solve_gram(kernel, centered_targets, alpha, spectrum, kernel=True).T
+    return weights, target_mean, kernel, spectrum, reflection, (scale, row_terms, grand)
+
+
+def _solve_kernel(data, alpha, fit_intercept, heldout=False, rescaled_alpha=None):
+    pairs, queries = data.compact_rows()
+    row_scale, targets = data.row_scale, data.targets
+    given, alpha = alpha, _rescaled_penalty(data, alpha, rescaled_alpha)
+    kernel_uncentered = lifted_kernel(pairs, queries)
+    total = float(row_scale @ row_scale)
+    weights, target_mean, kernel, spectrum, reflection, centering = _kernel_weights(
+        kernel_uncentered, targets, row_scale, alpha, fit_intercept,
+        data.n_observations, data.n_lifted,
+    )
+    scale, row_terms, grand = centering
+    if fit_intercept and total > 0:
+        feature_mean = lifted_rmatvec(pairs, queries, row_scale[:, None])[0] / total
+    else:
+        feature_mean = np.zeros(data.n_lifted)
+    centered_targets = targets - np.outer(row_scale, target_mean)
     residual = centered_targets - kernel @ weights
     # A_c^T a = A^T a - mean (r . a)
     coef = lifted_rmatvec(pairs, queries, weights) - np.outer(
@@ -444,7 +466,7 @@ def _solve_kernel(data, alpha, fit_intercept, heldout=False, rescaled_alpha=None
     rss = np.einsum("no,no->o", residual, residual)
     head_design, heldout_folds = _row_head_problem(
         data, pairs, queries, kernel_uncentered, alpha, fit_intercept, rss, coef,
-        heldout, scale,
+        heldout,
     )
     return LiftedSolution(
         coef=coef,
@@ -557,7 +579,7 @@ def solve_lsqr(
         # Rows on Dask are not at hand: heads in the Frobenius metric then.
         head_design=_row_head_problem(
             data, operator.pairs, operator.queries, None, alpha, fit_intercept,
-            residual, coef, False, 0.0,
+            residual, coef, False,
         )[0] if hasattr(operator, "pairs") else (
             lambda: LiftedDesign(coef, data.token_dim)
         ),
