@@ -12,16 +12,18 @@ from ._estimators import (
     LinearAttentionClassifier,
     LinearAttentionRegressor,
 )
-from ._heads import HeadReadout
+from ._heads import CountFit, HeadReadout
 from ._model_selection import LinearAttentionClassifierCV, LinearAttentionRegressorCV
-from ._plotting import AttentionHeadsDisplay
+from ._plotting import AttentionHeadsDisplay, HeadSearchDisplay
 from ._rollout import generate_pipeline
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "AttentionHeadsDisplay",
+    "CountFit",
     "HeadReadout",
+    "HeadSearchDisplay",
     "IdentifiabilityCertificate",
     "LiftedAttentionFeatures",
     "LinearAttentionClassifier",

@@ -37,11 +37,10 @@ from ._data import (
     predict_dask,
     sum_statistics,
 )
-from ._heads import read_out_heads
+from ._heads import EXACT_WORK_FLOOR, WORK_FLOOR, read_out_heads
 from ._lift import lifted_feature_pairs, lifted_features
 from ._progress import ChunkProgress
 from ._rollout import lifted_readout, rollout
-from ._heads import EXACT_WORK_FLOOR, WORK_FLOOR
 from ._solvers import HELDOUT_FOLDS, SOLVERS, resolve_solver, solve_normal
 from ._validation import (
     input_precision,
@@ -385,7 +384,8 @@ class _LinearAttentionBase(BaseEstimator):
             solution.coef,
             data.token_dim,
             self.n_heads,
-            max(self.tol, solution.coef_tol),
+            # float32 data pin the coefficients down to their precision only
+            max(self.tol, solution.coef_tol, getattr(self, "_input_precision", 0.0)),
             design=solution.head_design() if searching else None,
             folds=functools.partial(
                 solution.heldout_folds, classify=is_classifier(self)
@@ -623,22 +623,20 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
 
         - ``"auto"``: the fewest heads the data supports. The lifted coefficients
           fix only the part of ``W[a,b,c,e] = sum_h V_h[a,b] Q_h[c,e]`` symmetric
-          in ``(b, c)``; the antisymmetric part is chosen to make ``W`` low rank
-          (alternating projections, Gauss-Newton in head space). On noiseless data
-          ``k`` heads are accepted when they reproduce the lifted solution within
-          ``tol``; on noisy data when their training loss is not significantly
-          worse than the lifted fit's: an F-test at level 0.01 whose noise scale
-          comes from the lifted fits without each of 5 interleaved folds of the
-          sequences (a grouped jackknife, right also when the noise depends on
-          the input), or, for float32 input, when they are within the input's
-          precision of it. Counts are probed by galloping and bisection, each
-          probe a fixed number of iterations: the heads are a function of the
-          data and the parameters, the same on any machine (theory page, "How
-          many heads").
-        - int ``k``: the best model with at most ``k`` heads for the training
-          objective (least squares plus the ``alpha`` penalty): the lifted solution
-          when ``k`` heads reproduce it within ``tol``, else refined from it in head
-          space (Gauss-Newton). Predictions then come from those ``k`` heads.
+          in ``(b, c)``; ``k`` heads are a rank-``k`` ``W``, fitted to the training
+          objective from seeded starts (variable projection, Levenberg-Marquardt).
+          On exact data the fewest heads that reproduce the lifted solution within
+          ``tol``; on noisy data the fewest whose cross-validated error over 5
+          interleaved folds of the sequences is within one standard error of the
+          lifted fit's (squared error; for the classifier, misclassified rows), so
+          that the heads predict held-out data about as well as ``n_heads=None``.
+          Each count is decided with the fit ``n_heads=k`` runs; counts are found
+          by galloping and bisection within ``head_work_limit``; no clock is read
+          (theory page, "How many heads").
+        - int ``k``: the best model found with at most ``k`` heads for the
+          training objective (least squares plus the ``alpha`` penalty), the same
+          fit the search runs for ``k``; ``head_search_.passes`` says whether it
+          passes the criterion above. Predictions then come from those heads.
         - None: the paper's read-out, the SVD of the symmetric split of ``W``; up
           to ``n_outputs * d`` heads (at most ``d * d``).
     fit_intercept : bool, default=False
@@ -666,12 +664,18 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           matrices fit in a quarter of the free memory, else ``"normal"`` when
           three :math:`p \times p` matrices do, else ``"cg"``.
     tol : float, default=1e-8
-        Relative Frobenius tolerance of the head read-out: heads may differ from the
-        lifted solution by at most ``tol * ||lifted solution||`` in lifted
-        coefficients (the paper's model distance). Larger values trade fidelity for
-        fewer heads: on noisy data, ``tol`` near the noise level of the coefficients
-        gives about as many heads as the signal has. ``coef_`` is always the
-        function the returned heads compute.
+        Relative Frobenius tolerance of the head read-out: heads within
+        ``tol * ||lifted solution||`` of the lifted solution in lifted coefficients
+        (the paper's model distance) reproduce it. Larger values trade fidelity
+        for fewer heads. ``coef_`` is always the function the returned heads
+        compute. (For float32 input, at least the input's precision.)
+    head_work_limit : float or None, default=20.0
+        The work the head read-out may do, counted in floating-point operations
+        as it is done: ``head_work_limit`` times the lifted fit's (``n p^2 +
+        p^3 / 3``, or ``n^2 d^2 + n^3 / 3`` in kernel form) plus ``1e10``
+        (``5e10`` on exact data), about a second of one core. A search cut short
+        returns the fewest heads that passed so far, else the lifted fit's own
+        heads, with ``head_search_.complete`` False. None: no limit.
     solver_tol : float, default=1e-10
         Stopping tolerance of LSQR (``atol`` and ``btol``) for ``solver="cg"``.
     max_iter : int, default=None
@@ -720,8 +724,11 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     certificate_ : IdentifiabilityCertificate
         Computed from the same lifted Gram (or kernel) matrix as the solution.
     head_search_ : HeadReadout
-        How the heads were read out (see ``n_heads``): the criterion that chose
-        the count, the counts probed, and the test statistic.
+        How the heads were read out (see ``n_heads``): every count fitted with its
+        distance to the lifted fit, cross-validated error and verdict, the
+        criterion that chose the count, whether the returned heads pass and
+        whether the work limit cut the search short (drawn by
+        :class:`~sklearn_linattn.HeadSearchDisplay`).
     solver_ : str
         The solver used (``"auto"`` resolved).
     n_iter_ : int or ndarray of shape (n_outputs,)
@@ -925,8 +932,10 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
     alpha : float, default=0.0
         Ridge penalty on the lifted coefficients (0: minimum-norm least squares).
     n_heads : "auto", int or None, default="auto"
-        Head read-out: fewest heads within ``tol``, best model with at most that
-        many heads, or the paper's SVD read-out (see
+        Head read-out: the fewest heads that pass (within ``tol`` of the lifted
+        fit on exact data; else with a cross-validated misclassification rate
+        within one standard error of the lifted fit's), the best model with at
+        most that many heads, or the paper's SVD read-out (see
         :class:`LinearAttentionRegressor`).
     fit_intercept : bool, default=False
         Fit an unpenalized bias per class.
@@ -934,6 +943,8 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         See :class:`LinearAttentionRegressor`.
     tol : float, default=1e-8
         Relative Frobenius tolerance of the head read-out.
+    head_work_limit : float or None, default=20.0
+        Work limit of the head read-out (see :class:`LinearAttentionRegressor`).
     positions : {"last", "all"}, default="last"
         Where the model is read and trained. ``"last"``: one output per sequence,
         at its last token (the query). ``"all"``: an output at every position t,

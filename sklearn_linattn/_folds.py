@@ -267,8 +267,20 @@ class RowFolds(_Folds):
         Count misclassified rows instead of squared errors.
     """
 
-    def __init__(self, moments, queries, targets, row_scale, sample_index, alpha,
-                 fit_intercept, kernel, kernel_solve, n_folds, classify=False):
+    def __init__(
+        self,
+        moments,
+        queries,
+        targets,
+        row_scale,
+        sample_index,
+        alpha,
+        fit_intercept,
+        kernel,
+        kernel_solve,
+        n_folds,
+        classify=False,
+    ):
         self.n_folds = n_folds
         self.fit_intercept = fit_intercept
         self.loss = "misclassified" if classify else "squared"
@@ -281,16 +293,26 @@ class RowFolds(_Folds):
             heldout = sample_index % n_folds == fold
             train = ~heldout
             design = SequenceDesign(
-                moments[train], queries[train], targets[train], row_scale[train],
-                alpha, fit_intercept,
+                moments[train],
+                queries[train],
+                targets[train],
+                row_scale[train],
+                alpha,
+                fit_intercept,
             )
-            held = (moments[heldout], queries[heldout], targets[heldout],
-                    row_scale[heldout])
+            held = (
+                moments[heldout],
+                queries[heldout],
+                targets[heldout],
+                row_scale[heldout],
+            )
             predictions, target_mean = self._lifted_predictions(
                 kernel, train, heldout, alpha, kernel_solve
             )
             n_train = int(train.sum())
-            self.flops += n_train**3 / 3 + 2.0 * n_train * len(kernel) * targets.shape[1]
+            self.flops += (
+                n_train**3 / 3 + 2.0 * n_train * len(kernel) * targets.shape[1]
+            )
             self._parts.append((design, held, train))
             self.lifted_squared.append(_squared(predictions, held[2]))
             centered = held[2] - np.outer(held[3], target_mean)

@@ -14,8 +14,8 @@ with that symmetric part, so the number of heads is the rank of the chosen ``W``
   when their cross-validated error over the 5 interleaved folds is within one
   standard error of the lifted fit's (glmnet's one-standard-error rule; the folds
   refit both, :mod:`sklearn_linattn._folds`). The paper's count always passes.
-  ``"auto"`` finds the fewest passing heads by galloping up from a lower bound
-  (1, 3, 7, 15, ... past it) and bisection.
+  ``"auto"`` finds the fewest passing heads by galloping (noisy fits: up, 1, 2, 4,
+  8, ...; exact fits: down from the paper's count) and bisection.
 
 No clock is read: every loop is bounded by counts of iterations and a work limit
 in flops, so the heads are a function of the data and the parameters. Heads come
@@ -321,7 +321,12 @@ class _Search:
         starts = [svd(self.split)[2][:k]]
         if self.m == 1 and 2 * k >= self.d:
             found = isotropic_queries(
-                self.coef, self.d, k, ISOTROPIC_STARTS, [START_SEED, k], self.tol,
+                self.coef,
+                self.d,
+                k,
+                ISOTROPIC_STARTS,
+                [START_SEED, k],
+                self.tol,
                 self.budget,
             )
             starts += [query for _, query in found[:2]]
@@ -369,13 +374,15 @@ class _Search:
         excess = max(loss - self.design.baseline, 0.0) / self.signal
         count = CountFit(k, self.distance(value_rows, query_rows), excess)
         if count.relative_distance <= self.tol:
-            count = CountFit(k, count.relative_distance, excess, passes=True,
-                             criterion="tol")
+            count = CountFit(
+                k, count.relative_distance, excess, passes=True, criterion="tol"
+            )
         elif self.budget.exhausted:
             pass
         elif self.exact:
-            count = CountFit(k, count.relative_distance, excess, passes=False,
-                             criterion="tol")
+            count = CountFit(
+                k, count.relative_distance, excess, passes=False, criterion="tol"
+            )
         else:
             count = self.cross_validate(k, value_rows, query_rows, count)
         self.log(f"{k} heads: {count}")
@@ -383,11 +390,13 @@ class _Search:
         return self.fits[k]
 
     def polish(self, value_rows, query_rows):
-        """The returned heads, refined in the training metric to a minimum."""
-        if self.exact and self.distance(value_rows, query_rows) <= self.tol:
-            return value_rows, query_rows  # the lifted fit itself, to rounding
+        """The returned heads, refined to a minimum (to rounding): in the Frobenius
+        metric when they reproduce the lifted fit of exact data, else in the
+        training metric."""
+        within = self.exact and self.distance(value_rows, query_rows) <= self.tol
+        design = self.frobenius if within else self.design
         return fit_heads(
-            self.design, query_rows, POLISH_ITER, budget=self.budget, polish=True
+            design, query_rows, POLISH_ITER, budget=self.budget, polish=True
         )[:2]
 
     def cross_validate(self, k, value_rows, query_rows, count):
@@ -403,12 +412,23 @@ class _Search:
                 return count
         cv_error = self.folds.summary(errors)[0]
         passes = cv_error <= sum(self.lifted_cv)
-        return CountFit(k, count.relative_distance, count.training_loss, cv_error,
-                        passes, "cv")
+        return CountFit(
+            k, count.relative_distance, count.training_loss, cv_error, passes, "cv"
+        )
 
 
-def read_out_heads(lifted_coef, token_dim, n_heads, tol, *, design, folds=None,
-                   work_limit=None, exact_work_limit=None, verbose=0):
+def read_out_heads(
+    lifted_coef,
+    token_dim,
+    n_heads,
+    tol,
+    *,
+    design,
+    folds=None,
+    work_limit=None,
+    exact_work_limit=None,
+    verbose=0,
+):
     """Heads of a fitted lifted model: the estimators' read-out.
 
     - ``n_heads=None``: the paper's SVD read-out (:func:`paper_heads`).
@@ -483,8 +503,16 @@ def read_out_heads(lifted_coef, token_dim, n_heads, tol, *, design, folds=None,
     counts = tuple(fit[2] for fit in search.fits.values())
     search.log(f"{k} heads ({criterion}); counts fitted {[c.n_heads for c in counts]}")
     return HeadReadout(
-        value, query, criterion, bool(passes), not budget.exhausted, counts,
-        distance, *search.lifted_cv, work=budget.spent, work_limit=budget.limit,
+        value,
+        query,
+        criterion,
+        bool(passes),
+        not budget.exhausted,
+        counts,
+        distance,
+        *search.lifted_cv,
+        work=budget.spent,
+        work_limit=budget.limit,
         seconds=time.perf_counter() - start,
     )
 
@@ -506,8 +534,8 @@ def _search(search, n_heads):
         kept = min(k, n_heads_within(svd(folded)[1], ACCURACY * search.tol))
         return folded, kept, "fixed", bool(count.passes)
     # The fewest passing heads in [low, high): every count below `low` fails, and
-    # `high` passes (the paper's count does). Noisy fits gallop up from 1 (1, 3,
-    # 7, 15, ...) until a count passes, then bisect. On exact fits, where a
+    # `high` passes (the paper's count does). Noisy fits gallop up from 1 (1, 2,
+    # 4, 8, ...) until a count passes, then bisect. On exact fits, where a
     # failing count costs every start and a passing one usually the first,
     # probe the lower bound, then gallop down (P - 1, P - 2, P - 4, ...) until a
     # count fails, then bisect.
@@ -518,8 +546,10 @@ def _search(search, n_heads):
     while low < high and not search.budget.exhausted:
         if not galloping:
             k = (low + high) // 2
-        elif not exact or low == lower:
-            k = min(low + step - 1, high - 1)
+        elif not exact:  # twice the last count that failed
+            k = min(max(2 * (low - 1), low), high - 1)
+        elif low == lower:
+            k = low
         else:
             k = max(high - step, low)
         count = search.fit(k)[2]
@@ -531,11 +561,10 @@ def _search(search, n_heads):
         else:
             low = k + 1
             galloping = galloping and (not exact or k == lower)
-        if not exact or k != lower:
+        if exact and k != lower:
             step *= 2
     if high == paper_count:
         return search.split, paper_count, "lifted", True
     value_rows, query_rows, count = search.fits[high]
     value_rows, query_rows = search.polish(value_rows, query_rows)
     return value_rows.T @ query_rows, high, count.criterion, True
-

@@ -174,8 +174,8 @@ class LiftedDesign:
         d, k = self.token_dim, n_heads
         if self._basis is not None:
             return 2 * k * d**3 * self.n_columns
-        return 2 * k * d * self.n_lifted * (
-            1 if self.factor is None else self.n_columns
+        return (
+            2 * k * d * self.n_lifted * (1 if self.factor is None else self.n_columns)
         )
 
     def features(self, query_rows):
@@ -255,7 +255,9 @@ class SequenceDesign:
         """``Pi`` along the first axis."""
         if self._center is None:
             return rows
-        return rows - np.multiply.outer(self._center, np.tensordot(self._center, rows, 1))
+        return rows - np.multiply.outer(
+            self._center, np.tensordot(self._center, rows, 1)
+        )
 
     def features(self, query_rows):
         k, d = query_rows.shape[0], self.token_dim
@@ -438,26 +440,41 @@ def _step(point, damping, normal):
         return scipy.linalg.cho_solve(factor, -gradient, check_finite=False), 0
     residual = point.residual
     operator = scipy.sparse.linalg.LinearOperator(
-        (residual.size, point.x.size), matvec=point.jvp, rmatvec=point.vjp,
+        (residual.size, point.x.size),
+        matvec=point.jvp,
+        rmatvec=point.vjp,
         dtype=np.float64,
     )
     result = scipy.sparse.linalg.lsmr(
-        operator, -residual, damp=np.sqrt(damping), atol=1e-10, btol=1e-10,
+        operator,
+        -residual,
+        damp=np.sqrt(damping),
+        atol=1e-10,
+        btol=1e-10,
         maxiter=LSMR_ITER,
     )
     return result[0], 2 * result[2] + 2
 
 
-def levenberg_marquardt(evaluate, x, max_iter, accept_below=-np.inf, baseline=0.0,
-                        budget=None, stall=(STALL_STEPS, STALL_DROP), rounding=0.0,
-                        structured=True):
+def levenberg_marquardt(
+    evaluate,
+    x,
+    max_iter,
+    accept_below=-np.inf,
+    baseline=0.0,
+    budget=None,
+    stall=(STALL_STEPS, STALL_DROP),
+    rounding=0.0,
+    structured=True,
+):
     """Minimize ``||r(x)||^2`` by Levenberg-Marquardt.
 
     ``evaluate(x)`` returns a point with ``x`` (normalized: the problem's
     invariances taken out), ``residual`` (flat), ``loss``, Jacobian products
     ``jvp``/``vjp`` and, with ``structured``, ``normal_equations()``. Each step
     solves ``min ||J s + r||^2 + lambda ||s||^2`` (from the normal equations, else by
-    LSMR) and is taken when it lowers the loss; ``lambda`` follows Nielsen's rule. It stops after
+    LSMR) and is taken when it lowers the loss; ``lambda`` follows Nielsen's rule.
+    It stops after
     ``max_iter`` steps, at a loss at most ``accept_below``, when ``stall[0]``
     steps taken lowered the loss beyond ``baseline`` by less than a fraction
     ``stall[1]``, when no damping gives descent, or when ``budget`` (a
@@ -498,7 +515,9 @@ def levenberg_marquardt(evaluate, x, max_iter, accept_below=-np.inf, baseline=0.
         if normal is not None:
             budget.spend(len(point.x) ** 3 / 3 + 4.0 * len(point.x) ** 2)
         budget.spend(n_products * point.product_flops)
-        trial = None if step is None else evaluate(point.x + step.reshape(point.x.shape))
+        trial = (
+            None if step is None else evaluate(point.x + step.reshape(point.x.shape))
+        )
         if trial is not None:
             budget.spend(trial.flops)
             if normal is not None:  # ||r + J s||^2 from the normal equations
@@ -508,7 +527,9 @@ def levenberg_marquardt(evaluate, x, max_iter, accept_below=-np.inf, baseline=0.
                 linear = point.residual + point.jvp(step)
                 predicted = point.loss - float(linear @ linear)
         if (
-            trial is not None and rounding > 0 and predicted <= rounding
+            trial is not None
+            and rounding > 0
+            and predicted <= rounding
             and trial.loss <= point.loss + rounding
         ):
             point, flat_steps = trial, flat_steps + 1
@@ -541,8 +562,9 @@ def _orthonormal(query_rows):
     return np.linalg.qr(query_rows.T)[0].T
 
 
-def fit_heads(design, query_rows, max_iter, accept_below=-np.inf, budget=None,
-              polish=False):
+def fit_heads(
+    design, query_rows, max_iter, accept_below=-np.inf, budget=None, polish=False
+):
     """The best heads with these many query matrices, from a start.
 
     Variable projection: for fixed ``Q`` the values are the least-squares
@@ -568,7 +590,12 @@ def fit_heads(design, query_rows, max_iter, accept_below=-np.inf, budget=None,
     # its entries.
     size = float(np.linalg.norm(design.targets))
     point, n_steps = levenberg_marquardt(
-        evaluate, start, max_iter, accept_below, design.baseline, budget,
+        evaluate,
+        start,
+        max_iter,
+        accept_below,
+        design.baseline,
+        budget,
         stall=(1, 0.0) if polish else (STALL_STEPS, STALL_DROP),
         rounding=ROUNDING * np.finfo(float).eps * size**2 if polish else 0.0,
         structured=structured_steps(design),
@@ -592,7 +619,8 @@ class _Isotropy:
         self.flops = self.product_flops = 2.0 * d**3 * j + 2.0 * d * d * j * j
 
     def jacobian(self):
-        """d(N^T S_e N)[t, u] / dN[r, s] = [t = s] (S_e N)[r, u] + [u = s] (S_e N)[r, t]"""
+        """``d(N^T S_e N)[t, u] / dN[r, s]``: ``[t = s] (S_e N)[r, u] + [u = s]
+        (S_e N)[r, t]``."""
         d, j = self.basis.shape
         identity = np.eye(j)
         first = np.einsum("ts,eru->eturs", identity, self.moved)
@@ -613,8 +641,9 @@ class _Isotropy:
         return 2.0 * self.residual.size * self.x.size * (self.x.size + 1)
 
 
-def isotropic_queries(lifted_coef, token_dim, n_heads, n_starts, seed, tol,
-                      budget=None):
+def isotropic_queries(
+    lifted_coef, token_dim, n_heads, n_starts, seed, tol, budget=None
+):
     """Query rows of one-output ``n_heads``-head models nearest in the Frobenius
     metric, one per start, nearest first.
 
@@ -638,8 +667,11 @@ def isotropic_queries(lifted_coef, token_dim, n_heads, n_starts, seed, tol,
     for _ in range(n_starts):
         start = random_state.normal(size=(d, d - k)).ravel()
         point = levenberg_marquardt(
-            lambda flat: _Isotropy(slices, flat), start, ISOTROPIC_ITER,
-            accept_below=(ACCURACY * tol * norm) ** 2, budget=budget,
+            lambda flat: _Isotropy(slices, flat),
+            start,
+            ISOTROPIC_ITER,
+            accept_below=(ACCURACY * tol * norm) ** 2,
+            budget=budget,
         )[0]
         projector = np.eye(d) - point.basis @ point.basis.T
         kept = projector @ slices

@@ -1144,6 +1144,8 @@ class LinearAttentionRegressorCV(RegressorMixin, _LinearAttentionCVBase):
         the row left out: its leverage gains ``w_i / sum(w)``, as in ``RidgeCV``.
     tol : float, default=1e-8
         Relative tolerance of the head read-out.
+    head_work_limit : float or None, default=20.0
+        Work limit of the head read-out; see :class:`LinearAttentionRegressor`.
     positions : {"last", "all"}, default="last"
         See :class:`LinearAttentionRegressor`; with ``"all"`` folds split whole
         sequences and ``cv=None`` is not available.

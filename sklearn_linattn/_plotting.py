@@ -191,3 +191,132 @@ class AttentionHeadsDisplay:
             figure,
         )
         return self
+
+
+class HeadSearchDisplay:
+    """The evidence behind a fit's head count: the criterion against the count.
+
+    From ``head_search_`` (a :class:`~sklearn_linattn.HeadReadout`): every count
+    the read-out fitted, with its cross-validated error (the held-out criterion)
+    against the lifted fit's and the threshold a count must meet (one standard
+    error above it), or, where the counts were decided by ``tol``, the relative
+    distance of each count's heads to the lifted fit against ``tol``; the chosen
+    count is marked. Like scikit-learn's ``ValidationCurveDisplay``: create it
+    with :meth:`from_estimator`, or from a readout and then :meth:`plot`.
+
+    Parameters
+    ----------
+    head_search : HeadReadout
+        A fitted estimator's ``head_search_``.
+    tol : float, default=None
+        The read-out's ``tol``, drawn on the distance panel; None omits it.
+
+    Attributes
+    ----------
+    lines_ : dict of matplotlib Line2D
+        ``"counts"``, and where drawn ``"lifted"``, ``"threshold"``, ``"chosen"``.
+    ax_ : matplotlib Axes
+    figure_ : matplotlib Figure
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> from sklearn_linattn import HeadSearchDisplay, LinearAttentionRegressor
+    >>> from sklearn_linattn.datasets import make_random_mhla
+    >>> X, y, truth = make_random_mhla(300, 8, 4, n_heads=2, random_state=0)
+    >>> y = y + 0.05 * y.std() * np.random.default_rng(0).normal(size=y.shape)
+    >>> display = HeadSearchDisplay.from_estimator(LinearAttentionRegressor().fit(X, y))
+    >>> sorted(display.lines_)
+    ['chosen', 'counts', 'lifted', 'threshold']
+    """
+
+    def __init__(self, head_search, *, tol=None):
+        self.head_search = head_search
+        self.tol = tol
+
+    @classmethod
+    def from_estimator(cls, estimator, *, ax=None):
+        """Plot the head search of a fitted estimator (or a pipeline ending in one).
+
+        Parameters
+        ----------
+        estimator : fitted estimator or Pipeline
+            Anything with ``head_search_``, or a pipeline whose last step has it.
+        ax : matplotlib Axes, default=None
+            Where to draw; None makes a new figure.
+
+        Returns
+        -------
+        display : HeadSearchDisplay
+        """
+        final = estimator[-1] if hasattr(estimator, "steps") else estimator
+        check_is_fitted(final, "head_search_")
+        return cls(final.head_search_, tol=getattr(final, "tol", None)).plot(ax=ax)
+
+    def plot(self, *, ax=None):
+        """Draw the criterion against the count.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, default=None
+            Where to draw; None makes a new figure.
+
+        Returns
+        -------
+        display : HeadSearchDisplay
+            ``self``, with ``lines_``, ``ax_`` and ``figure_``.
+        """
+        plt = _pyplot("HeadSearchDisplay.plot")
+        search = self.head_search
+        counts = sorted(search.counts, key=lambda count: count.n_heads)
+        if not counts:
+            raise ValueError(
+                f"The head search fitted no count (criterion {search.criterion!r}): "
+                "nothing to draw. Fit with n_heads='auto' or an int."
+            )
+        if ax is None:
+            figure, ax = plt.subplots(figsize=(6, 3.6), layout="constrained")
+        figure = ax.figure
+        held_out = [count for count in counts if count.criterion == "cv"]
+        lines = {}
+        if held_out:
+            lines["counts"] = ax.plot(
+                [count.n_heads for count in held_out],
+                [count.cv_error for count in held_out],
+                marker="o",
+                label="k heads",
+            )[0]
+            lines["lifted"] = ax.axhline(
+                search.cv_error, color="gray", linestyle="--", label="lifted fit"
+            )
+            lines["threshold"] = ax.axhline(
+                search.cv_error + search.cv_standard_error,
+                color="gray",
+                linestyle=":",
+                label="lifted fit + 1 standard error",
+            )
+            ax.set_ylabel("cross-validated error")
+        else:
+            lines["counts"] = ax.semilogy(
+                [count.n_heads for count in counts],
+                [max(count.relative_distance, 1e-17) for count in counts],
+                marker="o",
+                label="k heads",
+            )[0]
+            if self.tol is not None:
+                lines["threshold"] = ax.axhline(
+                    self.tol, color="gray", linestyle=":", label="tol"
+                )
+            ax.set_ylabel("relative distance to the lifted fit")
+        lines["chosen"] = ax.axvline(
+            search.n_heads,
+            color="C3",
+            linestyle="-.",
+            label=f"chosen: {search.n_heads} ({search.criterion})",
+        )
+        ax.set_xlabel("number of heads k")
+        ax.legend(fontsize=8)
+        self.lines_, self.ax_, self.figure_ = lines, ax, figure
+        return self

@@ -46,7 +46,6 @@ from ._certificate import (
 )
 from ._data import (
     CenteredOperator,
-    CompactOperator,
     choose_solver,
     sum_statistics,
 )

@@ -35,11 +35,16 @@ def labelled_data(rng, n_classes, n_samples=300, d=3):
 
 
 @pytest.mark.parametrize("n_classes", [2, 3, 5])
-def test_classifier_is_regression_on_signed_one_hot_targets(rng, n_classes):
+@pytest.mark.parametrize("n_heads", [None, 2])
+def test_classifier_is_regression_on_signed_one_hot_targets(rng, n_classes, n_heads):
+    """The lifted fit, and the fit of a given count, are those of the regressor on
+    +1/-1 targets (the default count differs: the classifier's is judged by
+    held-out misclassification, the regressor's by squared error)."""
     X, labels, _ = labelled_data(rng, n_classes)
     names = np.array(["ant", "bee", "cat", "dog", "eel"])[:n_classes]
     y = names[labels]
-    clf = LinearAttentionClassifier(alpha=1e-3, fit_intercept=True).fit(X, y)
+    params = dict(alpha=1e-3, fit_intercept=True, n_heads=n_heads)
+    clf = LinearAttentionClassifier(**params).fit(X, y)
     np.testing.assert_array_equal(clf.classes_, np.sort(names))
 
     # Independent reference: +1/-1 targets built by hand, fitted by the regressor.
@@ -48,7 +53,7 @@ def test_classifier_is_regression_on_signed_one_hot_targets(rng, n_classes):
     targets[np.arange(len(y)), order] = 1.0
     if n_classes == 2:
         targets = targets[:, 1]
-    reg = LinearAttentionRegressor(alpha=1e-3, fit_intercept=True).fit(X, targets)
+    reg = LinearAttentionRegressor(**params).fit(X, targets)
     scores = clf.decision_function(X)
     np.testing.assert_allclose(scores, reg.predict(X), rtol=1e-8, atol=1e-8)
     expected = np.where(scores > 0, 1, 0) if n_classes == 2 else scores.argmax(axis=1)

@@ -1,60 +1,200 @@
-"""The compiled kernels of the rank-r completion engine against naive numpy."""
+"""The k-head fitting engine against naive references: each design's loss is the
+training objective written out from the naive lifted features, Jacobian products
+are the derivatives (central differences) and each other's adjoints, the
+structured normal equations equal J^T J built column by column, and
+Levenberg-Marquardt recovers an exact model."""
 
 import numpy as np
 import pytest
-from conftest import random_attention
+from conftest import n_lifted, naive_lifted_features, random_attention, random_sequences
 
-from sklearn_linattn._attention import fold_lifted_coef, unfold_lifted_coef
-from sklearn_linattn._low_rank import _isotropic_subspace, alternating_projections
-
-
-def naive_alternating_projections(coef, d, rank, n_iter):
-    """Truncated SVD, then swap the symmetric part for the fitted one; the best
-    iterate and its relative error."""
-    current = fold_lifted_coef(coef, d)
-    best, best_error = None, np.inf
-    for _ in range(n_iter):
-        u, s, vt = np.linalg.svd(current, full_matrices=False)
-        low_rank = (u[:, :rank] * s[:rank]) @ vt[:rank]
-        gap = unfold_lifted_coef(low_rank, d) - coef
-        error = np.linalg.norm(gap) / np.linalg.norm(coef)
-        if error < best_error:
-            best, best_error = low_rank, error
-        current = low_rank - fold_lifted_coef(gap, d)
-    return best, best_error
+from sklearn_linattn._folds import moments_of_pairs
+from sklearn_linattn._lift import pair_statistics
+from sklearn_linattn._low_rank import (
+    Budget,
+    LiftedDesign,
+    SequenceDesign,
+    _Values,
+    design_loss,
+    fit_heads,
+    head_coef,
+    isotropic_queries,
+    structured_steps,
+)
 
 
-@pytest.mark.parametrize("d, rank, n_outputs", [(3, 2, 1), (4, 2, 2), (5, 3, 1)])
-def test_alternating_projections_follow_the_naive_iteration(rng, d, rank, n_outputs):
-    coef = random_attention(rng, d, d, n_outputs=n_outputs).lifted_coef()
-    start = fold_lifted_coef(coef, d)
-    # stall=inf: no early stop, exactly 50 iterations (two windows)
-    folded, error = alternating_projections(coef, d, rank, start, 0.0, 50, stall=np.inf)
-    expected, expected_error = naive_alternating_projections(coef, d, rank, 50)
-    assert error == pytest.approx(expected_error, rel=1e-6)
-    np.testing.assert_allclose(folded, expected, atol=1e-8 * np.abs(expected).max())
-    assert np.linalg.matrix_rank(folded, tol=1e-8 * np.abs(folded).max()) <= rank
+def random_heads(rng, k, m, d):
+    return rng.normal(size=(k, m * d)), rng.normal(size=(k, d * d))
 
 
-@pytest.mark.parametrize("d, n_heads", [(5, 3), (8, 6)])
-def test_isotropic_subspace_of_a_low_rank_model(rng, d, n_heads):
-    """One output with r heads: its slices vanish together on a (d - r)-dimensional
-    subspace, which Levenberg-Marquardt finds from random starts; the returned
-    value is the naive sum of the blocks' squares."""
-    coef = random_attention(rng, d, n_heads).lifted_coef()
-    slices = fold_lifted_coef(coef, d).reshape(d, d, d).transpose(2, 0, 1)
-    k = d - n_heads
-    values = []
-    for seed in range(5):
-        start = np.random.default_rng(seed).normal(size=(d, k))
-        basis, value = _isotropic_subspace(slices, start)
-        naive = sum(np.sum((basis.T @ slices[e] @ basis) ** 2) for e in range(d))
-        assert value == pytest.approx(naive, rel=1e-8, abs=1e-28)
-        np.testing.assert_allclose(basis.T @ basis, np.eye(k), atol=1e-12)
-        values.append(value)
-    assert min(values) <= 1e-20 * np.sum(coef**2)
-    # a generic function has no such subspace
-    generic = rng.normal(size=coef.shape)
-    slices = fold_lifted_coef(generic, d).reshape(d, d, d).transpose(2, 0, 1)
-    _, value = _isotropic_subspace(slices, rng.normal(size=(d, k)))
-    assert value > 1e-6 * np.sum(generic**2)
+def naive_objective(X, y, weights, alpha, fit_intercept, theta):
+    """Weighted least squares plus ridge of lifted coefficients ``theta``, the best
+    intercept eliminated, from the naive features."""
+    features = naive_lifted_features(X)
+    if fit_intercept:
+        features = features - weights @ features / weights.sum()
+        y = y - weights @ y / weights.sum()
+    residual = y - features @ theta.T
+    return weights @ np.sum(residual**2, axis=1) + alpha * np.sum(theta**2)
+
+
+def sequence_design(X, y, weights, alpha, fit_intercept):
+    pairs, queries = pair_statistics(X)
+    scale = np.sqrt(weights)
+    moments = moments_of_pairs(pairs * scale[:, None], X.shape[2])
+    return SequenceDesign(
+        moments, queries, y * scale[:, None], scale, alpha, fit_intercept
+    )
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.3])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_sequence_design_loss_is_the_training_objective(rng, alpha, fit_intercept):
+    d, m, k = 3, 2, 2
+    X = random_sequences(rng, 40, 6, d)
+    y = rng.normal(size=(40, m))
+    weights = rng.uniform(0.5, 1.5, size=40)
+    design = sequence_design(X, y, weights, alpha, fit_intercept)
+    value_rows, query_rows = random_heads(rng, k, m, d)
+    theta = head_coef(value_rows, query_rows, d)
+    expected = naive_objective(X, y, weights, alpha, fit_intercept, theta)
+    assert design_loss(design, value_rows, query_rows) == pytest.approx(
+        expected, rel=1e-12
+    )
+
+
+@pytest.mark.parametrize("metric", ["frobenius", "gram"])
+def test_lifted_design_loss_is_the_metric_distance(rng, metric):
+    d, m, k = 3, 2, 2
+    target = rng.normal(size=(m, n_lifted(d)))
+    if metric == "gram":
+        features = naive_lifted_features(random_sequences(rng, 60, 5, d))
+        gram = features.T @ features + 0.1 * np.eye(n_lifted(d))
+        design = LiftedDesign(target, d, np.linalg.cholesky(gram))
+    else:
+        gram = np.eye(n_lifted(d))
+        design = LiftedDesign(target, d)
+    value_rows, query_rows = random_heads(rng, k, m, d)
+    gap = head_coef(value_rows, query_rows, d) - target
+    expected = np.trace(gap @ gram @ gap.T)
+    assert design_loss(design, value_rows, query_rows) == pytest.approx(
+        expected, rel=1e-12
+    )
+
+
+def designs(rng, d, m):
+    """One design of each form, with weights, ridge and an intercept."""
+    X = random_sequences(rng, 30, 5, d)
+    y = rng.normal(size=(30, m))
+    features = naive_lifted_features(X)
+    gram = features.T @ features + 0.2 * np.eye(n_lifted(d))
+    target = rng.normal(size=(m, n_lifted(d)))
+    return [
+        LiftedDesign(target, d),
+        LiftedDesign(target, d, np.linalg.cholesky(gram)),
+        sequence_design(X, y, rng.uniform(0.5, 2, 30), 0.2, True),
+        sequence_design(X, y, np.ones(30), 0.0, False),
+    ]
+
+
+@pytest.mark.parametrize("form", range(4))
+def test_reduced_jacobian_products_are_derivatives_and_adjoints(rng, form):
+    """Kaufman's Jacobian is the derivative of the reduced residual along the
+    directions that keep the values fixed; its products are adjoint, and the
+    structured normal equations equal J^T J and J^T r from its columns."""
+    d, m, k = 3, 2, 2
+    design = designs(rng, d, m)[form]
+    query_rows = rng.normal(size=(k, d * d))
+    point = _Values(design, query_rows)
+    direction = rng.normal(size=query_rows.size)
+    # d/dt of V X(Q + t dQ) - T at fixed V, projected: central differences
+    values = point.values
+    step = 1e-6
+
+    def residual(q):
+        return values @ design.features(q) - design.targets
+
+    change = (
+        residual(query_rows + step * direction.reshape(k, -1))
+        - residual(query_rows - step * direction.reshape(k, -1))
+    ) / (2 * step)
+    projected = change - (change @ point.row_space.T) @ point.row_space
+    np.testing.assert_allclose(point.jvp(direction), projected.ravel(), atol=1e-7)
+    other = rng.normal(size=point.residual.size)
+    assert point.jvp(direction) @ other == pytest.approx(
+        direction @ point.vjp(other), rel=1e-10
+    )
+    jacobian = np.stack([point.jvp(e) for e in np.eye(query_rows.size)], axis=1)
+    normal, gradient = point.normal_equations()
+    np.testing.assert_allclose(normal, jacobian.T @ jacobian, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(gradient, jacobian.T @ point.residual, atol=1e-9)
+
+
+def test_best_values_minimize_the_loss_for_fixed_queries(rng):
+    d, m, k = 3, 3, 2
+    design = designs(rng, d, m)[1]
+    query_rows = rng.normal(size=(k, d * d))
+    point = _Values(design, query_rows)
+    best = design_loss(design, point.value_rows(), query_rows)
+    assert best == pytest.approx(point.loss, rel=1e-10)
+    for _ in range(10):
+        other = point.value_rows() + 1e-3 * rng.normal(size=(k, m * d))
+        assert design_loss(design, other, query_rows) > best
+
+
+@pytest.mark.parametrize("d, k, m", [(3, 2, 2), (4, 3, 1), (4, 2, 3)])
+def test_levenberg_marquardt_recovers_an_exact_model(rng, d, k, m):
+    truth = random_attention(rng, d, k, n_outputs=m)
+    target = truth.lifted_coef()
+    design = LiftedDesign(target, d)
+    fitted = min(
+        (fit_heads(design, rng.normal(size=(k, d * d)), 200) for _ in range(4)),
+        key=lambda fit: fit[2],
+    )
+    value_rows, query_rows, loss, _ = fitted
+    gap = head_coef(value_rows, query_rows, d) - target
+    assert np.linalg.norm(gap) <= 1e-10 * np.linalg.norm(target)
+
+
+def test_fewer_heads_stay_clearly_away(rng):
+    """A model with one head fewer than the generating count cannot reproduce it:
+    every start ends orders of magnitude above rounding."""
+    d, k, m = 4, 3, 2
+    target = random_attention(rng, d, k, n_outputs=m).lifted_coef()
+    design = LiftedDesign(target, d)
+    for _ in range(4):
+        loss = fit_heads(design, rng.normal(size=(k - 1, d * d)), 200)[2]
+        assert np.sqrt(loss) > 1e-3 * np.linalg.norm(target)
+
+
+@pytest.mark.parametrize("d", [5, 6])
+def test_isotropic_subspaces_give_d_minus_one_heads_of_one_output(rng, d):
+    target = random_attention(rng, d, d - 1).lifted_coef()
+    found = isotropic_queries(target, d, d - 1, 40, [0], 1e-8)
+    distance, query_rows = found[0]
+    assert distance <= 1e-8
+    design = LiftedDesign(target, d)
+    point = _Values(design, query_rows)
+    assert np.sqrt(point.loss) <= 1e-8 * np.linalg.norm(target)
+
+
+def test_a_budget_stops_the_fit(rng):
+    d = 4
+    target = random_attention(rng, d, 3).lifted_coef()
+    design = LiftedDesign(target, d)
+    budget = Budget(1.0)
+    *_, n_steps = fit_heads(design, rng.normal(size=(3, d * d)), 100, budget=budget)
+    assert budget.exhausted and n_steps <= 1
+    unlimited = Budget()
+    fit_heads(design, rng.normal(size=(3, d * d)), 5, budget=unlimited)
+    assert 0 < unlimited.spent < np.inf and not unlimited.exhausted
+
+
+def test_large_token_dimensions_take_lsmr_steps(rng):
+    d = 11  # the unfolded metric would have d^6 > 2^20 entries
+    target = random_attention(rng, d, 1).lifted_coef()
+    design = LiftedDesign(target, d)
+    assert not structured_steps(design)
+    value_rows, query_rows, loss, _ = fit_heads(design, rng.normal(size=(1, d * d)), 50)
+    gap = head_coef(value_rows, query_rows, d) - target
+    assert np.linalg.norm(gap) <= 1e-6 * np.linalg.norm(target)

@@ -2,21 +2,25 @@
 How many heads do the data support?
 ===================================
 
-``n_heads="auto"`` returns the fewest heads whose training loss is not
-significantly worse than the lifted fit's (an F-test whose noise scale comes from
-the fits without each of five folds, so it holds when the noise depends on the
-input). Here we check that choice against the held-out error of the best
-``k``-head model for every ``k``, computed with scikit-learn's
-:func:`~sklearn.model_selection.validation_curve` over ``n_heads``.
+``n_heads="auto"`` returns the fewest heads whose model is not clearly worse
+than the lifted fit on held-out data: each count ``k`` is fitted once, and its
+cross-validated error over five interleaved folds of the sequences must be
+within one standard error of the lifted fit's (glmnet's one-standard-error
+rule). On exact data the count is the fewest heads that reproduce the lifted
+fit within ``tol``. :class:`~sklearn_linattn.HeadSearchDisplay` draws that
+evidence from ``head_search_``.
 
-The data: a 3-head layer with 2 outputs (``d = 6``), targets with noise whose size
-grows with the query's norm.
+The data: a 3-head layer with 2 outputs (``d = 6``), targets with noise whose
+size grows with the query's norm.
 """
 
 import matplotlib.pyplot as plt
 import numpy as np
-from sklearn.model_selection import KFold, validation_curve
-from sklearn_linattn import LinearAttentionRegressor, MultiHeadLinearAttention
+from sklearn_linattn import (
+    HeadSearchDisplay,
+    LinearAttentionRegressor,
+    MultiHeadLinearAttention,
+)
 
 rng = np.random.default_rng(0)
 d, n_heads, n_outputs = 6, 3, 2
@@ -33,67 +37,47 @@ y = y + 0.2 * y.std(axis=0) * (size / size.mean())[:, None] * rng.normal(
 
 model = LinearAttentionRegressor().fit(X, y)
 search = model.head_search_
+print(f"default: {model.n_heads_} heads ({search.criterion})")
 print(
-    f"default: {model.n_heads_} heads ({search.criterion}); counts probed "
-    f"{list(search.counts_tried)}; F = {search.f_statistic:.2f} "
-    f"(critical {search.f_critical:.2f})"
+    f"lifted fit: cross-validated error {search.cv_error:.3g} "
+    f"+- {search.cv_standard_error:.2g}"
 )
+for count in search.counts:
+    verdict = "passes" if count.passes else "fails"
+    print(f"{count.n_heads} heads: {count.cv_error:.3g} ({verdict})")
 
 # %%
-# Held-out error of the best k-head model
-# ---------------------------------------
-counts = np.arange(1, 9)
-cv = KFold(5, shuffle=True, random_state=0)
-_, test_scores = validation_curve(
-    LinearAttentionRegressor(),
-    X,
-    y,
-    param_name="n_heads",
-    param_range=counts,
-    cv=cv,
-    scoring="neg_mean_squared_error",
-)
-held_out = -test_scores.mean(axis=1)
-spread = test_scores.std(axis=1) / np.sqrt(cv.get_n_splits())
-lifted = -validation_curve(
-    LinearAttentionRegressor(),
-    X,
-    y,
-    param_name="n_heads",
-    param_range=[None],
-    cv=cv,
-    scoring="neg_mean_squared_error",
-)[1].mean()
-for k, error in zip(counts, held_out, strict=True):
-    print(f"{k} heads: held-out MSE {error:.5f}")
-print(f"lifted fit (every head): {lifted:.5f}")
-
-fig, ax = plt.subplots(figsize=(6, 3.6))
-ax.errorbar(
-    counts,
-    held_out,
-    yerr=spread,
-    marker="o",
-    capsize=3,
-    label="best k-head model",
-)
-ax.axhline(
-    lifted, color="gray", linestyle="--", label="lifted fit (no head limit)"
-)
-ax.axvline(
-    model.n_heads_,
-    color="C3",
-    linestyle=":",
-    label=f'n_heads="auto": {model.n_heads_}',
-)
-ax.set_xlabel("number of heads k")
-ax.set_ylabel("held-out mean squared error")
-ax.set_yscale("log")
-ax.legend()
-fig.tight_layout()
+# The counts the search fitted
+# ----------------------------
+# Galloping (1, 2, 4, ...) until a count passes, then bisection: every count
+# below the chosen one that was fitted fails.
+display = HeadSearchDisplay.from_estimator(model)
+display.ax_.set_title("the head search of n_heads='auto'")
 plt.show()
 
 # %%
-# Fewer heads than the data came from leave signal out (the error is large);
-# more heads than needed only fit noise, so the held-out error rises slowly
-# towards the lifted fit's. The default's count sits at the knee.
+# Every count, for comparison
+# ---------------------------
+# ``n_heads=k`` runs the same fit the search runs for ``k`` and reports its
+# verdict too: fewer heads than the data came from leave signal out; more only
+# fit noise, and their held-out error stays within the threshold.
+counts = range(1, 7)
+errors = []
+for k in counts:
+    fixed = LinearAttentionRegressor(n_heads=k).fit(X, y)
+    errors.append(fixed.head_search_.counts[0].cv_error)
+fig, ax = plt.subplots(figsize=(6, 3.6), layout="constrained")
+ax.plot(counts, errors, marker="o", label="k heads")
+ax.axhline(search.cv_error, color="gray", linestyle="--", label="lifted fit")
+ax.axhline(
+    search.cv_error + search.cv_standard_error,
+    color="gray",
+    linestyle=":",
+    label="threshold",
+)
+ax.axvline(model.n_heads_, color="C3", linestyle="-.", label="n_heads='auto'")
+ax.set_xlabel("number of heads k")
+ax.set_ylabel("cross-validated error")
+ax.set_yscale("log")
+ax.legend()
+plt.show()
