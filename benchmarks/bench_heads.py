@@ -19,6 +19,9 @@ outputs, Gaussian sequences of 16 tokens (entries N(0, 1/16)), 3p sequences.
 3. In-context linear regression (d = 5: x in R^4 with covariance diag(2, 1, 0.5,
    0.25), 20 context pairs, 20,000 prompts): the best layer has one head.
 4. ``load_digits`` rows (8 tokens of 8 pixels), the classifier's head count.
+5. The dense grid of issue 31: multi-output noiseless models, d in {3, 4, 5, 6},
+   every H <= d, 1-3 outputs, 3 seeds; V, Q entries N(0, 1/d), 2p + 50 sequences of
+   8 tokens with entries N(0, 1): ``n_heads_ == H``.
 """
 
 import argparse
@@ -92,6 +95,24 @@ def noiseless_row(d, n_heads, seeds):
     )
 
 
+def dense_row(d, n_heads, n_outputs, seeds):
+    """Issue 31's dense grid: noiseless multi-output models."""
+    found, counts, seconds = 0, [], []
+    for seed in range(seeds):
+        rng = np.random.default_rng([seed, d, n_heads, n_outputs])
+        truth = random_mhla(rng, d, n_heads, n_outputs)
+        X = rng.normal(size=(2 * n_lifted(d) + 50, 8, d))
+        start = time.perf_counter()
+        model = LinearAttentionRegressor().fit(X, truth.predict(X))
+        seconds.append(time.perf_counter() - start)
+        counts.append(int(model.n_heads_))
+        found += model.n_heads_ == n_heads
+    return dict(
+        d=d, H=n_heads, n_outputs=n_outputs, recovered=found, seeds=seeds,
+        counts=counts, seconds=float(np.median(seconds)),
+    )
+
+
 def incontext_row(seeds):
     counts = []
     for seed in range(seeds):
@@ -156,6 +177,22 @@ def print_tables(results):
                   f"{r['seconds']:.3f} s |")
         print(f"\nTotal: {sum(r['recovered'] for r in rows)}/"
               f"{sum(r['seeds'] for r in rows)}.")
+    rows = results.get("dense", [])
+    if rows:
+        print("\n### 5. Dense grid (noiseless, multi-output): n_heads == H\n")
+        print("| d | outputs | found for H = 1 ... d | counts when missed |")
+        print("| --- | --- | --- | --- |")
+        for d in sorted({r["d"] for r in rows}):
+            for m in sorted({r["n_outputs"] for r in rows}):
+                cells = [r for r in rows if r["d"] == d and r["n_outputs"] == m]
+                found = " ".join(f"{r['recovered']}" for r in cells)
+                missed = "; ".join(
+                    f"H={r['H']}: {r['counts']}" for r in cells
+                    if r["recovered"] < r["seeds"]
+                )
+                print(f"| {d} | {m} | {found} | {missed or '-'} |")
+        print(f"\nTotal: {sum(r['recovered'] for r in rows)}/"
+              f"{sum(r['seeds'] for r in rows)}.")
     for r in results["tasks"]:
         print(f"\n{r['task']}: heads {r['heads']}"
               + (f" ({r['criterion']}, counts tried {r['counts_tried']}, "
@@ -167,8 +204,8 @@ def main():
     parser.add_argument("--quick", action="store_true", help="small grid, 2 seeds")
     parser.add_argument("--seeds", type=int, default=5, help="seeds per noisy cell")
     parser.add_argument(
-        "--only", choices=["noisy", "noiseless", "tasks"], nargs="+",
-        default=["noisy", "noiseless", "tasks"],
+        "--only", choices=["noisy", "noiseless", "tasks", "dense"], nargs="+",
+        default=["noisy", "noiseless", "tasks", "dense"],
     )
     parser.add_argument("--dims", type=int, nargs="+", help="token dims to run")
     parser.add_argument("--json", help="also write the results to this file")
@@ -181,7 +218,7 @@ def main():
     seeds = 2 if args.quick else args.seeds
     noisy_dims = args.dims or ([4, 8] if args.quick else [4, 8, 12, 16])
     exact_dims = args.dims or ([4, 8] if args.quick else [4, 6, 8, 12, 16])
-    results = {"noisy": [], "noiseless": [], "tasks": []}
+    results = {"noisy": [], "noiseless": [], "tasks": [], "dense": []}
 
     def report(kind, row):
         results[kind].append(row)
@@ -200,6 +237,11 @@ def main():
         for d in exact_dims:
             for n_heads in sorted({1, 2, d // 2, (3 * d) // 4, d - 1, d}):
                 report("noiseless", noiseless_row(d, n_heads, 2 if args.quick else 10))
+    if "dense" in args.only:
+        for d in [3, 4, 5, 6]:
+            for n_heads in range(1, d + 1):
+                for n_outputs in (1, 2, 3):
+                    report("dense", dense_row(d, n_heads, n_outputs, 3))
     if "tasks" in args.only:
         report("tasks", incontext_row(2 if args.quick else 5))
         report("tasks", digits_row())

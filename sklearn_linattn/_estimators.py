@@ -390,6 +390,12 @@ class _LinearAttentionBase(BaseEstimator):
             folds=functools.partial(
                 solution.heldout_folds, classify=is_classifier(self)
             ) if searching and solution.heldout_folds else None,
+            identifiable=bool(solution.certificate.identifiable),
+            # with residual degrees of freedom, the residual says whether the
+            # data are exact
+            residual=float(np.sum(solution.residual_sum_of_squares))
+            if solution.n_observations - self.fit_intercept > solution.certificate.rank
+            else None,
             # in flops: a multiple of the regression's, plus a floor
             work_limit=None if limit is None else limit * solution.flops + WORK_FLOOR,
             exact_work_limit=(

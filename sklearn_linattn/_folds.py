@@ -93,8 +93,8 @@ def _squared(predictions, targets):
 
 class _Folds:
     """What both forms share: per-fold errors (``lifted_errors`` of the lifted
-    fit, in the criterion's loss), their weights, and the squared-error
-    quantities of the exactness test."""
+    fit, in the criterion's loss, ``lifted_squared`` its squared errors) and
+    their weights."""
 
     n_folds = 0
     loss = "squared"
@@ -115,16 +115,6 @@ class _Folds:
     def lifted(self):
         """``(cv_error, standard_error)`` of the lifted fit."""
         return self.summary(self.lifted_errors)
-
-    def exact(self, tol):
-        """Whether the lifted fit predicts every held-out fold within ``tol``
-        (relative root mean square) or within the rounding of its squared error."""
-        return all(
-            error <= max(tol**2 * energy, bound)
-            for error, energy, bound in zip(
-                self.lifted_squared, self.target_energy, self.rounding, strict=True
-            )
-        )
 
 
 class StatisticsFolds(_Folds):
@@ -151,7 +141,6 @@ class StatisticsFolds(_Folds):
         self.flops = 0.0
         self._parts, self._rows = [], []
         self.lifted_errors, self.lifted_squared, self.weights = [], [], []
-        self.target_energy, self.rounding = [], []
         if rows is not None:
             self.loss = "misclassified"
         for left_out, heldout in enumerate(folds):
@@ -167,8 +156,6 @@ class StatisticsFolds(_Folds):
             self._parts.append((coef, factor, form, feature_mean, target_mean))
             self.flops += flops + 4.0 * len(gram) ** 2 * (1 + moment.shape[1])
             self.lifted_squared.append(self._squared(form, coef))
-            self.rounding.append(self._rounding(form, coef))
-            self.target_energy.append(float(np.sum(form[2])))
             if rows is None:
                 self.weights.append(heldout.weight_sum * moment.shape[1])
                 self.lifted_errors.append(self.lifted_squared[-1])
@@ -211,14 +198,6 @@ class StatisticsFolds(_Folds):
         gram, moment, squares = form
         value = np.vdot(coef @ gram, coef) - 2 * np.vdot(coef, moment.T) + squares.sum()
         return max(float(value), 0.0)
-
-    @staticmethod
-    def _rounding(form, coef):
-        """The rounding of :meth:`_squared`, a difference of large terms: ``p eps``
-        times their magnitudes (as for the residual in the solver)."""
-        gram, moment, squares = form
-        terms = np.vdot(coef @ gram, coef) + 2 * abs(np.vdot(coef, moment.T))
-        return len(gram) * np.finfo(float).eps * float(terms + squares.sum())
 
     def design(self, fold):
         """The training design without ``fold``."""
@@ -288,7 +267,6 @@ class RowFolds(_Folds):
         self._all = moments, queries, targets, row_scale
         self._parts = []
         self.lifted_errors, self.lifted_squared, self.weights = [], [], []
-        self.target_energy, self.rounding = [], [0.0] * n_folds
         for fold in range(n_folds):
             heldout = sample_index % n_folds == fold
             train = ~heldout
@@ -315,8 +293,6 @@ class RowFolds(_Folds):
             )
             self._parts.append((design, held, train))
             self.lifted_squared.append(_squared(predictions, held[2]))
-            centered = held[2] - np.outer(held[3], target_mean)
-            self.target_energy.append(float(np.vdot(centered, centered)))
             if classify:
                 self.weights.append(float(held[3] @ held[3]))
                 self.lifted_errors.append(_misclassified(predictions, *held[2:]))

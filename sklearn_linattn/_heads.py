@@ -277,8 +277,10 @@ class HeadReadout:
 class _Search:
     """The read-out of one lifted fit: its design, folds, starts and verdicts."""
 
-    def __init__(self, coef, d, tol, design, folds, budget, verbose):
+    def __init__(self, coef, d, tol, design, folds, budget, verbose, identifiable,
+                 residual):
         self.coef, self.d, self.tol = coef, d, tol
+        self.identifiable, self.residual = identifiable, residual
         self.m = coef.shape[0]
         self.design, self.budget = design, budget
         self._folds = folds
@@ -304,9 +306,12 @@ class _Search:
 
     @property
     def exact(self):
-        """Whether the lifted fit predicts held-out folds within ``tol`` (or there
-        are no folds): then no count that fails ``tol`` can pass them."""
-        return self.folds is None or self.folds.exact(self.tol)
+        """Whether the lifted fit is exact: its training residual is within
+        ``tol`` of the targets (relative root mean square) with residual degrees
+        of freedom left (without them every fit interpolates, noisy or not)."""
+        if self.residual is None:
+            return False
+        return self.residual <= self.tol**2 * (self.residual + self.signal)
 
     def log(self, message):
         if self.verbose:
@@ -343,7 +348,7 @@ class _Search:
         the training metric when they fail."""
         if k in self.fits:
             return self.fits[k]
-        design = self.frobenius if self.exact else self.design
+        design = self.frobenius if self.frobenius_fits else self.design
         accept = design.baseline + (ACCURACY * self.tol) ** 2 * float(
             np.vdot(design.targets, design.targets)
         )
@@ -362,7 +367,7 @@ class _Search:
             )
             if best is None or loss < best[2]:
                 best = value_rows, query_rows, loss
-            if self.distance(*best[:2]) <= self.tol or self.budget.exhausted:
+            if self.within(best[0], best[1], best[2], design) or self.budget.exhausted:
                 break
         value_rows, query_rows, loss = best
         if design is not self.design:
@@ -373,13 +378,13 @@ class _Search:
             loss = design_loss(self.design, value_rows, query_rows)
         excess = max(loss - self.design.baseline, 0.0) / self.signal
         count = CountFit(k, self.distance(value_rows, query_rows), excess)
-        if count.relative_distance <= self.tol:
+        if self.within(value_rows, query_rows, loss, self.design):
             count = CountFit(
                 k, count.relative_distance, excess, passes=True, criterion="tol"
             )
         elif self.budget.exhausted:
             pass
-        elif self.exact:
+        elif self.exact or self.folds is None:
             count = CountFit(
                 k, count.relative_distance, excess, passes=False, criterion="tol"
             )
@@ -389,11 +394,29 @@ class _Search:
         self.fits[k] = value_rows, query_rows, count
         return self.fits[k]
 
+    @property
+    def frobenius_fits(self):
+        """Whether counts are fitted in the Frobenius metric: on exact data that
+        identify the function (then the question is posed there, and it is well
+        conditioned)."""
+        return self.identifiable and self.exact
+
+    def within(self, value_rows, query_rows, loss, design):
+        """Whether heads reproduce the lifted fit within ``tol``: in lifted
+        coefficients (the paper's model distance), or, where the data do not
+        identify the function (other coefficients fit them as well), on the
+        training data (the training objective within ``tol^2`` of the signal)."""
+        if self.distance(value_rows, query_rows) <= self.tol:
+            return True
+        if self.identifiable or design is not self.design:
+            return False
+        return loss - design.baseline <= self.tol**2 * self.signal
+
     def polish(self, value_rows, query_rows):
         """The returned heads, refined to a minimum (to rounding): in the Frobenius
-        metric when they reproduce the lifted fit of exact data, else in the
-        training metric."""
-        within = self.exact and self.distance(value_rows, query_rows) <= self.tol
+        metric when they reproduce the lifted fit of exact data that identify it,
+        else in the training metric."""
+        within = self.frobenius_fits and self.distance(value_rows, query_rows) <= self.tol
         design = self.frobenius if within else self.design
         return fit_heads(
             design, query_rows, POLISH_ITER, budget=self.budget, polish=True
@@ -425,6 +448,8 @@ def read_out_heads(
     *,
     design,
     folds=None,
+    identifiable=True,
+    residual=0.0,
     work_limit=None,
     exact_work_limit=None,
     verbose=0,
@@ -450,6 +475,15 @@ def read_out_heads(
     folds : StatisticsFolds, RowFolds or callable, optional
         The held-out folds (:mod:`sklearn_linattn._folds`), or a function that
         builds them when first needed; without them only ``tol`` decides.
+    identifiable : bool, default=True
+        Whether the training data identify the function (the certificate): where
+        they do not, heads that fit the training data as well as the lifted fit
+        (within ``tol``) reproduce it.
+    residual : float or None, default=0.0
+        The lifted fit's training residual (sum of squares, in the design's
+        units), None without residual degrees of freedom: a residual within
+        ``tol`` of the targets makes the data exact (0: the coefficients are the
+        function to reproduce).
     work_limit, exact_work_limit : float, optional
         Flops the read-out may spend on noisy and on exact fits (the lifted fit
         predicts held-out folds within ``tol``); None: no limit.
@@ -491,8 +525,11 @@ def read_out_heads(
     start = time.perf_counter()
     budget = Budget(work_limit)
     with single_threaded_blas():
-        search = _Search(lifted_coef, d, tol, design, folds, budget, verbose)
-        if n_heads is not None and search.exact:
+        search = _Search(
+            lifted_coef, d, tol, design, folds, budget, verbose, identifiable,
+            residual,
+        )
+        if n_heads is not None and search.exact:  # exact structure: more work
             budget.limit = np.inf if exact_work_limit is None else exact_work_limit
         folded, k, criterion, passes = _search(search, n_heads)
         value, query = heads_of_folded(folded, k, search.m, d)
@@ -539,7 +576,7 @@ def _search(search, n_heads):
     # failing count costs every start and a passing one usually the first,
     # probe the lower bound, then gallop down (P - 1, P - 2, P - 4, ...) until a
     # count fails, then bisect.
-    exact = search.exact
+    exact = search.frobenius_fits  # down from the paper's count
     low = fewest_heads_bound(search.coef, search.d, search.tol) if exact else 1
     low, high, step, galloping = min(low, paper_count), paper_count, 1, True
     lower = low

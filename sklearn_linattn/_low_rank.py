@@ -204,8 +204,9 @@ class LiftedDesign:
         return self._basis
 
     def metric(self):
-        """``E E^T`` for the basis ``E`` (:meth:`basis`), shape (d^3, d^3): the
-        training metric with its rows and columns unfolded as ``(x, b)``."""
+        """``E E^T`` for the basis ``E`` (:meth:`basis`): the training metric
+        unfolded, ``(E E^T)[(x, b), (y, c)]`` stored with rows ``(b, c)`` and
+        columns ``(x, y)``, shape (d^2, d^4)."""
         return _metric(self)
 
 
@@ -307,8 +308,13 @@ def design_loss(design, value_rows, query_rows):
 def _metric(design):
     """:meth:`LiftedDesign.metric` of a design (cached on it)."""
     if getattr(design, "_metric", None) is None:
-        basis = design.basis().reshape(design.token_dim**3, -1)
-        design._metric = basis @ basis.T
+        d = design.token_dim
+        basis = design.basis().reshape(d**3, -1)
+        metric = (basis @ basis.T).reshape(d * d, d, d * d, d)
+        # rows (b, c), columns (x, y): the layout the normal equations read
+        design._metric = np.ascontiguousarray(
+            metric.transpose(1, 3, 0, 2).reshape(d * d, d**4)
+        )
     return design._metric
 
 
@@ -364,23 +370,24 @@ class _Values:
 
         ``J[(a, i), (h, x)] = sum_b V[a, h, b] E[x, b, i]`` projected by ``P``
         along ``i`` (``E = X(e_x)``, :meth:`LiftedDesign.basis`), so ``J^T J`` is
-        ``sum_{b, c} (V^T V)[(h, b), (g, c)] (E P E^T)[(x, b), (y, c)]``: the
-        unfolded training metric ``E E^T`` (a ``d^3 x d^3`` matrix, once per
-        design) less its part in the features' row space."""
+        ``sum_{b, c} (V^T V)[(h, b), (g, c)] (E E^T)[(x, b), (y, c)]`` (the
+        unfolded training metric, once per design) less ``C C^T`` for the part in
+        the features' row space, ``C[(h, x), (a, r)] = sum_b V[a, h, b] (E
+        U^T)[(x, b), r]`` (``U`` its orthonormal basis)."""
         d, k = self.design.token_dim, len(self.query_rows)
-        moved = self.design.basis().reshape(d**3, -1) @ self.row_space.T
-        metric = self.design.metric() - moved @ moved.T  # (x, b), (y, c)
-        values = self.values.reshape(-1, k * d)
-        outer = (values.T @ values).reshape(k, d, k, d).transpose(0, 2, 1, 3)
-        metric = metric.reshape(d * d, d, d * d, d).transpose(1, 3, 0, 2)
-        normal = outer.reshape(k * k, d * d) @ metric.reshape(d * d, -1)
-        normal = normal.reshape(k, k, d * d, d * d).transpose(0, 2, 1, 3)
-        return normal.reshape(k * d * d, k * d * d), self.vjp(self.residual)
+        values = self.values.reshape(-1, k, d)  # (a, h, b)
+        outer = np.einsum("ahb,agc->hgbc", values, values).reshape(k * k, d * d)
+        normal = (outer @ self.design.metric()).reshape(k, k, d * d, d * d)
+        normal = normal.transpose(0, 2, 1, 3).reshape(k * d * d, k * d * d)
+        moved = self.design.basis().reshape(d * d, d, -1) @ self.row_space.T
+        part = np.einsum("ahb,xbr->hxar", values, moved).reshape(k * d * d, -1)
+        return normal - part @ part.T, self.vjp(self.residual)
 
     def normal_flops(self):
         d, k = self.design.token_dim, len(self.query_rows)
-        return 2.0 * d**3 * self.design.n_columns * len(self.row_space) + (
-            2.0 * d**6 * (k * k + len(self.row_space))
+        m, r = self.values.shape[0], len(self.row_space)
+        return 2.0 * d**3 * r * (self.design.n_columns + m * k) + 2.0 * k * k * d**6 + (
+            2.0 * (k * d * d) ** 2 * m * r
         )
 
     def value_rows(self):
