@@ -277,8 +277,9 @@ class HeadReadout:
 class _Search:
     """The read-out of one lifted fit: its design, folds, starts and verdicts."""
 
-    def __init__(self, coef, d, tol, design, folds, budget, verbose, identifiable,
-                 residual):
+    def __init__(
+        self, coef, d, tol, design, folds, budget, verbose, identifiable, residual
+    ):
         self.coef, self.d, self.tol = coef, d, tol
         self.identifiable, self.residual = identifiable, residual
         self.m = coef.shape[0]
@@ -416,7 +417,9 @@ class _Search:
         """The returned heads, refined to a minimum (to rounding): in the Frobenius
         metric when they reproduce the lifted fit of exact data that identify it,
         else in the training metric."""
-        within = self.frobenius_fits and self.distance(value_rows, query_rows) <= self.tol
+        within = (
+            self.frobenius_fits and self.distance(value_rows, query_rows) <= self.tol
+        )
         design = self.frobenius if within else self.design
         return fit_heads(
             design, query_rows, POLISH_ITER, budget=self.budget, polish=True
@@ -526,7 +529,14 @@ def read_out_heads(
     budget = Budget(work_limit)
     with single_threaded_blas():
         search = _Search(
-            lifted_coef, d, tol, design, folds, budget, verbose, identifiable,
+            lifted_coef,
+            d,
+            tol,
+            design,
+            folds,
+            budget,
+            verbose,
+            identifiable,
             residual,
         )
         if n_heads is not None and search.exact:  # exact structure: more work
