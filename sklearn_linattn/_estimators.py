@@ -379,7 +379,8 @@ class _LinearAttentionBase(BaseEstimator):
         rescaling = data.rescaling
         start = time.perf_counter()
         searching = self.n_heads is not None
-        limit = self.head_work_limit
+        # the search's limit; a fixed count, asked for, is fitted without one
+        limit = self.head_work_limit if self.n_heads == "auto" else None
         readout = read_out_heads(
             solution.coef,
             data.token_dim,
@@ -678,10 +679,11 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     head_work_limit : float or None, default=20.0
         The work the head read-out may do, counted in floating-point operations
         as it is done: ``head_work_limit`` times the lifted fit's (``n p^2 +
-        p^3 / 3``, or ``n^2 d^2 + n^3 / 3`` in kernel form) plus ``1e10``
-        (``5e10`` on exact data), about a second of one core. A search cut short
+        p^3 / 3``, or ``n^2 d^2 + n^3 / 3`` in kernel form) plus ``3e10``
+        (``5e10`` on exact data), a few seconds of one core. A search cut short
         returns the fewest heads that passed so far, else the lifted fit's own
-        heads, with ``head_search_.complete`` False. None: no limit.
+        heads, with ``head_search_.complete`` False. None: no limit. A fixed
+        ``n_heads=k`` is fitted without a limit.
     solver_tol : float, default=1e-10
         Stopping tolerance of LSQR (``atol`` and ``btol``) for ``solver="cg"``.
     max_iter : int, default=None

@@ -370,25 +370,25 @@ class _Values:
 
         ``J[(a, i), (h, x)] = sum_b V[a, h, b] E[x, b, i]`` projected by ``P``
         along ``i`` (``E = X(e_x)``, :meth:`LiftedDesign.basis`), so ``J^T J`` is
-        ``sum_{b, c} (V^T V)[(h, b), (g, c)] (E E^T)[(x, b), (y, c)]`` (the
-        unfolded training metric, once per design) less ``C C^T`` for the part in
-        the features' row space, ``C[(h, x), (a, r)] = sum_b V[a, h, b] (E
-        U^T)[(x, b), r]`` (``U`` its orthonormal basis)."""
+        ``sum_{b, c} (V^T V)[(h, b), (g, c)] (E P E^T)[(x, b), (y, c)]``, with
+        ``E E^T`` the unfolded training metric (once per design) and ``E P E^T``
+        that less ``(E U^T)(E U^T)^T`` (``U`` an orthonormal basis of the
+        features' row space)."""
         d, k = self.design.token_dim, len(self.query_rows)
         values = self.values.reshape(-1, k, d)  # (a, h, b)
         outer = np.einsum("ahb,agc->hgbc", values, values).reshape(k * k, d * d)
-        normal = (outer @ self.design.metric()).reshape(k, k, d * d, d * d)
-        normal = normal.transpose(0, 2, 1, 3).reshape(k * d * d, k * d * d)
         moved = self.design.basis().reshape(d * d, d, -1) @ self.row_space.T
-        part = np.einsum("ahb,xbr->hxar", values, moved).reshape(k * d * d, -1)
-        return normal - part @ part.T, self.vjp(self.residual)
+        moved = moved.transpose(1, 0, 2).reshape(d**3, -1)  # rows (b, x)
+        kept = (moved @ moved.T).reshape(d, d * d, d, d * d).transpose(0, 2, 1, 3)
+        kept = self.design.metric() - kept.reshape(d * d, d**4)
+        normal = (outer @ kept).reshape(k, k, d * d, d * d)
+        normal = normal.transpose(0, 2, 1, 3).reshape(k * d * d, k * d * d)
+        return normal, self.vjp(self.residual)
 
     def normal_flops(self):
         d, k = self.design.token_dim, len(self.query_rows)
-        m, r = self.values.shape[0], len(self.row_space)
-        return 2.0 * d**3 * r * (self.design.n_columns + m * k) + 2.0 * k * k * d**6 + (
-            2.0 * (k * d * d) ** 2 * m * r
-        )
+        r = len(self.row_space)
+        return 2.0 * d**3 * r * self.design.n_columns + 2.0 * d**6 * (r + k * k)
 
     def value_rows(self):
         """The values as stacked rows (k, n_outputs * d)."""
@@ -570,7 +570,8 @@ def _orthonormal(query_rows):
 
 
 def fit_heads(
-    design, query_rows, max_iter, accept_below=-np.inf, budget=None, polish=False
+    design, query_rows, max_iter, accept_below=-np.inf, budget=None, polish=False,
+    stall=(STALL_STEPS, STALL_DROP),
 ):
     """The best heads with these many query matrices, from a start.
 
@@ -603,7 +604,7 @@ def fit_heads(
         accept_below,
         design.baseline,
         budget,
-        stall=(1, 0.0) if polish else (STALL_STEPS, STALL_DROP),
+        stall=(1, 0.0) if polish else stall,
         rounding=ROUNDING * np.finfo(float).eps * size**2 if polish else 0.0,
         structured=structured_steps(design),
     )
