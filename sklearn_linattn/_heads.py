@@ -64,7 +64,7 @@ SCREEN_KEEP = 1
 # fewer steps can only raise its held-out error, a conservative verdict), and to
 # polish the returned heads to a minimum (to rounding, where steps stop helping).
 FIT_ITER = 100
-FOLD_ITER = 15
+FOLD_ITER = 100
 POLISH_ITER = 20
 # A count passes when its cross-validated error is at most the lifted fit's plus
 # SLACK standard errors (glmnet's one-standard-error rule).

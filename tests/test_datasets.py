@@ -78,8 +78,12 @@ def test_recall_certificates_match_the_paper():
     cert = certify(X)
     assert not cert.identifiable and abs(cert.min_eigenvalue) < 1e-12
     # Some minimizer (here the minimum-norm one) computes another function.
-    fitted = LinearAttentionRegressor().fit(X, y)
+    fitted = LinearAttentionRegressor(n_heads=None).fit(X, y)
     assert fitted.attention_.distance(model) > 0.1 * np.linalg.norm(model.lifted_coef())
+    # The fewest heads that fit the data as well: here the generating one.
+    fewest = LinearAttentionRegressor().fit(X, y)
+    assert fewest.n_heads_ == 1
+    assert fewest.attention_.distance(model) < 1e-4 * np.linalg.norm(model.lifted_coef())
 
 
 def test_automaton_encoding_and_generating_model():
