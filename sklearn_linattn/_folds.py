@@ -21,14 +21,9 @@ import numpy as np
 import scipy.linalg
 
 from ._data import sum_statistics
+from ._designs import LiftedDesign, SequenceDesign, predict_rows
 from ._lift import lifted_matvec
-from ._low_rank import (
-    LiftedDesign,
-    SequenceDesign,
-    fold_lifted_coef,
-    head_coef,
-    predict_rows,
-)
+from ._low_rank import fold_lifted_coef, head_coef
 
 __all__ = ["RowFolds", "StatisticsFolds", "metric_factor", "moments_of_pairs"]
 

@@ -30,11 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._data import single_threaded_blas
+from ._designs import LiftedDesign, design_loss
 from ._low_rank import (
     ACCURACY,
     Budget,
-    LiftedDesign,
-    design_loss,
     fit_heads,
     fold_lifted_coef,
     head_coef,
@@ -511,7 +510,7 @@ def read_out_heads(
     >>> import numpy as np
     >>> from sklearn_linattn import MultiHeadLinearAttention
     >>> from sklearn_linattn._heads import read_out_heads
-    >>> from sklearn_linattn._low_rank import LiftedDesign
+    >>> from sklearn_linattn._designs import LiftedDesign
     >>> rng = np.random.default_rng(0)
     >>> truth = MultiHeadLinearAttention(
     ...     rng.normal(size=(2, 1, 4)), rng.normal(size=(2, 4, 4)))

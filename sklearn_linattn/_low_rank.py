@@ -1,26 +1,18 @@
-"""Fitting ``k`` attention heads to a lifted least-squares problem: the engine of
-the head read-out.
+"""Fitting ``k`` attention heads: the engine of the head read-out.
 
 A model with ``k`` heads has lifted coefficients ``theta = unfold(W)`` of the folded
 matrix ``W[(a, b), (c, e)] = sum_h V_h[a, b] Q_h[c, e]``. For fixed query matrices
-the model is linear in the value matrices, and every output uses the same
-``k d`` *head features* ``X(Q)`` (one row per head ``h`` and value coordinate
-``b``): a training objective is ``||V X(Q) - T||^2``, with ``V`` of shape
-``(n_outputs, k d)`` and targets ``T``. A *design* supplies ``X(Q)`` (linear in
-``Q``), its adjoint and ``T``, in one of two forms:
-
-- :class:`LiftedDesign`: the columns are those of a factor ``F`` of the training
-  metric (``M = F F^T``, the weighted lifted Gram plus ``alpha I``), and ``T`` is
-  the lifted fit times ``F``: the loss is the training objective less the lifted
-  fit's. ``F = None`` is the Frobenius distance to the lifted coefficients.
-- :class:`SequenceDesign`: the columns are the training rows themselves (weighted,
-  centered with an intercept) and the ridge penalty's coordinates; ``T`` the
-  targets. Cheaper when there are fewer rows than lifted features.
+the model is linear in the value matrices, and every output uses the same ``k d``
+*head features* ``X(Q)``: a training objective is ``||V X(Q) - T||^2``, with ``V``
+of shape ``(n_outputs, k d)`` and targets ``T``, given by a *design*
+(:mod:`sklearn_linattn._designs`).
 
 :func:`fit_heads` eliminates the values (least squares, the *variable projection*
-of Golub and Pereyra) and minimizes over ``Q`` by Levenberg-Marquardt with
-Kaufman's Jacobian. Every loop stops after a number of iterations fixed by its
-arguments and the problem's size, never by a clock.
+of Golub and Pereyra) and minimizes over ``Q`` by Levenberg-Marquardt
+(:func:`levenberg_marquardt`) with Kaufman's Jacobian; :func:`isotropic_queries`
+gives one-output starts from common isotropic subspaces. Every loop stops after a
+number of iterations fixed by its arguments and the problem's size, never by a
+clock, and charges its flops to a :class:`Budget`.
 """
 
 import functools
@@ -31,14 +23,11 @@ import scipy.sparse.linalg
 
 __all__ = [
     "Budget",
-    "LiftedDesign",
-    "design_loss",
-    "SequenceDesign",
     "fit_heads",
     "fold_lifted_coef",
     "head_coef",
     "isotropic_queries",
-    "predict_rows",
+    "levenberg_marquardt",
     "svd",
     "unfold_lifted_coef",
 ]
@@ -91,241 +80,6 @@ def head_coef(value_rows, query_rows, token_dim):
     """Lifted coefficients of heads given as stacked rows: ``value_rows`` (k,
     n_outputs * d) and ``query_rows`` (k, d * d), ``W = value_rows.T @ query_rows``."""
     return unfold_lifted_coef(value_rows.T @ query_rows, token_dim)
-
-
-def query_features(query_rows, token_dim):
-    """``B(Q)`` of shape (k, d, p): row ``(h, b)`` holds the lifted coefficients of
-    the head with value ``e_b`` (one output) and query ``Q_h``, ``unfold(e_b
-    vec(Q_h)^T)``. Linear in ``Q``."""
-    d = token_dim
-    first, second, scales = _fold_indices(d)
-    gain = 0.5 / scales
-    b, c, e = first // (d * d), (first // d) % d, first % d
-    k, p = query_rows.shape[0], first.size
-    query = query_rows.reshape(k, d, d)
-    features = np.zeros((k, d, p))
-    columns = np.arange(p)
-    features[:, b, columns] += gain * query[:, c, e]
-    features[:, c, columns] += gain * query[:, b, e]
-    return features
-
-
-def query_features_adjoint(weights, token_dim):
-    """The adjoint of :func:`query_features`: ``weights`` (k, d, p) to (k, d * d)."""
-    d = token_dim
-    first, second, scales = _fold_indices(d)
-    gain = 0.5 / scales
-    b, c, e = first // (d * d), (first // d) % d, first % d
-    k = weights.shape[0]
-    gradient = np.zeros((k, d, d))
-    columns = np.arange(first.size)
-    np.add.at(gradient, (slice(None), c, e), gain * weights[:, b, columns])
-    np.add.at(gradient, (slice(None), b, e), gain * weights[:, c, columns])
-    return gradient.reshape(k, d * d)
-
-
-def _contract(moments, queries, query_rows):
-    """``S_i Q_h q_i`` for every row and head: shape (n_rows, k, d)."""
-    k, d = query_rows.shape[0], queries.shape[1]
-    mixed = queries @ query_rows.reshape(k * d, d).T  # Q_h q_i
-    return np.matmul(mixed.reshape(-1, k, d), moments)  # (S symmetric)
-
-
-def predict_rows(moments, queries, value_rows, query_rows):
-    """``sum_h V_h S_i Q_h q_i`` for every row (weights as in ``moments``)."""
-    k, d = query_rows.shape[0], queries.shape[1]
-    values = value_rows.reshape(k, -1, d).transpose(0, 2, 1).reshape(k * d, -1)
-    contracted = _contract(moments, queries, query_rows)
-    return contracted.reshape(len(queries), k * d) @ values
-
-
-# The lifted design keeps X(e_x) for every query coordinate x (d^3 times the
-# factor's rank floats) when that is at most this many: X(Q) is then one product.
-BASIS_FLOATS = 2**24
-
-
-class LiftedDesign:
-    """Heads against lifted coefficients in the metric ``M = F F^T``.
-
-    Parameters
-    ----------
-    target : ndarray of shape (n_outputs, n_lifted)
-        The lifted fit.
-    token_dim : int
-    factor : ndarray of shape (n_lifted, rank), optional
-        ``F``; None for the identity (Frobenius distance).
-    """
-
-    def __init__(self, target, token_dim, factor=None):
-        target = np.asarray(target, dtype=np.float64)
-        self.token_dim = d = int(token_dim)
-        self.factor = factor
-        self.n_outputs, self.n_lifted = target.shape
-        self.targets = target if factor is None else target @ factor
-        self.n_columns = self.targets.shape[1]
-        self.baseline = 0.0  # the loss of the lifted fit itself
-        self._basis = None
-        if factor is not None and d**3 * self.n_columns <= BASIS_FLOATS:
-            # X(e_x)[b] = unfold(e_b e_x^T) F: the fold of F^T, per coordinate x.
-            folded = fold_lifted_coef(factor.T, d).reshape(-1, d, d * d)
-            self._basis = np.ascontiguousarray(folded.transpose(2, 1, 0))
-
-    def feature_flops(self, n_heads):
-        d, k = self.token_dim, n_heads
-        if self._basis is not None:
-            return 2 * k * d**3 * self.n_columns
-        return (
-            2 * k * d * self.n_lifted * (1 if self.factor is None else self.n_columns)
-        )
-
-    def features(self, query_rows):
-        """``X(Q)`` of shape (k d, n_columns)."""
-        k, d = query_rows.shape[0], self.token_dim
-        if self._basis is not None:
-            return (query_rows @ self._basis.reshape(d * d, -1)).reshape(k * d, -1)
-        lifted = query_features(query_rows, d).reshape(k * d, -1)
-        return lifted if self.factor is None else lifted @ self.factor
-
-    def features_adjoint(self, weights):
-        """The gradient in ``Q`` of ``<weights, X(Q)>``, shape (k, d * d)."""
-        d = self.token_dim
-        k = weights.shape[0] // d
-        if self._basis is not None:
-            return weights.reshape(k, -1) @ self._basis.reshape(d * d, -1).T
-        if self.factor is not None:
-            weights = weights @ self.factor.T
-        return query_features_adjoint(weights.reshape(k, d, -1), d)
-
-    def basis(self):
-        """``X(e_x)`` for every query coordinate: shape (d * d, d, n_columns)."""
-        if self._basis is None:
-            d = self.token_dim
-            self._basis = self.features(np.eye(d * d)).reshape(d * d, d, -1)
-        return self._basis
-
-    def metric(self):
-        """``E E^T`` for the basis ``E`` (:meth:`basis`): the training metric
-        unfolded, ``(E E^T)[(x, b), (y, c)]`` stored with rows ``(b, c)`` and
-        columns ``(x, y)``, shape (d^2, d^4)."""
-        return _metric(self)
-
-
-class SequenceDesign:
-    """Heads against the training rows themselves.
-
-    The loss is ``||Pi (predictions - targets)||^2 + alpha ||theta||^2``, row ``i``
-    weighted by ``c_i^2``, ``predictions[i] = c_i sum_h V_h S_i Q_h q_i`` (``S_i``
-    the row's second moment, ``q_i`` its query), ``targets[i] = c_i y_i``; ``Pi``
-    projects out the row scales ``c`` when an intercept is fitted (the best
-    intercept, eliminated).
-
-    Parameters
-    ----------
-    moments : ndarray of shape (n_rows, d, d)
-        ``c_i S_i``.
-    queries : ndarray of shape (n_rows, d)
-    targets : ndarray of shape (n_rows, n_outputs)
-        ``c_i y_i``.
-    row_scale : ndarray of shape (n_rows,)
-        ``c``.
-    alpha : float
-    fit_intercept : bool
-    """
-
-    def __init__(self, moments, queries, targets, row_scale, alpha, fit_intercept):
-        self.moments, self.queries = moments, queries
-        self.n_rows, d, _ = moments.shape
-        self.token_dim = d
-        self.n_outputs = targets.shape[1]
-        self.n_lifted = d * d * (d + 1) // 2
-        self.alpha = float(alpha)
-        total = float(row_scale @ row_scale)
-        self._center = row_scale / np.sqrt(total) if fit_intercept and total else None
-        projected = self._project(np.asarray(targets, dtype=np.float64))
-        ridge = np.zeros((self.n_outputs, self.n_lifted if self.alpha else 0))
-        self.targets = np.concatenate([projected.T, ridge], axis=1)
-        self.n_columns = self.targets.shape[1]
-        self.baseline = 0.0  # set to the lifted fit's loss where known
-        self._basis = None
-
-    def feature_flops(self, n_heads):
-        n, d = self.n_rows, self.token_dim
-        return 4 * n * n_heads * d * d + (4 * n_heads * self.n_lifted)
-
-    def _project(self, rows):
-        """``Pi`` along the first axis."""
-        if self._center is None:
-            return rows
-        return rows - np.multiply.outer(
-            self._center, np.tensordot(self._center, rows, 1)
-        )
-
-    def features(self, query_rows):
-        k, d = query_rows.shape[0], self.token_dim
-        rows = _contract(self.moments, self.queries, query_rows)
-        rows = self._project(rows.reshape(self.n_rows, k * d)).T
-        if not self.alpha:
-            return rows
-        ridge = np.sqrt(self.alpha) * query_features(query_rows, d)
-        return np.concatenate([rows, ridge.reshape(k * d, -1)], axis=1)
-
-    def features_adjoint(self, weights):
-        d, n = self.token_dim, self.n_rows
-        k = weights.shape[0] // d
-        rows = self._project(weights[:, :n].T).reshape(n, k, d)
-        mixed = np.matmul(rows, self.moments)  # S_i w_ih
-        gradient = np.einsum("ihc,ie->hce", mixed, self.queries).reshape(k, d * d)
-        if self.alpha:
-            ridge = weights[:, n:].reshape(k, d, -1)
-            gradient += np.sqrt(self.alpha) * query_features_adjoint(ridge, d)
-        return gradient
-
-    def basis(self):
-        if self._basis is not None:
-            return self._basis
-        d = self.token_dim
-        rows = np.einsum("ibc,ie->ceib", self.moments, self.queries)
-        rows = self._project(rows.reshape(d * d, self.n_rows, d).transpose(1, 0, 2))
-        rows = rows.transpose(1, 2, 0)  # (x, b, i)
-        if self.alpha:
-            ridge = np.sqrt(self.alpha) * query_features(np.eye(d * d), d)
-            rows = np.concatenate([rows, ridge], axis=2)
-        self._basis = rows
-        return rows
-
-    def metric(self):
-        return _metric(self)
-
-
-def design_loss(design, value_rows, query_rows):
-    """``design``'s loss at given heads (not the best values for their queries)."""
-    k, m = query_rows.shape[0], design.n_outputs
-    values = value_rows.reshape(k, m, -1).transpose(1, 0, 2).reshape(m, -1)
-    residual = values @ design.features(query_rows) - design.targets
-    return float(np.vdot(residual, residual))
-
-
-def _metric(design):
-    """:meth:`LiftedDesign.metric` of a design (cached on it)."""
-    if getattr(design, "_metric", None) is None:
-        d = design.token_dim
-        basis = design.basis().reshape(d**3, -1)
-        metric = (basis @ basis.T).reshape(d * d, d, d * d, d)
-        # rows (b, c), columns (x, y): the layout the normal equations read
-        design._metric = np.ascontiguousarray(
-            metric.transpose(1, 3, 0, 2).reshape(d * d, d**4)
-        )
-    return design._metric
-
-
-def structured_steps(design):
-    """Whether steps are solved from :meth:`_Values.normal_equations` (the
-    unfolded metric has at most METRIC_FLOATS entries), else by LSMR."""
-    return design.token_dim**6 <= METRIC_FLOATS
-
-
-# The structured normal equations keep a d^3 x d^3 matrix: d <= 10 (8 MB).
-METRIC_FLOATS = 2**20
 
 
 class _Values:
@@ -397,8 +151,8 @@ class _Values:
         return self.values.reshape(m, k, d).transpose(1, 0, 2).reshape(k, m * d)
 
 
-# Levenberg-Marquardt. Steps are solved from the normal equations where they are
-# structured (structured_steps), else by LSMR with at most LSMR_ITER iterations.
+# Levenberg-Marquardt. Steps are solved from the normal equations where the design
+# is structured (design.structured), else by LSMR with at most LSMR_ITER iterations.
 # The damping starts at INITIAL_DAMPING times the mean squared column norm of the
 # Jacobian (normal equations) or the loss per parameter (LSMR), follows Nielsen's
 # rule, and a fit stops when it exceeds MAX_DAMPING times that scale (no descent).
@@ -570,7 +324,12 @@ def _orthonormal(query_rows):
 
 
 def fit_heads(
-    design, query_rows, max_iter, accept_below=-np.inf, budget=None, polish=False,
+    design,
+    query_rows,
+    max_iter,
+    accept_below=-np.inf,
+    budget=None,
+    polish=False,
     stall=(STALL_STEPS, STALL_DROP),
 ):
     """The best heads with these many query matrices, from a start.
@@ -606,7 +365,7 @@ def fit_heads(
         budget,
         stall=(1, 0.0) if polish else stall,
         rounding=ROUNDING * np.finfo(float).eps * size**2 if polish else 0.0,
-        structured=structured_steps(design),
+        structured=design.structured,
     )
     return point.value_rows(), point.query_rows, point.loss, n_steps
 

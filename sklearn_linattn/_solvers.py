@@ -50,9 +50,9 @@ from ._data import (
     sum_statistics,
 )
 from ._data import dense_threads as _dense_threads
+from ._designs import LiftedDesign, SequenceDesign
 from ._folds import RowFolds, StatisticsFolds, metric_factor, moments_of_pairs
 from ._lift import lifted_kernel, lifted_rmatvec
-from ._low_rank import LiftedDesign, SequenceDesign
 
 __all__ = [
     "HELDOUT_FOLDS",

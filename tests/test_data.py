@@ -19,7 +19,8 @@ from sklearn.model_selection import GridSearchCV, KFold
 
 from sklearn_linattn import LinearAttentionClassifier, LinearAttentionRegressor
 from sklearn_linattn._data import LiftedStatistics, lifted_data
-from sklearn_linattn._low_rank import design_loss, head_coef
+from sklearn_linattn._designs import design_loss
+from sklearn_linattn._low_rank import head_coef
 from sklearn_linattn._solvers import SOLVERS
 
 da = pytest.importorskip("dask.array")

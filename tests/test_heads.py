@@ -36,8 +36,9 @@ from sklearn_linattn import (
     certify,
 )
 from sklearn_linattn._data import lifted_data
+from sklearn_linattn._designs import LiftedDesign
 from sklearn_linattn._heads import HeadReadout, paper_heads, read_out_heads
-from sklearn_linattn._low_rank import LiftedDesign, head_coef
+from sklearn_linattn._low_rank import head_coef
 from sklearn_linattn._solvers import SOLVERS
 from sklearn_linattn.preprocessing import (
     PositionalEncoding,

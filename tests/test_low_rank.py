@@ -1,4 +1,5 @@
-"""The k-head fitting engine against naive references: each design's loss is the
+"""The k-head fitting engine and its designs against naive references: each
+design's loss is the
 training objective written out from the naive lifted features, Jacobian products
 are the derivatives (central differences) and each other's adjoints, the
 structured normal equations equal J^T J built column by column, and
@@ -8,18 +9,15 @@ import numpy as np
 import pytest
 from conftest import n_lifted, naive_lifted_features, random_attention, random_sequences
 
+from sklearn_linattn._designs import LiftedDesign, SequenceDesign, design_loss
 from sklearn_linattn._folds import moments_of_pairs
 from sklearn_linattn._lift import pair_statistics
 from sklearn_linattn._low_rank import (
     Budget,
-    LiftedDesign,
-    SequenceDesign,
     _Values,
-    design_loss,
     fit_heads,
     head_coef,
     isotropic_queries,
-    structured_steps,
 )
 
 
@@ -194,7 +192,7 @@ def test_large_token_dimensions_take_lsmr_steps(rng):
     d = 11  # the unfolded metric would have d^6 > 2^20 entries
     target = random_attention(rng, d, 1).lifted_coef()
     design = LiftedDesign(target, d)
-    assert not structured_steps(design)
+    assert not design.structured
     value_rows, query_rows, loss, _ = fit_heads(design, rng.normal(size=(1, d * d)), 50)
     gap = head_coef(value_rows, query_rows, d) - target
     assert np.linalg.norm(gap) <= 1e-6 * np.linalg.norm(target)
