@@ -163,11 +163,14 @@ def mean_gain(residual_sum, target_sum, target_square_sum, weight_sum):
     residual_sum = np.asarray(residual_sum, dtype=np.float64)
     if weight_sum <= 0:
         return np.zeros_like(residual_sum)
-    explained = residual_sum**2 / weight_sum
-    spread = np.maximum(target_square_sum - target_sum**2 / weight_sum, 0.0)
-    kept = explained > _MEAN_ROUNDING * np.asarray(target_square_sum)
+    # weighted means (of r, y, y^2): sums of weights near 1e300 stay in range
+    residual_mean = residual_sum / weight_sum
+    mean, mean_square = target_sum / weight_sum, target_square_sum / weight_sum
+    explained = residual_mean**2
+    variance = np.maximum(mean_square - mean**2, 0.0)
+    kept = explained > _MEAN_ROUNDING * mean_square
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(kept, explained / spread, 0.0)
+        return np.where(kept, explained / variance, 0.0)
 
 
 def _row_mean_gain(residual_rows, targets, row_scale):
