@@ -48,6 +48,7 @@ from ._validation import (
     validate_sample_weight,
     validate_sequences,
     validate_targets,
+    warn_if_mean_left_out,
     warn_if_underdetermined,
 )
 
@@ -442,6 +443,8 @@ class _LinearAttentionBase(BaseEstimator):
         self.coef_ = coef[0] if single_output else coef
         self.intercept_ = float(intercept[0]) if single_output else intercept
         self.certificate_ = solution.certificate
+        if not (self.fit_intercept or is_classifier(self)):
+            warn_if_mean_left_out(solution.mean_gain)
 
     # --- prediction -----------------------------------------------------------
 
@@ -647,7 +650,13 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         - None: the paper's read-out, the SVD of the symmetric split of ``W``; up
           to ``n_outputs * d`` heads (at most ``d * d``).
     fit_intercept : bool, default=False
-        Fit an unpenalized bias (MHLA itself has none).
+        Fit an unpenalized bias. MHLA itself has none, and the default keeps the
+        paper's model: ``p`` generic sequences identify it (with an intercept
+        ``p + 1``: centering takes one), and fits of its data are exact.
+        Real targets that are not centered need it (scikit-learn's linear models
+        fit one by default): a fit without it that leaves much of the targets'
+        mean in its residuals (adding their mean to every prediction would raise
+        the training :math:`R^2` by more than 0.1) warns, naming this parameter.
     solver : {"auto", "normal", "dual", "cg"}, default="auto"
         With :math:`\Phi` the lifted features of the training sequences (one
         row each, never formed by the solvers) and :math:`n` samples:

@@ -1140,8 +1140,13 @@ class LinearAttentionRegressorCV(RegressorMixin, _LinearAttentionCVBase):
     n_heads : "auto", int or None, default="auto"
         Head read-out of the final model; see :class:`LinearAttentionRegressor`.
     fit_intercept : bool, default=False
-        Fit an unpenalized bias. Leave-one-out then refits the intercept without
-        the row left out: its leverage gains ``w_i / sum(w)``, as in ``RidgeCV``.
+        Fit an unpenalized bias (MHLA has none). Leave-one-out then refits the
+        intercept without the row left out: its leverage gains ``w_i / sum(w)``,
+        as in ``RidgeCV``. Real targets that are not centered need it: without
+        it, a penalty that shrinks the model also shrinks its predictions toward
+        zero, away from the targets' mean (the alpha chosen then often lands at
+        the top of the grid), and the regressor's final model warns, as
+        :class:`LinearAttentionRegressor` does.
     tol : float, default=1e-8
         Relative tolerance of the head read-out.
     head_work_limit : float or None, default=20.0

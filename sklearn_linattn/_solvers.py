@@ -121,6 +121,10 @@ class LiftedSolution:
         (``"normal"``), kernel ``n^2 d^2`` and its factorization ``n^3 / 3``
         (``"dual"``), two structured products ``n d^3`` per LSQR iteration
         (``"cg"``). The head read-out's work limit is tied to it.
+    mean_gain : ndarray of shape (n_outputs,) or None
+        What adding the weighted mean of the training residuals to every
+        prediction would add to the training :math:`R^2` (:func:`mean_gain`):
+        zero with an intercept, up to rounding.
     """
 
     coef: np.ndarray
@@ -137,6 +141,45 @@ class LiftedSolution:
     heldout_folds: Callable = None
     coef_tol: float = 0.0
     flops: float = 0.0
+    mean_gain: np.ndarray = None
+
+
+# Below this fraction of sum_i w_i y_i^2, W rbar^2 is rounding of the sums it is
+# computed from (about (p eps)^2 of it), not a mean the fit left out.
+_MEAN_ROUNDING = 1e-8
+
+
+def mean_gain(residual_sum, target_sum, target_square_sum, weight_sum):
+    """Per output, the rise in training :math:`R^2` from adding the weighted mean
+    residual ``rbar`` to every prediction: ``W rbar^2 / sum_i w_i (y_i - ybar)^2``,
+    ``W`` the weight sum (the residual sum of squares falls by ``W rbar^2``).
+
+    The arguments are weighted sums over the training rows: ``sum_i w_i r_i``,
+    ``sum_i w_i y_i``, ``sum_i w_i y_i^2`` (each of shape ``(n_outputs,)``) and
+    ``W``. Zero where ``W rbar^2`` is within rounding of the sums; ``inf`` for
+    constant targets whose mean the fit left out.
+    """
+    residual_sum = np.asarray(residual_sum, dtype=np.float64)
+    if weight_sum <= 0:
+        return np.zeros_like(residual_sum)
+    # weighted means (of r, y, y^2): sums of weights near 1e300 stay in range
+    residual_mean = residual_sum / weight_sum
+    mean, mean_square = target_sum / weight_sum, target_square_sum / weight_sum
+    explained = residual_mean**2
+    variance = np.maximum(mean_square - mean**2, 0.0)
+    kept = explained > _MEAN_ROUNDING * mean_square
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(kept, explained / variance, 0.0)
+
+
+def _row_mean_gain(residual_rows, targets, row_scale):
+    """:func:`mean_gain` from weighted rows (``sqrt(w) r``, ``sqrt(w) y``)."""
+    return mean_gain(
+        row_scale @ residual_rows,
+        row_scale @ targets,
+        np.einsum("no,no->o", targets, targets),
+        float(row_scale @ row_scale),
+    )
 
 
 def _rescaled_penalty(data, alpha, rescaled_alpha):
@@ -324,6 +367,15 @@ def _solve_statistics(
         + data.n_lifted**3 / 3,
         head_design=head_design,
         heldout_folds=None if folds is None else heldout_folds,
+        # sum_i w_i r_i = sum w y - coef . sum w phi - W b, b the intercept
+        mean_gain=mean_gain(
+            statistics.target_sum
+            - coef @ statistics.feature_sum
+            - statistics.weight_sum * (target_mean - coef @ feature_mean),
+            statistics.target_sum,
+            statistics.target_square_sum,
+            statistics.weight_sum,
+        ),
     )
 
 
@@ -478,6 +530,7 @@ def _solve_kernel(data, alpha, fit_intercept, heldout=False, rescaled_alpha=None
         flops=float(len(kernel)) ** 2 * data.token_dim**2 + len(kernel) ** 3 / 3,
         head_design=head_design,
         heldout_folds=heldout_folds,
+        mean_gain=_row_mean_gain(residual, targets, row_scale),
     )
 
 
@@ -518,6 +571,7 @@ def solve_lsqr(
     coef = np.zeros((targets.shape[1], n_lifted))
     n_iter = np.zeros(targets.shape[1], dtype=int)
     residual = np.einsum("no,no->o", centered_targets, centered_targets)
+    residual_rows = np.array(centered_targets, dtype=np.float64)
     converged = True
     for output, column in enumerate(centered_targets.T):
         if not np.any(column):
@@ -534,6 +588,7 @@ def solve_lsqr(
         converged &= result[1] != 7  # 7: the iteration limit was reached
         difference = column - centered.matvec(coef[output])
         residual[output] = difference @ difference
+        residual_rows[:, output] = difference
     uncentered_trace = np.sum(operator.squared_column_norms())
     _check_shrinkage(coef, given, alpha, uncentered_trace / n_lifted)
     certificate = estimate_extreme_eigenvalues(
@@ -554,6 +609,7 @@ def solve_lsqr(
         # uncentered scale): LSQR fitted noise; the model is the constant one.
         coef[:] = 0.0
         residual = np.einsum("no,no->o", centered_targets, centered_targets)
+        residual_rows = np.array(centered_targets, dtype=np.float64)
         converged = True
     if not converged:
         warnings.warn(
@@ -582,6 +638,7 @@ def solve_lsqr(
         )[0] if hasattr(operator, "pairs") else (
             lambda: LiftedDesign(coef, data.token_dim)
         ),
+        mean_gain=_row_mean_gain(residual_rows, targets, row_scale),
     )
 
 

@@ -151,6 +151,35 @@ def test_example_code_fits_the_page(example):
             )
 
 
+def test_real_data_numbers_come_from_the_recorded_run():
+    """The real-data page types no score: its tables are drawn from the recorded
+    run of benchmarks/bench_real_sequences.py, which covers every data set and
+    model the script defines, and every recorded score reaches the table."""
+    import json
+
+    sys.path.insert(0, str(DOCS / "_ext"))
+    import linattn_docs
+
+    page = (DOCS / "real_data.rst").read_text()
+    assert ".. recorded-table:: bench_real_sequences" in page
+    assert ".. plot:: figures/real_data.py" in page
+    prose = re.sub(r"``[^`]*``", "", page)  # version floors and code are literals
+    assert not re.findall(r"\b\d\.\d{2,}\b|\b\d+(?:\.\d+)? s\b", prose)
+    script = linattn_docs.benchmark_script("bench_real_sequences")
+    recorded = ROOT / "benchmarks" / "recorded" / "bench_real_sequences.json"
+    record = json.loads(recorded.read_text())
+    assert [row["name"] for row in record["results"]] == list(script.DATA_SETS)
+    table = script.rst_table(record, script.MAIN_MODELS)
+    for row in record["results"]:
+        assert row["name"] in table
+        for key in script.MODELS:
+            if script.applies(key, row["task"]):
+                assert key in row["results"], (row["name"], key)
+            result = row["results"].get(key, {})
+            if key in script.MAIN_MODELS and "score" in result:
+                assert f"{result['score']:.3f}" in table
+
+
 def printed_lines(rst):
     """The lines a gallery example printed, from its generated .rst page."""
     lines, inside = [], False

@@ -1,6 +1,7 @@
 """LinearAttentionRegressor: recovery, minimum norm, sklearn use, errors."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -115,6 +116,82 @@ def test_multi_output_recovery_with_intercept(rng):
     np.testing.assert_allclose(model.intercept_, offset, rtol=1e-9)
     assert relative_distance(model.attention_, truth) < 1e-8
     assert model.certificate_.identifiable
+
+
+MEAN_LEFT_OUT = "leaves the targets' mean out"
+
+
+def _mean_warnings(record):
+    return [str(w.message) for w in record if MEAN_LEFT_OUT in str(w.message)]
+
+
+def test_a_fit_that_leaves_the_targets_mean_out_warns_and_names_the_intercept():
+    """Real targets far from zero (sklearn's diabetes: mean 152, standard deviation
+    77), tokens without a constant: the homogeneous cubic cannot fit the mean, and
+    the warning names fit_intercept=True, with the training R^2 that adding the
+    mean residual to the predictions gains, recomputed here from the predictions."""
+    from sklearn.datasets import load_diabetes
+    from sklearn.metrics import r2_score
+
+    from sklearn_linattn import LinearAttentionRegressorCV
+
+    X, y = load_diabetes(return_X_y=True)
+    X = X.reshape(len(X), 2, 5) / np.abs(X).max()  # two tokens of five features
+    train, test = slice(0, 300), slice(300, None)
+    with pytest.warns(UserWarning, match=MEAN_LEFT_OUT) as record:
+        model = LinearAttentionRegressorCV(n_heads=None).fit(X[train], y[train])
+    (message,) = _mean_warnings(record)
+    assert "fit_intercept=True" in message
+    fitted = model.predict(X[train])
+    shifted = fitted + np.mean(y[train] - fitted)
+    gain = r2_score(y[train], shifted) - r2_score(y[train], fitted)
+    assert f"by {gain:.2f}" in message
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        centered = LinearAttentionRegressorCV(n_heads=None, fit_intercept=True)
+        centered.fit(X[train], y[train])
+    assert not _mean_warnings(record)
+    # the fix the warning names helps on held-out data as well
+    assert centered.score(X[test], y[test]) > model.score(X[test], y[test]) + 1.0
+
+
+@pytest.mark.parametrize("solver", ["normal", "dual", "cg"])
+def test_every_solver_and_partial_fit_warn_about_a_mean_left_out(rng, solver):
+    truth = random_attention(rng, 3, 1)
+    X = random_sequences(rng, 40, 5, 3)
+    y = truth.predict(X)[:, 0] + 5.0
+    with pytest.warns(UserWarning, match=MEAN_LEFT_OUT):
+        LinearAttentionRegressor(solver=solver, n_heads=None).fit(X, y)
+    if solver == "normal":
+        model = LinearAttentionRegressor(n_heads=None)
+        model.partial_fit(X[:20], y[:20]).partial_fit(X[20:], y[20:])
+        with pytest.warns(UserWarning, match=MEAN_LEFT_OUT):
+            coef = model.coef_  # partial_fit solves when the model is first read
+        assert coef.shape == (n_lifted(3),)
+
+
+def test_fits_of_attention_data_do_not_warn_about_the_mean(rng):
+    """MHLA's own data: exact fits leave no residual mean, noisy and ridge fits a
+    mean of the noise's size; the automaton's one-hot targets are far from
+    centered (mean 0.72 standard deviations) and fitted exactly. Classifiers
+    never warn (their scores are one-hot codes, not targets to center)."""
+    from sklearn_linattn.datasets import make_automaton_lookups, make_random_mhla
+
+    X, y, _ = make_random_mhla(150, 20, 4, n_heads=2, random_state=0)
+    noisy = y + 0.3 * y.std() * rng.normal(size=y.shape)
+    lookups, next_states = make_automaton_lookups(600, 3, 2, random_state=0)[:2]
+    assert np.all(np.abs(next_states.mean(0)) > 0.5 * next_states.std(0))
+    fits = [
+        (LinearAttentionRegressor(n_heads=None), X, y),
+        (LinearAttentionRegressor(n_heads=None, alpha=1.0), X, noisy),
+        (LinearAttentionRegressor(n_heads=None), lookups, next_states),
+        (LinearAttentionClassifier(n_heads=None), X, y > np.quantile(y, 0.8)),
+    ]
+    for model, data, targets in fits:
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            model.fit(data, targets)
+        assert not _mean_warnings(record), type(model).__name__
 
 
 def test_underdetermined_fit_is_minimum_norm(rng):

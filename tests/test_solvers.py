@@ -971,3 +971,39 @@ def test_small_genuine_centered_spread_is_not_flattened(eps, n_diff, weighted, s
         assert est.certificate_.rank == n_diff, solver
         error = np.abs(est.predict(X) - reference).max() / np.ptp(y)
         assert error < accuracy, (solver, error)
+
+
+
+@pytest.mark.parametrize("solver", ["normal", "dual", "cg"])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_mean_gain_is_the_r2_that_adding_the_mean_residual_adds(
+    rng, solver, fit_intercept
+):
+    """Every solver reports what adding the weighted mean of the training residuals
+    to every prediction would add to the training R^2 (zero with an intercept),
+    against the weighted ridge solution by an explicit pseudo-inverse."""
+    from sklearn_linattn._data import lifted_data
+    from sklearn_linattn._solvers import SOLVERS
+
+    truth = random_attention(rng, 3, 2, n_outputs=2)
+    X = random_sequences(rng, 40, 5, 3)  # fewer sequences than p = 18 features
+    y = truth.predict(X) + np.array([3.0, -0.5]) + 0.1 * rng.normal(size=(40, 2))
+    weights = rng.uniform(0.5, 2.0, size=40)
+    solution = SOLVERS[solver](
+        lifted_data(X, y, weights), alpha=1.0, fit_intercept=fit_intercept,
+        solver_tol=1e-14, max_iter=2000,
+    )
+    features = naive_lifted_features(X)
+    coef, intercept, _, _ = naive_weighted_solution(
+        features, y, weights, 1.0, fit_intercept
+    )
+    residual = y - features @ coef.T - intercept
+    mean = weights @ residual / weights.sum()
+    spread = weights @ (y - weights @ y / weights.sum()) ** 2
+    expected = weights.sum() * mean**2 / spread
+    if fit_intercept:
+        np.testing.assert_allclose(expected, 0.0, atol=1e-20)
+        np.testing.assert_allclose(solution.mean_gain, 0.0, atol=1e-12)
+    else:
+        assert np.all(expected > 0.05)  # the offsets are out of a cubic's reach
+        np.testing.assert_allclose(solution.mean_gain, expected, rtol=1e-8)

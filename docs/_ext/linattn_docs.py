@@ -9,9 +9,14 @@
   left out of the documented signatures.
 - ``.. demo-output::``: runs ``python -m sklearn_linattn --quick`` during the build
   and shows what it prints.
+- ``.. recorded-table:: SCRIPT``: a table of the recorded run
+  ``benchmarks/recorded/SCRIPT.json``, drawn by the script's own ``rst_table``
+  (nothing is run but the formatting).
 """
 
+import importlib.util
 import inspect
+import json
 import os
 import re
 import subprocess
@@ -22,6 +27,7 @@ from pathlib import Path
 
 from docutils import nodes
 from docutils.parsers.rst import Directive, directives
+from docutils.statemachine import StringList
 
 # name -> page, relative to the project's documentation root ("$" is the name)
 _SKLEARN_API = "modules/generated/$.html#$"
@@ -212,8 +218,55 @@ class DemoOutput(Directive):
         return [block]
 
 
+def benchmark_script(name):
+    """The module ``benchmarks/<name>.py`` (imported for its formatting; its
+    ``main`` is not run), with ``benchmarks/`` on the path for ``_common``."""
+    directory = Path(__file__).resolve().parents[2] / "benchmarks"
+    if str(directory) not in sys.path:
+        sys.path.insert(0, str(directory))
+    spec = importlib.util.spec_from_file_location(name, directory / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class RecordedTable(Directive):
+    """A table of a benchmark's recorded run: ``.. recorded-table:: SCRIPT``
+    with options ``:models:`` and ``:tasks:`` (space-separated keys, passed to
+    the script's ``rst_table`` as lists; all tasks when left out), or
+    ``:function: rst_summary`` for another of the script's ``rst_*`` functions of
+    the record."""
+
+    required_arguments = 1
+    option_spec = {
+        "models": directives.unchanged,
+        "tasks": directives.unchanged,
+        "function": directives.unchanged,
+    }
+
+    def run(self):
+        name = self.arguments[0]
+        path = Path(__file__).resolve().parents[2] / "benchmarks" / "recorded"
+        path = path / f"{name}.json"
+        self.state.document.settings.env.note_dependency(str(path))
+        record = json.loads(path.read_text())
+        module = benchmark_script(name)
+        options = dict(self.options)
+        function = getattr(module, options.pop("function", "rst_table"))
+        lists = {key: value.split() for key, value in options.items()}
+        text = function(record, **lists)
+        container = nodes.container()
+        self.state.nested_parse(
+            StringList(text.splitlines(), source=str(path)),
+            self.content_offset,
+            container,
+        )
+        return container.children
+
+
 def setup(app):
     app.connect("missing-reference", _warn_unresolved, priority=900)
     app.connect("autodoc-process-signature", _public_signature)
     app.add_directive("demo-output", DemoOutput)
+    app.add_directive("recorded-table", RecordedTable)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -21,7 +21,8 @@ Univariate series are turned into tokens of a few consecutive values
 (``SeriesToTokens(window=2)``): scalar tokens would leave the model one lifted
 feature. ``alpha`` is chosen by leave-one-out cross-validation on the training data
 (``LinearAttentionRegressorCV``), over a grid wide enough that the choice is inside
-it.
+it; the regressor fits an intercept (``fit_intercept=True``), as for any real
+targets that are not centered.
 """
 
 import time
@@ -67,7 +68,9 @@ forecasters = {
     "attention, 8 tokens of 2 years": make_pipeline(
         SeriesToTokens(window=2),  # windows are univariate series: (n, 16)
         PositionalEncoding(constant=True),  # 8 positions, a constant: d = 11
-        LinearAttentionRegressorCV(alphas=alphas, n_heads=None),
+        LinearAttentionRegressorCV(
+            alphas=alphas, n_heads=None, fit_intercept=True
+        ),
     ),
 }
 forecasts = {}

@@ -137,7 +137,7 @@ with warnings.catch_warnings():
 attention = make_pipeline(
     TokenwiseTransformer(quantiles()),
     PositionalEncoding(constant=True),
-    LinearAttentionRegressor(n_heads=None),
+    LinearAttentionRegressor(n_heads=None, fit_intercept=True),
 )
 search = GridSearchCV(
     attention,
