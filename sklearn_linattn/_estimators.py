@@ -380,6 +380,8 @@ class _LinearAttentionBase(BaseEstimator):
         rescaling = data.rescaling
         start = time.perf_counter()
         searching = self.n_heads is not None
+        rank = solution.certificate.rank  # None: LSQR's estimate, of unknown rank
+        rank = data.n_lifted if rank is None else rank
         # the search's limit; a fixed count, asked for, is fitted without one
         limit = self.head_work_limit if self.n_heads == "auto" else None
         readout = read_out_heads(
@@ -396,7 +398,7 @@ class _LinearAttentionBase(BaseEstimator):
             # with residual degrees of freedom, the residual says whether the
             # data are exact
             residual=float(np.sum(solution.residual_sum_of_squares))
-            if solution.n_observations - self.fit_intercept > solution.certificate.rank
+            if solution.n_observations - self.fit_intercept > rank
             else None,
             # in flops: a multiple of the regression's, plus a floor
             work_limit=None if limit is None else limit * solution.flops + WORK_FLOOR,
