@@ -54,14 +54,17 @@ __all__ = [
     "CenteredOperator",
     "CompactOperator",
     "DaskLiftedData",
+    "FitCost",
     "InMemoryLiftedData",
     "LiftedStatistics",
     "Rescaling",
     "StatisticsSource",
     "available_memory",
+    "check_fit_cost",
     "choose_solver",
     "default_batch_size",
     "dense_threads",
+    "fit_cost",
     "is_dask_array",
     "lifted_data",
     "lifted_predict",
@@ -210,6 +213,150 @@ def choose_solver(n_rows, n_lifted, memory=None, distributed=False):
     if _COPIES * 8 * n_lifted**2 <= budget:
         return "normal"
     return "cg"
+
+
+# --- what a fit needs: refused before it starts when it cannot run ------------------
+
+# Work of the head read-out beyond which a fit is refused. The read-out folds the
+# lifted coefficients into W[(a, b), (c, e)], a (n_outputs d) x d^2 matrix, and
+# takes its thin SVD twice (for the head count, then for the heads), on one core:
+# 3e11 flops took 48 to 97 s on the project's shared 2-core machine (ArrowHead as
+# one token, d = 251, 3 classes; benchmarks/bench_one_token.py), so 1e12 is
+# minutes. With a whole series as one token it dominates the fit: OSULeaf (d =
+# 427, 6 classes) would need 1e13, after a dual solve of 15 s.
+_READOUT_MAX_FLOPS = 1e12
+
+
+@dataclass(frozen=True)
+class FitCost:
+    """The largest arrays and the head read-out work of a fit, before it runs
+    (:func:`fit_cost`). Sizes in bytes (float64)."""
+
+    n_lifted: int
+    n_outputs: int
+    token_dim: int
+    solver: str
+    solver_bytes: float  # the solver's matrices (kernel, Gram) and rows
+    coef_bytes: float  # the lifted coefficients, n_outputs x p
+    folded_bytes: float  # W, (n_outputs d) x d^2, of the head read-out
+    memory: float  # the peak: all of the above and their working copies
+    readout_flops: float
+
+    @property
+    def folded_shape(self):
+        return (self.n_outputs * self.token_dim, self.token_dim**2)
+
+
+def fit_cost(n_rows, token_dim, n_outputs, solver):
+    """Peak memory and head read-out work of a fit, from its sizes alone.
+
+    A model of the largest float64 arrays, summed (a bound: not all live at
+    once):
+
+    - the solver's: three ``n_rows x n_rows`` matrices and the compact rows
+      (``n_rows (d (d + 1) / 2 + d)``) for ``"dual"``, three ``p x p`` and one
+      chunk of lifted rows for ``"normal"``, the compact rows for ``"cg"``;
+    - the lifted coefficients, ``n_outputs x p``, three times while the solver
+      forms them;
+    - the head read-out's: four arrays the size of ``W``, ``(n_outputs d) x
+      d^2`` (``W``, the copy its SVD works on, its singular vectors, the heads);
+      with one output five more (the canonical form of the heads projects the
+      slices of ``W``). Measured with ``tracemalloc`` on the paper's read-out
+      (``n_heads=None``), the traced peak of fits with a series as one token
+      was 0.55 to 0.9 times this sum.
+
+    The read-out's work is that of two thin SVDs of ``W``: ``4 L r^2 + 22 r^3``
+    flops each (``r`` the smaller side of ``W``, ``L`` the larger; Golub and Van
+    Loan's count).
+
+    Examples
+    --------
+    >>> from sklearn_linattn._data import fit_cost
+    >>> cost = fit_cost(200, 427, 6, "dual")  # OSULeaf, a series as one token
+    >>> cost.folded_shape, f"{cost.readout_flops:.0e}"
+    ((2562, 182329), '1e+13')
+    """
+    d = token_dim
+    n_lifted = n_lifted_features(d)
+    n_pairs = d * (d + 1) // 2
+    compact = 8.0 * n_rows * (n_pairs + d)
+    if solver == "dual":
+        solver_bytes = _COPIES * 8.0 * n_rows**2 + compact
+    elif solver == "normal":
+        rows = min(n_rows, default_batch_size(n_lifted))
+        solver_bytes = _COPIES * 8.0 * n_lifted**2 + 8.0 * rows * n_lifted
+    else:
+        solver_bytes = compact
+    coef_bytes = 8.0 * n_outputs * n_lifted
+    height, width = n_outputs * d, d * d
+    rank, longest = min(height, width), max(height, width)
+    folded_bytes = 8.0 * height * width
+    readout_copies = 9 if n_outputs == 1 else 4
+    return FitCost(
+        n_lifted=n_lifted,
+        n_outputs=n_outputs,
+        token_dim=d,
+        solver=solver,
+        solver_bytes=solver_bytes,
+        coef_bytes=coef_bytes,
+        folded_bytes=folded_bytes,
+        memory=solver_bytes + 3 * coef_bytes + readout_copies * folded_bytes,
+        readout_flops=2.0 * (4.0 * longest * rank**2 + 22.0 * rank**3),
+    )
+
+
+def _size(n_bytes):
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
+        if n_bytes >= size:
+            return f"{n_bytes / size:.3g} {unit}"
+    return f"{n_bytes / 1e3:.3g} kB"
+
+
+def check_fit_cost(data, solver, memory=None):
+    """A ValueError before a fit that cannot run: its peak memory
+    (:func:`fit_cost`) beyond the available memory (:func:`available_memory`,
+    or ``memory`` bytes), or its head read-out beyond 1e12 flops (minutes to
+    hours on one core). The message names the sizes, what dominates and what to
+    do.
+    """
+    cost = fit_cost(data.n_rows, data.token_dim, max(data.n_outputs, 1), solver)
+    memory = available_memory() if memory is None else memory
+    too_large = cost.memory > memory
+    too_slow = cost.readout_flops > _READOUT_MAX_FLOPS
+    if not (too_large or too_slow):
+        return cost
+    reasons = []
+    if too_large:
+        reasons.append(
+            f"about {_size(cost.memory)} of memory, more than the "
+            f"{_size(memory)} available"
+        )
+    if too_slow:
+        reasons.append(
+            f"about {cost.readout_flops:.1e} floating-point operations in its head "
+            f"read-out (the limit is {_READOUT_MAX_FLOPS:.0e}, minutes on one core)"
+        )
+    solver_part = {
+        "dual": f"the {data.n_rows:,} x {data.n_rows:,} kernel",
+        "normal": f"the {cost.n_lifted:,} x {cost.n_lifted:,} Gram matrix",
+        "cg": "products with the lifted rows",
+    }[solver]
+    height, width = cost.folded_shape
+    raise ValueError(
+        "This fit would need " + " and ".join(reasons) + ". The model has p = "
+        f"{cost.n_lifted:,} lifted features (token dimension d = {cost.token_dim}) "
+        f"and {cost.n_outputs} output(s): solver {solver!r} works on {solver_part} "
+        f"({_size(cost.solver_bytes)}) and returns the {cost.n_outputs} x "
+        f"{cost.n_lifted:,} lifted coefficients ({_size(cost.coef_bytes)}); the "
+        f"head read-out folds them into W, a {height:,} x {width:,} matrix "
+        f"({_size(cost.folded_bytes)}), and takes its SVD. Memory grows as "
+        "n_outputs d^3, the read-out's work as n_outputs^2 d^4: reduce the token "
+        "dimension. For a whole series as one token (the cubic kernel), reduce "
+        "the series first, e.g. make_pipeline(PCA(n_components=64), estimator) "
+        "(d = 64: p = 133,120) or every k-th value; for sequences, "
+        "TokenwiseTransformer(PCA(n_components=k)), fewer position features or a "
+        "smaller SeriesToTokens window."
+    )
 
 
 def power_of_two_scale(largest, name="X"):

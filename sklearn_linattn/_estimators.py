@@ -30,6 +30,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 from ._attention import MultiHeadLinearAttention
 from ._data import (
     StatisticsSource,
+    check_fit_cost,
     is_dask_array,
     lifted_data,
     lifted_predict,
@@ -196,7 +197,16 @@ class _LinearAttentionBase(BaseEstimator):
         if reset and not partial:  # a first batch is not all the data
             n_samples, n_tokens, token_dim = sequences.shape
             n_rows = n_samples * (n_tokens if self.positions == "all" else 1)
-            warn_if_underdetermined(n_rows, token_dim)
+            warn_if_underdetermined(
+                n_rows,
+                token_dim,
+                # None for the CV estimators, which choose it
+                alpha=self.get_params(deep=False).get("alpha"),
+                n_tokens=n_tokens,
+                cv_estimator="LinearAttentionClassifierCV"
+                if is_classifier(self)
+                else "LinearAttentionRegressorCV",
+            )
         return sequences
 
     def _data_source(self, sequences, targets, sample_weight, rescaling=None):
@@ -226,9 +236,12 @@ class _LinearAttentionBase(BaseEstimator):
         data = self._data_source(sequences, targets, sample_weight)
         self._check_rows(data)
         solver = resolve_solver(self.solver, data)
+        cost = check_fit_cost(data, solver)  # before any work
         self._log(
             f"solver {solver!r}: {data.n_rows} rows, p={data.n_lifted}"
             + (" (Dask)" if data.is_distributed else "")
+            + f"; peak memory about {cost.memory / 1e6:.3g} MB, head read-out "
+            f"{cost.readout_flops:.2g} flops"
         )
         start = time.perf_counter()
         solution = SOLVERS[solver](
@@ -277,6 +290,8 @@ class _LinearAttentionBase(BaseEstimator):
             sample_weight,
             rescaling=None if first_call else self._rescaling,
         )
+        if first_call:  # the p x p statistics, before any work
+            check_fit_cost(data, "normal")
         # Folds by the sequence's index over all batches, as fit would assign
         # them (the head count's held-out criterion), where the read-out uses them.
         first_sample = 0 if first_call else self._n_sequences
@@ -624,12 +639,17 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         ``X`` it is read from the data (and checked when given).
     alpha : float, default=0.0
         Ridge penalty on the lifted coefficients. ``0`` gives the minimum-norm
-        least-squares solution, also when the lifted Gram matrix is singular. A
-        penalty so large that the lifted coefficients, with ``X`` and ``y``
-        scaled to order one, fall below ``1e-154`` (about ``1e150`` times the
-        mean diagonal of the lifted Gram) is a ValueError naming ``alpha``: the
-        heads cannot be read out of them, and the model is zero to float64
-        precision from about ``1e16`` times that diagonal on.
+        least-squares solution, also when the lifted Gram matrix is singular: the
+        paper's learner, right for exact targets. With no more training rows than
+        lifted features it interpolates the targets, noise included, and on real
+        data predicts poorly (a ``UserWarning`` says so): there, use
+        :class:`LinearAttentionRegressorCV`, which chooses ``alpha`` by
+        leave-one-out in one pass, or a positive ``alpha``. A penalty so large
+        that the lifted coefficients, with ``X`` and ``y`` scaled to order one,
+        fall below ``1e-154`` (about ``1e150`` times the mean diagonal of the
+        lifted Gram) is a ValueError naming ``alpha``: the heads cannot be read
+        out of them, and the model is zero to float64 precision from about
+        ``1e16`` times that diagonal on.
     n_heads : "auto", int or None, default="auto"
         How heads are read out of the lifted solution.
 
@@ -763,6 +783,8 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
 
     See Also
     --------
+    LinearAttentionRegressorCV : The same model with ``alpha`` chosen by
+        cross-validation, for real (noisy) data.
     certify : The certificate of a data set, without fitting.
 
     Notes
@@ -771,7 +793,11 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     sequences of :math:`T` tokens costs :math:`O(n (T d^2 + p^2) + p^3)`. The
     model is a homogeneous cubic in the tokens: it has no terms of lower degree,
     so a linear trend in the data is not captured (``fit_intercept`` adds only a
-    constant).
+    constant). The head read-out folds the coefficients into a ``(n_outputs d) x
+    d^2`` matrix and takes its SVD, ``O(n_outputs^2 d^4)`` work: a fit whose
+    memory would exceed the available memory, or whose read-out would exceed
+    1e12 flops (a whole series of hundreds of values as one token), is refused
+    before it starts, by a ValueError naming the sizes.
 
     The minimal read-out is a heuristic, not a certified minimum: it may return
     more heads than necessary, never a model outside ``tol`` (or rejected by the
@@ -949,7 +975,10 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         Dimension ``d`` of a token; needed for 2-D ``X`` (see
         :class:`LinearAttentionRegressor`).
     alpha : float, default=0.0
-        Ridge penalty on the lifted coefficients (0: minimum-norm least squares).
+        Ridge penalty on the lifted coefficients (0: minimum-norm least squares,
+        which interpolates the labels when there are no more training rows than
+        lifted features; on real data use :class:`LinearAttentionClassifierCV`,
+        which chooses ``alpha`` by leave-one-out, or a positive ``alpha``).
     n_heads : "auto", int or None, default="auto"
         Head read-out: the fewest heads that pass (within ``tol`` of the lifted
         fit on exact data; else with a cross-validated misclassification rate
@@ -1027,6 +1056,8 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
 
     See Also
     --------
+    LinearAttentionClassifierCV : The same classifier with ``alpha`` chosen by
+        cross-validation, for real (noisy) data.
     LinearAttentionRegressor : The regression this classifier is built on.
 
     Examples

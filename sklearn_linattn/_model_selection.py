@@ -54,6 +54,7 @@ from ._certificate import (
 from ._data import (
     StatisticsSource,
     _RowLayout,
+    check_fit_cost,
     is_dask_array,
     lifted_data,
     padding_row_mask,
@@ -791,6 +792,7 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
             # eigenvalues of the Gram (see _LIMIT_CONDITION)
             small = data.n_rows <= data.n_lifted + int(self.fit_intercept)
             mode = "dual" if small and not distributed else "normal"
+        check_fit_cost(data, mode)  # before any work
         if self.cv is None:
             if self.positions == "all":
                 raise ValueError(

@@ -18,7 +18,12 @@ import scipy.sparse as sp
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
-from .preprocessing import PositionalEncoding, SeriesToTokens, TokenwiseTransformer
+from .preprocessing import (
+    PositionalEncoding,
+    SeriesToTokens,
+    TokenwiseTransformer,
+    _padding_mask,
+)
 
 __all__ = [
     "GeneratedSequences",
@@ -251,6 +256,32 @@ class _TokenStep:
         return out
 
 
+class _CountedPositionStep(_TokenStep):
+    """``PositionalEncoding(origin="start")`` applied to one new token per
+    sequence: its position is the number of real tokens before it, which the
+    step counts from the prompt on."""
+
+    def __init__(self, encoder):
+        super().__init__(None, encoder.token_dim_, encoder.padding)
+        self.encoder = encoder
+
+    def start(self, step_input):
+        super().start(step_input)
+        values = np.asarray(step_input)
+        tokens = values.reshape(len(values), -1, self.encoder.token_dim_)
+        self.counts = _padding_mask(tokens, self.padding).sum(axis=1)
+
+    def __call__(self, tokens):
+        real = np.ones(len(tokens), dtype=bool)
+        if self.padding == "left":
+            real = self.started | np.any(tokens != 0, axis=1)
+            self.started = real
+        extra = self.encoder._extra_features(self.counts)
+        out = np.where(real[:, None], np.column_stack([tokens, extra]), 0.0)
+        self.counts = self.counts + real
+        return out
+
+
 def _identity(tokens):
     return tokens
 
@@ -266,12 +297,15 @@ def _token_step(step):
             None,
         )
     if isinstance(step, PositionalEncoding):
+        if step.origin == "start" and step.n_positions_ > 0:
+            return _CountedPositionStep(step), None
         if step.n_positions_ > 0:
             return None, (
                 f"its {step.n_positions_} position feature(s) count from the query, "
                 "so each appended token moves every earlier token one position "
-                "back and changes its features (only n_positions=0, the constant "
-                "alone, acts token by token)"
+                "back and changes its features (count them from the start, "
+                "PositionalEncoding(origin='start'), or append the constant "
+                "alone, n_positions=0)"
             )
         if not step.constant:
             return _TokenStep(_identity, step.token_dim_), None
@@ -334,11 +368,13 @@ def generate_pipeline(pipeline, X, n_steps, to_token=None):
     that transforming the grown sequence again changes nothing but the new token:
     :class:`~sklearn_linattn.preprocessing.TokenwiseTransformer` (padding kept
     zero), :class:`~sklearn_linattn.preprocessing.PositionalEncoding` with
-    ``n_positions=0`` (the constant alone), ``SeriesToTokens(window=1)`` without
-    ``max_len`` (a raw token is then one time step, its channels), ``"passthrough"``
-    and pipelines of those. Positions counted from the query are not token-wise
-    (each new token moves every earlier one a position back), nor are
-    transformers of whole flattened rows.
+    ``origin="start"`` (a new token's position is the count of real tokens
+    before it) or with ``n_positions=0`` (the constant alone),
+    ``SeriesToTokens(window=1)`` without ``max_len`` (a raw token is then one
+    time step, its channels), ``"passthrough"`` and pipelines of those.
+    Positions counted from the query are not token-wise (each new token moves
+    every earlier one a position back), nor are transformers of whole flattened
+    rows.
 
     Parameters
     ----------

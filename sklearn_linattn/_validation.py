@@ -452,17 +452,24 @@ def warn_about_layout(n_tokens, token_dim, *, from_rows):
       read as tokens-as-rows (``(200, 2, 50)``: 2 tokens, ``p = 63,750``; its
       transpose ``(200, 50, 2)`` has ``p = 6``);
     - 2-D rows without ``token_dim`` (``from_rows``), read as one token each, wide
-      enough for ``p`` of 1,000 or more: a flattened sequence, most likely;
+      enough for ``p`` of 1,000 or more: a flattened sequence, or the cubic
+      kernel machine of the whole row on purpose (the message describes both);
     - scalar tokens: the model then has the single feature ``sum_t z_t^2 z_last``.
     """
     n_lifted = _lifted_count(token_dim)
     if from_rows and n_tokens == 1 and n_lifted >= _ROW_AS_ONE_TOKEN_MIN_LIFTED:
         message = (
             f"X is 2-D and token_dim=None, so each row of {token_dim} columns is "
-            f"one token: the model is a cubic polynomial of the row with p = "
-            f"{n_lifted:,} lifted features. If the rows are sequences flattened "
-            "token by token, pass token_dim (the features of one token), or pass "
-            "3-D sequences of shape (n_samples, n_tokens, token_dim)."
+            "one token: the model is a cubic polynomial of the row, a kernel "
+            "machine with the kernel (x . x')^3, with p = "
+            f"{n_lifted:,} lifted features (solved in kernel form while "
+            "n_samples < p). That is a recipe of its own (the documentation's "
+            "page 'Real data', 'A whole series as one token'): its memory grows "
+            "as n_outputs d^3 and its head read-out's work as n_outputs^2 d^4, "
+            "and a fit that cannot run is refused before it starts. If the rows "
+            "are sequences flattened token by token, pass token_dim (the features "
+            "of one token), or pass 3-D sequences of shape (n_samples, n_tokens, "
+            "token_dim)."
         )
     elif token_dim > 2 * n_tokens and n_lifted > _LARGE_LIFTED:
         message = (
@@ -491,25 +498,56 @@ def warn_about_layout(n_tokens, token_dim, *, from_rows):
     warnings.warn(message, UserWarning, stacklevel=caller_stacklevel())
 
 
-def warn_if_underdetermined(n_rows, token_dim):
-    """Warn, naming the fixes, when the model has more lifted features than
-    training rows and at least 10,000 of them: then the fit interpolates (with
-    ``alpha=0``), is slow, and reads out up to ``d^2`` heads, usually because the
-    token dimension grew (one position feature per token, many channels)."""
+_REDUCE_TOKEN_DIM = (
+    "Reduce the token dimension: fewer position features "
+    "(PositionalEncoding(n_positions=k) with a small k), fewer features per token "
+    "(TokenwiseTransformer(PCA(n_components=k)), or a smaller SeriesToTokens "
+    "window); or fit on more sequences."
+)
+
+
+def warn_if_underdetermined(n_rows, token_dim, *, alpha=None, n_tokens=None,
+                            cv_estimator="LinearAttentionRegressorCV"):
+    """Warn, naming the route, when a fit has at least as many lifted features
+    ``p = d^2 (d + 1) / 2`` as training rows (each is a warning's condition,
+    tested both ways):
+
+    - ``alpha=0`` (a plain estimator's default), at any ``p``: the minimum-norm
+      fit interpolates the training targets, noise included, which on real data
+      predicts poorly; the route is ``cv_estimator`` (``alpha`` chosen by
+      leave-one-out in one pass) or ``alpha > 0``;
+    - a penalty (``alpha > 0``, or ``alpha=None``: chosen by cross-validation),
+      with ``p`` of 10,000 or more, unless each sequence is one token (the
+      kernel layout, which :func:`warn_about_layout` describes): the fit is slow
+      and reads out up to ``d^2`` heads, usually because the token dimension
+      grew (one position feature per token, many channels).
+    """
     n_lifted = _lifted_count(token_dim)
-    if n_lifted < _LARGE_LIFTED or n_lifted <= n_rows:
+    if n_lifted < n_rows:
         return
-    warnings.warn(
-        f"The tokens have dimension d = {token_dim}, so the model has p = "
-        f"d^2 (d + 1) / 2 = {n_lifted:,} lifted features, more than the {n_rows:,} "
-        "training rows: the fit interpolates them unless alpha > 0, is slow, and "
-        "reads out up to d^2 heads. Reduce the token dimension: fewer position "
-        "features (PositionalEncoding(n_positions=k) with a small k), fewer "
-        "features per token (TokenwiseTransformer(PCA(n_components=k)), or a "
-        "smaller SeriesToTokens window); or fit on more sequences.",
-        UserWarning,
-        stacklevel=caller_stacklevel(),
+    sizes = (
+        f"the model has p = d^2 (d + 1) / 2 = {n_lifted:,} lifted features (token "
+        f"dimension d = {token_dim}) for {n_rows:,} training rows"
     )
+    if alpha == 0:
+        message = (
+            f"alpha=0 and {sizes}: the minimum-norm fit interpolates the training "
+            "targets (fits them exactly, noise included), and on real, noisy data "
+            f"it predicts poorly. Use {cv_estimator}, which chooses alpha by "
+            "leave-one-out in one pass, or set alpha > 0. (On exact targets, as in "
+            "the paper's noiseless tasks, the minimum-norm fit is the one wanted; "
+            "certificate_.covers(X) says which inputs it determines.)"
+        )
+        if n_lifted >= _LARGE_LIFTED and n_tokens != 1:
+            message += " " + _REDUCE_TOKEN_DIM
+    elif n_lifted >= _LARGE_LIFTED and n_tokens != 1:
+        message = (
+            f"The tokens have dimension d = {token_dim}, so {sizes}: the fit is "
+            "slow and reads out up to d^2 heads. " + _REDUCE_TOKEN_DIM
+        )
+    else:
+        return
+    warnings.warn(message, UserWarning, stacklevel=caller_stacklevel())
 
 
 # The training R^2 that adding the mean residual to the predictions must add for the

@@ -8,8 +8,8 @@ shape real data, and this module has a tool for each:
   sequences are padded with zero tokens on the left (:func:`pad_sequences`).
 - ``S`` forgets the **order** of the context tokens, and the model is a homogeneous
   cubic (no constant, linear or quadratic terms). :class:`PositionalEncoding` appends
-  position features counted from the query, and optionally a constant feature, which
-  restores both.
+  position features (counted from the query, or from the start of the sequence) and a
+  constant feature, which restore both.
 - The model has ``p = d^2 (d + 1) / 2`` lifted features for tokens of dimension ``d``.
   :class:`TokenwiseTransformer` applies any scikit-learn transformer token by token
   (``StandardScaler`` to scale, ``PCA`` to reduce ``d``), fitted on the real tokens.
@@ -491,7 +491,7 @@ class _TokenTransformerMixin:
 
 
 class PositionalEncoding(_TokenTransformerMixin, TransformerMixin, BaseEstimator):
-    """Append position features, counted from the query, and optionally a constant.
+    """Append position features, counted from the query or the start, and a constant.
 
     Linear attention forgets the order of the context tokens: ``S = Z^T Z`` is the
     same for any permutation of them. Appending to each token the features of its
@@ -503,28 +503,37 @@ class PositionalEncoding(_TokenTransformerMixin, TransformerMixin, BaseEstimator
     their number). See the model in Yau et al. (2025) and the documentation's guide
     page "Your own sequences".
 
-    Positions are counted **from the query**: the last token is position 0, the one
-    before it position 1, and so on, so left-padded sequences of different lengths line
-    up. Padding tokens (the all-zero tokens before the first non-zero one) stay all
+    Positions are counted **from the query** by default: the last token is position
+    0, the one before it position 1, and so on, so left-padded sequences of different
+    lengths line up at their queries. With ``origin="start"`` they are counted from the
+    first token of the sequence (its first non-padding token): a token's features
+    then never change when tokens are appended after it, as in a rollout
+    (:func:`~sklearn_linattn.generate_pipeline`) or a fit with ``positions="all"``,
+    whose output at a position sees the position features of that prefix alone.
+    Padding tokens (the all-zero tokens before the first non-zero one) stay all
     zero, position features included, so they still change nothing.
 
     Parameters
     ----------
     kind : {"onehot", "sinusoidal"}, default="onehot"
-        ``"onehot"``: one indicator per position; tokens ``n_positions`` or more
-        before the query get zero position features. ``"sinusoidal"``: the
-        transformer encoding ``sin(k w_i)``, ``cos(k w_i)`` with frequencies
+        ``"onehot"``: one indicator per position; tokens at position
+        ``n_positions`` or beyond get zero position features. ``"sinusoidal"``:
+        the transformer encoding ``sin(k w_i)``, ``cos(k w_i)`` with frequencies
         ``w_i = 10000^(-2i / n_positions)``, defined for any position ``k``.
     n_positions : int, default=None
         Number of position features. None uses the number of tokens seen in
         ``fit``, at most 8: one-hot positions then tell apart the query and the 7
-        tokens before it, and longer sequences do not grow the token dimension
-        (with one position per token, 100 tokens of 6 features and the constant
-        would give ``d = 107``, ``p = 618,246`` lifted features). 0 appends none (with
-        ``constant=True``, the constant alone); 1 marks the query. Choose the
-        number of positions the task needs (each adds one to ``d``).
-    constant : bool, default=False
-        Also append a feature equal to 1 (0 for padding tokens).
+        tokens before it (with ``origin="start"``, the first 8 tokens), and longer
+        sequences do not grow the token dimension (with one position per token,
+        100 tokens of 6 features and the constant would give ``d = 107``,
+        ``p = 618,246`` lifted features). 0 appends none (the constant alone,
+        with ``constant=True``); 1 marks the query (or the first token). Choose
+        the number of positions the task needs (each adds one to ``d``).
+    constant : bool, default=True
+        Also append a feature equal to 1 (0 for padding tokens): it gives the
+        homogeneous cubic its constant, linear and quadratic terms, and lets a
+        centering step before it (``TokenwiseTransformer(StandardScaler())``)
+        lose nothing. ``False`` appends the positions alone.
     token_dim : int, default=None
         Dimension of a token, needed for 2-D ``X`` (rows flattened token by token).
         With None a 2-D row is one token; 3-D input gives it itself.
@@ -532,6 +541,12 @@ class PositionalEncoding(_TokenTransformerMixin, TransformerMixin, BaseEstimator
         ``"left"``: the all-zero tokens before the first non-zero token are padding
         and stay zero. None: every token is real (for fixed-length data whose first
         tokens may legitimately be zero, e.g. blank image rows).
+    origin : {"query", "start"}, default="query"
+        Where position 0 is: ``"query"``, the last token (positions count back
+        from it); ``"start"``, the sequence's first token, its first non-padding
+        one with ``padding="left"`` (positions count forward). Use ``"start"``
+        to roll a pipeline out with :func:`~sklearn_linattn.generate_pipeline`
+        or to train on every position.
 
     Attributes
     ----------
@@ -559,17 +574,25 @@ class PositionalEncoding(_TokenTransformerMixin, TransformerMixin, BaseEstimator
     >>> import numpy as np
     >>> from sklearn_linattn.preprocessing import PositionalEncoding
     >>> X = np.array([[[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]]])  # padding, token, query
-    >>> PositionalEncoding(constant=True).fit_transform(X)[0]
+    >>> PositionalEncoding().fit_transform(X)[0]  # z, positions 0 to 2, constant
     array([[0., 0., 0., 0., 0., 0.],
            [1., 2., 0., 1., 0., 1.],
            [3., 4., 1., 0., 0., 1.]])
 
-    The padding token stays zero; the query is position 0. In a pipeline:
+    The padding token stays zero; the query is position 0. Counted from the start,
+    the first real token is position 0 instead:
+
+    >>> PositionalEncoding(origin="start").fit_transform(X)[0]
+    array([[0., 0., 0., 0., 0., 0.],
+           [1., 2., 1., 0., 0., 1.],
+           [3., 4., 0., 1., 0., 1.]])
+
+    In a pipeline (``d = 2 + 5 + 1``, ``p = 288`` lifted features):
 
     >>> from sklearn.pipeline import make_pipeline
     >>> from sklearn_linattn import LinearAttentionRegressor
     >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(200, 5, 2))
+    >>> X = rng.normal(size=(400, 5, 2))
     >>> y = X[:, 1, 0]  # the token at a fixed position
     >>> model = make_pipeline(
     ...     PositionalEncoding(), LinearAttentionRegressor(n_heads=None)
@@ -584,21 +607,24 @@ class PositionalEncoding(_TokenTransformerMixin, TransformerMixin, BaseEstimator
         "constant": ["boolean"],
         "token_dim": [Interval(Integral, 1, None, closed="left"), None],
         "padding": [StrOptions({"left"}), None],
+        "origin": [StrOptions({"query", "start"})],
     }
 
     def __init__(
         self,
         kind="onehot",
         n_positions=None,
-        constant=False,
+        constant=True,
         token_dim=None,
         padding="left",
+        origin="query",
     ):
         self.kind = kind
         self.n_positions = n_positions
         self.constant = constant
         self.token_dim = token_dim
         self.padding = padding
+        self.origin = origin
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -625,18 +651,31 @@ class PositionalEncoding(_TokenTransformerMixin, TransformerMixin, BaseEstimator
         self.token_dim_out_ = self.token_dim_ + self.n_positions_ + int(self.constant)
         return self
 
-    def _position_features(self, n_tokens):
-        """Position features of a sequence of ``n_tokens``, shape (n_tokens, k)."""
-        positions = np.arange(n_tokens)[::-1]  # the query is position 0
+    def _positions(self, real):
+        """The position of every token, from the mask of real (non-padding)
+        tokens: shape (n_samples, n_tokens), or (n_tokens,) when it is the same
+        for every sequence."""
+        if self.origin == "start":
+            return np.cumsum(real, axis=1) - 1  # padding: -1, masked anyway
+        return np.arange(real.shape[1])[::-1]  # the same for every sequence
+
+    def _position_features(self, positions):
+        """Features of integer ``positions`` (any shape), shape ``(*positions.shape,
+        n_positions_)``."""
+        positions = np.asarray(positions)
         if self.kind == "onehot":
-            features = np.zeros((n_tokens, self.n_positions_))
-            near = positions < self.n_positions_
-            features[np.flatnonzero(near), positions[near]] = 1.0
-            return features
+            return (positions[..., None] == np.arange(self.n_positions_)).astype(float)
         i = np.arange(self.n_positions_)
         frequencies = 10000.0 ** (-2 * (i // 2) / self.n_positions_)
-        angles = positions[:, None] * frequencies[None, :]
+        angles = positions[..., None] * frequencies
         return np.where(i % 2 == 0, np.sin(angles), np.cos(angles))
+
+    def _extra_features(self, positions):
+        """Position and constant features of tokens at ``positions``."""
+        extra = self._position_features(positions)
+        if self.constant:
+            extra = np.concatenate([extra, np.ones(extra.shape[:-1] + (1,))], axis=-1)
+        return extra
 
     def transform(self, X):
         """Append position (and constant) features to every non-padding token.
@@ -656,13 +695,11 @@ class PositionalEncoding(_TokenTransformerMixin, TransformerMixin, BaseEstimator
         check_is_fitted(self)
         sequences, was_2d = self._validate_tokens(X, reset=False)
         n_samples, n_tokens, _ = sequences.shape
-        extra = self._position_features(n_tokens)
-        if self.constant:
-            extra = np.hstack([extra, np.ones((n_tokens, 1))])
+        real = _padding_mask(sequences, self.padding)
         out = np.empty((n_samples, n_tokens, self.token_dim_out_))
         out[:, :, : self.token_dim_] = sequences
-        out[:, :, self.token_dim_ :] = extra
-        out[~_padding_mask(sequences, self.padding)] = 0.0
+        out[:, :, self.token_dim_ :] = self._extra_features(self._positions(real))
+        out[~real] = 0.0
         return self._output(out, was_2d)
 
     def get_feature_names_out(self, input_features=None):
@@ -760,7 +797,7 @@ class TokenwiseTransformer(_TokenTransformerMixin, TransformerMixin, BaseEstimat
 
     See Also
     --------
-    PositionalEncoding : Append position features counted from the query.
+    PositionalEncoding : Append position features and a constant.
 
     Examples
     --------

@@ -8,6 +8,7 @@ import pytest
 import scipy.sparse as sp
 from conftest import n_lifted, one_head_problem, random_attention, random_sequences
 from sklearn.base import clone
+from sklearn.kernel_ridge import KernelRidge
 from sklearn.linear_model import Ridge
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import make_pipeline
@@ -20,7 +21,9 @@ from sklearn.utils.estimator_checks import (
 from sklearn_linattn import (
     LiftedAttentionFeatures,
     LinearAttentionClassifier,
+    LinearAttentionClassifierCV,
     LinearAttentionRegressor,
+    LinearAttentionRegressorCV,
 )
 from sklearn_linattn._lift import lifted_features
 
@@ -200,7 +203,8 @@ def test_underdetermined_fit_is_minimum_norm(rng):
     truth = random_attention(rng, d, 2)
     X = random_sequences(rng, p // 2, 10, d)
     y = truth.predict(X)[:, 0]
-    model = LinearAttentionRegressor(n_heads=None).fit(X, y)  # the lifted fit itself
+    with pytest.warns(UserWarning, match="interpolates"):
+        model = LinearAttentionRegressor(n_heads=None).fit(X, y)  # the lifted fit
 
     minimum_norm = np.linalg.pinv(lifted_features(X)) @ y  # independent reference
     np.testing.assert_allclose(model.coef_, minimum_norm, rtol=1e-8, atol=1e-10)
@@ -210,6 +214,88 @@ def test_underdetermined_fit_is_minimum_norm(rng):
     assert certificate.rank == p // 2 and certificate.n_samples == p // 2
     assert certificate.covers(X).all()
     assert not certificate.covers(random_sequences(rng, 5, 10, d)).any()
+
+
+def noisy_mhla_data(rng, n_samples, token_dim=5, noise=0.5):
+    """Sequences and targets of a random 2-head layer plus noise of ``noise``
+    times the targets' spread."""
+    truth = random_attention(rng, token_dim, 2)
+    X = random_sequences(rng, n_samples, 6, token_dim)
+    y = truth.predict(X)[:, 0]
+    return X, y + noise * y.std() * rng.normal(size=n_samples), truth
+
+
+def _interpolation_warnings(model, X, y):
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        model.fit(X, y)
+    return [str(w.message) for w in record if "interpolates" in str(w.message)]
+
+
+def test_interpolating_fit_of_noisy_data_warns_and_names_the_cv_estimator(rng):
+    """alpha=0 with fewer rows than lifted features (60 < p = 75) interpolates
+    the noise and predicts worse than the mean out of sample: the warning names
+    the route, LinearAttentionRegressorCV or alpha > 0. That route, and alpha=0
+    with more rows than features, do not warn and predict well."""
+    X, y, truth = noisy_mhla_data(rng, 360)
+    X_test = random_sequences(rng, 300, 6, 5)
+    y_test = truth.predict(X_test)[:, 0]
+    few, few_y = X[:60], y[:60]
+    interpolating = LinearAttentionRegressor(n_heads=None)
+    messages = _interpolation_warnings(interpolating, few, few_y)
+    assert len(messages) == 1
+    assert "LinearAttentionRegressorCV" in messages[0] and "alpha > 0" in messages[0]
+    assert "75 lifted features" in messages[0] and "60 training rows" in messages[0]
+    # the bad case is bad: held-out R^2 below 0 (-1.8 to -4.4 over 5 seeds)
+    assert interpolating.score(X_test, y_test) < 0
+    assert not _interpolation_warnings(
+        LinearAttentionRegressor(alpha=1e-3, n_heads=None), few, few_y
+    )
+    for model, rows in [
+        (LinearAttentionRegressorCV(n_heads=None), 60),
+        (LinearAttentionRegressor(n_heads=None), 360),  # more rows than p
+    ]:
+        assert not _interpolation_warnings(model, X[:rows], y[:rows])
+        # held-out R^2 0.58 to 0.71 (CV, 60 rows), 0.83 to 0.95 (360), 5 seeds
+        assert model.score(X_test, y_test) > 0.3
+
+
+def test_interpolating_classifier_warns_and_names_the_classifier_cv(rng):
+    X, y, _ = noisy_mhla_data(rng, 60)
+    labels = np.where(y > 0, "up", "down")
+    messages = _interpolation_warnings(LinearAttentionClassifier(), X, labels)
+    assert len(messages) == 1 and "LinearAttentionClassifierCV" in messages[0]
+    assert not _interpolation_warnings(LinearAttentionClassifierCV(), X, labels)
+    assert not _interpolation_warnings(LinearAttentionClassifier(alpha=1.0), X, labels)
+
+
+@pytest.mark.parametrize("alpha", [1e-3, 1.0])
+def test_rows_as_one_token_are_kernel_ridge_with_the_cubic_kernel(rng, alpha):
+    """A 2-D row with token_dim=None is one token z (S = z z^T, q = z): the model
+    is kernel ridge with the kernel (z . z')^3, scikit-learn's KernelRidge with
+    the polynomial kernel of degree 3; with a constant column appended, the
+    kernel (1 + z . z')^3."""
+    X = rng.normal(size=(40, 30)) / np.sqrt(30)
+    y = rng.normal(size=40)
+    X_test = rng.normal(size=(10, 30)) / np.sqrt(30)
+
+    def with_constant(rows):
+        return np.column_stack([rows, np.ones(len(rows))])
+
+    for rows, coef0 in [(lambda rows: rows, 0.0), (with_constant, 1.0)]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the one-token layout warning
+            ours = LinearAttentionRegressor(alpha=alpha, n_heads=None).fit(rows(X), y)
+        reference = KernelRidge(
+            alpha=alpha, kernel="poly", degree=3, gamma=1.0, coef0=coef0
+        ).fit(X, y)
+        expected = reference.predict(X_test)
+        # measured: 1.7e-15 of the largest prediction
+        np.testing.assert_allclose(
+            ours.predict(rows(X_test)), expected, rtol=0,
+            atol=1e-12 * np.abs(expected).max(),
+        )
+        assert ours.solver_ == "dual"
 
 
 @pytest.mark.parametrize("solver", ["auto", "normal", "dual", "cg"])

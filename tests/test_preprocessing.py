@@ -46,6 +46,7 @@ EXPECTED_FAILED_CHECKS = {
     [
         PositionalEncoding(),
         PositionalEncoding(kind="sinusoidal", n_positions=3, constant=True),
+        PositionalEncoding(n_positions=2, constant=False, origin="start"),
         TokenwiseTransformer(StandardScaler()),
         TokenwiseTransformer(PCA(n_components=1)),
         SeriesToTokens(),
@@ -348,8 +349,9 @@ def test_positions_beyond_n_positions_are_zero_and_longer_inputs_work(rng):
     encoder = PositionalEncoding(n_positions=2).fit(rng.normal(size=(3, 2, 1)))
     out = encoder.transform(rng.normal(size=(3, 5, 1)))  # longer at transform
     np.testing.assert_array_equal(
-        out[0, :, 1:], [[0, 0], [0, 0], [0, 0], [0, 1], [1, 0]]
+        out[0, :, 1:3], [[0, 0], [0, 0], [0, 0], [0, 1], [1, 0]]
     )
+    np.testing.assert_array_equal(out[0, :, 3], 1.0)  # the constant, by default
 
 
 def test_sinusoidal_matches_formula_and_tells_positions_apart(rng):
@@ -372,7 +374,8 @@ def test_padding_off_gives_leading_zero_tokens_positions():
     on = PositionalEncoding().fit_transform(X)
     off = PositionalEncoding(padding=None).fit_transform(X)
     assert not on[0, :2].any()
-    np.testing.assert_array_equal(off[0, :, 2:], np.eye(3)[::-1])
+    np.testing.assert_array_equal(off[0, :, 2:5], np.eye(3)[::-1])
+    np.testing.assert_array_equal(off[0, :, 5], 1.0)
 
 
 def test_interior_zero_tokens_are_not_padding():
@@ -380,7 +383,88 @@ def test_interior_zero_tokens_are_not_padding():
     X[0, 0] = X[0, 2] = 0.0  # leading padding, then a real zero token
     out = PositionalEncoding().fit_transform(X)
     assert not out[0, 0].any()
-    np.testing.assert_array_equal(out[0, 2, 1:], [0, 1, 0, 0])
+    np.testing.assert_array_equal(out[0, 2, 1:], [0, 1, 0, 0, 1])
+
+
+def test_the_constant_is_appended_by_default(rng):
+    """The documented recipe's constant is the default; constant=False drops it."""
+    X = pad_sequences(ragged(rng, [2, 3], token_dim=2))
+    out = PositionalEncoding().fit_transform(X)
+    assert out.shape == (2, 3, 2 + 3 + 1)
+    np.testing.assert_array_equal(out[:, :, -1], [[0, 1, 1], [1, 1, 1]])
+    without = PositionalEncoding(constant=False).fit_transform(X)
+    np.testing.assert_array_equal(without, out[:, :, :-1])
+
+
+def _sinusoid(position, n_positions):
+    return [
+        np.sin(position / 10000 ** (2 * (j // 2) / n_positions))
+        if j % 2 == 0
+        else np.cos(position / 10000 ** (2 * (j // 2) / n_positions))
+        for j in range(n_positions)
+    ]
+
+
+@pytest.mark.parametrize("kind", ["onehot", "sinusoidal"])
+@pytest.mark.parametrize("padding", ["left", None])
+def test_positions_counted_from_the_start_follow_their_definition(
+    kind, padding, rng
+):
+    """origin="start": the k-th real token of a sequence (its first non-padding
+    token is k = 0) gets the features of position k, written out token by token;
+    one-hot positions from n_positions on are zero."""
+    X = pad_sequences(ragged(rng, [1, 4, 6, 3], token_dim=2))
+    X[2, 2] = 0.0  # an interior zero token is a real token
+    n_positions = 4
+    out = PositionalEncoding(
+        kind=kind, n_positions=n_positions, padding=padding, origin="start"
+    ).fit_transform(X)
+    for i, sequence in enumerate(X):
+        k, started = 0, padding is None
+        for t, token in enumerate(sequence):
+            started = started or bool(token.any())
+            if not started:
+                assert not out[i, t].any()
+                continue
+            if kind == "onehot":
+                code = [float(j == k) for j in range(n_positions)]
+            else:
+                code = _sinusoid(k, n_positions)
+            np.testing.assert_allclose(
+                out[i, t], [*token, *code, 1.0], rtol=0, atol=1e-15
+            )
+            k += 1
+
+
+def test_start_positions_do_not_change_when_tokens_are_appended(rng):
+    """Appending tokens leaves the features of the earlier ones as they were when
+    positions count from the start; counted from the query they all move."""
+    X = pad_sequences(ragged(rng, [2, 5, 3], token_dim=3))
+    grown = np.concatenate([X, rng.normal(size=(3, 4, 3))], axis=1)
+    start = PositionalEncoding(origin="start").fit(X)
+    np.testing.assert_array_equal(start.transform(grown)[:, :5], start.transform(X))
+    query = PositionalEncoding().fit(X)
+    assert not np.array_equal(query.transform(grown)[:, :5], query.transform(X))
+
+
+def test_every_position_output_is_the_prefix_output_with_start_positions(rng):
+    """With positions from the start, the causal output of positions="all" at
+    position t is the model's output on the prefix Z[:t + 1] read at its last
+    token: the prefix's tokens have the same features. From the query, the
+    prefix's tokens get other positions, and the outputs differ."""
+    X = rng.normal(size=(300, 6, 2))
+    y = X[:, :1, 0] * X[:, :, 1]  # per position: the first token's entry times z_t
+    for origin, same in [("start", True), ("query", False)]:
+        model = make_pipeline(
+            PositionalEncoding(origin=origin),
+            LinearAttentionRegressor(positions="all", alpha=1e-6, n_heads=None),
+        ).fit(X, y)
+        every = model.predict(X[:5])
+        prefixes = np.column_stack(
+            [model.predict(X[:5, : t + 1])[:, -1] for t in range(6)]
+        )
+        scale = np.abs(every).max()
+        assert np.allclose(prefixes, every, rtol=0, atol=1e-10 * scale) == same
 
 
 def test_2d_rows_with_token_dim_match_3d(rng):
@@ -631,7 +715,7 @@ def test_tokenwise_then_positions_on_2d_rows(rng):
     model = make_pipeline(
         TokenwiseTransformer(PCA(n_components=4), token_dim=4),
         PositionalEncoding(token_dim=4),
-        LinearAttentionRegressor(token_dim=4 + 3, n_heads=None),
+        LinearAttentionRegressor(token_dim=4 + 3 + 1, n_heads=None),
     ).fit(X.reshape(50, -1), y)
     assert model.score(X.reshape(50, -1), y) > 1 - 1e-8
 
@@ -699,7 +783,7 @@ def test_pandas_output_pipeline_into_an_estimator_equals_the_numpy_pipeline():
     pipe = make_pipeline(
         TokenwiseTransformer(StandardScaler(with_mean=False), token_dim=2),
         PositionalEncoding(token_dim=2),
-        LinearAttentionRegressor(token_dim=6, n_heads=None),
+        LinearAttentionRegressor(token_dim=7, n_heads=None),
     ).set_output(transform="pandas")
     pipe.fit(rows, y)
     np.testing.assert_array_equal(
@@ -708,7 +792,7 @@ def test_pandas_output_pipeline_into_an_estimator_equals_the_numpy_pipeline():
     plain = make_pipeline(
         TokenwiseTransformer(StandardScaler(with_mean=False), token_dim=2),
         PositionalEncoding(token_dim=2),
-        LinearAttentionRegressor(token_dim=6, n_heads=None),
+        LinearAttentionRegressor(token_dim=7, n_heads=None),
     ).fit(rows, y)
     np.testing.assert_allclose(pipe.predict(rows), plain.predict(rows), atol=1e-10)
     np.testing.assert_allclose(pipe.predict(rows), y, atol=1e-8)
@@ -797,7 +881,11 @@ def test_rows_without_token_dim_warn_and_name_token_dim(rng):
     y = X[:, 0]
     with pytest.warns(UserWarning, match="pass token_dim") as record:
         LinearAttentionRegressor(n_heads=None).fit(X, y)
-    assert "7,200" in str(record[0].message)
+    message = str(record[0].message)
+    assert "7,200" in message
+    # it informs about the one-token model (a recipe of its own) and its cost
+    assert "kernel" in message and "A whole series as one token" in message
+    assert "n_outputs d^3" in message
     _fit_without_warnings(LinearAttentionRegressor(token_dim=6, n_heads=None), X, y)
     narrow = rng.normal(size=(300, 4))  # a small cubic polynomial of the row
     _fit_without_warnings(LinearAttentionRegressor(n_heads=None), narrow, narrow[:, 0])
@@ -818,19 +906,19 @@ def test_scalar_tokens_warn_and_name_windows(Estimator, rng):
 
 
 def test_many_lifted_features_for_few_sequences_warn(rng):
-    """One position per token (30 tokens of 6 features: d = 36, p = 23,976 for 100
-    sequences) warns and names the fix; the default positions (at most 8, d = 14,
-    p = 1,470) do not."""
+    """One position per token (30 tokens of 6 features and the constant: d = 37,
+    p = 26,011 for 100 sequences) warns and names the fix, with a penalty too;
+    the default positions (at most 8, d = 15, p = 1,800) do not."""
     X = rng.normal(size=(100, 30, 6))
     y = X[:, -1, 0]
     many = PositionalEncoding(n_positions=30).fit_transform(X)
     with pytest.warns(UserWarning, match=r"PositionalEncoding\(n_positions=k\)") as rec:
-        LinearAttentionRegressor(n_heads=None).fit(many, y)
-    assert "23,976" in str(rec[0].message) and "100 training rows" in str(
+        LinearAttentionRegressor(alpha=1.0, n_heads=None).fit(many, y)
+    assert "26,011" in str(rec[0].message) and "100 training rows" in str(
         rec[0].message
     )
     default = make_pipeline(
-        PositionalEncoding(), LinearAttentionRegressor(n_heads=None)
+        PositionalEncoding(), LinearAttentionRegressor(alpha=1.0, n_heads=None)
     )
     _fit_without_warnings(default, X, y)
 

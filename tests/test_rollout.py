@@ -567,6 +567,47 @@ def test_pipeline_rollout_keeps_left_padding_as_predict_does():
     assert_close(outputs, expected[1])
 
 
+@pytest.mark.parametrize("kind", ["onehot", "sinusoidal"])
+def test_pipeline_rollout_with_positions_counted_from_the_start(kind):
+    """Positions counted from the start do not move when a token is appended, so
+    the pipeline rolls out; prompts of different lengths (left-padded) count from
+    their own first token, beyond n_positions too, as predict on the grown raw
+    sequence does."""
+    X, y = shifted_data(positions="all")
+    pipe = make_pipeline(
+        TokenwiseTransformer(StandardScaler()),
+        PositionalEncoding(kind=kind, n_positions=4, origin="start"),
+        LinearAttentionRegressor(positions="all", alpha=1e-6, n_heads=None),
+    ).fit(X, y)
+    prompts = X[:4].copy()
+    prompts[0, :5] = 0.0  # left padding: one real token, then the rollout
+    prompts[1, :2] = 0.0
+    tokens, outputs = generate_pipeline(pipe, prompts, 8, to_token=bounded)
+    expected = naive_rollout(pipe.predict, prompts, 8, bounded, per_position=True)
+    assert_close(tokens, expected[0])
+    assert_close(outputs, expected[1])
+
+
+def test_pipeline_rollout_of_a_prompt_that_is_all_padding_so_far():
+    """A zero raw token appended to an all-zero prompt is still padding (as in
+    transform): it gets no position, and the first non-zero token is position 0."""
+    X, y = shifted_data()
+    pipe = make_pipeline(
+        PositionalEncoding(n_positions=3, origin="start"),
+        LinearAttentionRegressor(alpha=1e-6, n_heads=None),
+    ).fit(X, y)
+    prompts = np.zeros((1, 3, 2))
+    raw = np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 2.0], [0.5, -1.0], [0.0, 0.0]])
+
+    def to_token(outputs, step):
+        return raw[step][None]
+
+    tokens, outputs = generate_pipeline(pipe, prompts, 5, to_token=to_token)
+    expected = naive_rollout(pipe.predict, prompts, 5, to_token)
+    np.testing.assert_array_equal(tokens, expected[0])
+    assert_close(outputs, expected[1])
+
+
 def test_pipeline_rollout_of_series_appends_time_steps():
     # channels-first series (n_cases, n_channels, n_timepoints): a raw token is
     # one time step, appended along the time axis of the series
@@ -658,7 +699,10 @@ def test_pipeline_rollout_without_to_token_appends_the_raw_outputs():
 @pytest.mark.parametrize(
     "steps, named",
     [
-        ([PositionalEncoding(n_positions=2)], ["'positionalencoding'", "query"]),
+        (
+            [PositionalEncoding(n_positions=2)],
+            ["'positionalencoding'", "query", "origin='start'"],
+        ),
         (
             [PositionalEncoding(kind="sinusoidal", n_positions=4, constant=True)],
             ["'positionalencoding'", "count from the query"],

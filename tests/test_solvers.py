@@ -4,6 +4,7 @@ intercept."""
 
 import re
 import sys
+import tracemalloc
 import warnings
 
 import numpy as np
@@ -24,7 +25,13 @@ from joblib import Parallel, delayed, parallel_backend
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV
 
-from sklearn_linattn import LinearAttentionClassifier, LinearAttentionRegressor, certify
+from sklearn_linattn import (
+    LinearAttentionClassifier,
+    LinearAttentionRegressor,
+    LinearAttentionRegressorCV,
+    certify,
+)
+from sklearn_linattn._data import fit_cost
 from sklearn_linattn._lift import (
     lifted_kernel,
     lifted_matvec,
@@ -32,7 +39,7 @@ from sklearn_linattn._lift import (
     pair_statistics,
 )
 from sklearn_linattn._progress import ChunkProgress
-from sklearn_linattn._solvers import choose_solver
+from sklearn_linattn._solvers import SOLVERS, choose_solver
 
 
 def test_structured_products_match_the_feature_matrix(rng):
@@ -397,6 +404,88 @@ def test_auto_picks_by_size_and_memory():
     assert choose_solver(10_000, 16_896, memory=8 * gib) == "cg"
     assert choose_solver(30_000, 16_896, memory=24 * gib) == "cg"
     assert choose_solver(30_000, 16_896, memory=64 * gib) == "normal"
+
+
+@pytest.mark.parametrize(
+    "token_dim, n_samples, n_outputs", [(60, 30, 1), (90, 120, 1), (60, 40, 4)]
+)
+def test_fit_cost_bounds_the_traced_peak_memory(rng, token_dim, n_samples, n_outputs):
+    """A whole series as one token (solver "dual", heads by SVD): the estimate
+    of :func:`fit_cost` is at least the peak of the fit's traced allocations
+    (measured 1.15 to 1.8 times it) and not far above it."""
+    X = rng.normal(size=(n_samples, token_dim)) / np.sqrt(token_dim)
+    y = rng.normal(size=(n_samples, n_outputs))
+    LinearAttentionRegressor(n_heads=None).fit(X[:4], y[:4])  # compiled first
+    tracemalloc.start()
+    try:
+        model = LinearAttentionRegressor(n_heads=None).fit(X, y)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    cost = fit_cost(n_samples, token_dim, n_outputs, model.solver_)
+    assert cost.folded_shape == (n_outputs * token_dim, token_dim**2)
+    assert peak <= cost.memory <= 3 * peak
+
+
+def _one_token_data(rng, n_samples, token_dim, n_outputs):
+    X = rng.normal(size=(n_samples, token_dim)) / np.sqrt(token_dim)
+    return X, rng.normal(size=(n_samples, n_outputs))
+
+
+def _no_solver(*args, **kwargs):
+    raise AssertionError("the solver ran")
+
+
+@pytest.mark.parametrize("estimator", ["plain", "cv", "partial_fit"])
+def test_fits_beyond_the_memory_are_refused_before_any_work(
+    rng, monkeypatch, estimator
+):
+    """With 50 MB available, one token of d = 120 and 2 outputs (W of 240 x
+    14,400) is refused before the solver runs, by a ValueError naming the sizes
+    and the fix, and the estimator is left as it was; d = 8 fits."""
+    monkeypatch.setattr("sklearn_linattn._data.available_memory", lambda: 50e6)
+    for name in ("normal", "dual", "cg"):
+        monkeypatch.setitem(SOLVERS, name, _no_solver)
+    X, y = _one_token_data(rng, 30, 120, 2)
+    model = {
+        "plain": LinearAttentionRegressor(alpha=1.0),
+        "cv": LinearAttentionRegressorCV(),
+        "partial_fit": LinearAttentionRegressor(alpha=1.0),
+    }[estimator]
+    fit = model.partial_fit if estimator == "partial_fit" else model.fit
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the layout warning
+        with pytest.raises(ValueError, match="more than the 50 MB available") as error:
+            fit(X, y)
+    message = str(error.value)
+    for part in ("871,200 lifted features", "d = 120", "2 output(s)",
+                 "240 x 14,400", "PCA(n_components=64)"):
+        assert part in message, part
+    assert not hasattr(model, "coef_") and not hasattr(model, "n_features_in_")
+    monkeypatch.undo()
+    small, small_y = _one_token_data(rng, 30, 8, 2)
+    monkeypatch.setattr("sklearn_linattn._data.available_memory", lambda: 50e6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit(small, small_y)
+    assert model.coef_.shape == (2, n_lifted(8))
+
+
+def test_head_read_out_beyond_its_work_limit_is_refused(rng, monkeypatch):
+    """Ample memory: 100 outputs of one token of d = 100 make W 10,000 x 10,000,
+    whose SVDs need about 5e13 flops, and the fit is refused naming them; one
+    output (W of 100 x 10,000, 8e8 flops) fits."""
+    monkeypatch.setattr("sklearn_linattn._data.available_memory", lambda: 1e15)
+    monkeypatch.setitem(SOLVERS, "dual", _no_solver)
+    X, y = _one_token_data(rng, 10, 100, 100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match="floating-point operations") as error:
+            LinearAttentionRegressor(alpha=1.0).fit(X, y)
+        assert "10,000 x 10,000" in str(error.value)
+        monkeypatch.undo()
+        model = LinearAttentionRegressor(alpha=1.0, n_heads=None).fit(X, y[:, 0])
+    assert model.solver_ == "dual"
 
 
 @pytest.mark.parametrize("backend", ["threading", "loky"])

@@ -61,7 +61,9 @@ models = {
     ),
     "attention + positions": (
         make_pipeline(
-            PositionalEncoding(kind="sinusoidal", n_positions=4, padding=None),
+            PositionalEncoding(
+                kind="sinusoidal", n_positions=4, constant=False, padding=None
+            ),
             attention,
         ),
         rows,
