@@ -659,8 +659,7 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           objective from seeded starts (variable projection, Levenberg-Marquardt).
           On exact data the fewest heads that reproduce the lifted solution within
           ``tol``; on noisy data the fewest whose cross-validated error over 5
-          interleaved folds of the sequences is within one standard error of the
-          lifted fit's (squared error; for the classifier, misclassified rows), so
+          interleaved folds of the sequences is at most the lifted fit's (squared error; for the classifier, misclassified rows), so
           that the heads predict held-out data about as well as ``n_heads=None``.
           Each count is decided with the fit ``n_heads=k`` runs; counts are found
           by galloping and bisection within ``head_work_limit``; no clock is read
@@ -982,7 +981,7 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
     n_heads : "auto", int or None, default="auto"
         Head read-out: the fewest heads that pass (within ``tol`` of the lifted
         fit on exact data; else with a cross-validated misclassification rate
-        within one standard error of the lifted fit's), the best model with at
+        at most the lifted fit's), the best model with at
         most that many heads, or the paper's SVD read-out (see
         :class:`LinearAttentionRegressor`).
     fit_intercept : bool, default=False

@@ -198,8 +198,8 @@ class HeadSearchDisplay:
 
     From ``head_search_`` (a :class:`~sklearn_linattn.HeadReadout`): every count
     the read-out fitted, with its cross-validated error (the held-out criterion)
-    against the lifted fit's and the threshold a count must meet (one standard
-    error above it), or, where the counts were decided by ``tol``, the relative
+    against the lifted fit's, the threshold a count must meet (with its standard
+    error shaded), or, where the counts were decided by ``tol``, the relative
     distance of each count's heads to the lifted fit against ``tol``; the chosen
     count is marked. Like scikit-learn's ``ValidationCurveDisplay``: create it
     with :meth:`from_estimator`, or from a readout and then :meth:`plot`.
@@ -214,7 +214,10 @@ class HeadSearchDisplay:
     Attributes
     ----------
     lines_ : dict of matplotlib Line2D
-        ``"counts"``, and where drawn ``"lifted"``, ``"threshold"``, ``"chosen"``.
+        ``"counts"``, ``"threshold"`` and ``"chosen"``.
+    band_ : matplotlib artist or None
+        The lifted fit's cross-validated error plus and minus its standard
+        error (held-out counts only).
     ax_ : matplotlib Axes
     figure_ : matplotlib Figure
 
@@ -229,7 +232,7 @@ class HeadSearchDisplay:
     >>> y = y + 0.05 * y.std() * np.random.default_rng(0).normal(size=y.shape)
     >>> display = HeadSearchDisplay.from_estimator(LinearAttentionRegressor().fit(X, y))
     >>> sorted(display.lines_)
-    ['chosen', 'counts', 'lifted', 'threshold']
+    ['chosen', 'counts', 'threshold']
     """
 
     def __init__(self, head_search, *, tol=None):
@@ -280,7 +283,7 @@ class HeadSearchDisplay:
             figure, ax = plt.subplots(figsize=(6, 3.6), layout="constrained")
         figure = ax.figure
         held_out = [count for count in counts if count.criterion == "cv"]
-        lines = {}
+        lines, self.band_ = {}, None
         if held_out:
             lines["counts"] = ax.plot(
                 [count.n_heads for count in held_out],
@@ -288,14 +291,18 @@ class HeadSearchDisplay:
                 marker="o",
                 label="k heads",
             )[0]
-            lines["lifted"] = ax.axhline(
-                search.cv_error, color="gray", linestyle="--", label="lifted fit"
-            )
             lines["threshold"] = ax.axhline(
+                search.cv_error,
+                color="gray",
+                linestyle="--",
+                label="lifted fit (a count passes at or below)",
+            )
+            self.band_ = ax.axhspan(
+                search.cv_error - search.cv_standard_error,
                 search.cv_error + search.cv_standard_error,
                 color="gray",
-                linestyle=":",
-                label="lifted fit + 1 standard error",
+                alpha=0.15,
+                label="its standard error",
             )
             ax.set_ylabel("cross-validated error")
         else:
