@@ -659,8 +659,9 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           objective from seeded starts (variable projection, Levenberg-Marquardt).
           On exact data the fewest heads that reproduce the lifted solution within
           ``tol``; on noisy data the fewest whose cross-validated error over 5
-          interleaved folds of the sequences is at most the lifted fit's (squared error; for the classifier, misclassified rows), so
-          that the heads predict held-out data about as well as ``n_heads=None``.
+          interleaved folds of the sequences is at most the lifted fit's
+          (squared error; for the classifier, misclassified rows), so that the
+          heads predict held-out data about as well as ``n_heads=None``.
           Each count is decided with the fit ``n_heads=k`` runs; counts are found
           by galloping and bisection within ``head_work_limit``; no clock is read
           (theory page, "How many heads").

@@ -6,8 +6,9 @@ How many heads do the data support?
 than the lifted fit on held-out data: each count ``k`` is fitted once, and its
 cross-validated error over five interleaved folds of the sequences must be at
 most the lifted fit's. On exact data the count is the fewest heads that
-reproduce the lifted fit within ``tol``. :class:`~sklearn_linattn.HeadSearchDisplay` draws that
-evidence from ``head_search_``.
+reproduce the lifted fit within ``tol``.
+:class:`~sklearn_linattn.HeadSearchDisplay` draws that evidence from
+``head_search_``.
 
 The data: a 3-head layer with 2 outputs (``d = 6``), targets with noise whose
 size grows with the query's norm.
