@@ -1,0 +1,99 @@
+"""The held-out criterion of the head count: how much slack over the lifted fit's
+cross-validated error a count may have (issue 31).
+
+Run from the repository root: ``PYTHONPATH=. python benchmarks/bench_head_criterion.py
+[--slacks 0 1] [--dims 4 8] [--sets NAME ...] [--json FILE]``.
+
+A count ``k`` passes when its cross-validated error over the 5 interleaved folds is
+at most the lifted fit's plus ``SLACK`` standard errors (``sklearn_linattn._heads.
+SLACK``, set here for each run: 0 is the package's rule, 1 glmnet's
+one-standard-error rule). For each value:
+
+1. the noisy grid of ``bench_heads.py`` (d in ``--dims``, H in {1, 2, d/2}, noise 1%
+   and 10%, 1 and 3 outputs, constant and input-dependent noise, 5 seeds): the
+   fits that return the generating count;
+2. the real data sets of ``bench_real_sequences.py`` (aeon's, statsmodels' and
+   sklearn's digits, on their own splits; needs aeon and statsmodels): the
+   default recipe's test score and heads, against the same recipe with
+   ``n_heads=None`` (the lifted fit's own heads), measured once.
+"""
+
+import argparse
+import json
+
+import bench_heads
+import bench_real_sequences as real
+
+import sklearn_linattn._heads as heads
+from sklearn_linattn import LinearAttentionRegressor
+
+
+def grid(dims):
+    rows = []
+    for d in dims:
+        for n_heads in sorted({1, 2, d // 2}):
+            for noise in (0.01, 0.1):
+                for n_outputs in (1, 3):
+                    for scaled in (False, True):
+                        for seed in range(5):
+                            _, X, y = bench_heads.synthetic(
+                                1000 + seed, d, n_heads, n_outputs, noise, scaled
+                            )
+                            found = LinearAttentionRegressor().fit(X, y).n_heads_
+                            rows.append(dict(
+                                d=d, H=n_heads, noise=noise, n_outputs=n_outputs,
+                                scaled=scaled, seed=seed, found=int(found),
+                            ))
+    return rows
+
+
+def real_sets(names):
+    rows = []
+    for name in names:
+        data = real.DATA_SETS[name]()
+        ours = real.fit_and_score("default", data)
+        rows.append(dict(
+            name=name, score=ours.get("score"), n_heads=ours.get("n_heads"),
+            criterion=ours.get("head_criterion"),
+        ))
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--slacks", type=float, nargs="+", default=[0.0, 1.0])
+    parser.add_argument("--dims", type=int, nargs="+", default=[4, 8])
+    parser.add_argument("--sets", nargs="*", default=list(real.DATA_SETS))
+    parser.add_argument("--json", help="also write the results to this file")
+    args = parser.parse_args()
+    results = {}
+    lifted = {}
+    for name in args.sets:  # the lifted fit's own heads: the criterion's reference
+        data = real.DATA_SETS[name]()
+        lifted[name] = real.fit_and_score("default_paper_heads", data).get("score")
+    for slack in args.slacks:
+        heads.SLACK = slack
+        fits = grid(args.dims)
+        hits = sum(row["found"] == row["H"] for row in fits)
+        print(f"\nSLACK = {slack:g}: generating count in {hits} of {len(fits)}")
+        for row in fits:
+            if row["found"] != row["H"]:
+                print(f"  missed: {row}")
+        results[slack] = dict(grid=fits, hits=hits, real=real_sets(args.sets))
+    print("\n| data | n_heads=None | " + " | ".join(
+        f"SLACK = {s:g} (heads)" for s in args.slacks) + " |")
+    print("| --- | --- | " + " | ".join("---" for _ in args.slacks) + " |")
+    for i, name in enumerate(args.sets):
+        cells = []
+        for slack in args.slacks:
+            row = results[slack]["real"][i]
+            cells.append(f"{row['score']:.3f} ({row['n_heads']})")
+        print(f"| {name} | {lifted[name]:.3f} | " + " | ".join(cells) + " |")
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(dict(lifted=lifted, results=results), handle, indent=1)
+
+
+if __name__ == "__main__":
+    main()
