@@ -24,6 +24,16 @@ every position ``t`` instead of the last: ``S_t`` is the prefix second moment
 ``sum_{s <= t} z_s z_s^T`` (causal) or the whole ``Z^T Z`` (bidirectional), and the
 query is ``z_t``. Callers convert inputs to float64 C-ordered arrays first
 (``_validation.py`` does); the kernels never check for NaN.
+
+Three kernels, each compiled on its first call for one signature (Numba itself is
+imported then, not with the package): the statistics and the features of the last
+token in one (``_pair_statistics_into``), of every position in another
+(``_position_pairs_into``), and the distinct products of the structured Gram
+(``_upper_outer_into``). A fit from the streamed normal equations compiles two of
+them, one from the kernel (dual) form one, ``predict`` none beyond those. What is a
+gather or a scan is numpy, which is as fast or nearly (each kernel costs 0.15-0.4 s
+to compile); ``benchmarks/bench_first_fit.py`` measures what each documented
+pipeline compiles.
 """
 
 import math
@@ -31,7 +41,6 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from numba import njit, types
 
 __all__ = [
     "add_structured_gram",
@@ -49,13 +58,6 @@ __all__ = [
 ]
 
 _SQRT2 = math.sqrt(2.0)
-
-
-_READONLY_1D = types.Array(types.float64, 1, "C", readonly=True)
-_READONLY_2D = types.Array(types.float64, 2, "C", readonly=True)
-_READONLY_3D = types.Array(types.float64, 3, "C", readonly=True)
-_WRITABLE_2D = types.Array(types.float64, 2, "C")
-_WRITABLE_3D = types.Array(types.float64, 3, "C")
 _compile_lock = threading.Lock()
 
 
@@ -64,8 +66,10 @@ def _jit(function):
 
     Numba refuses to decorate a cached function when it finds no writable cache
     directory (a read-only install without a writable home); then we compile without
-    the on-disk cache rather than fail at import.
+    the on-disk cache rather than fail.
     """
+    from numba import njit
+
     # fastmath lets the dot products of S vectorize; inputs are validated finite
     # before any kernel runs.
     try:
@@ -74,20 +78,59 @@ def _jit(function):
         return njit(cache=False, nogil=True, fastmath=True)(function)
 
 
-def _compiled(dispatcher, signature):
-    """``dispatcher`` compiled once, on first use, for ``signature`` only.
+def _numba_type(code):
+    """The Numba type of a kernel argument: ``"r3"`` a read-only C-ordered float64
+    array of 3 dimensions, ``"w2"`` a writable one of 2, ``"i2"`` a read-only int64
+    one, ``"b"`` a boolean."""
+    from numba import types
 
-    Inputs are declared read-only: writable arrays convert to that type, so user
-    arrays of either kind share one compiled version instead of two.
+    if code == "b":
+        return types.boolean
+    dtype = types.int64 if code[0] == "i" else types.float64
+    return types.Array(dtype, int(code[1]), "C", readonly=code[0] != "w")
+
+
+class _Kernel:
+    """A Numba kernel, compiled when first called, for one signature only.
+
+    Numba itself is imported then, not when the package is: a process that never
+    lifts a sequence never pays for it. Inputs are declared read-only: writable
+    arrays convert to that type, so user arrays of either kind share one compiled
+    version instead of two. With ``NUMBA_DISABLE_JIT=1`` the kernel runs as Python.
+
+    ``dispatcher`` is the Numba dispatcher once compiled (None before).
     """
-    if not hasattr(dispatcher, "signatures"):  # NUMBA_DISABLE_JIT=1: plain Python
+
+    def __init__(self, function, signature):
+        self.function = function
+        self.signature = signature
+        self.dispatcher = None
+        self.__doc__ = function.__doc__
+
+    @property
+    def signatures(self):
+        """The signatures compiled (or loaded from the cache) so far."""
+        return getattr(self.dispatcher, "signatures", [])
+
+    def __call__(self, *arguments):
+        if self.dispatcher is None:
+            with _compile_lock:
+                if self.dispatcher is None:
+                    self.dispatcher = self._compile()
+        return self.dispatcher(*arguments)
+
+    def _compile(self):
+        dispatcher = _jit(self.function)
+        if hasattr(dispatcher, "compile"):  # not NUMBA_DISABLE_JIT=1
+            dispatcher.compile(tuple(_numba_type(code) for code in self.signature))
+            dispatcher.disable_compile()
         return dispatcher
-    if not dispatcher.signatures:
-        with _compile_lock:
-            if not dispatcher.signatures:
-                dispatcher.compile(signature)
-                dispatcher.disable_compile()
-    return dispatcher
+
+
+def _kernel(*signature):
+    """Decorator: ``function`` as a :class:`_Kernel` of ``signature`` (codes of
+    :func:`_numba_type`)."""
+    return lambda function: _Kernel(function, signature)
 
 
 def n_lifted_features(token_dim):
@@ -107,40 +150,64 @@ def lifted_feature_pairs(token_dim):
     return b, c, e
 
 
-@_jit
-def _weighted_pairs(sequence, transposed, pairs):  # pragma: no cover - Numba
-    """``pairs[k] = w_bc S[b, c]`` for one sequence; ``transposed`` is scratch.
-    Returns ``max |sequence|``, found on the way (the data's scale)."""
-    n_tokens, d = sequence.shape
+@_kernel("r3", "w2", "w1", "w2", "w2", "w2")
+def _pair_statistics_into(
+    sequences, transposed, pair_row, pairs, queries, features
+):  # pragma: no cover - compiled by Numba
+    """For each sequence ``i``: its weighted pairs ``w_bc S[b, c]`` and query into
+    ``pairs[i]`` and ``queries[i]``, and its lifted features ``pairs (x) q`` into
+    ``features[i]``, each unless that array has no rows. ``transposed`` (d,
+    n_tokens) and ``pair_row`` (m,) are scratch. Returns ``max |sequences|``, found
+    on the way (the data's scale).
+
+    One kernel for the statistics and the features, with its scratch from the
+    caller: each kernel compiled, and an array allocated inside one, adds about
+    0.1 s to the first fit (benchmarks/bench_first_fit.py)."""
+    n_samples, n_tokens, d = sequences.shape
+    keep_statistics = pairs.shape[0] > 0
+    lift = features.shape[0] > 0
     largest = 0.0
-    for t in range(n_tokens):  # tokens as columns, so each S[b, c] is a dot product
+    for i in range(n_samples):
+        for t in range(n_tokens):  # tokens as columns: each S[b, c] a dot product
+            for b in range(d):
+                value = sequences[i, t, b]
+                transposed[b, t] = value
+                largest = max(largest, abs(value))
+        k = 0
         for b in range(d):
-            value = sequence[t, b]
-            transposed[b, t] = value
-            largest = max(largest, abs(value))
-    k = 0
-    for b in range(d):
-        for c in range(b, d):
-            total = 0.0
-            for t in range(n_tokens):
-                total += transposed[b, t] * transposed[c, t]
-            pairs[k] = total if b == c else _SQRT2 * total
-            k += 1
+            for c in range(b, d):
+                total = 0.0
+                for t in range(n_tokens):
+                    total += transposed[b, t] * transposed[c, t]
+                pair_row[k] = total if b == c else _SQRT2 * total
+                k += 1
+        if keep_statistics:
+            for k in range(pair_row.size):
+                pairs[i, k] = pair_row[k]
+            for e in range(d):
+                queries[i, e] = sequences[i, n_tokens - 1, e]
+        if lift:
+            j = 0
+            for k in range(pair_row.size):  # phi = pairs (x) q, q running fastest
+                for e in range(d):
+                    features[i, j] = pair_row[k] * sequences[i, n_tokens - 1, e]
+                    j += 1
     return largest
 
 
-@_jit
-def _lift_into(sequences, out):  # pragma: no cover - compiled by Numba
-    n_samples, n_tokens, d = sequences.shape
-    transposed = np.empty((d, n_tokens))
-    pairs = np.empty(d * (d + 1) // 2)
-    for i in range(n_samples):
-        _weighted_pairs(sequences[i], transposed, pairs)
-        j = 0
-        for k in range(pairs.size):  # phi = pairs (x) q, q running fastest
-            for e in range(d):
-                out[i, j] = pairs[k] * sequences[i, n_tokens - 1, e]
-                j += 1
+def _last_token_pass(sequences, pairs, queries, features, n_threads):
+    """:func:`_pair_statistics_into` over the rows, shared among ``n_threads``
+    threads (each with its own scratch); ``max |sequences|``."""
+    _, n_tokens, d = sequences.shape
+
+    def kernel(sequences, pairs, queries, features):
+        transposed, pair_row = np.empty((d, n_tokens)), np.empty(d * (d + 1) // 2)
+        return _pair_statistics_into(
+            sequences, transposed, pair_row, pairs, queries, features
+        )
+
+    largests = _run_by_rows(kernel, n_threads, sequences, pairs, queries, features)
+    return float(max(largests, default=0.0))
 
 
 def _output_array(out, shape):
@@ -184,36 +251,28 @@ def lifted_features(sequences, out=None, n_threads=1):
     n_samples, _, token_dim = sequences.shape
     shape = (n_samples, n_lifted_features(token_dim))
     out = _output_array(out, shape)
-    kernel = _compiled(_lift_into, (_READONLY_3D, _WRITABLE_2D))
-    _run_by_rows(kernel, n_threads, sequences, out)
+    no_rows = np.empty((0, token_dim * (token_dim + 1) // 2)), np.empty((0, token_dim))
+    _last_token_pass(sequences, *no_rows, out, n_threads)
     return out
 
 
-@_jit
-def _largest_magnitude(flat):  # pragma: no cover - compiled by Numba
-    # Four running maxima, so that the loop vectorizes (one maximum would be a chain
-    # of dependent comparisons).
-    m0 = m1 = m2 = m3 = 0.0
-    n = flat.size - flat.size % 4
-    for i in range(0, n, 4):
-        m0 = max(m0, abs(flat[i]))
-        m1 = max(m1, abs(flat[i + 1]))
-        m2 = max(m2, abs(flat[i + 2]))
-        m3 = max(m3, abs(flat[i + 3]))
-    for i in range(n, flat.size):
-        m0 = max(m0, abs(flat[i]))
-    return max(max(m0, m1), max(m2, m3))
+#: Elements per block of :func:`largest_magnitude`: 512 KiB, so that the second of
+#: numpy's two reductions of a block reads it from the cache (the fastest of 64 KiB
+#: to 2 MiB at 10^4 to 2 10^7 elements on the project's machine).
+_SCAN_BLOCK = 1 << 16
 
 
 def largest_magnitude(array):
-    """``max |array|`` (0 for an empty array) in one pass over a validated array.
+    """``max |array|`` (0 for an empty array) of a validated array.
 
-    It sets the power-of-two scale of the data; numpy's ``max`` and ``min`` would
-    take two passes (twice the memory traffic, which is what a scan costs).
+    It sets the power-of-two scale of the data. ``max`` and ``min`` by blocks of
+    512 KiB: memory is read once, as by one pass of a compiled loop, which is at
+    most 1.3x faster and would cost 0.1-0.2 s to compile (benchmarks/README.md,
+    section of ``bench_first_fit.py``).
 
     Parameters
     ----------
-    array : ndarray of float64, C-contiguous, finite
+    array : ndarray of float64, finite
 
     Returns
     -------
@@ -226,8 +285,12 @@ def largest_magnitude(array):
     >>> largest_magnitude(np.array([[1.0, -3.0], [2.0, 0.5]]))
     3.0
     """
-    kernel = _compiled(_largest_magnitude, (_READONLY_1D,))
-    return float(kernel(np.asarray(array, dtype=np.float64).reshape(-1)))
+    flat = np.asarray(array, dtype=np.float64).reshape(-1)
+    largest = 0.0
+    for start in range(0, flat.size, _SCAN_BLOCK):
+        block = flat[start : start + _SCAN_BLOCK]
+        largest = max(largest, float(block.max()), -float(block.min()))
+    return largest
 
 
 def _run_by_rows(kernel, n_threads, *arrays):
@@ -235,6 +298,7 @@ def _run_by_rows(kernel, n_threads, *arrays):
     the list of the kernel's return values, one per thread.
 
     The kernels release the GIL and write disjoint rows, so threads need no lock.
+    Arrays without rows (outputs not wanted) stay without rows.
     """
     n_samples = arrays[0].shape[0]
     n_threads = max(1, min(n_threads, n_samples))
@@ -249,18 +313,6 @@ def _run_by_rows(kernel, n_threads, *arrays):
                 bounds[1:],
             )
         )
-
-
-@_jit
-def _pair_statistics_into(sequences, pairs, queries):  # pragma: no cover - Numba
-    n_samples, n_tokens, d = sequences.shape
-    transposed = np.empty((d, n_tokens))
-    largest = 0.0
-    for i in range(n_samples):
-        largest = max(largest, _weighted_pairs(sequences[i], transposed, pairs[i]))
-        for e in range(d):
-            queries[i, e] = sequences[i, n_tokens - 1, e]
-    return largest
 
 
 def pair_statistics(sequences, n_threads=1, return_largest=False):
@@ -296,12 +348,10 @@ def pair_statistics(sequences, n_threads=1, return_largest=False):
     n_samples, _, d = sequences.shape
     pairs = np.empty((n_samples, d * (d + 1) // 2))
     queries = np.empty((n_samples, d))
-    kernel = _compiled(
-        _pair_statistics_into, (_READONLY_3D, _WRITABLE_2D, _WRITABLE_2D)
-    )
-    largests = _run_by_rows(kernel, n_threads, sequences, pairs, queries)
+    no_features = np.empty((0, n_lifted_features(d)))
+    largest = _last_token_pass(sequences, pairs, queries, no_features, n_threads)
     if return_largest:
-        return pairs, queries, float(max(largests, default=0.0))
+        return pairs, queries, largest
     return pairs, queries
 
 
@@ -353,46 +403,73 @@ def lifted_kernel(pairs, queries, other_pairs=None, other_queries=None):
     return (pairs @ other_pairs.T) * (queries @ other_queries.T)
 
 
-@_jit
-def _position_pairs_into(sequences, causal, pairs, queries):  # pragma: no cover
-    """``pairs[i, t] = w_bc S_t[b, c]`` and ``queries[i, t] = z_t`` for every position.
+@_kernel("r3", "b", "w2", "w3", "w3", "w3")
+def _position_pairs_into(
+    sequences, causal, scratch, pairs, queries, features
+):  # pragma: no cover - compiled by Numba
+    """For each position ``t`` of sequence ``i``: ``w_bc S_t[b, c]`` and ``z_t``
+    into ``pairs[i, t]`` and ``queries[i, t]``, and the lifted features ``pairs (x)
+    z_t`` into ``features[i, t]``, each unless that array has no rows.
 
     ``S_t`` is kept as running prefix sums over the upper triangle, updated token by
     token; with ``causal=False`` every position gets the whole sequence's ``S``.
+    ``scratch`` (3, m) holds the running sums, their weighted copy and the weights.
     """
     n_samples, n_tokens, d = sequences.shape
     m = d * (d + 1) // 2
-    running = np.empty(m)
-    weights = np.empty(m)
+    keep_statistics = pairs.shape[0] > 0
+    lift = features.shape[0] > 0
+    running, weighted, weights = scratch[0], scratch[1], scratch[2]
     k = 0
     for b in range(d):
         for c in range(b, d):
             weights[k] = 1.0 if b == c else _SQRT2
             k += 1
     for i in range(n_samples):
-        running[:] = 0.0
+        for k in range(m):
+            running[k] = 0.0
         for t in range(n_tokens):
-            k = 0
-            for b in range(d):
-                zb = sequences[i, t, b]
-                for c in range(b, d):
-                    running[k] += zb * sequences[i, t, c]
-                    k += 1
-            if causal:
+            # the tokens S_t adds: token t if causal, all of them once otherwise
+            first, stop = (t, t + 1) if causal else (0, n_tokens if t == 0 else 0)
+            for s in range(first, stop):
+                k = 0
+                for b in range(d):
+                    zb = sequences[i, s, b]
+                    for c in range(b, d):
+                        running[k] += zb * sequences[i, s, c]
+                        k += 1
+            if keep_statistics:
                 for k in range(m):
                     pairs[i, t, k] = weights[k] * running[k]
-            for e in range(d):
-                queries[i, t, e] = sequences[i, t, e]
-        if not causal:
-            for t in range(n_tokens):
-                for k in range(m):
-                    pairs[i, t, k] = weights[k] * running[k]
+                for e in range(d):
+                    queries[i, t, e] = sequences[i, t, e]
+            if lift:
+                if causal or t == 0:
+                    for k in range(m):
+                        weighted[k] = weights[k] * running[k]
+                j = 0
+                for k in range(m):  # pairs (x) z_t, z_t running fastest
+                    for e in range(d):
+                        features[i, t, j] = weighted[k] * sequences[i, t, e]
+                        j += 1
 
 
 def _check_causal(causal):
     if not isinstance(causal, (bool, np.bool_)):
         raise ValueError(f"causal must be True or False, got {causal!r}.")
     return bool(causal)
+
+
+def _every_position_pass(sequences, causal, pairs, queries, features, n_threads):
+    """:func:`_position_pairs_into` over the sequences, shared among ``n_threads``
+    threads (each with its own scratch)."""
+    d = sequences.shape[2]
+
+    def kernel(sequences, pairs, queries, features):
+        scratch = np.empty((3, d * (d + 1) // 2))
+        _position_pairs_into(sequences, causal, scratch, pairs, queries, features)
+
+    _run_by_rows(kernel, n_threads, sequences, pairs, queries, features)
 
 
 def position_pair_statistics(sequences, causal=True, n_threads=1):
@@ -435,56 +512,18 @@ def position_pair_statistics(sequences, causal=True, n_threads=1):
     """
     causal = _check_causal(causal)
     n_samples, n_tokens, d = sequences.shape
-    pairs = np.empty((n_samples * n_tokens, d * (d + 1) // 2))
+    m = d * (d + 1) // 2
+    pairs = np.empty((n_samples * n_tokens, m))
     queries = np.empty((n_samples * n_tokens, d))
-    kernel = _compiled(
-        _position_pairs_into,
-        (_READONLY_3D, types.boolean, _WRITABLE_3D, _WRITABLE_3D),
-    )
-    _run_by_rows(
-        lambda seqs, prs, qrs: kernel(seqs, causal, prs, qrs),
-        n_threads,
+    _every_position_pass(
         sequences,
-        pairs.reshape(n_samples, n_tokens, pairs.shape[1]),
+        causal,
+        pairs.reshape(n_samples, n_tokens, m),
         queries.reshape(n_samples, n_tokens, d),
+        np.empty((0, n_tokens, m * d)),
+        n_threads,
     )
     return pairs, queries
-
-
-@_jit
-def _lift_positions_into(sequences, causal, out):  # pragma: no cover - Numba
-    n_samples, n_tokens, d = sequences.shape
-    m = d * (d + 1) // 2
-    running = np.empty(m)
-    weighted = np.empty(m)
-    for i in range(n_samples):
-        running[:] = 0.0
-        if not causal:
-            for t in range(n_tokens):
-                k = 0
-                for b in range(d):
-                    zb = sequences[i, t, b]
-                    for c in range(b, d):
-                        running[k] += zb * sequences[i, t, c]
-                        k += 1
-        for t in range(n_tokens):
-            if causal:
-                k = 0
-                for b in range(d):
-                    zb = sequences[i, t, b]
-                    for c in range(b, d):
-                        running[k] += zb * sequences[i, t, c]
-                        k += 1
-            k = 0
-            for b in range(d):
-                for c in range(b, d):
-                    weighted[k] = running[k] if b == c else _SQRT2 * running[k]
-                    k += 1
-            j = 0
-            for k in range(m):  # pairs (x) z_t, z_t running fastest
-                for e in range(d):
-                    out[i, t, j] = weighted[k] * sequences[i, t, e]
-                    j += 1
 
 
 def lifted_position_features(sequences, causal=True, out=None, n_threads=1):
@@ -529,16 +568,15 @@ def lifted_position_features(sequences, causal=True, out=None, n_threads=1):
     causal = _check_causal(causal)
     n_samples, n_tokens, token_dim = sequences.shape
     p = n_lifted_features(token_dim)
-    shape = (n_samples * n_tokens, p)
-    out = _output_array(out, shape)
-    kernel = _compiled(
-        _lift_positions_into, (_READONLY_3D, types.boolean, _WRITABLE_3D)
-    )
-    _run_by_rows(
-        lambda seqs, rows: kernel(seqs, causal, rows),
-        n_threads,
+    m = p // token_dim
+    out = _output_array(out, (n_samples * n_tokens, p))
+    _every_position_pass(
         sequences,
+        causal,
+        np.empty((0, n_tokens, m)),
+        np.empty((0, n_tokens, token_dim)),
         out.reshape(n_samples, n_tokens, p),
+        n_threads,
     )
     return out
 
@@ -552,10 +590,11 @@ def lifted_position_features(sequences, causal=True, out=None, n_threads=1):
 # half the flops of a symmetric rank-k update of G, as one GEMM.
 
 
-@_jit
-def _upper_outer_into(rows, out):  # pragma: no cover - compiled by Numba
+@_kernel("r2", "w1", "w2")
+def _upper_outer_into(rows, row, out):  # pragma: no cover - compiled by Numba
+    """``out[i]``: the products ``rows[i, a] * rows[i, b]``, ``a <= b``; ``row``
+    (m,) is scratch."""
     n, m = rows.shape
-    row = np.empty(m)
     for i in range(n):
         # A private copy of the row and slice views: without possible aliasing
         # between them, the inner loop vectorizes (2.3x faster, bench_speed.py).
@@ -600,34 +639,17 @@ def upper_outer_products(rows, out=None):
     shape = (n, m * (m + 1) // 2)
     out = _output_array(out, shape)
     if n:
-        _compiled(_upper_outer_into, (_READONLY_2D, _WRITABLE_2D))(rows, out)
+        _upper_outer_into(rows, np.empty(m), out)
     return out
 
 
-@_jit
-def _add_structured_into(products_t, d, gram):  # pragma: no cover - Numba
-    """``gram += G`` from ``products_t = products.T`` (C-ordered views of the
-    Fortran-ordered arrays; ``G`` is symmetric, so its transpose is itself)."""
-    m = gram.shape[0] // d
-    # index of the pair (e, f), e <= f, in triu order, for every e and f
-    query_index = np.empty((d, d), dtype=np.int64)
-    k = 0
-    for e in range(d):
-        for f in range(e, d):
-            query_index[e, f] = k
-            query_index[f, e] = k
-            k += 1
-    r = 0
-    for a in range(m):
-        for b in range(a, m):
-            for e in range(d):
-                row = a * d + e
-                for f in range(d):
-                    value = products_t[query_index[e, f], r]
-                    gram[row, b * d + f] += value
-                    if a != b:
-                        gram[b * d + f, row] += value
-            r += 1
+def _pair_index(width):
+    """``index[a, b]``: the position of the pair ``(min(a, b), max(a, b))`` among
+    the pairs ``a <= b`` of ``width`` items, in ``numpy.triu_indices`` order."""
+    index = np.empty((width, width), dtype=np.intp)
+    first, second = np.triu_indices(width)
+    index[first, second] = index[second, first] = np.arange(first.size)
+    return index
 
 
 def add_structured_gram(products, token_dim, gram):
@@ -681,6 +703,15 @@ def add_structured_gram(products, token_dim, gram):
             f"gram must be a Fortran-ordered array of shape {(p, p)}, got shape "
             f"{gram.shape}."
         )
-    kernel = _compiled(_add_structured_into, (_READONLY_2D, types.int64, _WRITABLE_2D))
-    kernel(products.T, d, gram.T)
+    # gram.T and products.T are C-ordered views; G is symmetric, so adding it to
+    # gram.T adds it to gram. Rows (a, e) of G, for each a:
+    # G[(a, e), (b, f)] = products[pair (a, b), pair (e, f)]. A gather, so numpy:
+    # a compiled loop is at most 1.3x faster (at d >= 16, where this is ~2% of the
+    # fit) and would cost 0.16 s to compile (benchmarks/README.md).
+    pair_index, query_index = _pair_index(m), _pair_index(d)
+    products_t, gram_t = products.T, gram.T
+    for a in range(m):
+        columns = products_t[:, pair_index[a]]  # pairs (a, b) for every b
+        rows = gram_t[a * d : (a + 1) * d].reshape(d, m, d)  # [e, b, f]
+        rows += columns[query_index].transpose(0, 2, 1)
     return gram

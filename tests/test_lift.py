@@ -10,6 +10,7 @@ import pytest
 from conftest import assert_within_lifted_rounding, naive_lifted_features
 
 from sklearn_linattn._lift import (
+    _SCAN_BLOCK,
     lifted_feature_pairs,
     lifted_features,
     lifted_position_features,
@@ -248,15 +249,63 @@ def test_pair_statistics_returns_the_largest_magnitude(rng, n_threads, n_samples
     np.testing.assert_array_equal(queries, expected_queries)
 
 
+@pytest.mark.parametrize("n_threads", [1, 3])
+@pytest.mark.parametrize("token_dim", [1, 2, 5])
+def test_features_are_exactly_the_products_of_the_statistics(rng, n_threads, token_dim):
+    """phi = s (x) q, entry by entry, to the last bit: the features and the compact
+    statistics come from the same sums (last token, every position, either
+    causality), so a model fitted from one predicts from the other unchanged."""
+    Z = rng.normal(size=(23, 6, token_dim))
+    pairs, queries = pair_statistics(Z)
+    products = np.einsum("nk,ne->nke", pairs, queries).reshape(len(Z), -1)
+    np.testing.assert_array_equal(lifted_features(Z, n_threads=n_threads), products)
+    for causal in (True, False):
+        pairs, queries = position_pair_statistics(Z, causal=causal)
+        products = np.einsum("rk,re->rke", pairs, queries).reshape(len(pairs), -1)
+        np.testing.assert_array_equal(
+            lifted_position_features(Z, causal=causal, n_threads=n_threads), products
+        )
+
+
+@pytest.mark.parametrize("size", [0, 1, 7, 2 * _SCAN_BLOCK + 5])
+def test_largest_magnitude_is_the_largest_absolute_entry(rng, size):
+    """max |x| over every entry (0 for none), wherever the largest lies: in any
+    block of the scan, negative or positive, in any layout of the array."""
+    from sklearn_linattn._lift import largest_magnitude
+
+    x = rng.normal(size=size)
+    for position in {0, size // 2, size - 1} if size else ():
+        for sign in (-1.0, 1.0):
+            y = x.copy()
+            y[position] = sign * 40.0
+            assert largest_magnitude(y) == 40.0
+            assert largest_magnitude(y.reshape(-1, 1)[::-1]) == 40.0
+    assert largest_magnitude(x) == (np.abs(x).max() if size else 0.0)
+    if size > 2:
+        strided = x[::3]  # not contiguous
+        assert largest_magnitude(strided) == np.abs(strided).max()
+
+
+# A fresh interpreter fits and predicts, then lists the kernels compiled (or loaded
+# from the cache) and the signatures of each: any Numba dispatcher of _lift.
 _COMPILED_BY_A_FIT = """
 import numpy as np
-from sklearn_linattn import LinearAttentionRegressor, _lift
+from sklearn_linattn import LinearAttentionClassifierCV, LinearAttentionRegressor
+from sklearn_linattn import _lift
 rng = np.random.default_rng(0)
-X = rng.normal(size=(200, 10, 4))
-y = X[:, -1, 0] * X[:, 0, 1] ** 2  # noiseless: the residual gets its own pass
-LinearAttentionRegressor(n_heads=None).fit(X, y)
-print(sorted(name for name, kernel in vars(_lift).items()
-             if getattr(kernel, "signatures", None)))
+if CASE == "normal":  # n > p: the streamed Gram from compact rows
+    X = rng.normal(size=(200, 10, 4))
+    y = X[:, -1, 0] * X[:, 0, 1] ** 2  # noiseless: the residual gets its own pass
+    model = LinearAttentionRegressor().fit(X, y)
+else:  # n < p: the kernel (dual) form, alpha by leave-one-out
+    X = rng.normal(size=(30, 6, 5))
+    model = LinearAttentionClassifierCV().fit(X, np.arange(30) % 2)
+model.predict(rng.normal(size=(7, 25, X.shape[2])))
+kernels = [getattr(kernel, "dispatcher", kernel) for kernel in vars(_lift).values()]
+print(sorted(
+    (kernel.py_func.__name__, len(kernel.signatures)) for kernel in kernels
+    if not isinstance(kernel, type) and getattr(kernel, "signatures", None)
+))
 """
 
 
@@ -264,27 +313,59 @@ print(sorted(name for name, kernel in vars(_lift).items()
     os.environ.get("NUMBA_DISABLE_JIT", "0") != "0",
     reason="NUMBA_DISABLE_JIT: the kernels run as Python, nothing is compiled",
 )
-def test_a_fit_compiles_only_the_kernels_it_calls():
-    """Numba compiles (or loads from its cache) a kernel when a fit first calls it,
-    for one signature: a fresh interpreter's fit at d = 4 (the streamed Gram from
-    compact rows, n_heads=None) has those three kernels and no other, one
-    signature each (benchmarks/bench_first_fit.py times it)."""
+@pytest.mark.parametrize(
+    "case, kernels",
+    [
+        ("normal", ["_pair_statistics_into", "_upper_outer_into"]),
+        ("dual", ["_pair_statistics_into"]),
+    ],
+)
+def test_a_fit_and_predict_compile_only_the_kernels_the_fit_calls(case, kernels):
+    """Numba compiles (or loads from its cache) a kernel when it is first called,
+    for one signature: a fresh interpreter's default fit at d = 4 from the streamed
+    normal equations has two kernels, a CV classifier's fit from the kernel form
+    one, one signature each; the head search and ``predict`` compile none of their
+    own (predictions lift with the statistics kernel).
+    benchmarks/bench_first_fit.py times the documented pipelines."""
     import sklearn_linattn
 
     package_root = os.path.dirname(os.path.dirname(sklearn_linattn.__file__))
     env = dict(os.environ, PYTHONPATH=package_root)
     result = subprocess.run(
-        [sys.executable, "-c", _COMPILED_BY_A_FIT],
+        [sys.executable, "-c", f"CASE = {case!r}\n" + _COMPILED_BY_A_FIT],
         env=env,
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert result.returncode == 0, result.stderr
-    compiled = set(ast.literal_eval(result.stdout.strip().splitlines()[-1]))
-    compiled.discard("_weighted_pairs")  # inlined into _pair_statistics_into
-    assert compiled == {
-        "_pair_statistics_into",
-        "_upper_outer_into",
-        "_add_structured_into",
-    }
+    compiled = ast.literal_eval(result.stdout.strip().splitlines()[-1])
+    assert compiled == [(name, 1) for name in kernels]
+
+
+_IMPORT_ONLY = """
+import sys
+import sklearn_linattn
+from sklearn_linattn import datasets, preprocessing
+print(sorted(set(sys.modules) & OPTIONAL))
+"""
+
+
+def test_importing_the_package_loads_neither_numba_nor_optional_dependencies():
+    """``import sklearn_linattn`` (and its datasets and preprocessing) does not
+    import Numba, which the first kernel call imports, nor the optional Dask,
+    matplotlib or tqdm: a process that does not lift does not pay for them."""
+    import sklearn_linattn
+
+    optional = {"numba", "llvmlite", "dask", "distributed", "matplotlib", "tqdm"}
+    package_root = os.path.dirname(os.path.dirname(sklearn_linattn.__file__))
+    env = dict(os.environ, PYTHONPATH=package_root)
+    result = subprocess.run(
+        [sys.executable, "-c", _IMPORT_ONLY.replace("OPTIONAL", repr(optional))],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["[]"]
