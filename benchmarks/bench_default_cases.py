@@ -278,7 +278,10 @@ def measure(key, label, estimator, run, X, y, test=None, repeats=3):
     none_estimator = with_heads(estimator, None)
     load_before = os.getloadavg()[0]
     for _ in range(repeats):
-        default_runs.append(timed(run, estimator, X, y))
+        try:
+            default_runs.append(timed(run, estimator, X, y))
+        except Exception as error:  # an older version's read-out may crash
+            return dict(case=key, label=label, error=f"{type(error).__name__}: {error}")
         none_runs.append(timed(run, none_estimator, X, y))
     fitted, none_fitted = default_runs[-1][2], none_runs[-1][2]
     searches = [final(r[2]).head_search_ for r in default_runs]
@@ -412,15 +415,22 @@ def run(args):
         # (dual, kernel blocks, float32) compile outside the timings
         none = with_heads(case[2], None)
         case[3](none, case[4][:50], case[5][:50])
-        rows.append(measure(*case, repeats=repeats))
-        print(markdown_table(COLUMNS, rows[-1:]).splitlines()[-1], flush=True)
+        row = measure(*case, repeats=repeats)
+        rows.append(row)
+        if "error" in row:
+            print(f"{row['label']}: the default fit raised {row['error']}", flush=True)
+        else:
+            print(markdown_table(COLUMNS, [row]).splitlines()[-1], flush=True)
     load_after = os.getloadavg()
     total = time.perf_counter() - start
     print(
         f"\n### Default read-out vs n_heads=None "
         f"(median of {repeats}, interleaved)\n"
     )
-    print(markdown_table(COLUMNS, rows))
+    print(markdown_table(COLUMNS, [row for row in rows if "error" not in row]))
+    for row in rows:
+        if "error" in row:
+            print(f"- {row['label']}: the default fit raised {row['error']}")
     before, after = (
         ", ".join(f"{x:.2f}" for x in load) for load in (load_before, load_after)
     )
