@@ -13,9 +13,11 @@ with that symmetric part, so the number of heads is the rank of the chosen ``W``
   the lifted fit within ``tol`` (on exact data), or when their cross-validated
   error over the 5 interleaved folds is at most the lifted fit's
   (:mod:`sklearn_linattn._folds`). The
-  paper's count always passes. ``"auto"`` finds the fewest passing heads by
-  galloping (noisy fits: up, 1, 2, 4, 8, ...; exact fits: down from the paper's
-  count) and bisection.
+  paper's count always passes; a count whose training error is above the
+  lifted fit's cross-validated error fails without refitting the folds.
+  ``"auto"`` finds the fewest passing heads by galloping (noisy fits: up, 1, 2,
+  4, 8, ..., to the fewest the training error does not reject, then up from it
+  cross-validated; exact fits: down from the paper's count) and bisection.
 
 No clock is read: every loop is bounded by counts of iterations and a work limit
 in flops, so the heads are a function of the data and the parameters. Heads come
@@ -25,7 +27,7 @@ magnitude in each ``V_h`` is positive.
 """
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -202,11 +204,19 @@ class CountFit:
         The training objective's excess over the lifted fit's, relative to the
         lifted fit's training-metric energy.
     cv_error : float
-        Cross-validated squared error per unit weight (NaN when not computed).
+        Cross-validated error per unit weight (NaN when not computed).
+    training_error : float
+        The same error of these heads on the training rows, where the criterion
+        is squared error (NaN otherwise). When it is above the lifted fit's
+        cross-validated error, the count fails without refitting the folds (and
+        ``cv_error`` is NaN): a held-out error is at least the training error.
     passes : bool or None
         The verdict; None when the work limit stopped the fit first.
     criterion : str or None
-        ``"tol"`` or ``"cv"``: which test it passed or failed last.
+        ``"tol"`` or ``"cv"``: which test it passed or failed last;
+        ``"training"`` for a count above the one returned whose training error
+        is within the threshold and whose folds were not refitted (``passes``
+        None); None when the work limit stopped the fit first.
     """
 
     n_heads: int
@@ -215,6 +225,7 @@ class CountFit:
     cv_error: float = float("nan")
     passes: object = None
     criterion: object = None
+    training_error: float = float("nan")
 
 
 @dataclass(frozen=True, eq=False)
@@ -349,13 +360,20 @@ class _Search:
         starts += [random_state.normal(size=(k, self.d**2)) for _ in range(n_random)]
         return starts
 
-    def fit(self, k, refine=False):
+    def fit(self, k, refine=False, held_out=True):
         """The k-head fit (cached): the best start by training loss, the first
         within tol ending the starts. On exact fits the starts are refined in
         the Frobenius metric (where the count's question, reproducing the lifted
         fit, is posed, and which is well conditioned), and with ``refine`` then in
-        the training metric when they fail."""
+        the training metric when they fail. Without ``held_out``, a count the
+        training error does not reject is left undecided (criterion
+        ``"training"``) instead of cross-validated."""
         if k in self.fits:
+            value_rows, query_rows, count = self.fits[k]
+            if held_out and count.criterion == "training" and not self.budget.exhausted:
+                count = self.cross_validate(k, value_rows, query_rows, count)
+                self.log(f"{k} heads: {count}")
+                self.fits[k] = value_rows, query_rows, count
             return self.fits[k]
         design = self.frobenius if self.frobenius_fits else self.design
         accept = design.baseline + (ACCURACY * self.tol) ** 2 * float(
@@ -398,7 +416,9 @@ class _Search:
                 k, count.relative_distance, excess, passes=False, criterion="tol"
             )
         else:
-            count = self.cross_validate(k, value_rows, query_rows, count)
+            count = self.training_bound(k, value_rows, query_rows, count)
+            if held_out and count.criterion == "training":
+                count = self.cross_validate(k, value_rows, query_rows, count)
         self.log(f"{k} heads: {count}")
         self.fits[k] = value_rows, query_rows, count
         return self.fits[k]
@@ -433,6 +453,33 @@ class _Search:
             design, query_rows, POLISH_ITER, budget=self.budget, polish=True
         )[:2]
 
+    @property
+    def threshold(self):
+        """The cross-validated error at or below which a count passes."""
+        return self.lifted_cv[0] + SLACK * self.lifted_cv[1]
+
+    def training_bound(self, k, value_rows, query_rows, count):
+        """The count failed when its training error is above the threshold (for a
+        squared-error criterion; else left to the folds, criterion
+        ``"training"``). A least-squares (or ridge) refit without fold f leaves
+        it the residual ``(I - H_ff)^-1 e_f``, with ``H_ff`` its block of the hat
+        matrix (eigenvalues in [0, 1)) and ``e_f`` its residual in the full fit:
+        the cross-validated error is at least the training error (for heads,
+        linearized at their fit)."""
+        training_error = float("nan")
+        if self.folds.loss == "squared":
+            training = [
+                self.folds.error(fold, value_rows, query_rows)
+                for fold in range(self.folds.n_folds)
+            ]
+            training_error = self.folds.summary(training)[0]
+        return CountFit(
+            k, count.relative_distance, count.training_loss,
+            passes=False if training_error > self.threshold else None,
+            criterion="cv" if training_error > self.threshold else "training",
+            training_error=training_error,
+        )
+
     def cross_validate(self, k, value_rows, query_rows, count):
         """The held-out verdict on k heads: each fold refits them without itself,
         from the full fit, to convergence (stopped early, a refit stays near the
@@ -447,12 +494,15 @@ class _Search:
                 stall=FOLD_STALL,
             )
             errors.append(self.folds.error(fold, fold_values, fold_queries))
-            if self.budget.exhausted:
-                return count
+            if self.budget.exhausted:  # undecided
+                return CountFit(
+                    k, count.relative_distance, count.training_loss,
+                    training_error=count.training_error,
+                )
         cv_error = self.folds.summary(errors)[0]
-        passes = cv_error <= self.lifted_cv[0] + SLACK * self.lifted_cv[1]
         return CountFit(
-            k, count.relative_distance, count.training_loss, cv_error, passes, "cv"
+            k, count.relative_distance, count.training_loss, cv_error,
+            cv_error <= self.threshold, "cv", count.training_error,
         )
 
 
@@ -594,37 +644,57 @@ def _search(search, n_heads):
         kept = min(k, n_heads_within(svd(folded)[1], ACCURACY * search.tol))
         return folded, kept, "fixed", bool(count.passes)
     # The fewest passing heads in [low, high): every count below `low` fails, and
-    # `high` passes (the paper's count does). Noisy fits gallop up from 1 (1, 2,
-    # 4, 8, ...) until a count passes, then bisect. On exact fits, where a
-    # failing count costs every start and a passing one usually the first,
-    # probe the lower bound, then gallop down (P - 1, P - 2, P - 4, ...) until a
-    # count fails, then bisect.
-    exact = search.frobenius_fits  # down from the paper's count
-    low = fewest_heads_bound(search.coef, search.d, search.tol) if exact else 1
-    low, high, step, galloping = min(low, paper_count), paper_count, 1, True
-    lower = low
-    while low < high and not search.budget.exhausted:
-        if not galloping:
-            k = (low + high) // 2
-        elif not exact:  # twice the last count that failed
-            k = min(max(2 * (low - 1), low), high - 1)
-        elif low == lower:
-            k = low
-        else:
-            k = max(high - step, low)
-        count = search.fit(k)[2]
-        if count.passes is None:  # cut short by the work limit
-            break
-        if count.passes:
-            high = k
-            galloping = galloping and exact and k != lower
-        else:
-            low = k + 1
-            galloping = galloping and (not exact or k == lower)
-        if exact and k != lower:
-            step *= 2
-    if high == paper_count:
+    # `high` passes (the paper's count does). On exact fits, where a failing count
+    # costs every start and a passing one usually the first, probe the lower
+    # bound, then gallop down (P - 1, P - 2, P - 4, ...) until a count fails, then
+    # bisect. Noisy fits first find the fewest count their training error does
+    # not reject (galloping up, 1, 2, 4, 8, ..., then bisecting; full fits only),
+    # then cross-validate up from it (low, low + 1, low + 3, low + 7, ...).
+    if search.frobenius_fits:
+        low = min(fewest_heads_bound(search.coef, search.d, search.tol), paper_count)
+        high = _fewest(search, low, paper_count, lambda k: search.fit(k)[2], "down")
+    else:
+
+        def within_training(k):
+            count = search.fit(k, held_out=False)[2]
+            return replace(count, passes=True) if count.criterion == "training" else count
+
+        low = _fewest(search, 1, paper_count, within_training, "double")
+        high = _fewest(search, low, paper_count, lambda k: search.fit(k)[2], "up")
+    if high == paper_count or not search.fits[high][2].passes:  # (cut short)
         return search.split, paper_count, "lifted", True
     value_rows, query_rows, count = search.fits[high]
     value_rows, query_rows = search.polish(value_rows, query_rows)
     return value_rows.T @ query_rows, high, count.criterion, True
+
+
+def _fewest(search, low, high, verdict, gallop):
+    """The fewest count in ``[low, high]`` whose ``verdict(k).passes`` (``high``
+    is taken to pass), by galloping then bisecting; ``high`` when a verdict is
+    cut short by the work limit (``passes`` None). ``gallop``: ``"double"``
+    (twice the last count that failed: 1, 2, 4, ...), ``"up"`` (low, low + 1,
+    low + 3, ...) or ``"down"`` (low, then high - 1, high - 2, high - 4, ...)."""
+    lower, step, galloping = low, 1, True
+    while low < high and not search.budget.exhausted:
+        if not galloping:
+            k = (low + high) // 2
+        elif gallop == "double":
+            k = min(max(2 * (low - 1), low), high - 1)
+        elif gallop == "up":
+            k = min(lower + step - 1, high - 1)
+        elif low == lower:
+            k = low
+        else:
+            k = max(high - step, low)
+        passes = verdict(k).passes
+        if passes is None:
+            return high
+        if gallop != "down" or k != lower:
+            step *= 2
+        if passes:
+            high = k
+            galloping = galloping and gallop == "down" and k != lower
+        else:
+            low = k + 1
+            galloping = galloping and (gallop != "down" or k == lower)
+    return high

@@ -214,7 +214,9 @@ class HeadSearchDisplay:
     Attributes
     ----------
     lines_ : dict of matplotlib Line2D
-        ``"counts"``, ``"threshold"`` and ``"chosen"``.
+        ``"counts"``, ``"threshold"`` and ``"chosen"``; and ``"training"``, the
+        training errors of counts that failed on them (a held-out error is at
+        least the training error, so their folds were not refitted).
     band_ : matplotlib artist or None
         The lifted fit's cross-validated error plus and minus its standard
         error (held-out counts only).
@@ -285,12 +287,23 @@ class HeadSearchDisplay:
         held_out = [count for count in counts if count.criterion == "cv"]
         lines, self.band_ = {}, None
         if held_out:
+            refitted = [count for count in held_out if np.isfinite(count.cv_error)]
             lines["counts"] = ax.plot(
-                [count.n_heads for count in held_out],
-                [count.cv_error for count in held_out],
+                [count.n_heads for count in refitted],
+                [count.cv_error for count in refitted],
                 marker="o",
                 label="k heads",
             )[0]
+            bounded = [count for count in held_out if count not in refitted]
+            if bounded:
+                lines["training"] = ax.plot(
+                    [count.n_heads for count in bounded],
+                    [count.training_error for count in bounded],
+                    marker="^",
+                    linestyle="none",
+                    color=lines["counts"].get_color(),
+                    label="k heads, training error (above: fails unrefitted)",
+                )[0]
             lines["threshold"] = ax.axhline(
                 search.cv_error,
                 color="gray",
