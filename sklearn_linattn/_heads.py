@@ -657,7 +657,8 @@ def _search(search, n_heads):
 
         def within_training(k):
             count = search.fit(k, held_out=False)[2]
-            return replace(count, passes=True) if count.criterion == "training" else count
+            undecided = count.criterion == "training"
+            return replace(count, passes=True) if undecided else count
 
         low = _fewest(search, 1, paper_count, within_training, "double")
         high = _fewest(search, low, paper_count, lambda k: search.fit(k)[2], "up")
