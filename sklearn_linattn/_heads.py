@@ -645,11 +645,12 @@ def _search(search, n_heads):
         return folded, kept, "fixed", bool(count.passes)
     # The fewest passing heads in [low, high): every count below `low` fails, and
     # `high` passes (the paper's count does). On exact fits, where a failing count
-    # costs every start and a passing one usually the first, probe the lower
-    # bound, then gallop down (P - 1, P - 2, P - 4, ...) until a count fails, then
-    # bisect. Noisy fits first find the fewest count their training error does
-    # not reject (galloping up, 1, 2, 4, 8, ..., then bisecting; full fits only),
-    # then cross-validate up from it (low, low + 1, low + 3, low + 7, ...).
+    # costs every start (ten times a passing one, which the first start usually
+    # finds), gallop down (P - 1, P - 2, P - 4, ..., down to a lower bound) until
+    # a count fails, then bisect. Noisy fits first find the fewest count their
+    # training error does not reject (galloping up, 1, 2, 4, 8, ..., then
+    # bisecting; full fits only), then cross-validate up from it (low, low + 1,
+    # low + 3, low + 7, ...).
     if search.frobenius_fits:
         low = min(fewest_heads_bound(search.coef, search.d, search.tol), paper_count)
         high = _fewest(search, low, paper_count, lambda k: search.fit(k)[2], "down")
@@ -674,7 +675,8 @@ def _fewest(search, low, high, verdict, gallop):
     is taken to pass), by galloping then bisecting; ``high`` when a verdict is
     cut short by the work limit (``passes`` None). ``gallop``: ``"double"``
     (twice the last count that failed: 1, 2, 4, ...), ``"up"`` (low, low + 1,
-    low + 3, ...) or ``"down"`` (low, then high - 1, high - 2, high - 4, ...)."""
+    low + 3, ...) or ``"down"`` (high - 1, high - 2, high - 4, ..., at least
+    low)."""
     lower, step, galloping = low, 1, True
     while low < high and not search.budget.exhausted:
         if not galloping:
@@ -683,19 +685,16 @@ def _fewest(search, low, high, verdict, gallop):
             k = min(max(2 * (low - 1), low), high - 1)
         elif gallop == "up":
             k = min(lower + step - 1, high - 1)
-        elif low == lower:
-            k = low
         else:
             k = max(high - step, low)
         passes = verdict(k).passes
         if passes is None:
             return high
-        if gallop != "down" or k != lower:
-            step *= 2
+        step *= 2
         if passes:
             high = k
-            galloping = galloping and gallop == "down" and k != lower
+            galloping = galloping and gallop == "down"
         else:
             low = k + 1
-            galloping = galloping and (gallop != "down" or k == lower)
+            galloping = galloping and gallop != "down"
     return high
