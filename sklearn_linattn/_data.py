@@ -414,6 +414,10 @@ class Rescaling:
         root = np.sqrt(2.0) if exponent % 2 else 1.0
         return np.ldexp(matrices * root, exponent // 2)
 
+    def squared_error(self, error):
+        """Squared errors of rescaled targets in the data's units (over ``s^2``)."""
+        return np.ldexp(error, -2 * self._exponent(self.target))
+
     def alpha(self, alpha):
         """The ridge penalty in rescaled units, ``alpha * omega * c^6`` (capped at
         the largest float)."""

@@ -420,6 +420,7 @@ class _LinearAttentionBase(BaseEstimator):
             exact_work_limit=(
                 None if limit is None else limit * solution.flops + EXACT_WORK_FLOOR
             ),
+            error_scale=float(rescaling.squared_error(1.0)),
             verbose=self.verbose,
         )
         self._log(

@@ -238,8 +238,8 @@ class HeadReadout:
     query_matrices : ndarray of shape (n_heads, token_dim, token_dim)
     criterion : str
         Why this count: ``"tol"`` (the heads reproduce the lifted fit within
-        ``tol``), ``"cv"`` (their cross-validated error is within one standard
-        error of the lifted fit's), ``"lifted"`` (no fewer heads passed: the
+        ``tol``), ``"cv"`` (their cross-validated error is at most the lifted
+        fit's), ``"lifted"`` (no fewer heads passed: the
         paper's read-out of the lifted fit), ``"fixed"`` (``n_heads=k``: the best
         model found with at most ``k`` heads), ``"paper"`` (``n_heads=None``).
     passes : bool
@@ -253,8 +253,10 @@ class HeadReadout:
     relative_distance : float
         Of the returned heads, as in :class:`CountFit`.
     cv_error, cv_standard_error : float
-        The lifted fit's cross-validated error and its standard error (NaN
-        without folds); a count passes "cv" at ``cv_error + cv_standard_error``.
+        The lifted fit's cross-validated error and its standard error across
+        the folds (NaN without folds); a count passes "cv" at or below
+        ``cv_error``. Squared errors are in the targets' units squared, per unit
+        of sample weight and per output.
     work, work_limit : float
         Flops the read-out spent, and its limit.
     seconds : float
@@ -314,6 +316,10 @@ class _Search:
         self.fits = {}  # count -> (value_rows, query_rows, CountFit)
         self.lifted_cv = (float("nan"), float("nan"))
         self.frobenius = LiftedDesign(coef, d)
+
+    @property
+    def folds_built(self):
+        return self._folds is not None and not callable(self._folds)
 
     @property
     def folds(self):
@@ -518,6 +524,7 @@ def read_out_heads(
     residual=0.0,
     work_limit=None,
     exact_work_limit=None,
+    error_scale=1.0,
     verbose=0,
 ):
     """Heads of a fitted lifted model: the estimators' read-out.
@@ -553,6 +560,10 @@ def read_out_heads(
     work_limit, exact_work_limit : float, optional
         Flops the read-out may spend on noisy and on exact fits (the lifted fit
         predicts held-out folds within ``tol``); None: no limit.
+    error_scale : float, default=1.0
+        Multiplies the squared errors reported (the estimators pass
+        ``1 / s^2``, ``s`` the targets' rescaling, to report them in the data's
+        units); misclassification is reported as is.
     verbose : int
         Print each count fitted and its verdict.
 
@@ -611,6 +622,17 @@ def read_out_heads(
         theta = head_coef(value.reshape(k, -1), query.reshape(k, d * d), d)
         distance = float(np.linalg.norm(theta - lifted_coef) / search.norm)
     counts = tuple(fit[2] for fit in search.fits.values())
+    lifted_cv = search.lifted_cv
+    if search.folds_built and search.folds.loss == "squared":
+        counts = tuple(
+            replace(
+                count,
+                cv_error=count.cv_error * error_scale,
+                training_error=count.training_error * error_scale,
+            )
+            for count in counts
+        )
+        lifted_cv = tuple(error * error_scale for error in lifted_cv)
     search.log(f"{k} heads ({criterion}); counts fitted {[c.n_heads for c in counts]}")
     return HeadReadout(
         value,
@@ -620,7 +642,7 @@ def read_out_heads(
         not budget.exhausted,
         counts,
         distance,
-        *search.lifted_cv,
+        *lifted_cv,
         work=budget.spent,
         work_limit=budget.limit,
         seconds=time.perf_counter() - start,
@@ -663,7 +685,10 @@ def _search(search, n_heads):
 
         low = _fewest(search, 1, paper_count, within_training, "double")
         high = _fewest(search, low, paper_count, lambda k: search.fit(k)[2], "up")
-    if high == paper_count or not search.fits[high][2].passes:  # (cut short)
+    if search.budget.exhausted:  # cut short: the fewest that passed so far
+        passed = [k for k, fit in search.fits.items() if fit[2].passes]
+        high = min(passed, default=paper_count)
+    if high == paper_count:
         return search.split, paper_count, "lifted", True
     value_rows, query_rows, count = search.fits[high]
     value_rows, query_rows = search.polish(value_rows, query_rows)

@@ -214,9 +214,12 @@ class HeadSearchDisplay:
     Attributes
     ----------
     lines_ : dict of matplotlib Line2D
-        ``"counts"``, ``"threshold"`` and ``"chosen"``; and ``"training"``, the
-        training errors of counts that failed on them (a held-out error is at
-        least the training error, so their folds were not refitted).
+        ``"counts"``, ``"threshold"`` and ``"chosen"``; where the search had
+        such counts, ``"training"``, the training errors of counts whose folds
+        were not refitted (those above the threshold fail: a held-out error is
+        at least the training error; those below, above the count returned,
+        were left undecided), and ``"tol"``, counts that reproduce the lifted
+        fit within ``tol``, drawn at its cross-validated error.
     band_ : matplotlib artist or None
         The lifted fit's cross-validated error plus and minus its standard
         error (held-out counts only).
@@ -277,9 +280,16 @@ class HeadSearchDisplay:
         search = self.head_search
         counts = sorted(search.counts, key=lambda count: count.n_heads)
         if not counts:
+            reason = (
+                "n_heads=None asks for the paper's read-out; fit with "
+                "n_heads='auto' or an int"
+                if search.criterion == "paper"
+                else "the lifted fit's own heads were returned without fitting a "
+                "count (they are at most one head, or at most the n_heads asked for)"
+            )
             raise ValueError(
                 f"The head search fitted no count (criterion {search.criterion!r}): "
-                "nothing to draw. Fit with n_heads='auto' or an int."
+                f"nothing to draw; {reason}."
             )
         if ax is None:
             figure, ax = plt.subplots(figsize=(6, 3.6), layout="constrained")
@@ -294,7 +304,11 @@ class HeadSearchDisplay:
                 marker="o",
                 label="k heads",
             )[0]
-            bounded = [count for count in held_out if count not in refitted]
+            bounded = [
+                count
+                for count in counts
+                if np.isnan(count.cv_error) and np.isfinite(count.training_error)
+            ]
             if bounded:
                 lines["training"] = ax.plot(
                     [count.n_heads for count in bounded],
@@ -302,7 +316,17 @@ class HeadSearchDisplay:
                     marker="^",
                     linestyle="none",
                     color=lines["counts"].get_color(),
-                    label="k heads, training error (above: fails unrefitted)",
+                    label="k heads, training error only (above the line: fails)",
+                )[0]
+            within = [count for count in counts if count.criterion == "tol"]
+            if within:
+                lines["tol"] = ax.plot(
+                    [count.n_heads for count in within],
+                    [search.cv_error] * len(within),
+                    marker="s",
+                    linestyle="none",
+                    color="C2",
+                    label="k heads reproducing the lifted fit (tol)",
                 )[0]
             lines["threshold"] = ax.axhline(
                 search.cv_error,

@@ -40,6 +40,7 @@ from sklearn_linattn._designs import LiftedDesign
 from sklearn_linattn._heads import HeadReadout, paper_heads, read_out_heads
 from sklearn_linattn._low_rank import head_coef
 from sklearn_linattn._solvers import SOLVERS
+from sklearn_linattn.datasets import make_random_mhla
 from sklearn_linattn.preprocessing import (
     PositionalEncoding,
     SeriesToTokens,
@@ -395,6 +396,22 @@ def test_the_work_limit_cuts_the_search_short_and_says_so(monkeypatch):
         np.testing.assert_allclose(cut.coef_, lifted.coef_, rtol=1e-8, atol=1e-12)
 
 
+def test_a_search_cut_short_returns_the_fewest_count_that_passed():
+    """Twelve heads of four outputs with little noise: 16 heads reproduce the
+    lifted fit (tol) early in the search; cut short after that by the default
+    work limit, the search returns the fewest count that passed, not the
+    lifted fit's 32 heads."""
+    X, y, _ = make_random_mhla(
+        3000, 8, 8, n_heads=12, n_outputs=4, noise=0.05, random_state=7
+    )
+    search = LinearAttentionRegressor().fit(X, y).head_search_
+    passed = [count.n_heads for count in search.counts if count.passes]
+    assert passed
+    assert search.n_heads == min(passed) and search.passes
+    if not search.complete:
+        assert search.work > search.work_limit
+
+
 def test_the_papers_read_out_is_asked_for_only():
     truth, X, y = noisy_sequences(2, 4, 2, 1, 0.05)
     paper = LinearAttentionRegressor(n_heads=None).fit(X, y).head_search_
@@ -503,6 +520,26 @@ def test_held_out_errors_equal_explicit_refits(rng, solver, fit_intercept, class
     unit = 1.0 if classify else data.rescaling.target**2
     assert cv == pytest.approx(mean * unit, rel=1e-6)
     assert se == pytest.approx(spread * unit, rel=1e-6, abs=1e-12)
+
+
+@pytest.mark.parametrize("target_scale", [1.0, 3.0, 1e-40])
+def test_reported_errors_are_in_the_targets_units(target_scale):
+    """head_search_.cv_error is the 5-fold interleaved cross-validated squared
+    error of n_heads=None refitted by the estimator itself, in the data's units
+    (the solvers' internal rescaling by powers of two taken out)."""
+    truth, X, y = noisy_sequences(16, 3, 1, 2, 0.1, n_samples=80)
+    y = y * target_scale
+    search = LinearAttentionRegressor().fit(X, y).head_search_
+    fold = np.arange(len(X)) % 5
+    total = 0.0
+    for j in range(5):
+        lifted = LinearAttentionRegressor(n_heads=None).fit(X[fold != j], y[fold != j])
+        total += np.sum((y[fold == j] - lifted.predict(X[fold == j])) ** 2)
+    assert search.cv_error == pytest.approx(total / y.size, rel=1e-6)
+    returned = next(c for c in search.counts if c.n_heads == search.n_heads)
+    training = np.sum((y - LinearAttentionRegressor(n_heads=search.n_heads).fit(
+        X, y).predict(X)) ** 2) / y.size
+    assert returned.training_error == pytest.approx(training, rel=1e-6)
 
 
 # --- the read-out is a function of the data -----------------------------------------
