@@ -668,11 +668,11 @@ def _search(search, n_heads):
     # The fewest passing heads in [low, high): every count below `low` fails, and
     # `high` passes (the paper's count does). On exact fits, where a failing count
     # costs every start (ten times a passing one, which the first start usually
-    # finds), gallop down (P - 1, P - 2, P - 4, ..., down to a lower bound) until
-    # a count fails, then bisect. Noisy fits first find the fewest count their
-    # training error does not reject (galloping up, 1, 2, 4, 8, ..., then
-    # bisecting; full fits only), then cross-validate up from it (low, low + 1,
-    # low + 3, low + 7, ...).
+    # finds), gallop down (P - 1, P - 2, P - 4, ..., down to a lower bound, which
+    # is fitted first when at most P / 3) until a count fails, then bisect. Noisy
+    # fits first find the fewest count their training error does not reject
+    # (galloping up, 1, 2, 4, 8, ..., then bisecting; full fits only), then
+    # cross-validate up from it (low, low + 1, low + 3, low + 7, ...).
     if search.frobenius_fits:
         low = min(fewest_heads_bound(search.coef, search.d, search.tol), paper_count)
         high = _fewest(search, low, paper_count, lambda k: search.fit(k)[2], "down")
@@ -701,25 +701,31 @@ def _fewest(search, low, high, verdict, gallop):
     cut short by the work limit (``passes`` None). ``gallop``: ``"double"``
     (twice the last count that failed: 1, 2, 4, ...), ``"up"`` (low, low + 1,
     low + 3, ...) or ``"down"`` (high - 1, high - 2, high - 4, ..., at least
-    low)."""
+    low; low first when it is at most a third of high: a fit of few heads is cheap
+    even when it fails)."""
     lower, step, galloping = low, 1, True
+    probe = gallop == "down" and 3 * low <= high  # a small bound: cheap to fit
     while low < high and not search.budget.exhausted:
+        probed = galloping and probe
         if not galloping:
             k = (low + high) // 2
         elif gallop == "double":
             k = min(max(2 * (low - 1), low), high - 1)
         elif gallop == "up":
             k = min(lower + step - 1, high - 1)
+        elif probe:
+            k, probe = low, False
         else:
             k = max(high - step, low)
         passes = verdict(k).passes
         if passes is None:
             return high
-        step *= 2
+        if not probed:
+            step *= 2
         if passes:
             high = k
             galloping = galloping and gallop == "down"
         else:
             low = k + 1
-            galloping = galloping and gallop != "down"
+            galloping = galloping and (gallop != "down" or probed)
     return high
