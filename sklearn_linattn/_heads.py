@@ -661,6 +661,11 @@ def _search(search, n_heads):
         if k >= paper_count:
             return search.split, paper_count, "fixed", True
         value_rows, query_rows, count = search.fit(k, refine=True)
+        if count.criterion == "cv" and np.isnan(count.cv_error):
+            # failed on its training error; a count asked for reports its
+            # cross-validated error too
+            count = search.cross_validate(k, value_rows, query_rows, count)
+            search.fits[k] = value_rows, query_rows, count
         value_rows, query_rows = search.polish(value_rows, query_rows)
         folded = value_rows.T @ query_rows
         kept = min(k, n_heads_within(svd(folded)[1], ACCURACY * search.tol))

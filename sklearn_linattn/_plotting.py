@@ -361,6 +361,7 @@ class HeadSearchDisplay:
             label=f"chosen: {search.n_heads} ({search.criterion})",
         )
         ax.set_xlabel("number of heads k")
+        ax.xaxis.get_major_locator().set_params(integer=True)
         ax.legend(fontsize=8)
         self.lines_, self.ax_, self.figure_ = lines, ax, figure
         return self

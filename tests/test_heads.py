@@ -316,6 +316,9 @@ def test_a_fixed_count_reports_its_verdict():
     assert one.criterion == two.criterion == "fixed"
     assert one.passes is False and two.passes is True
     assert one.counts_tried == (1,) and two.counts_tried == (2,)
+    # a count asked for is cross-validated even when its training error fails it
+    fit = one.counts[0]
+    assert fit.training_error > one.cv_error and fit.cv_error >= fit.training_error
 
 
 # --- what head_search_ says -----------------------------------------------------------
