@@ -415,8 +415,11 @@ def test_heads_and_held_out_folds_equal_in_memory(client, positions):
         remote.head_search_.counts, local.head_search_.counts, strict=True
     ):
         assert ours.passes == theirs.passes
-        if ours.criterion == "cv":
-            assert ours.cv_error == pytest.approx(theirs.cv_error, rel=1e-9)
+        for error in ("cv_error", "training_error"):
+            a, b = getattr(ours, error), getattr(theirs, error)
+            assert np.isnan(a) == np.isnan(b), error
+            if not np.isnan(a):
+                assert a == pytest.approx(b, rel=1e-9), error
     assert remote.head_search_.cv_error == pytest.approx(
         local.head_search_.cv_error, rel=1e-9
     )
