@@ -237,7 +237,7 @@ class HeadSearchDisplay:
     >>> y = y + 0.05 * y.std() * np.random.default_rng(0).normal(size=y.shape)
     >>> display = HeadSearchDisplay.from_estimator(LinearAttentionRegressor().fit(X, y))
     >>> sorted(display.lines_)
-    ['chosen', 'counts', 'threshold']
+    ['chosen', 'counts', 'threshold', 'training']
     """
 
     def __init__(self, head_search, *, tol=None):
