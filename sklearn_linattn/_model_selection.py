@@ -668,6 +668,7 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
     def _check_parameters(self):
         """The alphas to try (None for "auto"), after checking the parameters."""
         reject_boolean_parameters(self, _INTEGER_PARAMETERS)
+        reject_boolean_parameters(self, ("head_work_limit",), "a float or None")
         if self.store_cv_results and self.cv is not None:
             raise ValueError(
                 "cv!=None and store_cv_results=True are incompatible: cv_results_ "

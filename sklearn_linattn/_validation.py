@@ -407,15 +407,15 @@ def validate_sample_weight(sample_weight, sequences):
     return weights
 
 
-def reject_boolean_parameters(estimator, names):
-    """scikit-learn's parameter check treats True as the integer 1; a boolean for an
-    integer parameter is a mistake, so say so as scikit-learn would."""
+def reject_boolean_parameters(estimator, names, kind="an int or None"):
+    """scikit-learn's parameter check treats True as the number 1; a boolean for a
+    numeric parameter is a mistake, so say so as scikit-learn would."""
     for name in names:
         value = getattr(estimator, name)
         if isinstance(value, (bool, np.bool_)):
             raise InvalidParameterError(
-                f"The {name!r} parameter of {type(estimator).__name__} must be an "
-                f"int or None (not a bool). Got {value!r} instead."
+                f"The {name!r} parameter of {type(estimator).__name__} must be "
+                f"{kind} (not a bool). Got {value!r} instead."
             )
 
 

@@ -164,6 +164,11 @@ def test_memory_mapped_read_only_input(tmp_path):
         {"max_iter": 0},
         {"batch_size": 1.5},
         {"solver_tol": 2.0},
+        {"alpha": True},
+        {"solver_tol": True},
+        {"head_work_limit": True},
+        {"head_work_limit": -1.0},
+        {"n_heads": True},
     ],
 )
 def test_bad_hyperparameters(params):
