@@ -48,19 +48,21 @@ __all__ = ["CountFit", "HeadReadout", "paper_heads", "read_out_heads"]
 
 # Starts of a k-head fit: the paper's heads cut to k, with one output and at least
 # half of the d heads the nearest models on ISOTROPIC_STARTS seeded subspaces (two
-# nearest refined; exact data: EXACT_ISOTROPIC_STARTS, stopping at the first
-# within tol), and RANDOM_STARTS seeded random query matrices (noisy data:
-# NOISY_RANDOM_STARTS), seeded by (START_SEED, k, n_outputs, d). On the dense
-# noiseless grid of benchmarks/bench_heads.py the generating count was found
-# within the first three starts in all but 4 of 150 fits, and by start 8 in all.
-# Near the paper's count the subspace search has a small basin: d = 12, 11 heads
-# found the generating subspace at its 9th, 83rd, 99th and 177th start (four
-# seeds), d = 16, 15 heads at the 67th and 206th (and not in 400 for a third),
-# each start a few milliseconds; without it those fits stall at 1e-5 to 1e-4.
+# nearest refined; on exact data for d - 1 heads, EXACT_STARTS_PER_DIM * d,
+# stopping at the first within tol), and RANDOM_STARTS seeded random query
+# matrices (noisy data: NOISY_RANDOM_STARTS), seeded by (START_SEED, k, n_outputs,
+# d). On the dense noiseless grid of benchmarks/bench_heads.py the generating
+# count was found within the first three starts in all but 4 of 150 fits, and by
+# start 8 in all.
+# For d - 1 heads (a one-dimensional N) the subspace search has a small basin:
+# d = 12, 11 heads found the generating subspace at its 9th, 83rd, 99th and 177th
+# start (four seeds), d = 16, 15 heads at the 67th and 206th (and not in 400 for
+# a third), each start a few milliseconds; with 40 those fits stalled at 1e-5 to
+# 1e-4. Up to d = 8, 40 starts found every fit of the grid.
 RANDOM_STARTS = 8
 NOISY_RANDOM_STARTS = 2
 ISOTROPIC_STARTS = 40
-EXACT_ISOTROPIC_STARTS = 400
+EXACT_STARTS_PER_DIM = 20
 START_SEED = 20261201
 # On noisy fits every start runs SCREEN_ITER steps and the SCREEN_KEEP best goes on
 # (digits, 10 outputs: the best of 9 starts was within 10% of the others' loss;
@@ -357,11 +359,14 @@ class _Search:
         """Query rows to start a k-head fit from (module docstring)."""
         starts = [svd(self.split)[2][:k]]
         if self.m == 1 and 2 * k >= self.d:
+            n_isotropic = ISOTROPIC_STARTS
+            if self.exact and k == self.d - 1:
+                n_isotropic = max(n_isotropic, EXACT_STARTS_PER_DIM * self.d)
             found = isotropic_queries(
                 self.coef,
                 self.d,
                 k,
-                EXACT_ISOTROPIC_STARTS if self.exact else ISOTROPIC_STARTS,
+                n_isotropic,
                 [START_SEED, k],
                 self.tol,
                 self.budget,
