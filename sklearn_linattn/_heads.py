@@ -377,21 +377,27 @@ class _Search:
         starts += [random_state.normal(size=(k, self.d**2)) for _ in range(n_random)]
         return starts
 
-    def fit(self, k, refine=False, held_out=True):
-        """The k-head fit (cached): the best start by training loss, the first
-        within tol ending the starts. On exact fits the starts are refined in
-        the Frobenius metric (where the count's question, reproducing the lifted
-        fit, is posed, and which is well conditioned), and with ``refine`` then in
-        the training metric when they fail. Without ``held_out``, a count the
-        training error does not reject is left undecided (criterion
-        ``"training"``) instead of cross-validated."""
-        if k in self.fits:
-            value_rows, query_rows, count = self.fits[k]
-            if held_out and count.criterion == "training" and not self.budget.exhausted:
-                count = self.cross_validate(k, value_rows, query_rows, count)
-                self.log(f"{k} heads: {count}")
-                self.fits[k] = value_rows, query_rows, count
-            return self.fits[k]
+    def fit(self, k, refine=False, held_out=True, bound=True):
+        """The k-head fit and its verdict (cached). Without ``held_out``, a
+        count neither ``tol`` nor its training error decides is left undecided
+        (criterion ``"training"``) instead of cross-validated; without
+        ``bound``, its training error decides nothing (a count asked for
+        reports its cross-validated error)."""
+        if k not in self.fits:
+            self.fits[k] = self._fit(k, refine, bound)
+        value_rows, query_rows, count = self.fits[k]
+        if held_out and count.criterion == "training" and not self.budget.exhausted:
+            count = self.cross_validate(k, value_rows, query_rows, count)
+            self.log(f"{k} heads: {count}")
+            self.fits[k] = value_rows, query_rows, count
+        return self.fits[k]
+
+    def _fit(self, k, refine, bound):
+        """``(value_rows, query_rows, CountFit)``: the best start by training
+        loss, the first within tol ending the starts. On exact fits the starts
+        are refined in the Frobenius metric (where the count's question,
+        reproducing the lifted fit, is posed, and which is well conditioned),
+        and with ``refine`` then in the training metric when they fail."""
         design = self.frobenius if self.frobenius_fits else self.design
         accept = design.baseline + (ACCURACY * self.tol) ** 2 * float(
             np.vdot(design.targets, design.targets)
@@ -423,22 +429,22 @@ class _Search:
         excess = max(loss - self.design.baseline, 0.0) / self.signal
         count = CountFit(k, self.distance(value_rows, query_rows), excess)
         if self.within(value_rows, query_rows, loss, self.design):
-            count = CountFit(
-                k, count.relative_distance, excess, passes=True, criterion="tol"
-            )
+            count = replace(count, passes=True, criterion="tol")
         elif self.budget.exhausted:
             pass
         elif self.exact or self.folds is None:
-            count = CountFit(
-                k, count.relative_distance, excess, passes=False, criterion="tol"
-            )
+            count = replace(count, passes=False, criterion="tol")
         else:
-            count = self.training_bound(k, value_rows, query_rows, count)
-            if held_out and count.criterion == "training":
-                count = self.cross_validate(k, value_rows, query_rows, count)
+            training_error = self.training_error(value_rows, query_rows)
+            count = replace(count, criterion="training", training_error=training_error)
+            if bound and training_error > self.threshold:
+                count = replace(count, passes=False, criterion="cv")
         self.log(f"{k} heads: {count}")
-        self.fits[k] = value_rows, query_rows, count
-        return self.fits[k]
+        return value_rows, query_rows, count
+
+    def passes(self, k):
+        """The verdict on k heads (None: the work limit stopped it first)."""
+        return self.fit(k)[2].passes
 
     @property
     def frobenius_fits(self):
@@ -475,27 +481,22 @@ class _Search:
         """The cross-validated error at or below which a count passes."""
         return self.lifted_cv[0] + SLACK * self.lifted_cv[1]
 
-    def training_bound(self, k, value_rows, query_rows, count):
-        """The count failed when its training error is above the threshold (for a
-        squared-error criterion; else left to the folds, criterion
-        ``"training"``). A least-squares (or ridge) refit without fold f leaves
-        it the residual ``(I - H_ff)^-1 e_f``, with ``H_ff`` its block of the hat
-        matrix (eigenvalues in [0, 1)) and ``e_f`` its residual in the full fit:
-        the cross-validated error is at least the training error (for heads,
+    def training_error(self, value_rows, query_rows):
+        """The heads' error on the training rows, in the units of the
+        cross-validated error (NaN for misclassification, which has no bound).
+        A count whose training error is above the threshold fails: a
+        least-squares (or ridge) refit without fold f leaves it the residual
+        ``(I - H_ff)^-1 e_f``, with ``H_ff`` its block of the hat matrix
+        (eigenvalues in [0, 1)) and ``e_f`` its residual in the full fit, so the
+        cross-validated error is at least the training error (for heads,
         linearized at their fit)."""
-        training_error = float("nan")
-        if self.folds.loss == "squared":
-            training = [
-                self.folds.error(fold, value_rows, query_rows)
-                for fold in range(self.folds.n_folds)
-            ]
-            training_error = self.folds.summary(training)[0]
-        return CountFit(
-            k, count.relative_distance, count.training_loss,
-            passes=False if training_error > self.threshold else None,
-            criterion="cv" if training_error > self.threshold else "training",
-            training_error=training_error,
-        )
+        if self.folds.loss != "squared":
+            return float("nan")
+        training = [
+            self.folds.error(fold, value_rows, query_rows)
+            for fold in range(self.folds.n_folds)
+        ]
+        return self.folds.summary(training)[0]
 
     def cross_validate(self, k, value_rows, query_rows, count):
         """The held-out verdict on k heads: each fold refits them without itself,
@@ -671,12 +672,7 @@ def _search(search, n_heads):
         k = int(n_heads)
         if k >= paper_count:
             return search.split, paper_count, "fixed", True
-        value_rows, query_rows, count = search.fit(k, refine=True)
-        if count.criterion == "cv" and np.isnan(count.cv_error):
-            # failed on its training error; a count asked for reports its
-            # cross-validated error too
-            count = search.cross_validate(k, value_rows, query_rows, count)
-            search.fits[k] = value_rows, query_rows, count
+        value_rows, query_rows, count = search.fit(k, refine=True, bound=False)
         value_rows, query_rows = search.polish(value_rows, query_rows)
         folded = value_rows.T @ query_rows
         kept = min(k, n_heads_within(svd(folded)[1], ACCURACY * search.tol))
@@ -691,16 +687,15 @@ def _search(search, n_heads):
     # cross-validate up from it (low, low + 1, low + 3, low + 7, ...).
     if search.frobenius_fits:
         low = min(fewest_heads_bound(search.coef, search.d, search.tol), paper_count)
-        high = _fewest(search, low, paper_count, lambda k: search.fit(k)[2], "down")
+        high = _fewest(search, low, paper_count, search.passes, "down")
     else:
 
         def within_training(k):
             count = search.fit(k, held_out=False)[2]
-            undecided = count.criterion == "training"
-            return replace(count, passes=True) if undecided else count
+            return True if count.criterion == "training" else count.passes
 
         low = _fewest(search, 1, paper_count, within_training, "double")
-        high = _fewest(search, low, paper_count, lambda k: search.fit(k)[2], "up")
+        high = _fewest(search, low, paper_count, search.passes, "up")
     if search.budget.exhausted:  # cut short: the fewest that passed so far
         passed = [k for k, fit in search.fits.items() if fit[2].passes]
         high = min(passed, default=paper_count)
@@ -712,9 +707,9 @@ def _search(search, n_heads):
 
 
 def _fewest(search, low, high, verdict, gallop):
-    """The fewest count in ``[low, high]`` whose ``verdict(k).passes`` (``high``
+    """The fewest count in ``[low, high]`` whose ``verdict(k)`` is True (``high``
     is taken to pass), by galloping then bisecting; ``high`` when a verdict is
-    cut short by the work limit (``passes`` None). ``gallop``: ``"double"``
+    None (cut short by the work limit). ``gallop``: ``"double"``
     (twice the last count that failed: 1, 2, 4, ...), ``"up"`` (low, low + 1,
     low + 3, ...) or ``"down"`` (high - 1, high - 2, high - 4, ..., at least
     low; low first when it is at most a third of high: a fit of few heads is cheap
@@ -722,7 +717,7 @@ def _fewest(search, low, high, verdict, gallop):
     lower, step, galloping = low, 1, True
     probe = gallop == "down" and 3 * low <= high  # a small bound: cheap to fit
     while low < high and not search.budget.exhausted:
-        probed = galloping and probe
+        probed = False
         if not galloping:
             k = (low + high) // 2
         elif gallop == "double":
@@ -730,10 +725,10 @@ def _fewest(search, low, high, verdict, gallop):
         elif gallop == "up":
             k = min(lower + step - 1, high - 1)
         elif probe:
-            k, probe = low, False
+            k, probe, probed = low, False, True
         else:
             k = max(high - step, low)
-        passes = verdict(k).passes
+        passes = verdict(k)
         if passes is None:
             return high
         if not probed:

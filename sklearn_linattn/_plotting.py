@@ -277,6 +277,7 @@ class HeadSearchDisplay:
             ``self``, with ``lines_``, ``ax_`` and ``figure_``.
         """
         plt = _pyplot("HeadSearchDisplay.plot")
+        from matplotlib.ticker import MaxNLocator
         search = self.head_search
         counts = sorted(search.counts, key=lambda count: count.n_heads)
         if not counts:
@@ -361,7 +362,7 @@ class HeadSearchDisplay:
             label=f"chosen: {search.n_heads} ({search.criterion})",
         )
         ax.set_xlabel("number of heads k")
-        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.legend(fontsize=8)
         self.lines_, self.ax_, self.figure_ = lines, ax, figure
         return self
