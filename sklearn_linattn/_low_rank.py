@@ -330,7 +330,6 @@ def fit_heads(
     accept_below=-np.inf,
     budget=None,
     polish=False,
-    stall=(STALL_STEPS, STALL_DROP),
 ):
     """The best heads with these many query matrices, from a start.
 
@@ -363,7 +362,7 @@ def fit_heads(
         accept_below,
         design.baseline,
         budget,
-        stall=(1, 0.0) if polish else stall,
+        stall=(1, 0.0) if polish else (STALL_STEPS, STALL_DROP),
         rounding=ROUNDING * np.finfo(float).eps * size**2 if polish else 0.0,
         structured=design.structured,
     )
