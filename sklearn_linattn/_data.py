@@ -1136,6 +1136,9 @@ class StatisticsSource:
         self.n_observations = statistics.n_observations
         self.n_rows = statistics.n_observations
         self.rescaling = rescaling
+        # the in-memory data the statistics were accumulated from, if any: the
+        # head read-out fits and judges heads on their rows
+        self.rows = folds if hasattr(folds, "compact_rows") else None
 
     def statistics(self, progress=None):
         return self._statistics

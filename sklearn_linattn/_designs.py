@@ -26,6 +26,7 @@ __all__ = [
     "design_loss",
     "predict_rows",
     "query_features",
+    "rows_are_cheaper",
 ]
 
 
@@ -259,3 +260,16 @@ def _metric(design):
 # The structured normal equations of the engine keep the unfolded metric, a
 # d^2 x d^4 matrix: for d <= 10 (8 MB); LSMR steps above.
 METRIC_FLOATS = 2**20
+
+
+def rows_are_cheaper(n_rows, rank, token_dim, alpha=0.0):
+    """Whether a :class:`SequenceDesign` on ``n_rows`` rows costs less per step than
+    the :class:`LiftedDesign` of a metric factor of ``rank`` columns: with
+    structured steps the normal equations cost in proportion to the columns
+    (the rows, plus the ridge's ``p`` with ``alpha``), with LSMR steps a Jacobian
+    product costs ``4 n k d^2 (+ 4 k p)`` on rows against ``2 k d^3 rank``."""
+    d = token_dim
+    ridge = d * d * (d + 1) // 2 if alpha else 0
+    if d**6 <= METRIC_FLOATS:
+        return n_rows + ridge < rank
+    return 4 * n_rows * d * d + 4 * ridge < 2 * d**3 * rank

@@ -21,7 +21,7 @@ import numpy as np
 import scipy.linalg
 
 from ._data import sum_statistics
-from ._designs import LiftedDesign, SequenceDesign, predict_rows
+from ._designs import LiftedDesign, SequenceDesign, predict_rows, rows_are_cheaper
 from ._lift import lifted_matvec
 from ._low_rank import fold_lifted_coef, head_coef
 
@@ -132,17 +132,25 @@ class StatisticsFolds(_Folds):
         Relative eigenvalue tolerance of a singular training Gram.
     rows : tuple, optional
         ``(pairs, queries, targets, row_scale, sample_index)`` of every row (as in
-        :class:`RowFolds`, pairs weighted): the held-out errors are then counts of
-        misclassified rows.
+        :class:`RowFolds`, pairs weighted): heads are then refitted on a fold's
+        training rows where that is cheaper (:func:`rows_are_cheaper`).
+    classify : bool, default=False
+        With ``rows``, the held-out errors are counts of misclassified rows.
     """
 
-    def __init__(self, folds, alpha, fit_intercept, token_dim, tol, rows=None):
+    def __init__(
+        self, folds, alpha, fit_intercept, token_dim, tol, rows=None, classify=False
+    ):
         self.n_folds = len(folds)
         self.token_dim = token_dim
+        self.alpha, self.fit_intercept = alpha, fit_intercept
         self.flops = 0.0
         self._parts, self._rows = [], []
+        self._all = None
         self.lifted_errors, self.lifted_squared, self.weights = [], [], []
         if rows is not None:
+            self._all = (moments_of_pairs(rows[0], token_dim), *rows[1:])
+        if rows is not None and classify:
             self.loss = "misclassified"
         for left_out, heldout in enumerate(folds):
             training = sum_statistics(
@@ -157,14 +165,14 @@ class StatisticsFolds(_Folds):
             self._parts.append((coef, factor, form, feature_mean, target_mean))
             self.flops += flops + 4.0 * len(gram) ** 2 * (1 + moment.shape[1])
             self.lifted_squared.append(self._squared(form, coef))
-            if rows is None:
+            if self.loss == "squared":
                 self.weights.append(heldout.weight_sum * moment.shape[1])
                 self.lifted_errors.append(self.lifted_squared[-1])
                 continue
             pairs, queries, targets, scale, sample_index = rows
             mask = sample_index % self.n_folds == left_out
             held = (pairs[mask], queries[mask], targets[mask], scale[mask])
-            self._rows.append((moments_of_pairs(held[0], token_dim), *held[1:]))
+            self._rows.append((self._all[0][mask], *held[1:]))
             predictions = lifted_matvec(held[0], held[1], coef)
             predictions += np.outer(held[3], target_mean - coef @ feature_mean)
             self.weights.append(float(held[3] @ held[3]))
@@ -201,8 +209,19 @@ class StatisticsFolds(_Folds):
         return max(float(value), 0.0)
 
     def design(self, fold):
-        """The training design without ``fold``."""
+        """The training design without ``fold``: on its rows where they are at
+        hand and cheaper, else in its lifted metric."""
         coef, factor = self._parts[fold][:2]
+        if self._all is not None:
+            moments, queries, targets, scale, sample_index = self._all
+            train = sample_index % self.n_folds != fold
+            if rows_are_cheaper(
+                int(train.sum()), factor.shape[1], self.token_dim, self.alpha
+            ):
+                return SequenceDesign(
+                    moments[train], queries[train], targets[train], scale[train],
+                    self.alpha, self.fit_intercept,
+                )
         return LiftedDesign(coef, self.token_dim, factor)
 
     def split(self, fold):

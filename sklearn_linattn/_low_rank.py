@@ -227,6 +227,7 @@ def levenberg_marquardt(
     stall=(STALL_STEPS, STALL_DROP),
     rounding=0.0,
     structured=True,
+    resolution=0.0,
 ):
     """Minimize ``||r(x)||^2`` by Levenberg-Marquardt.
 
@@ -238,8 +239,8 @@ def levenberg_marquardt(
     It stops after
     ``max_iter`` steps, at a loss at most ``accept_below``, when ``stall[0]``
     steps taken lowered the loss beyond ``baseline`` by less than a fraction
-    ``stall[1]``, when no damping gives descent, or when ``budget`` (a
-    :class:`Budget` charged with the flops of every evaluation and step) runs out.
+    ``stall[1]`` (or by less than ``resolution``), when no damping gives
+    descent, or when ``budget`` (a :class:`Budget` charged with the flops of every evaluation and step) runs out.
     With ``rounding`` (a loss change indistinguishable from rounding), steps that
     the linear model says gain no more than that are taken unless they raise the
     loss by more: near a minimum the loss cannot tell steps apart, but the
@@ -303,8 +304,8 @@ def levenberg_marquardt(
             damping *= max(1 / 3, 1 - (2 * min(gain, 1.0) - 1) ** 3)
             factor, normal = 2.0, None
             history.append(point.loss - baseline)
-            if len(history) > stall[0] and (
-                history[-1] > (1 - stall[1]) * history[-1 - stall[0]]
+            if len(history) > stall[0] and history[-1 - stall[0]] - history[-1] < max(
+                stall[1] * history[-1 - stall[0]], resolution
             ):
                 break
         else:
@@ -330,6 +331,7 @@ def fit_heads(
     accept_below=-np.inf,
     budget=None,
     polish=False,
+    resolution=0.0,
 ):
     """The best heads with these many query matrices, from a start.
 
@@ -338,7 +340,8 @@ def fit_heads(
     minimized over ``Q`` by :func:`levenberg_marquardt` with Kaufman's Jacobian;
     the query rows are kept orthonormal (the model does not change). With
     ``polish`` no stall rule applies: it runs until no damping gives descent (a
-    minimum to rounding) or ``max_iter``.
+    minimum to rounding) or ``max_iter``; else it has also stalled when
+    ``STALL_STEPS`` steps lowered the loss by less than ``resolution``.
 
     Returns
     -------
@@ -365,6 +368,7 @@ def fit_heads(
         stall=(1, 0.0) if polish else (STALL_STEPS, STALL_DROP),
         rounding=ROUNDING * np.finfo(float).eps * size**2 if polish else 0.0,
         structured=design.structured,
+        resolution=resolution,
     )
     return point.value_rows(), point.query_rows, point.loss, n_steps
 

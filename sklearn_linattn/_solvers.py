@@ -50,7 +50,7 @@ from ._data import (
     sum_statistics,
 )
 from ._data import dense_threads as _dense_threads
-from ._designs import LiftedDesign, SequenceDesign
+from ._designs import LiftedDesign, SequenceDesign, rows_are_cheaper
 from ._folds import RowFolds, StatisticsFolds, metric_factor, moments_of_pairs
 from ._lift import lifted_kernel, lifted_rmatvec
 
@@ -336,21 +336,36 @@ def _solve_statistics(
         layout=data.layout,
     )
 
+    # the rows, where they are at hand (fitted in memory, or the cross-validated
+    # estimators' data)
+    in_memory = data if hasattr(data, "compact_rows") else getattr(data, "rows", None)
+
     def head_design():
         if spectrum.factor is not None and alpha == 0:  # G = U^T U, computed
             factor = spectrum.factor.T
         else:
             factor = metric_factor(gram, alpha, spectrum.tol)[0]
+        if in_memory is not None and rows_are_cheaper(
+            in_memory.n_rows, factor.shape[1], data.token_dim, alpha
+        ):
+            pairs, queries = in_memory.compact_rows()
+            return _row_head_problem(
+                in_memory, pairs, queries, None, alpha, fit_intercept, residual,
+                coef, False,
+            )[0]()
         return LiftedDesign(coef, data.token_dim, factor)
 
     def heldout_folds(classify=False):
         parts = folds() if callable(folds) else folds
         rows = None
-        if classify and hasattr(data, "compact_rows"):  # the rows are at hand
-            pairs, queries = data.compact_rows()
-            rows = (pairs, queries, data.targets, data.row_scale, _sample_index(data))
+        if in_memory is not None:  # the rows are at hand
+            pairs, queries = in_memory.compact_rows()
+            rows = (
+                pairs, queries, in_memory.targets, in_memory.row_scale,
+                _sample_index(in_memory),
+            )
         return StatisticsFolds(
-            parts, alpha, fit_intercept, data.token_dim, spectrum.tol, rows
+            parts, alpha, fit_intercept, data.token_dim, spectrum.tol, rows, classify
         )
 
     return LiftedSolution(

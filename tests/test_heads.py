@@ -30,15 +30,16 @@ from threadpoolctl import threadpool_limits
 
 from sklearn_linattn import (
     LinearAttentionClassifier,
+    LinearAttentionClassifierCV,
     LinearAttentionRegressor,
     LinearAttentionRegressorCV,
     MultiHeadLinearAttention,
     certify,
 )
 from sklearn_linattn._data import lifted_data
-from sklearn_linattn._designs import LiftedDesign
+from sklearn_linattn._designs import LiftedDesign, SequenceDesign
 from sklearn_linattn._heads import HeadReadout, paper_heads, read_out_heads
-from sklearn_linattn._low_rank import head_coef
+from sklearn_linattn._low_rank import fit_heads, head_coef
 from sklearn_linattn._solvers import SOLVERS
 from sklearn_linattn.datasets import make_random_mhla
 from sklearn_linattn.preprocessing import (
@@ -384,6 +385,29 @@ def test_classifier_counts_are_all_cross_validated():
         assert count.criterion != "cv" or np.isfinite(count.cv_error)
 
 
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_cv_classifiers_judge_heads_as_the_plain_classifier_does(n_classes):
+    """The cross-validated classifiers keep the rows in memory, so their head
+    counts are judged by held-out misclassification too: the same counts, errors
+    and heads as the plain classifier at the alpha they chose."""
+    truth, X, y = noisy_sequences(16, 4, 2, n_classes, 0.3)
+    labels = np.argmax(y, axis=1) if n_classes > 2 else y[:, 0] > 0
+    searched = LinearAttentionClassifierCV(alphas=[0.05]).fit(X, labels)
+    plain = LinearAttentionClassifier(alpha=0.05).fit(X, labels)
+    for model in (searched, plain):
+        assert all(np.isnan(c.training_error) for c in model.head_search_.counts)
+    assert searched.head_search_.counts_tried == plain.head_search_.counts_tried
+    np.testing.assert_allclose(
+        [c.cv_error for c in searched.head_search_.counts],
+        [c.cv_error for c in plain.head_search_.counts],
+    )
+    assert searched.n_heads_ == plain.n_heads_
+    np.testing.assert_allclose(
+        searched.attention_.lifted_coef(), plain.attention_.lifted_coef(),
+        rtol=1e-6, atol=1e-9 * np.abs(plain.attention_.lifted_coef()).max(),
+    )
+
+
 def test_the_work_limit_cuts_the_search_short_and_says_so(monkeypatch):
     truth, X, y = noisy_sequences(2, 4, 2, 1, 0.05)
     full = LinearAttentionRegressor(head_work_limit=None).fit(X, y).head_search_
@@ -523,6 +547,43 @@ def test_held_out_errors_equal_explicit_refits(rng, solver, fit_intercept, class
     unit = 1.0 if classify else data.rescaling.target**2
     assert cv == pytest.approx(mean * unit, rel=1e-6)
     assert se == pytest.approx(spread * unit, rel=1e-6, abs=1e-12)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.05])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_fold_refits_on_rows_equal_refits_in_the_lifted_metric(
+    monkeypatch, alpha, fit_intercept
+):
+    """A fold's heads are refitted on its training rows or in its lifted
+    metric, whichever costs less: the two objectives differ by a constant, so
+    the same steps give the same heads and held-out errors."""
+    import sklearn_linattn._folds as folds_module
+
+    rng = np.random.default_rng(7)
+    d, m = 3, 2
+    X = random_sequences(rng, 80, 5, d)
+    y = rng.normal(size=(80, m))
+    data = lifted_data(X, y, rng.uniform(0.5, 2.0, 80))
+    solution = SOLVERS["normal"](
+        data, alpha=alpha, fit_intercept=fit_intercept, heldout=True
+    )
+    start = rng.normal(size=(2, d * d))
+    refits = {}
+    for on_rows in (True, False):
+        monkeypatch.setattr(
+            folds_module, "rows_are_cheaper", lambda *args, on_rows=on_rows: on_rows
+        )
+        folds = solution.heldout_folds()
+        designs = [folds.design(j) for j in range(folds.n_folds)]
+        assert all(
+            isinstance(design, SequenceDesign if on_rows else LiftedDesign)
+            for design in designs
+        )
+        refits[on_rows] = [
+            folds.error(j, *fit_heads(designs[j], start, 5)[:2])
+            for j in range(folds.n_folds)
+        ]
+    np.testing.assert_allclose(refits[True], refits[False], rtol=1e-6)
 
 
 @pytest.mark.parametrize("target_scale", [1.0, 3.0, 1e-40])
