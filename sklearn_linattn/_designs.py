@@ -212,8 +212,8 @@ class SequenceDesign:
         d, n = self.token_dim, self.n_rows
         k = weights.shape[0] // d
         rows = self._project(weights[:, :n].T).reshape(n, k, d)
-        mixed = np.matmul(rows, self.moments)  # S_i w_ih
-        gradient = np.einsum("ihc,ie->hce", mixed, self.queries).reshape(k, d * d)
+        mixed = np.matmul(rows, self.moments).reshape(n, k * d)  # S_i w_ih
+        gradient = (mixed.T @ self.queries).reshape(k, d * d)  # sum_i (S_i w_ih) q_i^T
         if self.alpha:
             ridge = weights[:, n:].reshape(k, d, -1)
             gradient += np.sqrt(self.alpha) * query_features_adjoint(ridge, d)

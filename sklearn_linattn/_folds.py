@@ -23,7 +23,7 @@ import scipy.linalg
 from ._data import sum_statistics
 from ._designs import LiftedDesign, SequenceDesign, predict_rows, rows_are_cheaper
 from ._lift import lifted_matvec
-from ._low_rank import fold_lifted_coef, head_coef
+from ._low_rank import head_coef
 
 __all__ = ["RowFolds", "StatisticsFolds", "metric_factor", "moments_of_pairs"]
 
@@ -224,11 +224,6 @@ class StatisticsFolds(_Folds):
                 )
         return LiftedDesign(coef, self.token_dim, factor)
 
-    def split(self, fold):
-        """The symmetric split of the lifted fit without ``fold`` (its heads cut
-        to ``k`` start the fold's ``k``-head fit: nothing fitted to the fold)."""
-        return fold_lifted_coef(self._parts[fold][0], self.token_dim)
-
     def error(self, fold, value_rows, query_rows):
         """Held-out error on ``fold`` of heads fitted without it."""
         coef, _, form, feature_mean, target_mean = self._parts[fold]
@@ -309,14 +304,14 @@ class RowFolds(_Folds):
                 targets[heldout],
                 row_scale[heldout],
             )
-            predictions, target_mean, split = self._lifted_predictions(
+            predictions, target_mean = self._lifted_predictions(
                 kernel, train, heldout, alpha, kernel_solve
             )
             n_train = int(train.sum())
             self.flops += (
                 n_train**3 / 3 + 2.0 * n_train * len(kernel) * targets.shape[1]
             )
-            self._parts.append((design, held, train, split))
+            self._parts.append((design, held, train))
             self.lifted_squared.append(_squared(predictions, held[2]))
             if classify:
                 self.weights.append(float(held[3] @ held[3]))
@@ -328,7 +323,7 @@ class RowFolds(_Folds):
     def _lifted_predictions(self, kernel, train, heldout, alpha, kernel_solve):
         """Weighted predictions on the held-out rows of the lifted fit without
         them, from the kernel (centered at the training means with an intercept),
-        the training target mean, and the fit's symmetric split."""
+        and the training target mean."""
         moments, queries, targets, row_scale = self._all
         scale_t, scale_h = row_scale[train], row_scale[heldout]
         block = kernel[np.ix_(train, train)]
@@ -339,21 +334,14 @@ class RowFolds(_Folds):
             # c_h (phi_h - mu) theta, theta = A_t^T a with a orthogonal to c_t
             predictions -= np.outer(scale_h, scale_t @ (block @ weights)) / total
             predictions += np.outer(scale_h, target_mean)
-        # theta = sum_t a_t phi_t, whose split is W[a, b, (c, e)] = sum_t a_t S_t q_t
-        split = np.einsum("ta,tbc,te->abce", weights, moments[train], queries[train])
-        d = queries.shape[1]
-        return predictions, target_mean, split.reshape(-1, d * d)
-
-    def split(self, fold):
-        """The symmetric split of the lifted fit without ``fold``."""
-        return self._parts[fold][3]
+        return predictions, target_mean
 
     def design(self, fold):
         return self._parts[fold][0]
 
     def error(self, fold, value_rows, query_rows):
         """Held-out error on ``fold`` of heads fitted without it."""
-        _, (moments, queries, targets, scale), train, _ = self._parts[fold]
+        _, (moments, queries, targets, scale), train = self._parts[fold]
         predictions = predict_rows(moments, queries, value_rows, query_rows)
         total = float(self._all[3][train] @ self._all[3][train])
         if self.fit_intercept and total:

@@ -236,11 +236,11 @@ def levenberg_marquardt(
     ``jvp``/``vjp`` and, with ``structured``, ``normal_equations()``. Each step
     solves ``min ||J s + r||^2 + lambda ||s||^2`` (from the normal equations, else by
     LSMR) and is taken when it lowers the loss; ``lambda`` follows Nielsen's rule.
-    It stops after
-    ``max_iter`` steps, at a loss at most ``accept_below``, when ``stall[0]``
-    steps taken lowered the loss beyond ``baseline`` by less than a fraction
-    ``stall[1]`` (or by less than ``resolution``), when no damping gives
-    descent, or when ``budget`` (a :class:`Budget` charged with the flops of every evaluation and step) runs out.
+    It stops after ``max_iter`` steps, at a loss at most ``accept_below``, when
+    ``stall[0]`` steps taken lowered the loss beyond ``baseline`` by less than a
+    fraction ``stall[1]`` (or by less than ``resolution``), when no damping gives
+    descent, or when ``budget`` (a :class:`Budget` charged with the flops of every
+    evaluation and step) runs out.
     With ``rounding`` (a loss change indistinguishable from rounding), steps that
     the linear model says gain no more than that are taken unless they raise the
     loss by more: near a minimum the loss cannot tell steps apart, but the
