@@ -188,6 +188,20 @@ def test_a_budget_stops_the_fit(rng):
     assert 0 < unlimited.spent < np.inf and not unlimited.exhausted
 
 
+def test_a_fit_stalls_when_its_steps_gain_less_than_the_resolution(rng):
+    """One head of d = 6 has more parameters (42) than the 40 rows: the fit
+    creeps toward interpolation, and with a resolution it stops once 5 steps
+    gain less than that, in fewer steps and below the resolution."""
+    d = 6
+    X = random_sequences(rng, 40, 5, d)
+    design = sequence_design(X, rng.normal(size=(40, 1)), np.ones(40), 0.0, False)
+    start = rng.normal(size=(1, d * d))
+    resolution = 1e-6 * float(np.vdot(design.targets, design.targets))
+    *_, full_steps = fit_heads(design, start, 100)
+    *_, loss, steps = fit_heads(design, start, 100, resolution=resolution)
+    assert steps < full_steps and loss <= resolution
+
+
 def test_large_token_dimensions_take_lsmr_steps(rng):
     d = 11  # the unfolded metric would have d^6 > 2^20 entries
     target = random_attention(rng, d, 1).lifted_coef()
