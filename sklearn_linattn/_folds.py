@@ -130,12 +130,13 @@ class StatisticsFolds(_Folds):
     token_dim : int
     tol : float
         Relative eigenvalue tolerance of a singular training Gram.
-    rows : tuple, optional
-        ``(pairs, queries, targets, row_scale, sample_index)`` of every row (as in
-        :class:`RowFolds`, pairs weighted): heads are then refitted on a fold's
-        training rows where that is cheaper (:func:`rows_are_cheaper`).
+    rows : callable, optional
+        ``rows()`` returns ``(pairs, queries, targets, row_scale, sample_index)``
+        of every row (as in :class:`RowFolds`, pairs weighted), called only where
+        they are read: a fold's heads are refitted on its training rows where that
+        is cheaper (:func:`rows_are_cheaper`), and with ``classify`` the held-out
+        errors are counts of misclassified rows.
     classify : bool, default=False
-        With ``rows``, the held-out errors are counts of misclassified rows.
     """
 
     def __init__(
@@ -146,37 +147,55 @@ class StatisticsFolds(_Folds):
         self.alpha, self.fit_intercept = alpha, fit_intercept
         self.flops = 0.0
         self._parts, self._rows = [], []
-        self._all = None
+        self._rows_source, self._all = rows, None
         self.lifted_errors, self.lifted_squared, self.weights = [], [], []
-        if rows is not None:
-            self._all = (moments_of_pairs(rows[0], token_dim), *rows[1:])
         if rows is not None and classify:
             self.loss = "misclassified"
         for left_out, heldout in enumerate(folds):
             training = sum_statistics(
                 fold for index, fold in enumerate(folds) if index != left_out
             )
-            gram, moment, _, feature_mean, target_mean = training.normal_equations(
-                fit_intercept
+            gram, moment, squares, feature_mean, target_mean = (
+                training.normal_equations(fit_intercept)
             )
             factor, solve, flops = metric_factor(gram, alpha, tol)
             coef = solve(moment)
+            # the training objective of the fold's lifted fit (a rows design's
+            # baseline: its heads' losses are measured above it)
+            baseline = max(
+                float(np.sum(squares) - 2 * np.vdot(coef, moment.T))
+                + float(np.vdot(coef @ gram, coef) + alpha * np.vdot(coef, coef)),
+                0.0,
+            )
+            on_rows = rows is not None and rows_are_cheaper(
+                training.n_observations, factor.shape[1], token_dim, alpha
+            )
             form = self._heldout_form(heldout, feature_mean, target_mean)
-            self._parts.append((coef, factor, form, feature_mean, target_mean))
+            self._parts.append(
+                (coef, factor, form, feature_mean, target_mean, baseline, on_rows)
+            )
             self.flops += flops + 4.0 * len(gram) ** 2 * (1 + moment.shape[1])
             self.lifted_squared.append(self._squared(form, coef))
             if self.loss == "squared":
                 self.weights.append(heldout.weight_sum * moment.shape[1])
                 self.lifted_errors.append(self.lifted_squared[-1])
                 continue
-            pairs, queries, targets, scale, sample_index = rows
+            pairs, moments, queries, targets, scale, sample_index = self._row_data()
             mask = sample_index % self.n_folds == left_out
-            held = (pairs[mask], queries[mask], targets[mask], scale[mask])
-            self._rows.append((self._all[0][mask], *held[1:]))
-            predictions = lifted_matvec(held[0], held[1], coef)
+            held = (moments[mask], queries[mask], targets[mask], scale[mask])
+            self._rows.append(held)
+            predictions = lifted_matvec(pairs[mask], held[1], coef)
             predictions += np.outer(held[3], target_mean - coef @ feature_mean)
             self.weights.append(float(held[3] @ held[3]))
             self.lifted_errors.append(_misclassified(predictions, held[2], held[3]))
+
+    def _row_data(self):
+        """``(pairs, moments, queries, targets, row_scale, sample_index)`` of every
+        row, built on first use."""
+        if self._all is None:
+            pairs, *others = self._rows_source()
+            self._all = (pairs, moments_of_pairs(pairs, self.token_dim), *others)
+        return self._all
 
     @staticmethod
     def _heldout_form(statistics, feature_mean, target_mean):
@@ -211,22 +230,21 @@ class StatisticsFolds(_Folds):
     def design(self, fold):
         """The training design without ``fold``: on its rows where they are at
         hand and cheaper, else in its lifted metric."""
-        coef, factor = self._parts[fold][:2]
-        if self._all is not None:
-            moments, queries, targets, scale, sample_index = self._all
-            train = sample_index % self.n_folds != fold
-            if rows_are_cheaper(
-                int(train.sum()), factor.shape[1], self.token_dim, self.alpha
-            ):
-                return SequenceDesign(
-                    moments[train], queries[train], targets[train], scale[train],
-                    self.alpha, self.fit_intercept,
-                )
-        return LiftedDesign(coef, self.token_dim, factor)
+        coef, factor, *_, baseline, on_rows = self._parts[fold]
+        if not on_rows:
+            return LiftedDesign(coef, self.token_dim, factor)
+        _, moments, queries, targets, scale, sample_index = self._row_data()
+        train = sample_index % self.n_folds != fold
+        design = SequenceDesign(
+            moments[train], queries[train], targets[train], scale[train],
+            self.alpha, self.fit_intercept,
+        )
+        design.baseline = baseline
+        return design
 
     def error(self, fold, value_rows, query_rows):
         """Held-out error on ``fold`` of heads fitted without it."""
-        coef, _, form, feature_mean, target_mean = self._parts[fold]
+        coef, _, form, feature_mean, target_mean, *_ = self._parts[fold]
         theta = head_coef(value_rows, query_rows, self.token_dim)
         if self._rows:
             moments, queries, targets, scale = self._rows[fold]
@@ -304,7 +322,7 @@ class RowFolds(_Folds):
                 targets[heldout],
                 row_scale[heldout],
             )
-            predictions, target_mean = self._lifted_predictions(
+            predictions, target_mean, design.baseline = self._lifted_predictions(
                 kernel, train, heldout, alpha, kernel_solve
             )
             n_train = int(train.sum())
@@ -323,18 +341,22 @@ class RowFolds(_Folds):
     def _lifted_predictions(self, kernel, train, heldout, alpha, kernel_solve):
         """Weighted predictions on the held-out rows of the lifted fit without
         them, from the kernel (centered at the training means with an intercept),
-        and the training target mean."""
+        the training target mean, and the fit's training objective."""
         moments, queries, targets, row_scale = self._all
         scale_t, scale_h = row_scale[train], row_scale[heldout]
         block = kernel[np.ix_(train, train)]
         weights, target_mean = kernel_solve(block, targets[train], scale_t)
         predictions = kernel[np.ix_(heldout, train)] @ weights
+        fitted = block @ weights
+        ridge = alpha * float(np.vdot(weights, fitted))  # ||theta||^2 = a^T K a
         total = float(scale_t @ scale_t)
         if self.fit_intercept and total:
             # c_h (phi_h - mu) theta, theta = A_t^T a with a orthogonal to c_t
-            predictions -= np.outer(scale_h, scale_t @ (block @ weights)) / total
+            predictions -= np.outer(scale_h, scale_t @ fitted) / total
             predictions += np.outer(scale_h, target_mean)
-        return predictions, target_mean
+            fitted = fitted + np.outer(scale_t, target_mean - scale_t @ fitted / total)
+        objective = _squared(fitted, targets[train]) + ridge
+        return predictions, target_mean, max(objective, 0.0)
 
     def design(self, fold):
         return self._parts[fold][0]

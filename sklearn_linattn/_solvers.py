@@ -358,12 +358,14 @@ def _solve_statistics(
     def heldout_folds(classify=False):
         parts = folds() if callable(folds) else folds
         rows = None
-        if in_memory is not None:  # the rows are at hand
-            pairs, queries = in_memory.compact_rows()
-            rows = (
-                pairs, queries, in_memory.targets, in_memory.row_scale,
-                _sample_index(in_memory),
-            )
+        if in_memory is not None:  # the rows are at hand, read where needed
+
+            def rows():
+                return (
+                    *in_memory.compact_rows(), in_memory.targets,
+                    in_memory.row_scale, _sample_index(in_memory),
+                )
+
         return StatisticsFolds(
             parts, alpha, fit_intercept, data.token_dim, spectrum.tol, rows, classify
         )

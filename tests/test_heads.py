@@ -194,6 +194,28 @@ def test_heads_are_never_clearly_worse_held_out_than_the_lifted_fit(n_samples):
             assert count.passes is False
 
 
+def test_heads_with_about_as_many_parameters_as_rows_predict_like_the_lifted_fit():
+    """Noisy d = 8, 150 sequences, alpha = 0.01: two heads have 144 parameters
+    and nearly interpolate every fold, so a fold refit that stops near the full
+    fit (which has seen the fold) makes them look good held out; refitted as a
+    fit, they fail (explicit refits of n_heads=2 without each fold: 0.40 against
+    the lifted fit's 0.23), and the heads returned predict new data about as well
+    as n_heads=None."""
+    X, y, _ = make_random_mhla(2150, 6, 8, n_heads=3, noise=0.1, random_state=1)
+    train, test = slice(0, 150), slice(150, None)
+    model = LinearAttentionRegressor(alpha=0.01).fit(X[train], y[train])
+    lifted = LinearAttentionRegressor(alpha=0.01, n_heads=None).fit(X[train], y[train])
+    search = model.head_search_
+    two = next(c for c in search.counts if c.n_heads == 2)
+    assert not two.passes and two.cv_error > search.cv_error
+    assert model.n_heads_ >= 3
+
+    def error(estimator):
+        return np.mean((estimator.predict(X[test]) - y[test]) ** 2)
+
+    assert error(model) <= 1.25 * error(lifted)
+
+
 # --- classification and real-like data ----------------------------------------------
 
 
@@ -690,6 +712,22 @@ def test_partial_fit_and_cv_give_the_heads_of_fit(noise, n_outputs, input_depend
     for cv in (None, 3):
         searched = LinearAttentionRegressorCV(alphas=[0.1], cv=cv).fit(X, y)
         assert_same_model(fitted, searched)
+
+
+def test_rows_are_built_only_where_a_fold_reads_them():
+    """For d <= 10 a fold's heads are always refitted in its lifted metric
+    (fewer columns than rows), so a regressor's folds never build the rows'
+    moments; a classifier's held-out misclassification reads them."""
+    _, X, y = noisy_sequences(9, 4, 2, 1, 0.05, n_samples=400)
+    for classify, targets in ((False, y), (True, np.where(y > 0, 1.0, -1.0))):
+        solution = SOLVERS["normal"](
+            lifted_data(X, targets), alpha=0.0, fit_intercept=False, heldout=True
+        )
+        folds = solution.heldout_folds(classify=classify)
+        assert all(
+            isinstance(folds.design(j), LiftedDesign) for j in range(folds.n_folds)
+        )
+        assert (folds._all is not None) == classify
 
 
 def test_fold_statistics_are_kept_only_where_the_read_out_uses_them():
