@@ -127,8 +127,9 @@ def n_heads_within(singular_values, tol):
     return int(np.argmax(np.append(tails, 0.0) <= tol * total))
 
 
-def heads_of_folded(folded, n_heads, n_outputs, token_dim):
-    """Canonical heads of the rank-``n_heads`` truncation of a folded ``W``.
+def heads_of_folded(folded, n_heads, n_outputs, token_dim, decomposition=None):
+    """Canonical heads of the rank-``n_heads`` truncation of a folded ``W``
+    (``decomposition``: its SVD, when already computed).
 
     Returns
     -------
@@ -136,7 +137,7 @@ def heads_of_folded(folded, n_heads, n_outputs, token_dim):
     query_matrices : ndarray of shape (n_heads, token_dim, token_dim)
     """
     d = token_dim
-    left, singular_values, right_t = svd(folded)
+    left, singular_values, right_t = decomposition or svd(folded)
     if n_outputs == 1 and 0 < n_heads < d:
         # One output: the W of rank k with a given symmetric part form a family
         # (antisymmetric blocks on the heads' value subspace U); take its member
@@ -660,7 +661,9 @@ def read_out_heads(
         if n_heads is not None and search.exact:  # exact structure: more work
             budget.limit = np.inf if exact_work_limit is None else exact_work_limit
         folded, k, criterion, passes = _search(search, n_heads)
-        value, query = heads_of_folded(folded, k, search.m, d)
+        known = search.split_svd if folded is search.split else None
+        value, query = heads_of_folded(folded, k, search.m, d, known)
+        del known, search.split_svd  # as large as W: not kept beside the heads
     distance = 0.0
     if search.norm:
         theta = head_coef(value.reshape(k, -1), query.reshape(k, d * d), d)
