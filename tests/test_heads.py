@@ -37,7 +37,7 @@ from sklearn_linattn import (
     certify,
 )
 from sklearn_linattn._data import lifted_data
-from sklearn_linattn._designs import LiftedDesign, SequenceDesign
+from sklearn_linattn._designs import LiftedDesign, SequenceDesign, design_loss
 from sklearn_linattn._heads import HeadReadout, paper_heads, read_out_heads
 from sklearn_linattn._low_rank import fit_heads, head_coef
 from sklearn_linattn._solvers import SOLVERS
@@ -606,6 +606,15 @@ def test_fold_refits_on_rows_equal_refits_in_the_lifted_metric(
             for j in range(folds.n_folds)
         ]
     np.testing.assert_allclose(refits[True], refits[False], rtol=1e-6)
+    # a rows design's baseline is its training objective at the fold's lifted
+    # fit, which the paper's read-out of that fit reproduces exactly
+    monkeypatch.setattr(folds_module, "rows_are_cheaper", lambda *args: True)
+    folds = solution.heldout_folds()
+    for j in range(folds.n_folds):
+        value, query = paper_heads(folds._parts[j][0], d, tol=0.0)
+        rows = (value.reshape(len(value), -1), query.reshape(len(query), -1))
+        design = folds.design(j)
+        assert design_loss(design, *rows) == pytest.approx(design.baseline, rel=1e-8)
 
 
 @pytest.mark.parametrize("target_scale", [1.0, 3.0, 1e-40])
