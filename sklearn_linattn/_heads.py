@@ -420,11 +420,8 @@ class _Search:
         reproducing the lifted fit, is posed, and which is well conditioned),
         and with ``refine`` then in the training metric when they fail."""
         design = self.frobenius if self.frobenius_fits else self.design
-        accept = design.baseline + (ACCURACY * self.tol) ** 2 * float(
-            np.vdot(design.targets, design.targets)
-        )
+        accept, resolution = self.stop_rules(design)
         starts = self.starts(k)
-        resolution = 0.0 if self.exact else RESOLUTION * self.signal
         if not self.exact:  # screen the starts (one at `accept` ends them)
             screened = []
             for start in starts:
@@ -465,6 +462,16 @@ class _Search:
                 count = replace(count, passes=False, criterion="cv")
         self.log(f"{k} heads: {count}")
         return value_rows, query_rows, count
+
+    def stop_rules(self, design):
+        """``(accept_below, resolution)`` of a fit on ``design``: a loss within
+        ``ACCURACY * tol`` of the targets' energy above the baseline ends it, and
+        on noisy data so do steps that gain less than ``RESOLUTION`` of the
+        explained energy (the targets' less the baseline)."""
+        energy = float(np.vdot(design.targets, design.targets))
+        accept = design.baseline + (ACCURACY * self.tol) ** 2 * energy
+        explained = max(energy - design.baseline, 0.0)
+        return accept, 0.0 if self.exact else RESOLUTION * explained
 
     def passes(self, k):
         """The verdict on k heads (None: the work limit stopped it first)."""
@@ -535,14 +542,10 @@ class _Search:
         errors = []
         for fold in range(self.folds.n_folds):
             design = self.folds.design(fold)
-            energy = float(np.vdot(design.targets, design.targets))
+            accept, resolution = self.stop_rules(design)
             fold_values, fold_queries, _, _ = fit_heads(
-                design,
-                query_rows,
-                FOLD_ITER,
-                design.baseline + (ACCURACY * self.tol) ** 2 * energy,
-                self.budget,
-                resolution=RESOLUTION * max(energy - design.baseline, 0.0),
+                design, query_rows, FOLD_ITER, accept, self.budget,
+                resolution=resolution,
             )
             errors.append(self.folds.error(fold, fold_values, fold_queries))
             if self.budget.exhausted:  # undecided
