@@ -1,10 +1,9 @@
 """The held-out criterion of the head count: how much slack over the lifted fit's
-cross-validated error a count may have, and how many steps a fold's refit takes
-(issue 31).
+cross-validated error a count may have, and how a fold's refit is made (issue 31).
 
 Run from the repository root: ``PYTHONPATH=. python benchmarks/bench_head_criterion.py
-[--slacks 0 1] [--fold-iters 3 10 100] [--dims 4 8] [--sets NAME ...]
-[--json FILE]`` (``--slacks`` with no value skips parts 1 and 2).
+[--slacks 0 1] [--refits] [--dims 4 8] [--sets NAME ...] [--json FILE]``
+(``--slacks`` with no value skips parts 1 and 2).
 
 A count ``k`` passes when its cross-validated error over the 5 interleaved folds is
 at most the lifted fit's plus ``SLACK`` standard errors (``sklearn_linattn._heads.
@@ -18,14 +17,15 @@ one-standard-error rule). For each value:
    sklearn's digits, on their own splits; needs aeon and statsmodels): the
    default recipe's test score and heads, against the same recipe with
    ``n_heads=None`` (the lifted fit's own heads), measured once.
-3. the steps of a fold's refit (at most ``sklearn_linattn._heads.FOLD_ITER``,
-   from the full fit, by the full fits' stall rule; the package's 100 runs them
-   to convergence): on sklearn digits (``LinearAttentionClassifier(token_dim=8)``,
-   the split of ``bench_default_cases.py``) and on noisy regression whose heads
-   have about as many parameters as rows (``fold_step_cases``), each count's
-   cross-validated error (and, for the regression, that of explicit refits of
-   ``n_heads=k`` on the other folds), the heads returned, the test score (accuracy
-   or R^2) and the fit's time.
+
+3. With ``--refits``: how a fold's refit is made. For every count the default
+   search tests, its cross-validated error with each fold's refit linearized at
+   the full fit (one Gauss-Newton step: the search's first test), refitted from
+   the full fit's heads to convergence (the read-out's rule before this), and
+   fitted from the fold's own starts (the verdict: the cross-validated error of
+   ``n_heads=k`` itself), against the test score of ``n_heads=k`` fitted on all
+   the training data; on sklearn digits and on noisy regressions whose counts
+   have about as many parameters as rows (``refit_cases``).
 """
 
 import argparse
@@ -37,6 +37,7 @@ import bench_real_sequences as real
 import numpy as np
 
 import sklearn_linattn._heads as heads
+import sklearn_linattn._low_rank as low_rank
 from sklearn_linattn import LinearAttentionRegressor
 
 
@@ -72,11 +73,12 @@ def real_sets(names):
     return rows
 
 
-def fold_step_cases():
-    """sklearn digits (the split of bench_default_cases.py), and noisy regression
-    whose heads have about as many parameters as there are rows (d = 8, 150
-    sequences of 6 tokens, 3 generating heads, 10% noise, alpha = 0.01), each with
-    its estimator, train and test split, and the held-out score."""
+def refit_cases():
+    """sklearn digits (the split of bench_default_cases.py) and noisy regressions
+    whose counts have about as many parameters as rows, each with its estimator,
+    train and test split. The regressions are d = 8, 6 tokens, 10% noise: 150
+    sequences of 3 heads with alpha = 0.01, 200 of 4 with alpha = 1e-3, and 300 of 3
+    with alpha = 0.01 (a one-head fit has 71 parameters: about 4 rows each)."""
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
 
@@ -86,63 +88,94 @@ def fold_step_cases():
     X, y = load_digits(return_X_y=True)
     digits = train_test_split(X, y, random_state=0)
     yield "digits", lambda **k: LinearAttentionClassifier(token_dim=8, **k), digits
-    X, y, _ = make_random_mhla(2150, 6, 8, n_heads=3, noise=0.1, random_state=1)
-    split = X[:150], X[150:], y[:150], y[150:]
-    yield "d=8, 150 rows", lambda **k: LinearAttentionRegressor(alpha=0.01, **k), split
+    for n, n_heads, alpha in ((150, 3, 0.01), (200, 4, 1e-3), (300, 3, 0.01)):
+        X, y, _ = make_random_mhla(
+            n + 2000, 6, 8, n_heads=n_heads, noise=0.1, random_state=1
+        )
+
+        def make(alpha=alpha, **k):
+            return LinearAttentionRegressor(alpha=alpha, **k)
+
+        split = X[:n], X[n:], y[:n], y[n:]
+        yield f"d=8, {n} rows, {n_heads} heads, alpha={alpha:g}", make, split
 
 
-def explicit_cv(make, X, y, n_heads):
-    """The 5 interleaved folds' squared error of ``n_heads`` heads refitted on the
-    other folds by the estimator itself, per sample and output."""
-    errors = 0.0
-    for fold in range(5):
-        held = np.arange(len(X)) % 5 == fold
-        model = make(n_heads=n_heads).fit(X[~held], y[~held])
-        errors += float(np.sum((model.predict(X[held]) - y[held]) ** 2))
-    return errors / y.size
+def refits_from_the_full_fit(search, query_rows):
+    """The held-out error of each fold's refit from the full fit's heads, run by
+    the full fits' rule (what the read-out did before it refitted each fold from
+    its own starts)."""
+    folds, errors = search.folds, []
+    for fold in range(folds.n_folds):
+        design = folds.design(fold)
+        accept, resolution = search.stop_rules(design)
+        refit = low_rank.fit_heads(
+            design, query_rows, heads.FIT_ITER, accept, resolution=resolution
+        )
+        errors.append(folds.error(fold, *refit[:2]))
+    return folds.summary(errors)[0]
 
 
-def fold_steps(fold_iters):
-    rows, default = [], heads.FOLD_ITER
-    for name, make, (X_train, X_test, y_train, y_test) in fold_step_cases():
-        reference = None
-        for n_steps in fold_iters:
-            heads.FOLD_ITER = n_steps
+def fold_refits():
+    """Each count's cross-validated error by the three refits of a fold: linearized
+    at the full fit, refitted from the full fit, and from the fold's own starts
+    (the package's verdict: the cross-validated error of n_heads=k itself), with
+    the test score of n_heads=k fitted on all the training data."""
+    rows, original = [], heads._Search.linearized_refits
+    for name, make, (X_train, X_test, y_train, y_test) in refit_cases():
+        from_full, raw_lifted = {}, []
+
+        def linearized_refits(self, k, value_rows, query_rows, count):
+            from_full[k] = refits_from_the_full_fit(self, query_rows)
+            raw_lifted.append(self.lifted_cv[0])  # in the folds' own units
+            return original(self, k, value_rows, query_rows, count)
+
+        heads._Search.linearized_refits = linearized_refits
+        try:
             start = time.perf_counter()
             model = make().fit(X_train, y_train)
             seconds = time.perf_counter() - start
-            search = model.head_search_
-            if name != "digits" and reference is None:  # explicit refits
-                reference = {
-                    int(c.n_heads): explicit_cv(make, X_train, y_train, c.n_heads)
-                    for c in search.counts
-                }
-            rows.append(dict(
-                data=name, fold_iter=n_steps, seconds=seconds,
-                n_heads=int(model.n_heads_), score=model.score(X_test, y_test),
-                lifted_cv=search.cv_error,
-                cv={int(c.n_heads): c.cv_error for c in search.counts},
-                explicit=reference,
-            ))
-            print(json.dumps(rows[-1]), flush=True)
-    heads.FOLD_ITER = default
-    for name in dict.fromkeys(row["data"] for row in rows):
-        part = [row for row in rows if row["data"] == name]
-        counts = sorted({k for row in part for k in row["cv"]})
-        print(f"\n{name}: cross-validated error of each count (explicit refits of "
-              "n_heads=k without each fold in the last row, where measured)\n")
-        print("| fold refit steps | " + " | ".join(f"{k} heads" for k in counts)
-              + " | lifted fit | heads | test score | fit |")
-        print("| --- |" + " --- |" * (len(counts) + 4))
-        for row in part:
-            cells = [f"{row['cv'][k]:.4f}" if k in row["cv"] else "-" for k in counts]
-            print(f"| {row['fold_iter']} | " + " | ".join(cells)
-                  + f" | {row['lifted_cv']:.4f} | {row['n_heads']} | "
-                  f"{row['score']:.3f} | {row['seconds']:.2f} s |")
-        if part[0]["explicit"]:
-            explicit = part[0]["explicit"]
-            cells = [f"{explicit[k]:.4f}" if k in explicit else "-" for k in counts]
-            print("| explicit refits | " + " | ".join(cells) + " | | | | |")
+        finally:
+            heads._Search.linearized_refits = original
+        search = model.head_search_
+        scale = search.cv_error / raw_lifted[0]  # to the reported units
+        counts = sorted(from_full)
+        test = {
+            k: make(n_heads=k).fit(X_train, y_train).score(X_test, y_test)
+            for k in counts
+        }
+        by_count = {int(c.n_heads): c for c in search.counts}
+        rows.append(dict(
+            data=name, seconds=seconds, n_heads=int(model.n_heads_),
+            score=model.score(X_test, y_test),
+            lifted_score=make(n_heads=None).fit(X_train, y_train).score(X_test, y_test),
+            lifted_cv=search.cv_error,
+            counts={
+                k: dict(
+                    linearized=by_count[k].linearized_cv_error,
+                    from_full=from_full[k] * scale,
+                    own_starts=by_count[k].cv_error,
+                    passes=by_count[k].passes,
+                    test_score=test[k],
+                )
+                for k in counts
+            },
+        ))
+        print(json.dumps(rows[-1]), flush=True)
+    for row in rows:
+        print(f"\n{row['data']}: cross-validated error of each count, by the kind of "
+              f"fold refit (lifted fit: {row['lifted_cv']:.4g}; returned "
+              f"{row['n_heads']} heads, test score {row['score']:.3f} against "
+              f"{row['lifted_score']:.3f} for n_heads=None, fit {row['seconds']:.2f} s)"
+              "\n")
+        print("| heads | linearized | from the full fit | own starts (verdict) | "
+              "test score of n_heads=k |")
+        print("| --- | --- | --- | --- | --- |")
+        for k, cells in row["counts"].items():
+            verdict = {True: "passes", False: "fails", None: "-"}[cells["passes"]]
+            own = cells["own_starts"]
+            own = "-" if np.isnan(own) else f"{own:.4g}"
+            print(f"| {k} | {cells['linearized']:.4g} | {cells['from_full']:.4g} | "
+                  f"{own} ({verdict}) | {cells['test_score']:.3f} |")
     return rows
 
 
@@ -150,7 +183,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--slacks", type=float, nargs="*", default=[0.0, 1.0])
     parser.add_argument(
-        "--fold-iters", type=int, nargs="*", default=[3, 10, 100]
+        "--refits", action="store_true", help="part 3: the kinds of fold refit"
     )
     parser.add_argument("--dims", type=int, nargs="+", default=[4, 8])
     parser.add_argument("--sets", nargs="*", default=list(real.DATA_SETS))
@@ -170,7 +203,7 @@ def main():
             if row["found"] != row["H"]:
                 print(f"  missed: {row}")
         results[slack] = dict(grid=fits, hits=hits, real=real_sets(args.sets))
-    steps = fold_steps(args.fold_iters) if args.fold_iters else []
+    refits = fold_refits() if args.refits else []
     if args.slacks:
         print("\n| data | n_heads=None | " + " | ".join(
             f"SLACK = {s:g} (heads)" for s in args.slacks) + " |")
@@ -184,7 +217,7 @@ def main():
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(
-                dict(lifted=lifted, results=results, fold_steps=steps), handle,
+                dict(lifted=lifted, results=results, fold_refits=refits), handle,
                 indent=1,
             )
 

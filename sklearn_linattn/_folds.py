@@ -23,7 +23,7 @@ import scipy.linalg
 from ._data import sum_statistics
 from ._designs import LiftedDesign, SequenceDesign, predict_rows, rows_are_cheaper
 from ._lift import lifted_matvec
-from ._low_rank import head_coef
+from ._low_rank import head_coef, unfold_lifted_coef
 
 __all__ = ["RowFolds", "StatisticsFolds", "metric_factor", "moments_of_pairs"]
 
@@ -146,7 +146,7 @@ class StatisticsFolds(_Folds):
         self.token_dim = token_dim
         self.alpha, self.fit_intercept = alpha, fit_intercept
         self.flops = 0.0
-        self._parts, self._rows = [], []
+        self._parts, self._rows, self._designs = [], [], {}
         self._rows_source, self._all = rows, None
         self.lifted_errors, self.lifted_squared, self.weights = [], [], []
         if rows is not None and classify:
@@ -227,19 +227,28 @@ class StatisticsFolds(_Folds):
         value = np.vdot(coef @ gram, coef) - 2 * np.vdot(coef, moment.T) + squares.sum()
         return max(float(value), 0.0)
 
+    def coef(self, fold):
+        """The lifted fit without ``fold``."""
+        return self._parts[fold][0]
+
     def design(self, fold):
         """The training design without ``fold``: on its rows where they are at
-        hand and cheaper, else in its lifted metric."""
+        hand and cheaper, else in its lifted metric (built once: its metric is
+        cached on it)."""
+        if fold in self._designs:
+            return self._designs[fold]
         coef, factor, *_, baseline, on_rows = self._parts[fold]
         if not on_rows:
-            return LiftedDesign(coef, self.token_dim, factor)
-        _, moments, queries, targets, scale, sample_index = self._row_data()
-        train = sample_index % self.n_folds != fold
-        design = SequenceDesign(
-            moments[train], queries[train], targets[train], scale[train],
-            self.alpha, self.fit_intercept,
-        )
-        design.baseline = baseline
+            design = LiftedDesign(coef, self.token_dim, factor)
+        else:
+            _, moments, queries, targets, scale, sample_index = self._row_data()
+            train = sample_index % self.n_folds != fold
+            design = SequenceDesign(
+                moments[train], queries[train], targets[train], scale[train],
+                self.alpha, self.fit_intercept,
+            )
+            design.baseline = baseline
+        self._designs[fold] = design
         return design
 
     def error(self, fold, value_rows, query_rows):
@@ -322,14 +331,14 @@ class RowFolds(_Folds):
                 targets[heldout],
                 row_scale[heldout],
             )
-            predictions, target_mean, design.baseline = self._lifted_predictions(
-                kernel, train, heldout, alpha, kernel_solve
+            predictions, target_mean, design.baseline, weights = (
+                self._lifted_predictions(kernel, train, heldout, alpha, kernel_solve)
             )
             n_train = int(train.sum())
             self.flops += (
                 n_train**3 / 3 + 2.0 * n_train * len(kernel) * targets.shape[1]
             )
-            self._parts.append((design, held, train))
+            self._parts.append((design, held, train, weights))
             self.lifted_squared.append(_squared(predictions, held[2]))
             if classify:
                 self.weights.append(float(held[3] @ held[3]))
@@ -341,7 +350,8 @@ class RowFolds(_Folds):
     def _lifted_predictions(self, kernel, train, heldout, alpha, kernel_solve):
         """Weighted predictions on the held-out rows of the lifted fit without
         them, from the kernel (centered at the training means with an intercept),
-        the training target mean, and the fit's training objective."""
+        the training target mean, the fit's training objective, and its kernel
+        weights ``a`` (coefficients ``A_c^T a``)."""
         moments, queries, targets, row_scale = self._all
         scale_t, scale_h = row_scale[train], row_scale[heldout]
         block = kernel[np.ix_(train, train)]
@@ -356,14 +366,26 @@ class RowFolds(_Folds):
             predictions += np.outer(scale_h, target_mean)
             fitted = fitted + np.outer(scale_t, target_mean - scale_t @ fitted / total)
         objective = _squared(fitted, targets[train]) + ridge
-        return predictions, target_mean, max(objective, 0.0)
+        return predictions, target_mean, max(objective, 0.0), weights
+
+    def coef(self, fold):
+        """The lifted fit without ``fold``: ``A_c^T a = A^T (a - c (c . a) / c.c)``
+        for its kernel weights ``a`` (``A`` the training rows ``c_i phi_i``)."""
+        design, _, train, weights = self._parts[fold]
+        scale = self._all[3][train]
+        total = float(scale @ scale)
+        if self.fit_intercept and total:
+            weights = weights - np.outer(scale, scale @ weights) / total
+        d = design.token_dim
+        folded = np.einsum("ia,ibc,ie->abce", weights, design.moments, design.queries)
+        return unfold_lifted_coef(folded.reshape(-1, d**3), d)
 
     def design(self, fold):
         return self._parts[fold][0]
 
     def error(self, fold, value_rows, query_rows):
         """Held-out error on ``fold`` of heads fitted without it."""
-        _, (moments, queries, targets, scale), train = self._parts[fold]
+        _, (moments, queries, targets, scale), train, _ = self._parts[fold]
         predictions = predict_rows(moments, queries, value_rows, query_rows)
         total = float(self._all[3][train] @ self._all[3][train])
         if self.fit_intercept and total:

@@ -214,12 +214,16 @@ class HeadSearchDisplay:
     Attributes
     ----------
     lines_ : dict of matplotlib Line2D
-        ``"counts"``, ``"threshold"`` and ``"chosen"``; where the search had
-        such counts, ``"training"``, the training errors of counts whose folds
-        were not refitted (those above the threshold fail: a held-out error is
-        at least the training error; those below, above the count returned,
-        were left undecided), and ``"tol"``, counts that reproduce the lifted
-        fit within ``tol``, drawn at its cross-validated error.
+        ``"counts"`` (the cross-validated errors of counts refitted on each
+        fold from its own start), ``"threshold"`` and ``"chosen"``; where the
+        search had such counts, ``"linearized"``, the errors of counts whose
+        refits were only linearized at the full fit (those above the threshold
+        fail; those below, above the count returned, were left undecided),
+        ``"training"``, the training errors of counts whose folds were not
+        refitted (those above the threshold fail: a held-out error is at least
+        the training error; those below were left undecided), and ``"tol"``,
+        counts that reproduce the lifted fit within ``tol``, drawn at its
+        cross-validated error.
     band_ : matplotlib artist or None
         The lifted fit's cross-validated error plus and minus its standard
         error (held-out counts only).
@@ -305,10 +309,26 @@ class HeadSearchDisplay:
                 marker="o",
                 label="k heads",
             )[0]
+            linearized = [
+                count
+                for count in counts
+                if np.isnan(count.cv_error) and np.isfinite(count.linearized_cv_error)
+            ]
+            if linearized:
+                lines["linearized"] = ax.plot(
+                    [count.n_heads for count in linearized],
+                    [count.linearized_cv_error for count in linearized],
+                    marker="v",
+                    linestyle="none",
+                    color=lines["counts"].get_color(),
+                    label="k heads, linearized refits only (above the line: fails)",
+                )[0]
             bounded = [
                 count
                 for count in counts
-                if np.isnan(count.cv_error) and np.isfinite(count.training_error)
+                if np.isnan(count.cv_error)
+                and np.isnan(count.linearized_cv_error)
+                and np.isfinite(count.training_error)
             ]
             if bounded:
                 lines["training"] = ax.plot(

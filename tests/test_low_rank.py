@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from conftest import n_lifted, naive_lifted_features, random_attention, random_sequences
 
+from sklearn_linattn import _low_rank as low_rank
 from sklearn_linattn._designs import LiftedDesign, SequenceDesign, design_loss
 from sklearn_linattn._folds import moments_of_pairs
 from sklearn_linattn._lift import pair_statistics
@@ -18,6 +19,7 @@ from sklearn_linattn._low_rank import (
     fit_heads,
     head_coef,
     isotropic_queries,
+    linearized_refit,
 )
 
 
@@ -96,10 +98,14 @@ def designs(rng, d, m):
 
 
 @pytest.mark.parametrize("form", range(4))
-def test_reduced_jacobian_products_are_derivatives_and_adjoints(rng, form):
+@pytest.mark.parametrize("few_heads", [0, 100])  # either projection of the metric
+def test_reduced_jacobian_products_are_derivatives_and_adjoints(
+    rng, monkeypatch, form, few_heads
+):
     """Kaufman's Jacobian is the derivative of the reduced residual along the
     directions that keep the values fixed; its products are adjoint, and the
     structured normal equations equal J^T J and J^T r from its columns."""
+    monkeypatch.setattr(low_rank, "FEW_HEADS", few_heads)
     d, m, k = 3, 2, 2
     design = designs(rng, d, m)[form]
     query_rows = rng.normal(size=(k, d * d))
@@ -126,6 +132,37 @@ def test_reduced_jacobian_products_are_derivatives_and_adjoints(rng, form):
     normal, gradient = point.normal_equations()
     np.testing.assert_allclose(normal, jacobian.T @ jacobian, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(gradient, jacobian.T @ point.residual, atol=1e-9)
+
+
+@pytest.mark.parametrize("form", range(4))
+def test_linearized_refit_is_least_squares_on_the_tangent(rng, form):
+    """The linearized refit is the least-squares fit of the model linearized at
+    the queries and their best values, ``A X(Q) + V X(B)`` over ``(A, B)``:
+    the same lifted coefficients as lstsq on that linear map built column by
+    column (unique: every design here has full rank in the coefficients)."""
+    d, m, k = 3, 2, 2
+    design = designs(rng, d, m)[form]
+    query_rows = rng.normal(size=(k, d * d))
+    features = design.features(query_rows)
+    values = design.targets @ np.linalg.pinv(features)  # best values, (m, k d)
+    value_rows = values.reshape(m, k, d).transpose(1, 0, 2).reshape(k, m * d)
+    n_a, n_b = k * m * d, k * d * d
+
+    def terms(unknowns):  # (A, B) as 2 k terms of heads: [A; V] and [Q; B]
+        a, b = unknowns[:n_a].reshape(k, m * d), unknowns[n_a:].reshape(k, d * d)
+        return np.concatenate([a, value_rows]), np.concatenate([query_rows, b])
+
+    def predicted(unknowns):
+        term_values, term_queries = terms(unknowns)
+        rows = term_values.reshape(2 * k, m, d).transpose(1, 0, 2).reshape(m, -1)
+        return (rows @ design.features(term_queries)).ravel()
+
+    columns = np.stack([predicted(e) for e in np.eye(n_a + n_b)], axis=1)
+    solution = np.linalg.lstsq(columns, design.targets.ravel(), rcond=None)[0]
+    expected = head_coef(*terms(solution), d)
+    got = head_coef(*linearized_refit(design, query_rows), d)
+    scale = np.abs(expected).max()
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-10 * scale)
 
 
 def test_best_values_minimize_the_loss_for_fixed_queries(rng):
