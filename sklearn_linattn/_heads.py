@@ -49,40 +49,35 @@ from ._low_rank import (
 
 __all__ = ["CountFit", "HeadReadout", "paper_heads", "read_out_heads"]
 
-# Starts of a k-head fit: the paper's heads cut to k (on noisy data first those
+# Starts of a k-head fit: the paper's heads cut to k, on noisy data after those
 # of the split completed to rank k by COMPLETION_ITER rounds of alternating
-# projections: on a fold of d = 5, 2 heads, 1 output, where the truncated split
+# projections (on a fold of d = 5, 2 heads, 1 output, where the truncated split
 # and two random starts all ended in minima 2.3 times the full fit's loss, 10
-# rounds and more reached it), with one output and at
-# least half of the d heads the nearest models on ISOTROPIC_STARTS seeded subspaces
-# (two nearest refined; NOISY_ISOTROPIC_STARTS on noisy data, where 8 and 40 found
-# the same 196 of 200 counts of the noisy grid of bench_heads.py, d = 4 and 8, at
-# half the time; on exact data for d - 1 heads EXACT_STARTS_PER_DIM * d, stopping
-# at the first within tol), and RANDOM_STARTS seeded random query matrices (noisy
-# data: NOISY_RANDOM_STARTS, none beside subspace starts: on the noisy grid a
-# random start was never the best screened one where there were subspace starts),
-# seeded by (START_SEED, k, n_outputs, d). On the dense noiseless grid of
-# benchmarks/bench_heads.py the generating count was found within the first three
-# starts in all but 4 of 150 fits, and by start 8 in all.
-# For d - 1 heads (a one-dimensional N) the subspace search has a small basin:
-# d = 12, 11 heads found the generating subspace at its 9th, 83rd, 99th and 177th
-# start (four seeds), d = 16, 15 heads at the 67th and 206th (and not in 400 for
-# a third), each start a few milliseconds; with 40 those fits stalled at 1e-5 to
-# 1e-4. Up to d = 8, 40 starts found every fit of the grid.
+# rounds and more reached it); with one output and at least half of the d heads
+# the nearest models on ISOTROPIC_STARTS seeded subspaces (two nearest refined;
+# NOISY_ISOTROPIC_STARTS on noisy data, where 8 and 40 found the same 196 of 200
+# counts of the noisy grid of bench_heads.py, d = 4 and 8, at half the time; on
+# exact data for d - 1 heads EXACT_STARTS_PER_DIM * d, stopping at the first
+# within tol); and RANDOM_STARTS seeded random query matrices, seeded by
+# (START_SEED, k, n_outputs, d). On noisy data there are no random starts: a
+# count is fitted six times, on all the data and on each fold's, and of the 36
+# noisy fits that check the count in tests/test_heads.py, two random starts
+# beside the others missed 3, none 2, at 1.4 times the time. On the
+# dense noiseless grid of benchmarks/bench_heads.py the generating count was
+# found within the first three starts in all but 4 of 150 fits, and by start 8
+# in all.
 COMPLETION_ITER = 30
 RANDOM_STARTS = 8
-NOISY_RANDOM_STARTS = 2
+NOISY_RANDOM_STARTS = 0
 ISOTROPIC_STARTS = 40
 NOISY_ISOTROPIC_STARTS = 8
 EXACT_STARTS_PER_DIM = 20
 START_SEED = 20261201
-# On noisy fits every start runs SCREEN_ITER steps and the best goes on (digits,
-# 10 outputs: the best of 9 starts was within 10% of the others' loss; small
-# synthetic problems have starts 1e24 apart, found by the screen; on the real sets
-# of bench_real_sequences.py a random start was the best by more than 1% in 13 of
-# 40 screens; SCREEN_ITER = 2 lost a count on the noisy grid and 0.05 of accuracy
-# on OSULeaf), and the SCREEN_KEPT best are refined (with only the best, 4 heads
-# of a noisy d = 4 model with 3 ended at 1.27 times the training loss of 3 heads).
+# On noisy fits every start runs SCREEN_ITER steps and the SCREEN_KEPT best go on
+# (small synthetic problems have starts 1e24 apart, found by the screen;
+# SCREEN_ITER = 2 lost a count on the noisy grid and 0.05 of accuracy on OSULeaf;
+# with only the best, 4 heads of a noisy d = 4 model with 3 ended at 1.27 times
+# the training loss of 3 heads).
 SCREEN_ITER = 5
 SCREEN_KEPT = 2
 # Levenberg-Marquardt steps per start, and to polish the returned heads to a
@@ -414,7 +409,8 @@ class _Search:
     def completion_start(self, k):
         """The query rows of the symmetric split completed to rank k."""
         small, large = sorted((self.m * self.d, self.d**2))
-        self.budget.spend(COMPLETION_ITER * (4.0 * small + 8.0 * large) * small**2)
+        rounds = COMPLETION_ITER * (8.0 * k + 4.0) * self.m * self.d**3
+        self.budget.spend(rounds + (4.0 * large + 8.0 * small) * small**2)
         return completion_queries(self.coef, self.d, k, COMPLETION_ITER)
 
     def fit(self, k, refine=False, stage="independent", bound=True):
@@ -574,17 +570,16 @@ class _Search:
         return replace(count, criterion="linearized")
 
     def refits(self, k, value_rows, query_rows, count):
-        """The held-out verdict on k heads: each fold refitted from its own start,
-        its lifted fit's split completed to rank k (the fits' first start), by the
-        full fits' rule and polished; the count passes when their cross-validated
-        error is within the threshold. Refits that start from the full fit, which
-        has seen the fold, are optimistic where a count has about as many
-        parameters as there are rows, or competing minima: d = 8, 200 sequences,
-        4 generating heads, alpha = 1e-3, 3 heads refitted from the full fit to
-        convergence had a cross-validated error 0.35 against the lifted fit's 0.41
-        and predicted new data 2.3 times worse than n_heads=None. (A fold refitted
-        from all the starts of n_heads=k, screened, found the generating count in
-        2 more of 36 noisy test fits, at 1.9 times the work on sklearn digits.)"""
+        """The held-out verdict on k heads: each fold refitted as ``n_heads=k`` fits
+        it, from the fold's own starts (those of its lifted fit, on its design), so
+        that their cross-validated error is that of ``n_heads=k`` itself; the count
+        passes when it is within the threshold. Refits that start from the full
+        fit, which has seen the fold, are optimistic where a count has about as
+        many parameters as there are rows, or competing minima: d = 8, 200
+        sequences, 4 generating heads, alpha = 1e-3, 3 heads refitted from the
+        full fit to convergence had a cross-validated error 0.35 against the
+        lifted fit's 0.41 and predicted new data 2.3 times worse than
+        n_heads=None."""
         folds, errors = self.folds, []
         for fold in range(folds.n_folds):
             search = _Search(
@@ -763,10 +758,12 @@ def _search(search, n_heads):
     # finds), gallop down (P - 1, P - 2, P - 4, ..., down to a lower bound, which
     # is fitted first when at most P / 3) until a count fails, then bisect. Noisy
     # fits first find the fewest count their training error does not reject
-    # (galloping up, 1, 2, 4, 8, ..., then bisecting; full fits only), then
-    # go up from it (low, low + 1, low + 3, low + 7, ..., then bisecting) to the
-    # fewest that the linearized refits pass, and from that to the fewest that
-    # the independent refits pass (they cost a fit on each fold).
+    # (galloping up, 1, 2, 4, 8, ..., then bisecting; full fits only), then go
+    # up from it one count at a time to the fewest that the linearized refits
+    # pass, and from that to the fewest that the folds' own refits pass (a fit
+    # on each fold). On sklearn digits (the first 1000 images, 5 heads) going up
+    # one at a time fitted 1 to 5 heads in 3.0e10 flops, galloping 1, 2, 4, 8, 6
+    # and 5 in 4.4e10.
     if search.frobenius_fits:
         low = min(fewest_heads_bound(search.coef, search.d, search.tol), paper_count)
         high = _fewest(search, low, paper_count, search.passes, "down")
@@ -780,7 +777,7 @@ def _search(search, n_heads):
             return verdict
 
         low = _fewest(search, 1, paper_count, undecided_or_passes("training"), "double")
-        for stage in ("linearized", "independent"):
+        for stage in ("linearized", "independent"):  # one count at a time
             low = _fewest(search, low, paper_count, undecided_or_passes(stage), "up")
         high = low
     if search.budget.exhausted:  # cut short: the fewest that passed so far
@@ -793,24 +790,25 @@ def _search(search, n_heads):
     return value_rows.T @ query_rows, high, count.criterion, True
 
 
-def _fewest(search, low, high, verdict, gallop):
+def _fewest(search, low, high, verdict, order):
     """The fewest count in ``[low, high]`` whose ``verdict(k)`` is True (``high``
-    is taken to pass), by galloping then bisecting; ``high`` when a verdict is
-    None (cut short by the work limit). ``gallop``: ``"double"``
-    (twice the last count that failed: 1, 2, 4, ...), ``"up"`` (low, low + 1,
-    low + 3, ...) or ``"down"`` (high - 1, high - 2, high - 4, ..., at least
-    low; low first when it is at most a third of high: a fit of few heads is cheap
-    even when it fails)."""
-    lower, step, galloping = low, 1, True
-    probe = gallop == "down" and 3 * low <= high  # a small bound: cheap to fit
+    is taken to pass); ``high`` when a verdict is None (cut short by the work
+    limit). ``order``: ``"up"`` (low, low + 1, ...: a fit costs more the more
+    heads it has, so the search does not overshoot), ``"double"`` (twice the
+    last count that failed: 1, 2, 4, ..., then bisecting) or ``"down"`` (high -
+    1, high - 2, high - 4, ..., at least low, then bisecting; low first when it
+    is at most a third of high: a fit of few heads is cheap even when it
+    fails)."""
+    step, galloping = 1, order != "up"
+    probe = order == "down" and 3 * low <= high  # a small bound: cheap to fit
     while low < high and not search.budget.exhausted:
         probed = False
-        if not galloping:
+        if order == "up":
+            k = low
+        elif not galloping:
             k = (low + high) // 2
-        elif gallop == "double":
+        elif order == "double":
             k = min(max(2 * (low - 1), low), high - 1)
-        elif gallop == "up":
-            k = min(lower + step - 1, high - 1)
         elif probe:
             k, probe, probed = low, False, True
         else:
@@ -822,8 +820,8 @@ def _fewest(search, low, high, verdict, gallop):
             step *= 2
         if passes:
             high = k
-            galloping = galloping and gallop == "down"
+            galloping = galloping and order == "down"
         else:
             low = k + 1
-            galloping = galloping and (gallop != "down" or probed)
+            galloping = galloping and (order != "down" or probed)
     return high
