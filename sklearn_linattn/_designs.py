@@ -16,7 +16,10 @@ metric unfolded (:meth:`LiftedDesign.metric`), from which the engine forms its
 normal equations.
 """
 
+import functools
+
 import numpy as np
+import scipy.sparse
 
 from ._low_rank import _fold_indices, fold_lifted_coef
 
@@ -30,35 +33,37 @@ __all__ = [
 ]
 
 
+@functools.lru_cache(maxsize=16)
+def _query_map(token_dim):
+    """The sparse matrix of :func:`query_features`, from ``vec(Q_h)`` (``d * d``)
+    to the head's rows ``(b, lifted feature)`` (``d * p``): two entries a
+    feature."""
+    d = token_dim
+    first, _, scales = _fold_indices(d)
+    gain = 0.5 / scales
+    b, c, e = first // (d * d), (first // d) % d, first % d
+    p = first.size
+    columns = np.arange(p)
+    rows = np.concatenate([b * p + columns, c * p + columns])
+    sources = np.concatenate([c * d + e, b * d + e])
+    return scipy.sparse.csr_matrix(
+        (np.concatenate([gain, gain]), (rows, sources)), shape=(d * p, d * d)
+    )
+
+
 def query_features(query_rows, token_dim):
     """``B(Q)`` of shape (k, d, p): row ``(h, b)`` holds the lifted coefficients of
     the head with value ``e_b`` (one output) and query ``Q_h``, ``unfold(e_b
     vec(Q_h)^T)``. Linear in ``Q``."""
-    d = token_dim
-    first, second, scales = _fold_indices(d)
-    gain = 0.5 / scales
-    b, c, e = first // (d * d), (first // d) % d, first % d
-    k, p = query_rows.shape[0], first.size
-    query = query_rows.reshape(k, d, d)
-    features = np.zeros((k, d, p))
-    columns = np.arange(p)
-    features[:, b, columns] += gain * query[:, c, e]
-    features[:, c, columns] += gain * query[:, b, e]
-    return features
+    k = query_rows.shape[0]
+    features = _query_map(token_dim) @ query_rows.reshape(k, -1).T  # (d p, k)
+    return np.ascontiguousarray(features.T).reshape(k, token_dim, -1)
 
 
 def query_features_adjoint(weights, token_dim):
     """The adjoint of :func:`query_features`: ``weights`` (k, d, p) to (k, d * d)."""
-    d = token_dim
-    first, second, scales = _fold_indices(d)
-    gain = 0.5 / scales
-    b, c, e = first // (d * d), (first // d) % d, first % d
     k = weights.shape[0]
-    gradient = np.zeros((k, d, d))
-    columns = np.arange(first.size)
-    np.add.at(gradient, (slice(None), c, e), gain * weights[:, b, columns])
-    np.add.at(gradient, (slice(None), b, e), gain * weights[:, c, columns])
-    return gradient.reshape(k, d * d)
+    return (_query_map(token_dim).T @ weights.reshape(k, -1).T).T
 
 
 def _contract(moments, queries, query_rows):
@@ -189,7 +194,8 @@ class SequenceDesign:
 
     def feature_flops(self, n_heads):
         n, d = self.n_rows, self.token_dim
-        return 4 * n * n_heads * d * d + (4 * n_heads * self.n_lifted)
+        ridge = 4 * n_heads * d * self.n_lifted if self.alpha else 0  # (k, d, p)
+        return 4 * n * n_heads * d * d + ridge
 
     def _project(self, rows):
         """``Pi`` along the first axis."""

@@ -38,7 +38,7 @@ from ._data import (
     predict_dask,
     sum_statistics,
 )
-from ._heads import EXACT_WORK_FLOOR, WORK_FLOOR, read_out_heads
+from ._heads import WORK_FLOOR, read_out_heads
 from ._lift import lifted_feature_pairs, lifted_features
 from ._progress import ChunkProgress
 from ._rollout import lifted_readout, rollout
@@ -419,9 +419,6 @@ class _LinearAttentionBase(BaseEstimator):
             else None,
             # in flops: a multiple of the regression's, plus a floor
             work_limit=None if limit is None else limit * solution.flops + WORK_FLOOR,
-            exact_work_limit=(
-                None if limit is None else limit * solution.flops + EXACT_WORK_FLOOR
-            ),
             error_scale=float(rescaling.squared_error(1.0)),
             verbose=self.verbose,
         )
@@ -663,10 +660,11 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           On exact data the fewest heads that reproduce the lifted solution within
           ``tol``; on noisy data the fewest whose cross-validated error over 5
           interleaved folds of the sequences is at most the lifted fit's
-          (squared error; for the classifier, misclassified rows), so that the
-          heads predict held-out data about as well as ``n_heads=None``.
-          Each count is decided with the fit ``n_heads=k`` runs; counts are found
-          by galloping and bisection within ``head_work_limit``; no clock is read
+          (squared error; for the classifier, misclassified rows), each fold
+          refitted as ``n_heads=k`` fits it, so that the heads predict held-out
+          data about as well as ``n_heads=None``. Each count is decided with the
+          fit ``n_heads=k`` runs; counts are found by galloping, bisection and
+          going up one at a time within ``head_work_limit``; no clock is read
           (theory page, "How many heads").
         - int ``k``: the best model found with at most ``k`` heads for the
           training objective (least squares plus the ``alpha`` penalty), the same
@@ -713,8 +711,9 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     head_work_limit : float or None, default=20.0
         The work the head read-out may do, counted in floating-point operations
         as it is done: ``head_work_limit`` times the lifted fit's (``n p^2 +
-        p^3 / 3``, or ``n^2 d^2 + n^3 / 3`` in kernel form) plus ``3e10``
-        (``5e10`` on exact data), a few seconds of one core. A search cut short
+        p^3 / 3``, or ``n^2 d^2 + n^3 / 3`` in kernel form) plus ``5e10``, about
+        ten seconds of one core (a count is fitted on all the data and again on
+        each of the 5 folds' training data). A search cut short
         returns the fewest heads that passed so far, else the lifted fit's own
         heads, with ``head_search_.complete`` False. None: no limit. A fixed
         ``n_heads=k`` is fitted without a limit.

@@ -7,17 +7,19 @@ with that symmetric part, so the number of heads is the rank of the chosen ``W``
 
 - :func:`paper_heads`: the paper's read-out, the SVD of the symmetric split.
 - :func:`read_out_heads`: what the estimators call. A count ``k`` is judged by one
-  fit, the same for the search and for ``n_heads=k`` (:meth:`_Search.fit`): seeded
-  starts refined by variable projection and Levenberg-Marquardt
+  fit, the same for the search and for ``n_heads=k`` (:meth:`_Search.fit`): starts
+  from the lifted fit refined by variable projection and Levenberg-Marquardt
   (:mod:`sklearn_linattn._low_rank`). The ``k`` heads *pass* when they reproduce
-  the lifted fit within ``tol`` (on exact data), or when their cross-validated
-  error over the 5 interleaved folds is at most the lifted fit's
-  (:mod:`sklearn_linattn._folds`). The
-  paper's count always passes; a count whose training error is above the
-  lifted fit's cross-validated error fails without refitting the folds.
-  ``"auto"`` finds the fewest passing heads by galloping (noisy fits: up, 1, 2,
-  4, 8, ..., to the fewest the training error does not reject, then up from it
-  cross-validated; exact fits: down from the paper's count) and bisection.
+  the lifted fit within ``tol`` (on exact data), or when the cross-validated
+  error of ``n_heads=k`` over the 5 interleaved folds (each fold refitted by the
+  same fit, from its own lifted fit) is at most the lifted fit's
+  (:mod:`sklearn_linattn._folds`). The paper's count always passes; a count
+  whose training error, or whose folds' refits linearized at the full fit, are
+  above the lifted fit's cross-validated error fails without refitting the
+  folds. ``"auto"`` finds the fewest passing heads (noisy fits: galloping up, 1,
+  2, 4, ..., and bisection to the fewest the training error does not reject,
+  then one count at a time; exact fits: galloping down from the paper's count,
+  and bisection).
 
 No clock is read: every loop is bounded by counts of iterations and a work limit
 in flops, so the heads are a function of the data and the parameters. Heads come
@@ -58,17 +60,17 @@ __all__ = ["CountFit", "HeadReadout", "paper_heads", "read_out_heads"]
 # NOISY_ISOTROPIC_STARTS on noisy data, where 8 and 40 found the same 196 of 200
 # counts of the noisy grid of bench_heads.py, d = 4 and 8, at half the time; on
 # exact data for d - 1 heads EXACT_STARTS_PER_DIM * d, stopping at the first
-# within tol); and RANDOM_STARTS seeded random query matrices, seeded by
-# (START_SEED, k, n_outputs, d). On noisy data there are no random starts: a
-# count is fitted six times, on all the data and on each fold's, and of the 36
-# noisy fits that check the count in tests/test_heads.py, two random starts
-# beside the others missed 3, none 2, at 1.4 times the time. On the
+# within tol); and on exact data RANDOM_STARTS seeded random query matrices,
+# seeded by (START_SEED, k, n_outputs, d). On noisy data there are none: a
+# count is fitted six times, on all the data and on each fold's, and of 36 noisy
+# fits (those of tests/test_heads.py that check the count, and 12 with two
+# outputs), two random starts beside the others missed 3, none 2, at 1.4 times
+# the time. On the
 # dense noiseless grid of benchmarks/bench_heads.py the generating count was
 # found within the first three starts in all but 4 of 150 fits, and by start 8
 # in all.
 COMPLETION_ITER = 30
 RANDOM_STARTS = 8
-NOISY_RANDOM_STARTS = 0
 ISOTROPIC_STARTS = 40
 NOISY_ISOTROPIC_STARTS = 8
 EXACT_STARTS_PER_DIM = 20
@@ -105,13 +107,13 @@ RESOLUTION = 1e-6
 # 0.48; the noisy grid of bench_heads.py (d = 4, 8) was the same, 196 of 200.
 SLACK = 0.0
 # The estimators' work limit: head_work_limit times the lifted fit's flops plus
-# WORK_FLOOR (a few seconds of one core: the read-out ran at 1-10 GFlop/s on the
-# project's machine, benchmarks/bench_default_cases.py; sklearn digits, 10 outputs,
-# needed 1.4e10); a search on exact data may spend EXACT_WORK_FLOOR: its answer is
-# exact structure, and a count just below the generating one costs every start
-# (up to 2e10 flops on the dense grid of bench_heads.py, d = 6 with 3 outputs).
-WORK_FLOOR = 3e10
-EXACT_WORK_FLOOR = 5e10
+# WORK_FLOOR (about ten seconds of one core: the read-out ran at 1-10 GFlop/s on
+# the project's machine, benchmarks/bench_default_cases.py). sklearn digits, 10
+# outputs, the first 1000 images, needed 3.1e10 to decide 5 heads (every count is
+# fitted on each fold's data as well); on exact data a count just below the
+# generating one costs every start (up to 2e10 flops on the dense grid of
+# bench_heads.py, d = 6 with 3 outputs).
+WORK_FLOOR = 5e10
 
 
 def _canonical_signs(left, right):
@@ -248,12 +250,15 @@ class CountFit:
         starts (``cv_error`` NaN). Optimistic where the count has about as many
         parameters as there are rows: the full fit has seen every fold.
     passes : bool or None
-        The verdict; None when the work limit stopped the fit first.
+        The verdict; None when it was not reached (a count above the one
+        returned, or the work limit stopped its test first).
     criterion : str or None
-        ``"tol"`` or ``"cv"``: which test it passed or failed last;
-        ``"training"`` for a count above the one returned whose training error
-        is within the threshold and whose folds were not refitted (``passes``
-        None); None when the work limit stopped the fit first.
+        ``"tol"`` or ``"cv"``: which test it passed or failed last (``"cv"``:
+        the held-out tests, training error, linearized refits and refits on
+        the folds); for a count left undecided the last test it passed:
+        ``"training"`` (its training error is within the threshold) or
+        ``"linearized"`` (so are its linearized refits; its folds were not
+        refitted); None when the work limit stopped its test first.
     """
 
     n_heads: int
@@ -276,8 +281,9 @@ class HeadReadout:
     query_matrices : ndarray of shape (n_heads, token_dim, token_dim)
     criterion : str
         Why this count: ``"tol"`` (the heads reproduce the lifted fit within
-        ``tol``), ``"cv"`` (their cross-validated error is at most the lifted
-        fit's), ``"lifted"`` (no fewer heads passed: the
+        ``tol``), ``"cv"`` (the cross-validated error of ``n_heads=k``, each fold
+        refitted from its own lifted fit, is at most the lifted fit's),
+        ``"lifted"`` (no fewer heads passed: the
         paper's read-out of the lifted fit), ``"fixed"`` (``n_heads=k``: the best
         model found with at most ``k`` heads), ``"paper"`` (``n_heads=None``).
     passes : bool
@@ -395,7 +401,7 @@ class _Search:
         starts = [self.split_svd[2][:k]]
         if not self.exact:
             starts.insert(0, self.completion_start(k))
-        n_random = NOISY_RANDOM_STARTS if not self.exact else RANDOM_STARTS
+        n_random = RANDOM_STARTS if self.exact else 0
         if self.m == 1 and 2 * k >= self.d:
             n_isotropic = ISOTROPIC_STARTS if self.exact else NOISY_ISOTROPIC_STARTS
             if self.exact and k == self.d - 1:
@@ -405,7 +411,6 @@ class _Search:
                 self.budget,
             )
             starts += [query for _, query in found[:2]]
-            n_random = n_random if self.exact else 0
         random_state = np.random.default_rng([START_SEED, k, self.m, self.d])
         starts += [random_state.normal(size=(k, self.d**2)) for _ in range(n_random)]
         return starts
@@ -618,7 +623,6 @@ def read_out_heads(
     identifiable=True,
     residual=0.0,
     work_limit=None,
-    exact_work_limit=None,
     error_scale=1.0,
     verbose=0,
 ):
@@ -652,9 +656,9 @@ def read_out_heads(
         units), None without residual degrees of freedom: a residual within
         ``tol`` of the targets makes the data exact (0: the coefficients are the
         function to reproduce).
-    work_limit, exact_work_limit : float, optional
-        Flops the read-out may spend on noisy and on exact fits (the lifted fit
-        predicts held-out folds within ``tol``); None: no limit.
+    work_limit : float, optional
+        Flops the read-out may spend (:class:`~sklearn_linattn._low_rank.Budget`);
+        None: no limit.
     error_scale : float, default=1.0
         Multiplies the squared errors reported (the estimators pass
         ``1 / s^2``, ``s`` the targets' rescaling, to report them in the data's
@@ -708,8 +712,6 @@ def read_out_heads(
             identifiable,
             residual,
         )
-        if n_heads is not None and search.exact:  # exact structure: more work
-            budget.limit = np.inf if exact_work_limit is None else exact_work_limit
         folded, k, criterion, passes = _search(search, n_heads)
         known = search.split_svd if folded is search.split else None
         value, query = heads_of_folded(folded, k, search.m, d, known)
