@@ -419,6 +419,10 @@ class _LinearAttentionBase(BaseEstimator):
             else None,
             # in flops: a multiple of the regression's, plus a floor
             work_limit=None if limit is None else limit * solution.flops + WORK_FLOOR,
+            degrees_of_freedom=solution.degrees_of_freedom,
+            n_observations=solution.n_observations,
+            fit_intercept=self.fit_intercept,
+            residual_sum_of_squares=float(np.sum(solution.residual_sum_of_squares)),
             error_scale=float(rescaling.squared_error(1.0)),
             verbose=self.verbose,
         )

@@ -117,6 +117,13 @@ class _Folds:
         """``(cv_error, standard_error)`` of the lifted fit."""
         return self.summary(self.lifted_errors)
 
+    @property
+    def squared_weight(self):
+        """The weight of every row times the outputs: squared errors per unit of
+        it are those of :meth:`summary` for the squared loss."""
+        weights = float(np.sum(self.weights))
+        return weights if self.loss == "squared" else weights * self.n_outputs
+
 
 class StatisticsFolds(_Folds):
     """Held-out folds from additive statistics.
@@ -143,6 +150,7 @@ class StatisticsFolds(_Folds):
         self, folds, alpha, fit_intercept, token_dim, tol, rows=None, classify=False
     ):
         self.n_folds = len(folds)
+        self.n_outputs = folds[0].moment.shape[1]
         self.token_dim = token_dim
         self.alpha, self.fit_intercept = alpha, fit_intercept
         self.flops = 0.0
@@ -253,13 +261,19 @@ class StatisticsFolds(_Folds):
 
     def error(self, fold, value_rows, query_rows):
         """Held-out error on ``fold`` of heads fitted without it."""
-        coef, _, form, feature_mean, target_mean, *_ = self._parts[fold]
+        if not self._rows:
+            return self.squared_error(fold, value_rows, query_rows)
+        _, _, _, feature_mean, target_mean, *_ = self._parts[fold]
         theta = head_coef(value_rows, query_rows, self.token_dim)
-        if self._rows:
-            moments, queries, targets, scale = self._rows[fold]
-            predictions = predict_rows(moments, queries, value_rows, query_rows)
-            predictions += np.outer(scale, target_mean - theta @ feature_mean)
-            return _misclassified(predictions, targets, scale)
+        moments, queries, targets, scale = self._rows[fold]
+        predictions = predict_rows(moments, queries, value_rows, query_rows)
+        predictions += np.outer(scale, target_mean - theta @ feature_mean)
+        return _misclassified(predictions, targets, scale)
+
+    def squared_error(self, fold, value_rows, query_rows):
+        """Held-out squared error on ``fold`` of heads (whatever the loss)."""
+        coef, _, form, *_ = self._parts[fold]
+        theta = head_coef(value_rows, query_rows, self.token_dim)
         gram, moment, _ = form
         # As the lifted fit's error plus the change, which has no cancellation.
         gap = theta - coef
@@ -308,6 +322,7 @@ class RowFolds(_Folds):
         classify=False,
     ):
         self.n_folds = n_folds
+        self.n_outputs = targets.shape[1]
         self.fit_intercept = fit_intercept
         self.loss = "misclassified" if classify else "squared"
         self.flops = 0.0
@@ -385,6 +400,10 @@ class RowFolds(_Folds):
 
     def error(self, fold, value_rows, query_rows):
         """Held-out error on ``fold`` of heads fitted without it."""
+        return self.squared_error(fold, value_rows, query_rows, self.loss)
+
+    def squared_error(self, fold, value_rows, query_rows, loss="squared"):
+        """Held-out squared error on ``fold`` of heads (or ``loss``)."""
         _, (moments, queries, targets, scale), train, _ = self._parts[fold]
         predictions = predict_rows(moments, queries, value_rows, query_rows)
         total = float(self._all[3][train] @ self._all[3][train])
@@ -395,6 +414,6 @@ class RowFolds(_Folds):
             )
             intercept = all_scale[train] @ (all_targets[train] - fitted) / total
             predictions = predictions + np.outer(scale, intercept)
-        if self.loss == "misclassified":
+        if loss == "misclassified":
             return _misclassified(predictions, targets, scale)
         return _squared(predictions, targets)

@@ -30,6 +30,7 @@ magnitude in each ``V_h`` is positive.
 
 import functools
 import time
+import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -106,6 +107,14 @@ RESOLUTION = 1e-6
 # with more parameters, gains more from. With SLACK = 0 they were 0.30, 0.83 and
 # 0.48; the noisy grid of bench_heads.py (d = 4, 8) was the same, 196 of 200.
 SLACK = 0.0
+# Fitted to 80% of the rows, as on the folds, a model with fewer than
+# INTERPOLATION_MARGIN equations (rows times outputs) per degree of freedom
+# predicts much worse than fitted to all of them, and the cross-validated
+# comparison is then checked by generalized cross-validation. Without it, d = 4
+# with 48 sequences (1.2 p) returned 1 head at 25 times the test error of
+# n_heads=None, d = 10 with 200 sequences 2 heads (216 dimensions) at 1.85
+# times; at 2, none of the noisy grid's fits (3 p sequences) is checked.
+INTERPOLATION_MARGIN = 2.0
 # The estimators' work limit: head_work_limit times the lifted fit's flops plus
 # WORK_FLOOR (about ten seconds of one core: the read-out ran at 1-10 GFlop/s on
 # the project's machine, benchmarks/bench_default_cases.py). sklearn digits, 10
@@ -243,6 +252,14 @@ class CountFit:
         is squared error (NaN otherwise). When it is above the lifted fit's
         cross-validated error, the count fails without refitting the folds (and
         ``cv_error`` is NaN): a held-out error is at least the training error.
+    gcv_error : float
+        Generalized cross-validation of these heads: their training squared
+        error over ``(1 - D / (rows outputs))^2``, ``D`` the dimension of the
+        k-head models (inf from ``D`` on; NaN when not computed). Above the
+        lifted fit's, the count fails: the cross-validated errors are of fits
+        to 80% of the rows, and where a count or the lifted fit has about as many
+        parameters as there are rows, fits to all of them predict much better
+        or worse than fits to 80%.
     linearized_cv_error : float
         The cross-validated error of the heads' refits linearized at this fit
         (one Gauss-Newton step on each fold; NaN when not computed): above the
@@ -269,6 +286,7 @@ class CountFit:
     criterion: object = None
     training_error: float = float("nan")
     linearized_cv_error: float = float("nan")
+    gcv_error: float = float("nan")
 
 
 @dataclass(frozen=True, eq=False)
@@ -301,6 +319,11 @@ class HeadReadout:
         the folds (NaN without folds); a count passes "cv" at or below
         ``cv_error``. Squared errors are in the targets' units squared, per unit
         of sample weight and per output.
+    gcv_error : float
+        The lifted fit's generalized cross-validated squared error (its
+        training error over ``(1 - dof / rows)^2``, ``dof`` the trace of its hat
+        matrix; inf without degrees of freedom left, NaN without folds); a count
+        passes "cv" only when its own (:class:`CountFit`) is at most this too.
     work, work_limit : float
         Flops the read-out spent, and its limit.
     seconds : float
@@ -325,6 +348,7 @@ class HeadReadout:
     relative_distance: float
     cv_error: float = float("nan")
     cv_standard_error: float = float("nan")
+    gcv_error: float = float("nan")
     work: float = 0.0
     work_limit: float = float("inf")
     seconds: float = 0.0
@@ -358,6 +382,8 @@ class _Search:
             targets = float(np.vdot(design.targets, design.targets))
             self.signal = max(targets - design.baseline, np.finfo(float).tiny)
         self.fits = {}  # count -> (value_rows, query_rows, CountFit)
+        self.degrees_of_freedom, self.n_observations = None, None
+        self.fit_intercept, self.residual_sum_of_squares = False, None
         self.lifted_cv = (float("nan"), float("nan"))
         self.frobenius = LiftedDesign(coef, d)
 
@@ -496,9 +522,18 @@ class _Search:
         elif self.exact or self.folds is None:
             count = replace(count, passes=False, criterion="tol")
         else:
-            training_error = self.training_error(value_rows, query_rows)
-            count = replace(count, criterion="training", training_error=training_error)
-            if bound and training_error > self.threshold:
+            squared = self.training_squared_error(value_rows, query_rows)
+            training_error = squared if self.folds.loss == "squared" else np.nan
+            gcv_error = self.generalized_cv(
+                squared, self.head_dof(k) + self.m * self.fit_intercept
+            )
+            count = replace(
+                count, criterion="training", training_error=training_error,
+                gcv_error=gcv_error,
+            )
+            if bound and (
+                training_error > self.threshold or self.gcv_fails(k, gcv_error)
+            ):
                 count = replace(count, passes=False, criterion="cv")
         self.log(f"{k} heads: {count}")
         return value_rows, query_rows, count
@@ -549,25 +584,101 @@ class _Search:
 
     @property
     def threshold(self):
-        """The cross-validated error at or below which a count passes."""
-        return self.lifted_cv[0] + SLACK * self.lifted_cv[1]
+        """The cross-validated error at or below which a count passes: the lifted
+        fit's, or for squared errors its generalized cross-validated error where
+        that is lower and the lifted fit is near interpolation
+        (:meth:`near_interpolation`)."""
+        threshold = self.lifted_cv[0] + SLACK * self.lifted_cv[1]
+        if self.folds.loss == "squared" and self.near_interpolation(self.lifted_dof):
+            return min(threshold, self.lifted_gcv)
+        return threshold
 
-    def training_error(self, value_rows, query_rows):
-        """The heads' error on the training rows, in the units of the
-        cross-validated error (NaN for misclassification, which has no bound).
-        A count whose training error is above the threshold fails: a
-        least-squares (or ridge) refit without fold f leaves it the residual
-        ``(I - H_ff)^-1 e_f``, with ``H_ff`` its block of the hat matrix
-        (eigenvalues in [0, 1)) and ``e_f`` its residual in the full fit, so the
-        cross-validated error is at least the training error (for heads,
-        linearized at their fit)."""
-        if self.folds.loss != "squared":
-            return float("nan")
-        training = [
-            self.folds.error(fold, value_rows, query_rows)
-            for fold in range(self.folds.n_folds)
+    def near_interpolation(self, dof):
+        """Whether a model of ``dof`` degrees of freedom has fewer than
+        ``INTERPOLATION_MARGIN`` equations (rows times outputs) each: fitted to
+        80% of the rows, as on the folds, it predicts much worse than fitted to
+        all of them (least squares: 1.33 times at two equations each, 2 times
+        at 1.5), and its cross-validated error no longer tells its error."""
+        if self.degrees_of_freedom is None:
+            return False
+        return self.n_observations * self.m < INTERPOLATION_MARGIN * dof
+
+    def gcv_fails(self, k, gcv_error):
+        """Whether k heads near interpolation have a generalized cross-validated
+        error above the lifted fit's (they fail: their refits on 80% of the
+        rows predict much better than they do)."""
+        dof = self.head_dof(k) + self.m * self.fit_intercept
+        return self.near_interpolation(dof) and gcv_error > self.lifted_gcv
+
+    def training_squared_error(self, value_rows, query_rows):
+        """The heads' squared error on the training rows, per unit weight and
+        output (the cross-validated error's units for the squared loss). A count
+        whose training error is above the threshold fails: a least-squares (or
+        ridge) refit without fold f leaves it the residual ``(I - H_ff)^-1
+        e_f``, with ``H_ff`` its block of the hat matrix (eigenvalues in [0, 1))
+        and ``e_f`` its residual in the full fit, so the cross-validated error
+        is at least the training error (for heads, linearized at their fit)."""
+        folds = self.folds
+        errors = [
+            folds.squared_error(fold, value_rows, query_rows)
+            for fold in range(folds.n_folds)
         ]
-        return self.folds.summary(training)[0]
+        return float(np.sum(errors)) / folds.squared_weight
+
+    def head_dof(self, k):
+        """The dimension of the k-head models' lifted coefficients: ``k (m d +
+        d^2) - k^2`` (``V_h``, ``Q_h``, less ``Q -> G Q``), at most ``m p``; with
+        one output ``p - d (d - k) (d - k + 1) / 2 + k (d - k)`` (the slices vanish
+        on a (d - k)-dimensional subspace, theory page)."""
+        d, m = self.d, self.m
+        p = d * d * (d + 1) // 2
+        if m == 1:
+            return p - d * (d - k) * (d - k + 1) // 2 + k * (d - k) if k < d else p
+        return min(k * (m * d + d * d) - k * k, m * p)
+
+    def generalized_cv(self, squared_error, dof):
+        """Generalized cross-validation (Golub, Heath and Wahba): a training
+        squared error over ``(1 - dof / equations)^2``, the equations the
+        training rows times the outputs; inf without degrees of freedom left."""
+        equations = self.n_observations * self.m
+        if self.degrees_of_freedom is None or dof >= equations:
+            return np.inf
+        return squared_error / (1 - dof / equations) ** 2
+
+    def fewest_interpolating(self):
+        """The fewest heads whose models have as many dimensions as the training
+        rows have equations (inf where the lifted fit has none left either)."""
+        if not np.isfinite(self.lifted_gcv):
+            return np.inf
+        equations = self.n_observations * self.m
+        return next(
+            (k for k in range(1, self.d * self.d + 1)
+             if self.head_dof(k) + self.m * self.fit_intercept >= equations),
+            np.inf,
+        )
+
+    @functools.cached_property
+    def lifted_dof(self):
+        """The lifted fit's degrees of freedom, all outputs (with the intercept)."""
+        dof = self.degrees_of_freedom
+        if dof is None:
+            return np.nan
+        return ((dof() if callable(dof) else dof) + self.fit_intercept) * self.m
+
+    @functools.cached_property
+    def lifted_gcv(self):
+        """The lifted fit's generalized cross-validated error (each output its
+        own regression on the same rows); at or below it a count's passes.
+        Unlike the 5 folds' error, which is of fits to 80% of the rows, it is
+        of the fit to all of them: near its interpolation point (as many
+        rows as features) the lifted fit predicts much better from all the rows
+        than from 80% of them, and few heads looked better held out than it
+        (sequences of d = 4 with 1.2 p rows: 1 head at 25 times its test
+        error)."""
+        if self.degrees_of_freedom is None or self.residual_sum_of_squares is None:
+            return np.inf
+        squared_error = self.residual_sum_of_squares / self.folds.squared_weight
+        return self.generalized_cv(squared_error, self.lifted_dof)
 
     def linearized_refits(self, k, value_rows, query_rows, count):
         """The first held-out test of k heads: each fold's refit linearized at
@@ -596,7 +707,7 @@ class _Search:
         full fit to convergence had a cross-validated error 0.35 against the
         lifted fit's 0.41 and predicted new data 2.3 times worse than
         n_heads=None."""
-        folds, errors = self.folds, []
+        folds, errors, squared = self.folds, [], []
         for fold in range(folds.n_folds):
             search = _Search(
                 folds.coef(fold), self.d, self.tol, folds.design(fold), None,
@@ -604,12 +715,16 @@ class _Search:
             )
             refit = search.polish(*search._fit(k, refine=False, bound=False)[:2])
             errors.append(folds.error(fold, *refit))
+            squared.append(folds.squared_error(fold, *refit))
             if self.budget.exhausted:  # undecided
                 return replace(count, criterion=None)
         cv_error = folds.summary(errors)[0]
-        return replace(
-            count, cv_error=cv_error, passes=cv_error <= self.threshold, criterion="cv"
-        )
+        passes = cv_error <= self.threshold and not self.gcv_fails(k, count.gcv_error)
+        if folds.loss != "squared" and cv_error == self.threshold:
+            # a tie in misclassified rows (few rows take few values): decided by
+            # the squared errors of the same refits
+            passes = passes and np.sum(squared) <= np.sum(folds.lifted_squared)
+        return replace(count, cv_error=cv_error, passes=passes, criterion="cv")
 
 
 def read_out_heads(
@@ -622,6 +737,10 @@ def read_out_heads(
     folds=None,
     identifiable=True,
     residual=0.0,
+    degrees_of_freedom=None,
+    n_observations=None,
+    fit_intercept=False,
+    residual_sum_of_squares=None,
     work_limit=None,
     error_scale=1.0,
     verbose=0,
@@ -656,6 +775,17 @@ def read_out_heads(
         units), None without residual degrees of freedom: a residual within
         ``tol`` of the targets makes the data exact (0: the coefficients are the
         function to reproduce).
+    degrees_of_freedom : callable, float or None, default=None
+        The trace of the lifted fit's hat matrix for one output (without the
+        intercept), or a function that returns it; with ``n_observations`` (the
+        training rows) it gives the generalized cross-validation test of noisy
+        counts. None: no such test.
+    n_observations : int, optional
+    fit_intercept : bool, default=False
+        Whether an intercept was fitted (a degree of freedom per output).
+    residual_sum_of_squares : float, optional
+        The lifted fit's training residual, as ``residual`` but whatever its
+        degrees of freedom (for generalized cross-validation).
     work_limit : float, optional
         Flops the read-out may spend (:class:`~sklearn_linattn._low_rank.Budget`);
         None: no limit.
@@ -702,16 +832,12 @@ def read_out_heads(
     budget = Budget(work_limit)
     with single_threaded_blas():
         search = _Search(
-            lifted_coef,
-            d,
-            tol,
-            design,
-            folds,
-            budget,
-            verbose,
-            identifiable,
+            lifted_coef, d, tol, design, folds, budget, verbose, identifiable,
             residual,
         )
+        search.degrees_of_freedom = degrees_of_freedom
+        search.n_observations, search.fit_intercept = n_observations, fit_intercept
+        search.residual_sum_of_squares = residual_sum_of_squares
         folded, k, criterion, passes = _search(search, n_heads)
         known = search.split_svd if folded is search.split else None
         value, query = heads_of_folded(folded, k, search.m, d, known)
@@ -722,17 +848,21 @@ def read_out_heads(
         distance = float(np.linalg.norm(theta - lifted_coef) / search.norm)
     counts = tuple(fit[2] for fit in search.fits.values())
     lifted_cv = search.lifted_cv
-    if search.folds_built and search.folds.loss == "squared":
-        counts = tuple(
-            replace(
-                count,
-                cv_error=count.cv_error * error_scale,
-                training_error=count.training_error * error_scale,
-                linearized_cv_error=count.linearized_cv_error * error_scale,
-            )
-            for count in counts
+    held_out_scale = error_scale  # squared errors to the targets' units
+    if search.folds_built and search.folds.loss != "squared":
+        held_out_scale = 1.0  # misclassification
+    counts = tuple(
+        replace(
+            count,
+            cv_error=count.cv_error * held_out_scale,
+            training_error=count.training_error * held_out_scale,
+            linearized_cv_error=count.linearized_cv_error * held_out_scale,
+            gcv_error=count.gcv_error * error_scale,
         )
-        lifted_cv = tuple(error * error_scale for error in lifted_cv)
+        for count in counts
+    )
+    lifted_cv = tuple(error * held_out_scale for error in lifted_cv)
+    lifted_gcv = search.lifted_gcv * error_scale if search.folds_built else np.nan
     search.log(f"{k} heads ({criterion}); counts fitted {[c.n_heads for c in counts]}")
     return HeadReadout(
         value,
@@ -743,6 +873,7 @@ def read_out_heads(
         counts,
         distance,
         *lifted_cv,
+        gcv_error=lifted_gcv,
         work=budget.spent,
         work_limit=budget.limit,
         seconds=time.perf_counter() - start,
@@ -780,6 +911,17 @@ def _search(search, n_heads):
     if search.frobenius_fits:
         low = min(fewest_heads_bound(search.coef, search.d, search.tol), paper_count)
         high = _fewest(search, low, paper_count, search.passes, "down")
+    elif not search.exact and search.folds is None:
+        warnings.warn(
+            "n_heads='auto' decides the head count of noisy data on held-out folds, "
+            "which this fit did not keep (solver='cg' keeps none, and partial_fit "
+            "keeps them only when its first call had n_heads other than None): the "
+            "lifted fit's own heads are returned. Fit with solver='normal' or "
+            "'dual', or set n_heads to a number of heads.",
+            UserWarning,
+            stacklevel=4,
+        )
+        return search.split, paper_count, "lifted", True
     else:
 
         def undecided_or_passes(stage):
@@ -789,10 +931,13 @@ def _search(search, n_heads):
 
             return verdict
 
-        low = _fewest(search, 1, paper_count, undecided_or_passes("training"), "double")
+        # counts whose models have as many dimensions as there are equations fail
+        # (their generalized cross-validated error is infinite): none is fitted
+        limit = min(paper_count, search.fewest_interpolating())
+        low = _fewest(search, 1, limit, undecided_or_passes("training"), "double")
         for stage in ("linearized", "independent"):  # one count at a time
-            low = _fewest(search, low, paper_count, undecided_or_passes(stage), "up")
-        high = low
+            low = _fewest(search, low, limit, undecided_or_passes(stage), "up")
+        high = paper_count if low == limit else low
     if search.budget.exhausted:  # cut short: the fewest that passed so far
         passed = [k for k, fit in search.fits.items() if fit[2].passes]
         high = min(passed, default=paper_count)

@@ -125,6 +125,10 @@ class LiftedSolution:
         What adding the weighted mean of the training residuals to every
         prediction would add to the training :math:`R^2` (:func:`mean_gain`):
         zero with an intercept, up to rounding.
+    degrees_of_freedom : callable or None
+        ``degrees_of_freedom()`` returns the trace of the fit's hat matrix
+        (:func:`degrees_of_freedom`; the intercept not counted), computed when
+        first asked for; None where the solver cannot tell (``"cg"``).
     """
 
     coef: np.ndarray
@@ -142,6 +146,26 @@ class LiftedSolution:
     coef_tol: float = 0.0
     flops: float = 0.0
     mean_gain: np.ndarray = None
+    degrees_of_freedom: Callable = None
+
+
+def degrees_of_freedom(matrix, alpha, spectrum):
+    """``tr(M (M + alpha I)^+)`` of a Gram or kernel ``M`` with its spectrum: the
+    trace of the fit's hat matrix (the rank for ``alpha = 0``), its degrees of
+    freedom for generalized cross-validation. Where only the extreme eigenvalues
+    are known, ``p - alpha tr((M + alpha I)^-1)`` from a Cholesky factor."""
+    if alpha == 0:
+        return float(spectrum.rank)
+    if spectrum.estimated:  # full rank: M + alpha I = U^T U
+        upper = scipy.linalg.cholesky(
+            matrix + alpha * np.eye(len(matrix)), check_finite=False
+        )
+        inverse = scipy.linalg.solve_triangular(
+            upper, np.eye(len(matrix)), check_finite=False
+        )
+        return float(len(matrix) - alpha * np.vdot(inverse, inverse))
+    values = spectrum.eigenvalues[spectrum.eigenvalues > spectrum.threshold]
+    return float(np.sum(values / (values + alpha)))
 
 
 # Below this fraction of sum_i w_i y_i^2, W rbar^2 is rounding of the sums it is
@@ -384,6 +408,7 @@ def _solve_statistics(
         + data.n_lifted**3 / 3,
         head_design=head_design,
         heldout_folds=None if folds is None else heldout_folds,
+        degrees_of_freedom=lambda: degrees_of_freedom(gram, alpha, spectrum),
         # sum_i w_i r_i = sum w y - coef . sum w phi - W b, b the intercept
         mean_gain=mean_gain(
             statistics.target_sum
@@ -548,6 +573,7 @@ def _solve_kernel(data, alpha, fit_intercept, heldout=False, rescaled_alpha=None
         head_design=head_design,
         heldout_folds=heldout_folds,
         mean_gain=_row_mean_gain(residual, targets, row_scale),
+        degrees_of_freedom=lambda: degrees_of_freedom(kernel, alpha, spectrum),
     )
 
 

@@ -16,6 +16,7 @@ from sklearn_linattn._lift import pair_statistics
 from sklearn_linattn._low_rank import (
     Budget,
     _Values,
+    completion_queries,
     fit_heads,
     head_coef,
     isotropic_queries,
@@ -163,6 +164,23 @@ def test_linearized_refit_is_least_squares_on_the_tangent(rng, form):
     got = head_coef(*linearized_refit(design, query_rows), d)
     scale = np.abs(expected).max()
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-10 * scale)
+
+
+@pytest.mark.parametrize("d, k, m", [(4, 2, 2), (6, 3, 2), (4, 3, 3)])
+def test_the_completion_of_the_split_finds_the_query_span_of_exact_heads(d, k, m):
+    """With several outputs, k heads' query span is determined by their lifted
+    coefficients; alternating projections from the symmetric split approach it
+    (the split's own truncation is far from it)."""
+    truth = random_attention(np.random.default_rng(10 * d + k + m), d, k, n_outputs=m)
+    generating = np.linalg.qr(truth.query_matrices.reshape(k, d * d).T)[0]
+
+    def gap(n_iter):  # 1 - cosine of the largest principal angle
+        found = completion_queries(truth.lifted_coef(), d, k, n_iter)
+        cosines = np.linalg.svd(np.linalg.qr(found.T)[0].T @ generating)[1]
+        return 1 - cosines.min()
+
+    assert gap(0) > 0.1
+    assert gap(300) < 1e-10
 
 
 def test_best_values_minimize_the_loss_for_fixed_queries(rng):
