@@ -375,11 +375,12 @@ class HeadSearchDisplay:
                     self.tol, color="gray", linestyle=":", label="tol"
                 )
             ax.set_ylabel("relative distance to the lifted fit")
+        cut_short = "" if search.complete else "; the work limit cut the search short"
         lines["chosen"] = ax.axvline(
             search.n_heads,
             color="C3",
             linestyle="-.",
-            label=f"chosen: {search.n_heads} ({search.criterion})",
+            label=f"chosen: {search.n_heads} ({search.criterion}{cut_short})",
         )
         ax.set_xlabel("number of heads k")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -1,4 +1,5 @@
-"""AttentionHeadsDisplay: heatmaps of V_h and Q_h of a fitted model."""
+"""AttentionHeadsDisplay: heatmaps of V_h and Q_h of a fitted model;
+HeadSearchDisplay: the head search's evidence against the count."""
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ from sklearn.pipeline import make_pipeline
 
 from sklearn_linattn import (
     AttentionHeadsDisplay,
+    HeadSearchDisplay,
     LinearAttentionClassifier,
     LinearAttentionRegressor,
     MultiHeadLinearAttention,
@@ -116,3 +118,54 @@ def test_bad_matrices_and_names():
     empty = MultiHeadLinearAttention(np.ones((0, 1, 3)), np.ones((0, 3, 3)))
     with pytest.raises(ValueError, match="no heads to draw"):
         AttentionHeadsDisplay(empty.value_matrices, empty.query_matrices).plot()
+
+
+# --- HeadSearchDisplay ---------------------------------------------------------------
+
+
+def noisy_search(**params):
+    rng = np.random.default_rng(3)
+    truth = random_attention(rng, 4, 2)
+    X = random_sequences(rng, 120, 8, 4)
+    y = truth.predict(X)[:, 0]
+    y = y + 0.1 * y.std() * rng.normal(size=y.shape)
+    return LinearAttentionRegressor(**params).fit(X, y)
+
+
+def test_search_display_draws_each_count_by_the_test_that_decided_it():
+    model = noisy_search()
+    search = model.head_search_
+    display = HeadSearchDisplay.from_estimator(model)
+    refitted = [c for c in search.counts if np.isfinite(c.cv_error)]
+    np.testing.assert_array_equal(
+        display.lines_["counts"].get_xdata(), [c.n_heads for c in refitted]
+    )
+    np.testing.assert_array_equal(
+        display.lines_["counts"].get_ydata(), [c.cv_error for c in refitted]
+    )
+    linearized = [
+        c for c in search.counts
+        if np.isnan(c.cv_error) and np.isfinite(c.linearized_cv_error)
+    ]
+    if linearized:
+        np.testing.assert_array_equal(
+            display.lines_["linearized"].get_ydata(),
+            [c.linearized_cv_error for c in linearized],
+        )
+    assert display.lines_["threshold"].get_ydata()[0] == search.cv_error
+    assert display.lines_["chosen"].get_xdata()[0] == model.n_heads_
+    assert "cut the search short" not in display.lines_["chosen"].get_label()
+
+
+def test_search_display_says_when_the_work_limit_cut_the_search_short(monkeypatch):
+    work = noisy_search(head_work_limit=None).head_search_.work
+    monkeypatch.setattr("sklearn_linattn._estimators.WORK_FLOOR", work / 2)
+    model = noisy_search(head_work_limit=0.0)
+    assert not model.head_search_.complete and model.head_search_.counts
+    display = HeadSearchDisplay.from_estimator(model)
+    assert "the work limit cut the search short" in display.lines_["chosen"].get_label()
+
+
+def test_search_display_of_the_papers_read_out_raises():
+    with pytest.raises(ValueError, match="n_heads=None asks for the paper's read-out"):
+        HeadSearchDisplay.from_estimator(noisy_search(n_heads=None))
