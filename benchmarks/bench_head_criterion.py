@@ -2,7 +2,8 @@
 cross-validated error a count may have, and how a fold's refit is made (issue 31).
 
 Run from the repository root: ``PYTHONPATH=. python benchmarks/bench_head_criterion.py
-[--slacks 0 1] [--refits] [--dims 4 8] [--sets NAME ...] [--json FILE]``
+[--slacks 0 1] [--refits] [--near-interpolation] [--dims 4 8] [--sets NAME ...]
+[--json FILE]``
 (``--slacks`` with no value skips parts 1 and 2).
 
 A count ``k`` passes when its cross-validated error over the 5 interleaved folds is
@@ -26,6 +27,8 @@ one-standard-error rule). For each value:
    ``n_heads=k`` itself), against the test score of ``n_heads=k`` fitted on all
    the training data; on sklearn digits and on noisy regressions whose counts
    have about as many parameters as rows (``refit_cases``).
+4. With ``--near-interpolation``: noisy regressions with 1.05 p to 1.4 p sequences
+   (``near_interpolation``), the default's test error against ``n_heads=None``'s.
 """
 
 import argparse
@@ -179,11 +182,62 @@ def fold_refits():
     return rows
 
 
+def near_interpolation():
+    """Part 4: noisy regressions with 1.05 p to 1.4 p sequences (the folds' fits,
+    on 80% of them, at or below the lifted fit's interpolation point): d in {3, 4,
+    5}, 2 and 3 generating heads, 1 and 3 outputs, alpha 0 and 1e-3, an intercept,
+    noise of 10% of the targets' spread, 2 seeds; 10 tokens a sequence, 4000 new
+    sequences to test on. Reported: the default's test error over n_heads=None's."""
+    from sklearn_linattn.datasets import make_random_mhla
+
+    rows = []
+    for d in (3, 4, 5):
+        p = d * d * (d + 1) // 2
+        for share in (1.05, 1.2, 1.4):
+            n = int(share * p)
+            for n_heads in (2, 3):
+                for n_outputs in (1, 3):
+                    for alpha in (0.0, 1e-3):
+                        for seed in (5000, 5001):
+                            X, y, _ = make_random_mhla(
+                                n + 4000, 10, d, n_heads=n_heads,
+                                n_outputs=n_outputs, random_state=seed,
+                            )
+                            rng = np.random.default_rng(seed + 1000)
+                            y = y + 0.1 * y[:n].std() * rng.normal(size=y.shape)
+                            errors = {}
+                            for name in ("auto", None):
+                                model = LinearAttentionRegressor(
+                                    n_heads=name, alpha=alpha, fit_intercept=True
+                                ).fit(X[:n], y[:n])
+                                errors[name] = float(
+                                    np.mean((model.predict(X[n:]) - y[n:]) ** 2)
+                                )
+                                if name == "auto":
+                                    heads = int(model.n_heads_)
+                            rows.append(dict(
+                                d=d, n=n, share=share, H=n_heads, n_outputs=n_outputs,
+                                alpha=alpha, seed=seed, heads=heads,
+                                ratio=errors["auto"] / errors[None],
+                            ))
+                            print(json.dumps(rows[-1]), flush=True)
+    ratios = np.array([row["ratio"] for row in rows])
+    print(f"\nnear interpolation: {len(rows)} fits; the default's test error above "
+          f"1.3 times n_heads=None's in {int(np.sum(ratios > 1.3))}, above 2 times "
+          f"in {int(np.sum(ratios > 2))}; largest {ratios.max():.2f}, median "
+          f"{np.median(ratios):.2f}")
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--slacks", type=float, nargs="*", default=[0.0, 1.0])
     parser.add_argument(
         "--refits", action="store_true", help="part 3: the kinds of fold refit"
+    )
+    parser.add_argument(
+        "--near-interpolation", action="store_true",
+        help="part 4: 1.05 p to 1.4 p sequences, the default against n_heads=None",
     )
     parser.add_argument("--dims", type=int, nargs="+", default=[4, 8])
     parser.add_argument("--sets", nargs="*", default=list(real.DATA_SETS))
@@ -204,6 +258,7 @@ def main():
                 print(f"  missed: {row}")
         results[slack] = dict(grid=fits, hits=hits, real=real_sets(args.sets))
     refits = fold_refits() if args.refits else []
+    near = near_interpolation() if args.near_interpolation else []
     if args.slacks:
         print("\n| data | n_heads=None | " + " | ".join(
             f"SLACK = {s:g} (heads)" for s in args.slacks) + " |")
@@ -217,7 +272,11 @@ def main():
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(
-                dict(lifted=lifted, results=results, fold_refits=refits), handle,
+                dict(
+                    lifted=lifted, results=results, fold_refits=refits,
+                    near_interpolation=near,
+                ),
+                handle,
                 indent=1,
             )
 

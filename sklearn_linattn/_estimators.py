@@ -665,11 +665,13 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           ``tol``; on noisy data the fewest whose cross-validated error over 5
           interleaved folds of the sequences is at most the lifted fit's
           (squared error; for the classifier, misclassified rows), each fold
-          refitted as ``n_heads=k`` fits it, so that the heads predict held-out
-          data about as well as ``n_heads=None``. Each count is decided with the
-          fit ``n_heads=k`` runs; counts are found by galloping, bisection and
-          going up one at a time within ``head_work_limit``; no clock is read
-          (theory page, "How many heads").
+          refitted as ``n_heads=k`` fits it, and, where a model has fewer than two
+          equations per degree of freedom, whose generalized cross-validated
+          error is at most the lifted fit's too, so that the heads predict
+          held-out data about as well as ``n_heads=None``. Each count is decided
+          with the fit ``n_heads=k`` runs; counts are found by galloping,
+          bisection and going up one at a time within ``head_work_limit``; no
+          clock is read (theory page, "How many heads").
         - int ``k``: the best model found with at most ``k`` heads for the
           training objective (least squares plus the ``alpha`` penalty), the same
           fit the search runs for ``k``; ``head_search_.passes`` says whether it
