@@ -77,7 +77,9 @@ plt.show()
 # linearized refits are drawn for every count; counts they pass are refitted on
 # the folds.
 counts = range(1, 7)
-fixed = [LinearAttentionRegressor(n_heads=k).fit(X, y).head_search_ for k in counts]
+fixed = [
+    LinearAttentionRegressor(n_heads=k).fit(X, y).head_search_ for k in counts
+]
 fig, ax = plt.subplots(figsize=(6, 3.6), layout="constrained")
 ax.plot(
     counts,
