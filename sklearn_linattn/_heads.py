@@ -113,7 +113,8 @@ SLACK = 0.0
 # comparison is then checked by generalized cross-validation. Without it, d = 4
 # with 48 sequences (1.2 p) returned 1 head at 25 times the test error of
 # n_heads=None, d = 10 with 200 sequences 2 heads (216 dimensions) at 1.85
-# times; at 2, none of the noisy grid's fits (3 p sequences) is checked.
+# times (bench_head_criterion.py --near-interpolation: 1 of 144 fits above 1.3
+# times, against 54); at 2, none of the noisy grid's fits (3 p rows) is checked.
 INTERPOLATION_MARGIN = 2.0
 # The estimators' work limit: head_work_limit times the lifted fit's flops plus
 # WORK_FLOOR (about ten seconds of one core: the read-out ran at 1-10 GFlop/s on
