@@ -196,6 +196,45 @@ def test_heads_are_never_clearly_worse_held_out_than_the_lifted_fit(n_samples):
             assert count.passes is False
 
 
+@pytest.mark.parametrize("token_dim, n_samples, seed", [(4, 48, 101), (5, 90, 103)])
+def test_few_rows_over_the_lifted_features_do_not_pass_too_few_heads(
+    token_dim, n_samples, seed
+):
+    """1.2 p sequences, 2 generating heads, little noise: the folds' lifted fits
+    (on 0.96 p rows) are at their interpolation point and predict far worse than
+    the lifted fit on all the rows, so by the 5 folds alone one head looked
+    better, at 20 to 25 times the lifted fit's test error. Generalized
+    cross-validation of the fits to all the rows rejects it."""
+    X, y, _ = make_random_mhla(
+        n_samples + 4000, 10, token_dim, n_heads=2, noise=0.02, random_state=seed
+    )
+    train, test = slice(0, n_samples), slice(n_samples, None)
+    model = LinearAttentionRegressor().fit(X[train], y[train])
+    lifted = LinearAttentionRegressor(n_heads=None).fit(X[train], y[train])
+    search = model.head_search_
+    assert search.gcv_error < search.cv_error  # the folds' error is inflated
+    one = next(c for c in search.counts if c.n_heads == 1)
+    assert one.passes is False and one.gcv_error > search.gcv_error
+
+    def test_error(estimator):
+        return np.mean((estimator.predict(X[test]) - y[test]) ** 2)
+
+    assert test_error(model) <= 1.25 * test_error(lifted)
+
+
+def test_counts_with_as_many_dimensions_as_equations_are_not_fitted():
+    """d = 10, 200 sequences, alpha = 0.01: two heads span 216 dimensions of
+    lifted coefficients, more than the 200 equations; they interpolated the
+    training rows and predicted new data 1.85 times worse than n_heads=None,
+    while their refits on 80% of the rows looked fine."""
+    X, y, _ = make_random_mhla(3200, 10, 10, n_heads=2, random_state=0)
+    y = y + 0.3 * y.std() * np.random.default_rng(0).normal(size=y.shape)
+    model = LinearAttentionRegressor(alpha=0.01).fit(X[:200], y[:200])
+    search = model.head_search_
+    assert search.counts_tried == (1,) and search.criterion == "lifted"
+    assert search.complete and np.isfinite(search.gcv_error)
+
+
 @pytest.mark.parametrize(
     "n_samples, n_heads, alpha, failing",
     [
@@ -265,6 +304,38 @@ def test_digits_heads_classify_as_well_as_the_lifted_fit(positions):
         assert search.complete and search.criterion == "cv"
         assert model.n_heads_ < lifted.n_heads_
     assert model.score(X_test, y_test) >= lifted.score(X_test, y_test) - 0.02
+
+
+@pytest.mark.parametrize(
+    "seed, token_dim, n_samples, n_outputs, noise, alpha",
+    [(7106, 3, 20, 1, 0.0, 0.1), (7126, 5, 37, 3, 0.2, 0.0)],
+)
+def test_a_tie_in_misclassified_rows_is_decided_by_the_squared_error(
+    seed, token_dim, n_samples, n_outputs, noise, alpha
+):
+    """With 20 to 40 sequences held-out misclassification takes few values, and a
+    count tied with the lifted fit passed by the tie (1 head of the binary case:
+    test accuracy 0.73 against 0.81); ties are decided by the refits' squared
+    errors, and the heads classify new data about as well as n_heads=None."""
+    X, scores, _ = make_random_mhla(
+        n_samples + 4000, 10, token_dim, n_heads=2, n_outputs=n_outputs,
+        random_state=seed,
+    )
+    scores = scores.reshape(len(X), -1)
+    scores = scores + noise * scores.std() * np.random.default_rng(seed).normal(
+        size=scores.shape
+    )
+    if n_outputs == 1:
+        labels = (scores[:, 0] > np.median(scores[:n_samples, 0])).astype(int)
+    else:
+        labels = np.argmax(scores, axis=1)
+    train, test = slice(0, n_samples), slice(n_samples, None)
+    model = LinearAttentionClassifier(alpha=alpha).fit(X[train], labels[train])
+    lifted = LinearAttentionClassifier(alpha=alpha, n_heads=None).fit(
+        X[train], labels[train]
+    )
+    accuracy = model.score(X[test], labels[test])
+    assert accuracy >= lifted.score(X[test], labels[test]) - 0.03
 
 
 def test_short_bivariate_series_fit_with_every_default():
@@ -463,6 +534,22 @@ def test_the_work_limit_cuts_the_search_short_and_says_so(monkeypatch):
     if search.criterion == "lifted":
         assert cut.n_heads_ == lifted.n_heads_
         np.testing.assert_allclose(cut.coef_, lifted.coef_, rtol=1e-8, atol=1e-12)
+
+
+def test_a_search_without_held_out_folds_warns_and_returns_the_lifted_heads():
+    """Noisy data and no folds (solver="cg" keeps none; partial_fit keeps them
+    only when its first call searches): the count cannot be decided, and the
+    fit says so instead of failing every count by tol."""
+    truth, X, y = noisy_sequences(2, 4, 2, 1, 0.05)
+    with pytest.warns(UserWarning, match="did not keep"):
+        model = LinearAttentionRegressor(solver="cg").fit(X, y)
+    lifted = LinearAttentionRegressor(solver="cg", n_heads=None).fit(X, y)
+    assert model.head_search_.criterion == "lifted" and not model.head_search_.counts
+    assert model.n_heads_ == lifted.n_heads_
+    batches = LinearAttentionRegressor(n_heads=None).partial_fit(X[:100], y[:100])
+    batches.set_params(n_heads="auto").partial_fit(X[100:], y[100:])
+    with pytest.warns(UserWarning, match="did not keep"):
+        assert batches.head_search_.criterion == "lifted"
 
 
 def test_a_search_cut_short_returns_the_fewest_count_that_passed():
