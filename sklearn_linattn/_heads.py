@@ -116,6 +116,12 @@ SLACK = 0.0
 # times (bench_head_criterion.py --near-interpolation: 1 of 144 fits above 1.3
 # times, against 54); at 2, none of the noisy grid's fits (3 p rows) is checked.
 INTERPOLATION_MARGIN = 2.0
+# Generalized cross-validation needs MIN_RESIDUAL_DOF residual degrees of freedom
+# an output: its relative standard error, about sqrt(2 / (rows - dof)) for
+# Gaussian noise, is then at most a half. With one left (CardanoSentiment, 74
+# series, a lifted fit of numerical rank 73) it was 0.5 against a cross-validated
+# error of 210.
+MIN_RESIDUAL_DOF = 8
 # The estimators' work limit: head_work_limit times the lifted fit's flops plus
 # WORK_FLOOR (about ten seconds of one core: the read-out ran at 1-10 GFlop/s on
 # the project's machine, benchmarks/bench_default_cases.py). sklearn digits, 10
@@ -606,10 +612,12 @@ class _Search:
 
     def gcv_fails(self, k, gcv_error):
         """Whether k heads near interpolation have a generalized cross-validated
-        error above the lifted fit's (they fail: their refits on 80% of the
-        rows predict much better than they do)."""
+        error above the lifted fit's squared error (the lower of its
+        cross-validated and generalized cross-validated errors): they fail, as
+        their refits on 80% of the rows can predict much better than they do."""
         dof = self.head_dof(k) + self.m * self.fit_intercept
-        return self.near_interpolation(dof) and gcv_error > self.lifted_gcv
+        lifted = np.sum(self.folds.lifted_squared) / self.folds.squared_weight
+        return self.near_interpolation(dof) and gcv_error > min(lifted, self.lifted_gcv)
 
     def training_squared_error(self, value_rows, query_rows):
         """The heads' squared error on the training rows, per unit weight and
@@ -640,16 +648,18 @@ class _Search:
     def generalized_cv(self, squared_error, dof):
         """Generalized cross-validation (Golub, Heath and Wahba): a training
         squared error over ``(1 - dof / equations)^2``, the equations the
-        training rows times the outputs; inf without degrees of freedom left."""
+        training rows times the outputs; inf with fewer than
+        ``MIN_RESIDUAL_DOF`` degrees of freedom left an output."""
         equations = self.n_observations * self.m
-        if self.degrees_of_freedom is None or dof >= equations:
+        left = (equations - dof) / self.m
+        if self.degrees_of_freedom is None or left < MIN_RESIDUAL_DOF:
             return np.inf
         return squared_error / (1 - dof / equations) ** 2
 
     def fewest_interpolating(self):
         """The fewest heads whose models have as many dimensions as the training
-        rows have equations (inf where the lifted fit has none left either)."""
-        if not np.isfinite(self.lifted_gcv):
+        rows have equations (they fail, :meth:`gcv_fails`)."""
+        if self.degrees_of_freedom is None:
             return np.inf
         equations = self.n_observations * self.m
         return next(
