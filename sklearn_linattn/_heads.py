@@ -116,12 +116,6 @@ SLACK = 0.0
 # times (bench_head_criterion.py --near-interpolation: 1 of 144 fits above 1.3
 # times, against 54); at 2, none of the noisy grid's fits (3 p rows) is checked.
 INTERPOLATION_MARGIN = 2.0
-# Generalized cross-validation needs MIN_RESIDUAL_DOF residual degrees of freedom
-# an output: its relative standard error, about sqrt(2 / (rows - dof)) for
-# Gaussian noise, is then at most a half. With one left (CardanoSentiment, 74
-# series, a lifted fit of numerical rank 73) it was 0.5 against a cross-validated
-# error of 210.
-MIN_RESIDUAL_DOF = 8
 # The estimators' work limit: head_work_limit times the lifted fit's flops plus
 # WORK_FLOOR (about ten seconds of one core: the read-out ran at 1-10 GFlop/s on
 # the project's machine, benchmarks/bench_default_cases.py). sklearn digits, 10
@@ -648,11 +642,13 @@ class _Search:
     def generalized_cv(self, squared_error, dof):
         """Generalized cross-validation (Golub, Heath and Wahba): a training
         squared error over ``(1 - dof / equations)^2``, the equations the
-        training rows times the outputs; inf with fewer than
-        ``MIN_RESIDUAL_DOF`` degrees of freedom left an output."""
+        training rows times the outputs; inf without degrees of freedom left.
+        With few left it is a poor estimate (CardanoSentiment, 74 series, a
+        lifted fit of numerical rank 63: 0.5 against a cross-validated error of
+        210), but it is only ever used to lower a threshold or to fail a count:
+        a poor estimate can only return more heads than needed."""
         equations = self.n_observations * self.m
-        left = (equations - dof) / self.m
-        if self.degrees_of_freedom is None or left < MIN_RESIDUAL_DOF:
+        if self.degrees_of_freedom is None or dof >= equations:
             return np.inf
         return squared_error / (1 - dof / equations) ** 2
 
