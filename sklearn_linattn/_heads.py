@@ -449,18 +449,19 @@ class _Search:
         self.budget.spend(rounds + (4.0 * large + 8.0 * small) * small**2)
         return completion_queries(self.coef, self.d, k, COMPLETION_ITER)
 
-    def fit(self, k, refine=False, stage="independent", bound=True):
+    def fit(self, k, refine=False, stage="refits", bound=True):
         """The k-head fit and its verdict (cached), tested up to ``stage``:
-        ``"training"`` (``tol`` and the training error), ``"linearized"`` (and
-        the linearized refits) or ``"independent"`` (and the independent
-        refits). A count no test has failed is left with the criterion of the
-        last it passed (undecided); without ``bound``, its training error
-        decides nothing (a count asked for reports its held-out errors)."""
+        ``"training"`` (``tol``, the training error and, near interpolation,
+        generalized cross-validation), ``"linearized"`` (and the linearized
+        refits) or ``"refits"`` (and the folds' own refits). A count no test
+        has failed is left with the criterion of the last it passed
+        (undecided); without ``bound``, its training error decides nothing (a
+        count asked for reports its held-out errors)."""
         if k not in self.fits:
             self.fits[k] = self._fit(k, refine, bound)
         value_rows, query_rows, count = self.fits[k]
         tests = {"training": self.linearized_refits, "linearized": self.refits}
-        order = ("training", "linearized", "independent")
+        order = ("training", "linearized", "refits")
         while (
             count.criterion in tests
             and order.index(count.criterion) < order.index(stage)
@@ -942,7 +943,7 @@ def _search(search, n_heads):
         # (their generalized cross-validated error is infinite): none is fitted
         limit = min(paper_count, search.fewest_interpolating())
         low = _fewest(search, 1, limit, undecided_or_passes("training"), "double")
-        for stage in ("linearized", "independent"):  # one count at a time
+        for stage in ("linearized", "refits"):  # one count at a time
             low = _fewest(search, low, limit, undecided_or_passes(stage), "up")
         high = paper_count if low == limit else low
     if search.budget.exhausted:  # cut short: the fewest that passed so far
