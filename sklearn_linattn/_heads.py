@@ -116,14 +116,6 @@ SLACK = 0.0
 # times (bench_head_criterion.py --near-interpolation: 1 of 144 fits above 1.3
 # times, against 54); at 2, none of the noisy grid's fits (3 p rows) is checked.
 INTERPOLATION_MARGIN = 2.0
-# Where the training metric is singular (no penalty, fewer independent rows than
-# lifted features), heads can drift far along its null space at no cost: on
-# statsmodels' elnino (alpha 0) 1 and 2 heads ended 4e4 and 5e6 times as large as
-# the lifted fit's minimum-norm coefficients. Their errors, quadratic forms of the
-# folds' statistics, are then rounding (about eps times the distance squared), and
-# they predict nonsense wherever the training data do not reach: a count, or a
-# fold's refit, more than DIVERGED times the lifted fit's norm away from it fails.
-DIVERGED = 1e3
 # The estimators' work limit: head_work_limit times the lifted fit's flops plus
 # WORK_FLOOR (about ten seconds of one core: the read-out ran at 1-10 GFlop/s on
 # the project's machine, benchmarks/bench_default_cases.py). sklearn digits, 10
@@ -248,9 +240,7 @@ class CountFit:
     ----------
     n_heads : int
     relative_distance : float
-        ``||theta_k - theta||_F / ||theta||_F``, ``theta`` the lifted fit. On
-        noisy data a count (or a fold's refit) more than ``1e3`` away fails: its
-        heads drifted along the null space of a singular training metric.
+        ``||theta_k - theta||_F / ||theta||_F``, ``theta`` the lifted fit.
     training_loss : float
         The training objective's excess over the lifted fit's, relative to the
         lifted fit's training-metric energy.
@@ -533,8 +523,6 @@ class _Search:
             pass
         elif self.exact or self.folds is None:
             count = replace(count, passes=False, criterion="tol")
-        elif count.relative_distance > DIVERGED:
-            count = replace(count, passes=False, criterion="cv")
         else:
             squared = self.training_squared_error(value_rows, query_rows)
             training_error = squared if self.folds.loss == "squared" else np.nan
@@ -734,8 +722,6 @@ class _Search:
                 self.budget, 0, False, None,
             )
             refit = search.polish(*search._fit(k, refine=False, bound=False)[:2])
-            if search.distance(*refit) > DIVERGED:  # its errors would be rounding
-                return replace(count, passes=False, criterion="cv")
             errors.append(folds.error(fold, *refit))
             squared.append(folds.squared_error(fold, *refit))
             if self.budget.exhausted:  # undecided
