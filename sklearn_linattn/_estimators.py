@@ -72,7 +72,7 @@ _MODEL_ATTRIBUTES = frozenset(
         "head_search_",
     }
 )
-_INTEGER_PARAMETERS = ("token_dim", "n_heads", "max_iter", "batch_size", "n_jobs")
+_INTEGER_PARAMETERS = ("token_dim", "max_iter", "batch_size", "n_jobs")
 # The parameters the solve after partial_fit reads: their values at the last
 # partial_fit call are kept for it, as fit uses those at its call.
 _SOLVE_PARAMETERS = ("alpha", "fit_intercept", "n_heads", "tol", "head_work_limit")
@@ -178,6 +178,7 @@ class _LinearAttentionBase(BaseEstimator):
 
     def _check_parameters(self):
         reject_boolean_parameters(self, _INTEGER_PARAMETERS)
+        reject_boolean_parameters(self, ("n_heads",), "'auto', an int or None")
         reject_boolean_parameters(self, ("alpha", "solver_tol"), "a float")
         reject_boolean_parameters(self, ("head_work_limit",), "a float or None")
 

@@ -15,7 +15,12 @@ from conftest import (
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import InvalidParameterError
 
-from sklearn_linattn import LinearAttentionClassifier, LinearAttentionRegressor, certify
+from sklearn_linattn import (
+    LinearAttentionClassifier,
+    LinearAttentionRegressor,
+    LinearAttentionRegressorCV,
+    certify,
+)
 
 SCALES = [1e-100, 1e-8, 1.0, 1e8, 1e100]
 
@@ -197,6 +202,14 @@ def test_bad_integer_parameters(rng, params):
     in joblib."""
     with pytest.raises(InvalidParameterError):
         LinearAttentionRegressor(**params).fit(rng.normal(size=(5, 2, 2)), np.ones(5))
+
+
+@pytest.mark.parametrize(
+    "Estimator", [LinearAttentionRegressor, LinearAttentionRegressorCV]
+)
+def test_a_boolean_n_heads_is_rejected_naming_its_choices(rng, Estimator):
+    with pytest.raises(InvalidParameterError, match="'auto', an int or None"):
+        Estimator(n_heads=True).fit(rng.normal(size=(5, 2, 2)), np.ones(5))
 
 
 def test_dask_unknown_chunk_sizes_are_explained(rng):
