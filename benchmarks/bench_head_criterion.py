@@ -2,7 +2,8 @@
 cross-validated error a count may have, and how a fold's refit is made (issue 31).
 
 Run from the repository root: ``PYTHONPATH=. python benchmarks/bench_head_criterion.py
-[--slacks 0 1] [--refits] [--near-interpolation] [--dims 4 8] [--sets NAME ...]
+[--slacks 0 1] [--refits] [--near-interpolation] [--low-signal] [--dims 4 8]
+[--sets NAME ...]
 [--json FILE]``
 (``--slacks`` with no value skips parts 1 and 2).
 
@@ -29,6 +30,10 @@ one-standard-error rule). For each value:
    have about as many parameters as rows (``refit_cases``).
 4. With ``--near-interpolation``: noisy regressions with 1.05 p to 1.4 p sequences
    (``near_interpolation``), the default's test error against ``n_heads=None``'s.
+5. With ``--low-signal``: a seeded random grid of small, noisy problems (``low_signal``:
+   150 regressions with 1.5 p to 8 p sequences and noise of 10% to 100% of the
+   targets' spread, 150 classifications with 0.5 p to 5 p), the default's test error
+   (accuracy) against ``n_heads=None``'s.
 """
 
 import argparse
@@ -41,7 +46,11 @@ import numpy as np
 
 import sklearn_linattn._heads as heads
 import sklearn_linattn._low_rank as low_rank
-from sklearn_linattn import LinearAttentionRegressor
+from sklearn_linattn import (
+    LinearAttentionClassifier,
+    LinearAttentionRegressor,
+    MultiHeadLinearAttention,
+)
 
 
 def grid(dims):
@@ -229,6 +238,104 @@ def near_interpolation():
     return rows
 
 
+def _random_attention_data(seed, n, d, n_heads, n_outputs, n_tokens, noise):
+    """Sequences of Gaussian tokens labelled by a random MHLA (V, Q entries
+    N(0, 1)) plus noise of ``noise`` times the targets' spread; 2000 new
+    sequences to test on (noiseless targets)."""
+    rng = np.random.default_rng(seed)
+    truth = MultiHeadLinearAttention(
+        rng.normal(size=(n_heads, n_outputs, d)), rng.normal(size=(n_heads, d, d))
+    )
+    X = rng.normal(size=(n, n_tokens, d))
+    X_test = rng.normal(size=(2000, n_tokens, d))
+    y, y_test = truth.predict(X), truth.predict(X_test)
+    y = y + noise * y.std() * rng.normal(size=y.shape)
+    if n_outputs == 1:
+        y, y_test = y[:, 0], y_test[:, 0]
+    return X, y, X_test, y_test
+
+
+def low_signal(n_fits=150):
+    """Part 5: a seeded random grid of small noisy problems, the default against
+    n_heads=None. Regressions: d in {3, 4}, 1.5 p to 8 p sequences of 2 or 8
+    tokens, H in {1, 2, d}, 1 to 3 outputs, alpha 0 or 0.01, noise 10%, 30% or
+    100% of the targets' spread; the ratio of test errors. Classifications: d in
+    {2, 3, 4}, 0.5 p to 5 p sequences, 2 classes (the target above its median) or
+    3 (the largest of three outputs), alpha 0, 1e-3 or 0.1, with and without an
+    intercept; the difference of test accuracies (n_heads=None's less the
+    default's)."""
+    rows = []
+    rng = np.random.default_rng(1)
+    for _ in range(n_fits):
+        d = int(rng.choice([3, 4]))
+        share = float(rng.choice([1.5, 2.0, 2.5, 3.0, 4.0, 8.0]))
+        n_heads, n_outputs = int(rng.choice([1, 2, d])), int(rng.choice([1, 2, 3]))
+        alpha, n_tokens = float(rng.choice([0.0, 1e-2])), int(rng.choice([2, 8]))
+        noise, seed = float(rng.choice([0.1, 0.3, 1.0])), int(rng.integers(1e6))
+        n = int(share * d * d * (d + 1) // 2)
+        X, y, X_test, y_test = _random_attention_data(
+            seed, n, d, n_heads, n_outputs, n_tokens, noise
+        )
+        errors = {}
+        for name in ("auto", None):
+            model = LinearAttentionRegressor(n_heads=name, alpha=alpha).fit(X, y)
+            errors[name] = float(np.mean((model.predict(X_test) - y_test) ** 2))
+            if name == "auto":
+                found = int(model.n_heads_)
+        rows.append(dict(
+            task="regression", d=d, share=share, H=n_heads, n_outputs=n_outputs,
+            alpha=alpha, n_tokens=n_tokens, noise=noise, seed=seed, heads=found,
+            ratio=errors["auto"] / errors[None],
+        ))
+        print(json.dumps(rows[-1]), flush=True)
+    rng = np.random.default_rng(2)
+    for _ in range(n_fits):
+        d = int(rng.choice([2, 3, 4]))
+        share = float(rng.choice([0.5, 1.0, 1.5, 2.0, 3.0, 5.0]))
+        n_heads, n_classes = int(rng.choice([1, 2, d])), int(rng.choice([2, 3]))
+        alpha = float(rng.choice([0.0, 1e-3, 1e-1]))
+        fit_intercept = bool(rng.integers(2))
+        n_tokens, noise = int(rng.choice([2, 8])), float(rng.choice([0.1, 0.5]))
+        seed = int(rng.integers(1e6))
+        n = max(6, int(share * d * d * (d + 1) // 2))
+        X, y, X_test, y_test = _random_attention_data(
+            seed, n, d, n_heads, n_classes if n_classes > 2 else 1, n_tokens, noise
+        )
+        if n_classes == 2:
+            labels, test_labels = y > np.median(y), y_test > np.median(y)
+        else:
+            labels, test_labels = np.argmax(y, 1), np.argmax(y_test, 1)
+        if len(np.unique(labels)) < n_classes:
+            continue
+        accuracy = {}
+        for name in ("auto", None):
+            model = LinearAttentionClassifier(
+                n_heads=name, alpha=alpha, fit_intercept=fit_intercept
+            ).fit(X, labels)
+            accuracy[name] = float(np.mean(model.predict(X_test) == test_labels))
+            if name == "auto":
+                found = int(model.n_heads_)
+        rows.append(dict(
+            task="classification", d=d, share=share, H=n_heads, n_classes=n_classes,
+            alpha=alpha, fit_intercept=fit_intercept, n_tokens=n_tokens, noise=noise,
+            seed=seed, heads=found, accuracy=accuracy["auto"],
+            lifted_accuracy=accuracy[None],
+        ))
+        print(json.dumps(rows[-1]), flush=True)
+    ratios = np.array([r["ratio"] for r in rows if r["task"] == "regression"])
+    drops = np.array(
+        [r["lifted_accuracy"] - r["accuracy"] for r in rows if "accuracy" in r]
+    )
+    print(f"\nlow signal, {len(ratios)} regressions: the default's test error above "
+          f"1.3 times n_heads=None's in {int(np.sum(ratios > 1.3))}, above 2 times "
+          f"in {int(np.sum(ratios > 2))} (largest {ratios.max():.2f}), below 0.9 "
+          f"times in {int(np.sum(ratios < 0.9))}; median {np.median(ratios):.3f}")
+    print(f"low signal, {len(drops)} classifications: the default's accuracy more "
+          f"than 0.02 below n_heads=None's in {int(np.sum(drops > 0.02))} (largest "
+          f"{drops.max():.3f}), more than 0.02 above in {int(np.sum(drops < -0.02))}")
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--slacks", type=float, nargs="*", default=[0.0, 1.0])
@@ -238,6 +345,10 @@ def main():
     parser.add_argument(
         "--near-interpolation", action="store_true",
         help="part 4: 1.05 p to 1.4 p sequences, the default against n_heads=None",
+    )
+    parser.add_argument(
+        "--low-signal", action="store_true",
+        help="part 5: small noisy problems, the default against n_heads=None",
     )
     parser.add_argument("--dims", type=int, nargs="+", default=[4, 8])
     parser.add_argument("--sets", nargs="*", default=list(real.DATA_SETS))
@@ -259,6 +370,7 @@ def main():
         results[slack] = dict(grid=fits, hits=hits, real=real_sets(args.sets))
     refits = fold_refits() if args.refits else []
     near = near_interpolation() if args.near_interpolation else []
+    low = low_signal() if args.low_signal else []
     if args.slacks:
         print("\n| data | n_heads=None | " + " | ".join(
             f"SLACK = {s:g} (heads)" for s in args.slacks) + " |")
@@ -275,6 +387,7 @@ def main():
                 dict(
                     lifted=lifted, results=results, fold_refits=refits,
                     near_interpolation=near,
+                    low_signal=low,
                 ),
                 handle,
                 indent=1,

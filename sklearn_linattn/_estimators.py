@@ -669,7 +669,8 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           refitted as ``n_heads=k`` fits it, and, where a model has fewer than two
           equations per degree of freedom, whose generalized cross-validated
           error is at most the lifted fit's too, so that the heads predict
-          held-out data about as well as ``n_heads=None``. Each count is decided
+          held-out data about as well as ``n_heads=None`` (an estimate: on small,
+          noisy problems they can predict worse, theory page). Each count is decided
           with the fit ``n_heads=k`` runs; counts are found by galloping,
           bisection and going up one at a time within ``head_work_limit``; no
           clock is read (theory page, "How many heads").
