@@ -666,7 +666,8 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           ``tol``; on noisy data the fewest whose cross-validated error over 5
           interleaved folds of the sequences is at most the lifted fit's
           (squared error; for the classifier, misclassified rows), each fold
-          refitted as ``n_heads=k`` fits it, and, where a model has fewer than two
+          refitted as ``n_heads=k`` fits it, as is its error on a majority of
+          the folds, and, where a model has fewer than two
           equations per degree of freedom, whose generalized cross-validated
           error is at most the lifted fit's too, so that the heads predict
           held-out data about as well as ``n_heads=None`` (an estimate: on small,

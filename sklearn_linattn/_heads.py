@@ -12,14 +12,15 @@ with that symmetric part, so the number of heads is the rank of the chosen ``W``
   (:mod:`sklearn_linattn._low_rank`). The ``k`` heads *pass* when they reproduce
   the lifted fit within ``tol`` (on exact data), or when the cross-validated
   error of ``n_heads=k`` over the 5 interleaved folds (each fold refitted by the
-  same fit, from its own lifted fit) is at most the lifted fit's
-  (:mod:`sklearn_linattn._folds`). The paper's count always passes; a count
-  whose training error, or whose folds' refits linearized at the full fit, are
-  above the lifted fit's cross-validated error fails without refitting the
-  folds. ``"auto"`` finds the fewest passing heads (noisy fits: galloping up, 1,
-  2, 4, ..., and bisection to the fewest the training error does not reject,
-  then one count at a time; exact fits: galloping down from the paper's count,
-  and bisection).
+  same fit, from its own lifted fit) is at most the lifted fit's, and so is its
+  error on a majority of the folds (:mod:`sklearn_linattn._folds`); near
+  interpolation its generalized cross-validated error too. The paper's count
+  always passes; a count whose training error, or whose folds' refits
+  linearized at the full fit, are above the lifted fit's cross-validated error
+  fails without refitting the folds. ``"auto"`` finds the fewest passing heads
+  (noisy fits: galloping up, 1, 2, 4, ..., and bisection to the fewest the
+  training error does not reject, then one count at a time; exact fits:
+  galloping down from the paper's count, and bisection).
 
 No clock is read: every loop is bounded by counts of iterations and a work limit
 in flops, so the heads are a function of the data and the parameters. Heads come
@@ -261,6 +262,11 @@ class CountFit:
         to 80% of the rows, and where a count or the lifted fit has about as many
         parameters as there are rows, fits to all of them predict much better
         or worse than fits to 80%.
+    folds_within : int or None
+        The folds on whose held-out rows the refitted heads' error is at most
+        the lifted fit's (None when not refitted). A count passes only on a
+        majority of the folds as well: a mean of heavy-tailed errors can rest on
+        one fold.
     linearized_cv_error : float
         The cross-validated error of the heads' refits linearized at this fit
         (one Gauss-Newton step on each fold; NaN when not computed): above the
@@ -288,6 +294,7 @@ class CountFit:
     training_error: float = float("nan")
     linearized_cv_error: float = float("nan")
     gcv_error: float = float("nan")
+    folds_within: object = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -708,7 +715,8 @@ class _Search:
         """The held-out verdict on k heads: each fold refitted as ``n_heads=k`` fits
         it, from the fold's own starts (those of its lifted fit, on its design), so
         that their cross-validated error is that of ``n_heads=k`` itself; the count
-        passes when it is within the threshold. Refits that start from the full
+        passes when it is within the threshold, and no worse than the lifted fit
+        on a majority of the folds. Refits that start from the full
         fit, which has seen the fold, are optimistic where a count has about as
         many parameters as there are rows, or competing minima: d = 8, 200
         sequences, 4 generating heads, alpha = 1e-3, 3 heads refitted from the
@@ -732,7 +740,18 @@ class _Search:
             # a tie in misclassified rows (few rows take few values): decided by
             # the squared errors of the same refits
             passes = passes and np.sum(squared) <= np.sum(folds.lifted_squared)
-        return replace(count, cv_error=cv_error, passes=passes, criterion="cv")
+        # A mean over heavy-tailed held-out errors can rest on one fold: the
+        # heads must also be no worse than the lifted fit on most folds
+        # (bench_head_criterion.py --low-signal: 9 of 150 small noisy
+        # regressions above 1.3 times n_heads=None's test error, against 13
+        # with the mean alone; with 4 of 5 folds 6, but the noisy grid of
+        # bench_heads.py lost 10 of its first 195 fits, against none).
+        within = int(np.sum(np.asarray(errors) <= np.asarray(folds.lifted_errors)))
+        passes = passes and 2 * within > folds.n_folds
+        return replace(
+            count, cv_error=cv_error, passes=passes, criterion="cv",
+            folds_within=within,
+        )
 
 
 def read_out_heads(

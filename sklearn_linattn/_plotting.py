@@ -353,7 +353,7 @@ class HeadSearchDisplay:
                 search.cv_error,
                 color="gray",
                 linestyle="--",
-                label="lifted fit (a count passes at or below)",
+                label="lifted fit (a count must be at or below)",
             )
             self.band_ = ax.axhspan(
                 search.cv_error - search.cv_standard_error,

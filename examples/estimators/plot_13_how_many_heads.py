@@ -6,9 +6,10 @@ How many heads do the data support?
 than the lifted fit on held-out data: a count ``k`` passes when the
 cross-validated error of ``n_heads=k`` over five interleaved folds of the
 sequences (each fold refitted as ``n_heads=k`` fits it) is at most the lifted
-fit's. On exact data the count is the fewest heads that reproduce the lifted fit
-within ``tol``. :class:`~sklearn_linattn.HeadSearchDisplay` draws that evidence
-from ``head_search_``.
+fit's, and so is its error on a majority of the folds. On exact data the count
+is the fewest heads that reproduce the lifted fit within ``tol``.
+:class:`~sklearn_linattn.HeadSearchDisplay` draws that evidence from
+``head_search_``.
 
 The data: a 3-head layer with 2 outputs (``d = 6``), targets with noise whose
 size grows with the query's norm.
@@ -45,7 +46,10 @@ print(
 for count in search.counts:
     verdict = {True: "passes", False: "fails", None: "undecided"}[count.passes]
     if np.isfinite(count.cv_error):
-        error = f"cross-validated {count.cv_error:.3g}"
+        error = (
+            f"cross-validated {count.cv_error:.3g}, "
+            f"no worse on {count.folds_within} of 5 folds"
+        )
     elif np.isfinite(count.linearized_cv_error):
         error = f"linearized refits {count.linearized_cv_error:.3g}"
     else:
