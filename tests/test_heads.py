@@ -703,6 +703,44 @@ def test_a_count_must_be_no_worse_than_the_lifted_fit_on_most_folds():
     assert test_error < np.mean((lifted.predict(X_test) - y_test) ** 2)
 
 
+@pytest.mark.parametrize("seed", [1006, 1017])
+def test_folds_of_zero_weight_do_not_count_toward_the_majority(seed):
+    """Every fifth sequence of weight zero empties fold 0: its errors are zero
+    for any model, and the majority is of the 4 folds left, as explicit
+    weighted refits of n_heads=k and n_heads=None count it."""
+    rng = np.random.default_rng(seed)
+    truth = MultiHeadLinearAttention(
+        rng.normal(size=(2, 1, 3)), rng.normal(size=(2, 3, 3))
+    )
+    X = rng.normal(size=(50, 2, 3))
+    y = truth.predict(X)
+    y = y + y.std() * rng.normal(size=y.shape)
+    weights = np.ones(50)
+    weights[::5] = 0.0
+    search = LinearAttentionRegressor().fit(X, y, sample_weight=weights).head_search_
+    refitted = [count for count in search.counts if count.folds_within is not None]
+    assert refitted
+    fold = np.arange(len(X)) % 5
+
+    def fold_errors(n_heads):
+        errors = []
+        for j in range(1, 5):
+            train, held = fold != j, fold == j
+            model = LinearAttentionRegressor(n_heads=n_heads).fit(
+                X[train], y[train], sample_weight=weights[train]
+            )
+            residual = model.predict(X[held]) - y[held]
+            errors.append(np.sum(weights[held] * residual**2))
+        return np.array(errors)
+
+    lifted = fold_errors(None)
+    for count in refitted:
+        errors = fold_errors(count.n_heads)
+        surely = np.sum(errors < lifted * (1 - 1e-6))
+        assert surely <= count.folds_within <= np.sum(errors <= lifted * (1 + 1e-6))
+        assert not count.passes or 2 * count.folds_within > 4
+
+
 @pytest.mark.parametrize(
     "n_samples, alpha, fit_intercept",
     [(None, 0.0, False), (None, 0.05, True), (30, 0.01, False), (30, 0.01, True)],
