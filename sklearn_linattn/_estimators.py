@@ -822,7 +822,7 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     ``H <= 2`` at ``d = 12`` (one seed each), and in none of the 8 with ``H = 6``:
     the default work limit cut those short (the lifted fit's heads,
     ``head_search_.complete`` False). On noiseless data it returned the
-    generating count in all 162 multi-output fits (``d`` 3 to 6, every
+    generating count in all 162 fits with 1 to 3 outputs (``d`` 3 to 6, every
     ``H <= d``) and in all 220 single-output fits with ``d`` up to 12 (``H``
     from 1 to ``d``). Where the data have about as many sequences as lifted
     features, or fewer, few heads rarely pass the generalized cross-validation
