@@ -752,7 +752,7 @@ class _Search:
         held = np.asarray(folds.weights) > 0
         no_worse = np.asarray(errors) <= np.asarray(folds.lifted_errors)
         within = int(np.sum(no_worse & held))
-        passes = passes and within > FOLDS_MAJORITY * np.sum(held)
+        passes = bool(passes and within > FOLDS_MAJORITY * np.sum(held))
         return replace(
             count, cv_error=cv_error, passes=passes, criterion="cv",
             folds_within=within,
