@@ -59,15 +59,13 @@ from sklearn_linattn import (
     MultiHeadLinearAttention,
 )
 
+_GCV_FAILS = heads._Search.gcv_fails
+
 
 def _gcv_everywhere(search, k, gcv_error):
     """Every count's generalized cross-validated error at most the lifted fit's
-    (near interpolation, the package's check)."""
-    dof = search.head_dof(k) + search.m * search.fit_intercept
-    if search.near_interpolation(dof):
-        lifted = np.sum(search.folds.lifted_squared) / search.folds.squared_weight
-        return gcv_error > min(lifted, search.lifted_gcv)
-    return gcv_error > search.lifted_gcv
+    (near interpolation, the package's stricter check)."""
+    return _GCV_FAILS(search, k, gcv_error) or gcv_error > search.lifted_gcv
 
 
 def set_rule(rule):

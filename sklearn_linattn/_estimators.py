@@ -402,6 +402,7 @@ class _LinearAttentionBase(BaseEstimator):
         rank = data.n_lifted if rank is None else rank
         # the search's limit; a fixed count, asked for, is fitted without one
         limit = self.head_work_limit if self.n_heads == "auto" else None
+        residual = float(np.sum(solution.residual_sum_of_squares))
         readout = read_out_heads(
             solution.coef,
             data.token_dim,
@@ -415,7 +416,7 @@ class _LinearAttentionBase(BaseEstimator):
             identifiable=bool(solution.certificate.identifiable),
             # with residual degrees of freedom, the residual says whether the
             # data are exact
-            residual=float(np.sum(solution.residual_sum_of_squares))
+            residual=residual
             if solution.n_observations - self.fit_intercept > rank
             else None,
             # in flops: a multiple of the regression's, plus a floor
@@ -423,7 +424,7 @@ class _LinearAttentionBase(BaseEstimator):
             degrees_of_freedom=solution.degrees_of_freedom,
             n_observations=solution.n_observations,
             fit_intercept=self.fit_intercept,
-            residual_sum_of_squares=float(np.sum(solution.residual_sum_of_squares)),
+            residual_sum_of_squares=residual,
             error_scale=float(rescaling.squared_error(1.0)),
             verbose=self.verbose,
         )

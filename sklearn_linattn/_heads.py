@@ -382,7 +382,9 @@ class _Search:
     """The read-out of one lifted fit: its design, folds, starts and verdicts."""
 
     def __init__(
-        self, coef, d, tol, design, folds, budget, verbose, identifiable, residual
+        self, coef, d, tol, design, folds, budget, verbose, identifiable, residual,
+        degrees_of_freedom=None, n_observations=None, fit_intercept=False,
+        residual_sum_of_squares=None,
     ):
         self.coef, self.d, self.tol = coef, d, tol
         self.identifiable, self.residual = identifiable, residual
@@ -397,8 +399,10 @@ class _Search:
             targets = float(np.vdot(design.targets, design.targets))
             self.signal = max(targets - design.baseline, np.finfo(float).tiny)
         self.fits = {}  # count -> (value_rows, query_rows, CountFit)
-        self.degrees_of_freedom, self.n_observations = None, None
-        self.fit_intercept, self.residual_sum_of_squares = False, None
+        # the generalized cross-validation's inputs (None: no such test)
+        self.degrees_of_freedom = degrees_of_freedom
+        self.n_observations, self.fit_intercept = n_observations, fit_intercept
+        self.residual_sum_of_squares = residual_sum_of_squares
         self.lifted_cv = (float("nan"), float("nan"))
         self.frobenius = LiftedDesign(coef, d)
 
@@ -540,9 +544,7 @@ class _Search:
         else:
             squared = self.training_squared_error(value_rows, query_rows)
             training_error = squared if self.folds.loss == "squared" else np.nan
-            gcv_error = self.generalized_cv(
-                squared, self.head_dof(k) + self.m * self.fit_intercept
-            )
+            gcv_error = self.generalized_cv(squared, self.head_dof(k))
             count = replace(
                 count, criterion="training", training_error=training_error,
                 gcv_error=gcv_error,
@@ -624,7 +626,7 @@ class _Search:
         error above the lifted fit's squared error (the lower of its
         cross-validated and generalized cross-validated errors): they fail, as
         their refits on 80% of the rows can predict much better than they do."""
-        dof = self.head_dof(k) + self.m * self.fit_intercept
+        dof = self.head_dof(k)
         lifted = np.sum(self.folds.lifted_squared) / self.folds.squared_weight
         return self.near_interpolation(dof) and gcv_error > min(lifted, self.lifted_gcv)
 
@@ -644,15 +646,18 @@ class _Search:
         return float(np.sum(errors)) / folds.squared_weight
 
     def head_dof(self, k):
-        """The dimension of the k-head models' lifted coefficients: ``k (m d +
-        d^2) - k^2`` (``V_h``, ``Q_h``, less ``Q -> G Q``), at most ``m p``; with
-        one output ``p - d (d - k) (d - k + 1) / 2 + k (d - k)`` (the slices vanish
-        on a (d - k)-dimensional subspace, theory page)."""
+        """The k-head models' degrees of freedom: the dimension of their lifted
+        coefficients, ``k (m d + d^2) - k^2`` (``V_h``, ``Q_h``, less ``Q -> G
+        Q``), at most ``m p``, or with one output ``p - d (d - k) (d - k + 1) / 2
+        + k (d - k)`` (the slices vanish on a (d - k)-dimensional subspace, theory
+        page); plus one per output with an intercept."""
         d, m = self.d, self.m
         p = d * d * (d + 1) // 2
         if m == 1:
-            return p - d * (d - k) * (d - k + 1) // 2 + k * (d - k) if k < d else p
-        return min(k * (m * d + d * d) - k * k, m * p)
+            dimension = p - d * (d - k) * (d - k + 1) // 2 + k * (d - k) if k < d else p
+        else:
+            dimension = min(k * (m * d + d * d) - k * k, m * p)
+        return dimension + m * self.fit_intercept
 
     def generalized_cv(self, squared_error, dof):
         """Generalized cross-validation (Golub, Heath and Wahba): a training
@@ -675,7 +680,7 @@ class _Search:
         equations = self.n_observations * self.m
         return next(
             (k for k in range(1, self.d * self.d + 1)
-             if self.head_dof(k) + self.m * self.fit_intercept >= equations),
+             if self.head_dof(k) >= equations),
             np.inf,
         )
 
@@ -730,7 +735,7 @@ class _Search:
         full fit to convergence had a cross-validated error 0.35 against the
         lifted fit's 0.41 and predicted new data 2.3 times worse than
         n_heads=None."""
-        folds, errors, squared = self.folds, [], []
+        folds, errors, refits = self.folds, [], []
         for fold in range(folds.n_folds):
             search = _Search(
                 folds.coef(fold), self.d, self.tol, folds.design(fold), None,
@@ -738,7 +743,7 @@ class _Search:
             )
             refit = search.polish(*search._fit(k, refine=False, bound=False)[:2])
             errors.append(folds.error(fold, *refit))
-            squared.append(folds.squared_error(fold, *refit))
+            refits.append(refit)
             if self.budget.exhausted:  # undecided
                 return replace(count, criterion=None)
         cv_error = folds.summary(errors)[0]
@@ -746,6 +751,7 @@ class _Search:
         if folds.loss != "squared" and cv_error == self.threshold:
             # a tie in misclassified rows (few rows take few values): decided by
             # the squared errors of the same refits
+            squared = [folds.squared_error(j, *refit) for j, refit in enumerate(refits)]
             passes = passes and np.sum(squared) <= np.sum(folds.lifted_squared)
         # the heads must also be no worse than the lifted fit on a majority of
         # the folds that hold rows of positive weight (FOLDS_MAJORITY)
@@ -865,11 +871,9 @@ def read_out_heads(
     with single_threaded_blas():
         search = _Search(
             lifted_coef, d, tol, design, folds, budget, verbose, identifiable,
-            residual,
+            residual, degrees_of_freedom, n_observations, fit_intercept,
+            residual_sum_of_squares,
         )
-        search.degrees_of_freedom = degrees_of_freedom
-        search.n_observations, search.fit_intercept = n_observations, fit_intercept
-        search.residual_sum_of_squares = residual_sum_of_squares
         folded, k, criterion, passes = _search(search, n_heads)
         known = search.split_svd if folded is search.split else None
         value, query = heads_of_folded(folded, k, search.m, d, known)
