@@ -11,7 +11,13 @@ Run from the repository root: ``PYTHONPATH=. python benchmarks/bench_head_criter
 mean alone), ``four-folds`` (no worse on 4 of 5), ``mean-gcv`` (the mean, and every
 count's generalized cross-validated error at most the lifted fit's, not only near
 interpolation) and ``mean-threshold`` (the mean, against the lower of the lifted
-fit's cross-validated and generalized cross-validated errors everywhere).
+fit's cross-validated and generalized cross-validated errors everywhere); and
+``refit-all`` (the package's, but every count passing its linearized refits is
+refitted on the folds from their own starts, however many rows there are: the
+package leaves that out from ``REFIT_MARGIN`` rows per lifted feature on, when
+the linearized refits are no worse than the lifted fit on every fold) and
+``linearized-majority`` (from ``REFIT_MARGIN`` rows per lifted feature on, the
+linearized refits decide by the mean and the majority alone).
 
 A count ``k`` passes when its cross-validated error over the 5 interleaved folds is
 at most the lifted fit's plus ``SLACK`` standard errors (``sklearn_linattn._heads.
@@ -41,6 +47,10 @@ one-standard-error rule). For each value:
    targets' spread, 150 classification draws with 0.5 p to 5 p sequences, at least 6,
    of which those missing a class are skipped), the default's test error
    (accuracy) against ``n_heads=None``'s.
+6. With ``--many-rows``: a seeded random grid with 10 p to 50 p sequences
+   (``many_rows``: 80 regressions and 80 classifications, where the package
+   decides on the linearized refits alone), the default's test error (accuracy)
+   against ``n_heads=None``'s, its heads and its read-out's time.
 """
 
 import argparse
@@ -78,9 +88,23 @@ def set_rule(rule):
         heads._Search.gcv_fails = _gcv_everywhere
     if rule == "mean-threshold":
         heads.INTERPOLATION_MARGIN = np.inf
+    if rule == "refit-all":
+        heads.REFIT_MARGIN = np.inf
+    if rule == "linearized-majority":
+        heads._Search.linearized_decides = _linearized_majority
 
 
-RULES = ("package", "mean", "four-folds", "mean-gcv", "mean-threshold")
+def _linearized_majority(search, verdict):
+    """From REFIT_MARGIN rows per lifted feature on, the linearized refits'
+    verdict by the mean and the majority of the folds, every fold or not."""
+    p = search.d * search.d * (search.d + 1) // 2
+    return search.n_observations >= heads.REFIT_MARGIN * p
+
+
+RULES = (
+    "package", "mean", "four-folds", "mean-gcv", "mean-threshold", "refit-all",
+    "linearized-majority",
+)
 
 
 def grid(dims):
@@ -366,6 +390,68 @@ def low_signal(n_fits=150):
     return rows
 
 
+def many_rows(n_fits=80):
+    """Part 6: a seeded random grid with 10 p to 50 p sequences of 8 tokens. d in
+    {3, 4, 6, 8}, H in {1, 2, d/2}, noise 10%, 30% or 100% of the targets'
+    spread, alpha 0 or 0.01; regressions with 1 or 3 outputs (the ratio of test
+    errors, the default's over n_heads=None's), classifications with 2 classes
+    (the target above its median) or 3 (the largest of three outputs; the
+    difference of test accuracies, n_heads=None's less the default's)."""
+    rows = []
+    rng = np.random.default_rng(6)
+    for i in range(2 * n_fits):
+        task = "regression" if i < n_fits else "classification"
+        d = int(rng.choice([3, 4, 6, 8]))
+        share = float(rng.choice([10.0, 15.0, 25.0, 50.0]))
+        n_heads, n_outputs = int(rng.choice([1, 2, d // 2])), int(rng.choice([1, 3]))
+        alpha, noise = float(rng.choice([0.0, 1e-2])), float(rng.choice([0.1, 0.3, 1.0]))
+        seed = int(rng.integers(1e6))
+        n = int(share * d * d * (d + 1) // 2)
+        X, y, X_test, y_test = _random_attention_data(
+            seed, n, d, n_heads, n_outputs, 8, noise
+        )
+        row = dict(
+            task=task, d=d, share=share, H=n_heads, n_outputs=n_outputs, alpha=alpha,
+            noise=noise, seed=seed,
+        )
+        if task == "classification":
+            if n_outputs == 1:
+                y, y_test = y > np.median(y), y_test > np.median(y)
+            else:
+                y, y_test = np.argmax(y, 1), np.argmax(y_test, 1)
+        scores = {}
+        for name in ("auto", None):
+            if task == "regression":
+                model = LinearAttentionRegressor(n_heads=name, alpha=alpha).fit(X, y)
+                scores[name] = float(np.mean((model.predict(X_test) - y_test) ** 2))
+            else:
+                model = LinearAttentionClassifier(n_heads=name, alpha=alpha).fit(X, y)
+                scores[name] = float(np.mean(model.predict(X_test) == y_test))
+            if name == "auto":
+                row.update(heads=int(model.n_heads_), seconds=model.head_search_.seconds)
+        if task == "regression":
+            row.update(ratio=scores["auto"] / scores[None])
+        else:
+            row.update(accuracy=scores["auto"], lifted_accuracy=scores[None])
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    ratios = np.array([r["ratio"] for r in rows if r["task"] == "regression"])
+    drops = np.array(
+        [r["lifted_accuracy"] - r["accuracy"] for r in rows if "accuracy" in r]
+    )
+    seconds = np.array([r["seconds"] for r in rows])
+    print(f"\nmany rows, {len(ratios)} regressions: the default's test error above "
+          f"1.1 times n_heads=None's in {int(np.sum(ratios > 1.1))}, above 1.3 times "
+          f"in {int(np.sum(ratios > 1.3))} (largest {ratios.max():.2f}), below 0.9 "
+          f"times in {int(np.sum(ratios < 0.9))}; median {np.median(ratios):.3f}")
+    print(f"many rows, {len(drops)} classifications: the default's accuracy more "
+          f"than 0.02 below n_heads=None's in {int(np.sum(drops > 0.02))} (largest "
+          f"{drops.max():.3f}), more than 0.02 above in {int(np.sum(drops < -0.02))}")
+    print(f"many rows: read-out seconds, median {np.median(seconds):.3f}, total "
+          f"{seconds.sum():.1f}")
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--slacks", type=float, nargs="*", default=[0.0, 1.0])
@@ -380,6 +466,10 @@ def main():
     parser.add_argument(
         "--low-signal", action="store_true",
         help="part 5: small noisy problems, the default against n_heads=None",
+    )
+    parser.add_argument(
+        "--many-rows", action="store_true",
+        help="part 6: 10 p to 50 p sequences, the default against n_heads=None",
     )
     parser.add_argument("--dims", type=int, nargs="+", default=[4, 8])
     parser.add_argument("--sets", nargs="*", default=list(real.DATA_SETS))
@@ -403,6 +493,7 @@ def main():
     refits = fold_refits() if args.refits else []
     near = near_interpolation() if args.near_interpolation else []
     low = low_signal() if args.low_signal else []
+    many = many_rows() if args.many_rows else []
     if args.slacks:
         print("\n| data | n_heads=None | " + " | ".join(
             f"SLACK = {s:g} (heads)" for s in args.slacks) + " |")
@@ -420,6 +511,7 @@ def main():
                     rule=args.rule, lifted=lifted, results=results, fold_refits=refits,
                     near_interpolation=near,
                     low_signal=low,
+                    many_rows=many,
                 ),
                 handle,
                 indent=1,

@@ -360,12 +360,19 @@ def levenberg_marquardt(
     return point, n_steps
 
 
+def _orthonormal_columns(matrix):
+    """An orthonormal basis of the columns' span (one column: normalized, where
+    a QR factorization's fixed cost was a tenth of a one-head read-out)."""
+    norm = np.linalg.norm(matrix) if matrix.shape[1] == 1 else 0.0
+    return matrix / norm if norm else np.linalg.qr(matrix)[0]
+
+
 def _orthonormal(query_rows):
     """Orthonormal rows with the same span (the head features' row space, hence
     the fit, is the same)."""
     if not query_rows.size:
         return query_rows
-    return np.linalg.qr(query_rows.T)[0].T
+    return _orthonormal_columns(query_rows.T).T
 
 
 def fit_heads(
@@ -478,7 +485,7 @@ def completion_queries(lifted_coef, token_dim, n_heads, n_iter):
     folded = fold_lifted_coef(lifted_coef, token_dim)
     basis = svd(folded)[0][:, :n_heads]
     for _ in range(n_iter):
-        basis = np.linalg.qr(folded @ (folded.T @ basis))[0]
+        basis = _orthonormal_columns(folded @ (folded.T @ basis))
         low_rank = basis @ (basis.T @ folded)
         gap = lifted_coef - unfold_lifted_coef(low_rank, token_dim)
         folded = low_rank + fold_lifted_coef(gap, token_dim)

@@ -783,6 +783,44 @@ def test_a_counts_cv_error_is_that_of_n_heads_k_refitted_without_each_fold(
             assert 2 * count.folds_within > 5
 
 
+@pytest.mark.parametrize("seed, n_outputs", [(22, 1), (24, 2)])
+def test_with_many_rows_linearized_refits_passing_on_every_fold_decide(
+    monkeypatch, seed, n_outputs
+):
+    """With at least REFIT_MARGIN (10) sequences per lifted feature, a count
+    whose refits linearized at the full fit pass, no worse than the lifted fit
+    on every fold, passes on them: its cv_error is theirs, and the folds' own
+    refits (those of n_heads=k, fitted explicitly here) agree on every fold.
+    The same data searched with the folds' own refits everywhere return the
+    same heads."""
+    from sklearn_linattn import _heads
+
+    d = 3
+    _, X, y = noisy_sequences(
+        seed, d, 1, n_outputs, 0.1, n_samples=12 * n_lifted(d)
+    )
+    search = LinearAttentionRegressor().fit(X, y).head_search_
+    assert search.n_heads == 1
+    count = search.counts[-1]
+    assert count.passes and count.folds_within == 5
+    assert count.cv_error == count.linearized_cv_error
+    fold = np.arange(len(X)) % 5
+    for j in range(5):
+        train, held = fold != j, fold == j
+        errors = [
+            np.sum((model.fit(X[train], y[train]).predict(X[held]) - y[held]) ** 2)
+            for model in (
+                LinearAttentionRegressor(n_heads=1),
+                LinearAttentionRegressor(n_heads=None),
+            )
+        ]
+        assert errors[0] <= errors[1]
+    monkeypatch.setattr(_heads, "REFIT_MARGIN", np.inf)
+    refitted = LinearAttentionRegressor().fit(X, y).head_search_
+    assert refitted.counts[-1].cv_error != refitted.counts[-1].linearized_cv_error
+    np.testing.assert_array_equal(refitted.query_matrices, search.query_matrices)
+
+
 @pytest.mark.parametrize("alpha", [0.0, 0.05])
 @pytest.mark.parametrize("fit_intercept", [False, True])
 def test_fold_refits_on_rows_equal_refits_in_the_lifted_metric(
