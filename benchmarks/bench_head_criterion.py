@@ -404,7 +404,8 @@ def many_rows(n_fits=80):
         d = int(rng.choice([3, 4, 6, 8]))
         share = float(rng.choice([10.0, 15.0, 25.0, 50.0]))
         n_heads, n_outputs = int(rng.choice([1, 2, d // 2])), int(rng.choice([1, 3]))
-        alpha, noise = float(rng.choice([0.0, 1e-2])), float(rng.choice([0.1, 0.3, 1.0]))
+        alpha = float(rng.choice([0.0, 1e-2]))
+        noise = float(rng.choice([0.1, 0.3, 1.0]))
         seed = int(rng.integers(1e6))
         n = int(share * d * d * (d + 1) // 2)
         X, y, X_test, y_test = _random_attention_data(
@@ -428,7 +429,9 @@ def many_rows(n_fits=80):
                 model = LinearAttentionClassifier(n_heads=name, alpha=alpha).fit(X, y)
                 scores[name] = float(np.mean(model.predict(X_test) == y_test))
             if name == "auto":
-                row.update(heads=int(model.n_heads_), seconds=model.head_search_.seconds)
+                row.update(
+                    heads=int(model.n_heads_), seconds=model.head_search_.seconds
+                )
         if task == "regression":
             row.update(ratio=scores["auto"] / scores[None])
         else:

@@ -131,10 +131,10 @@ INTERPOLATION_MARGIN = 2.0
 # on every fold, passes without the folds' own refits (there each fold's lifted
 # fit is near the full one). On 160 noisy problems with 10 p to 50 p rows
 # (bench_head_criterion.py --many-rows) the same heads as with the folds' own
-# refits in 159 (one returned 2 heads for 3, at the same accuracy), at 0.56
-# times the median read-out time. Passing on the linearized mean and majority
-# alone returned fewer heads predicting 1.7 and 1.5 times worse than the
-# refits' in two of them.
+# refits (--rule refit-all) in 159 (one returned 2 heads for 3, at the same
+# accuracy), at 0.47 times the median read-out time. Passing on the linearized
+# mean and majority alone (--rule linearized-majority) returned fewer heads
+# predicting 1.7 and 1.5 times worse than the refits' in two of them.
 REFIT_MARGIN = 10.0
 # The estimators' work limit: head_work_limit times the lifted fit's flops plus
 # WORK_FLOOR (about ten seconds of one core: the read-out ran at 1-10 GFlop/s on
