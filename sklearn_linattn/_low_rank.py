@@ -363,8 +363,12 @@ def levenberg_marquardt(
 def _orthonormal_columns(matrix):
     """An orthonormal basis of the columns' span (one column: normalized, where
     a QR factorization's fixed cost was a tenth of a one-head read-out)."""
-    norm = np.linalg.norm(matrix) if matrix.shape[1] == 1 else 0.0
-    return matrix / norm if norm else np.linalg.qr(matrix)[0]
+    if matrix.shape[1] == 1:
+        scale = np.max(np.abs(matrix))  # against the norm's overflow and underflow
+        if 0 < scale < np.inf:
+            column = matrix / scale
+            return column / np.linalg.norm(column)
+    return np.linalg.qr(matrix)[0]
 
 
 def _orthonormal(query_rows):

@@ -215,7 +215,8 @@ class HeadSearchDisplay:
     ----------
     lines_ : dict of matplotlib Line2D
         ``"counts"`` (the cross-validated errors of counts refitted on each
-        fold from its own start), ``"threshold"`` and ``"chosen"``; where the
+        fold from its own start, or with many rows decided by their linearized
+        refits), ``"threshold"`` and ``"chosen"``; where the
         search had such counts, ``"linearized"``, the errors of counts whose
         refits were only linearized at the full fit (those above the threshold
         fail; those below, above the count returned, were left undecided),

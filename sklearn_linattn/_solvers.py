@@ -214,6 +214,26 @@ def _rescaled_penalty(data, alpha, rescaled_alpha):
     return float(rescaled_alpha)
 
 
+def _ridge_residual_floor(gram, coef, alpha):
+    """A lower bound on a ridge fit's residual sum of squares per output, free of
+    the statistics form's cancellation: ``alpha^2 coef (gram + alpha I)^-1
+    coef``. The normal equations give ``X^T r = alpha coef``, so the residual's
+    part in the features' span has squared norm ``alpha^2 coef gram^+ coef``,
+    at least this (zero for ``alpha = 0``). Without it, statistics read the
+    residual of a ridge fit of noiseless targets as zero, where the rows show
+    the penalty's shrinkage."""
+    if alpha <= 0:
+        return np.zeros(len(coef))
+    try:
+        factor = scipy.linalg.cho_factor(
+            gram + alpha * np.eye(gram.shape[0]), check_finite=False
+        )
+    except np.linalg.LinAlgError:  # alpha below the Gram's rounding: no floor
+        return np.zeros(len(coef))
+    solved = scipy.linalg.cho_solve(factor, coef.T, check_finite=False)
+    return alpha**2 * np.einsum("op,po->o", coef, solved)
+
+
 def _check_shrinkage(coef, alpha, rescaled_alpha, mean_diagonal):
     """A clear error naming ``alpha`` when it shrinks the lifted coefficients (in
     the rescaled units: tokens and targets of order one) below
@@ -348,8 +368,9 @@ def _solve_statistics(
     if np.any(residual <= rounding):
         if hasattr(data, "residual_sum_of_squares"):  # in memory: one more pass
             residual = data.residual_sum_of_squares(coef, feature_mean, target_mean)
-        else:  # indistinguishable from zero
-            residual = np.where(residual > rounding, residual, 0.0)
+        else:  # indistinguishable from zero, but for the penalty's own part
+            floor = _ridge_residual_floor(gram, coef, alpha)
+            residual = np.where(residual > rounding, residual, floor)
     certificate = IdentifiabilityCertificate._from_spectrum(
         spectrum,
         statistics.weight_sum,

@@ -5,6 +5,8 @@ are the derivatives (central differences) and each other's adjoints, the
 structured normal equations equal J^T J built column by column, and
 Levenberg-Marquardt recovers an exact model."""
 
+import warnings
+
 import numpy as np
 import pytest
 from conftest import n_lifted, naive_lifted_features, random_attention, random_sequences
@@ -265,3 +267,18 @@ def test_large_token_dimensions_take_lsmr_steps(rng):
     value_rows, query_rows, loss, _ = fit_heads(design, rng.normal(size=(1, d * d)), 50)
     gap = head_coef(value_rows, query_rows, d) - target
     assert np.linalg.norm(gap) <= 1e-6 * np.linalg.norm(target)
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-160, 1.0, 1e154, 1e300])
+@pytest.mark.parametrize("n_columns", [1, 2])
+def test_orthonormal_columns_span_the_columns_at_every_scale(scale, n_columns):
+    from sklearn_linattn._low_rank import _orthonormal_columns
+
+    rng = np.random.default_rng(n_columns)
+    matrix = rng.normal(size=(6, n_columns))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        basis = _orthonormal_columns(matrix * scale)
+    np.testing.assert_allclose(basis.T @ basis, np.eye(n_columns), atol=1e-14)
+    # the same span: the columns are their projection on the basis
+    np.testing.assert_allclose(basis @ (basis.T @ matrix), matrix, atol=1e-13)

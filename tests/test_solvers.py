@@ -1098,3 +1098,27 @@ def test_mean_gain_is_the_r2_that_adding_the_mean_residual_adds(
     else:
         assert np.all(expected > 0.05)  # the offsets are out of a cubic's reach
         np.testing.assert_allclose(solution.mean_gain, expected, rtol=1e-8)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1e-6, 1e-3, 1e-1])
+def test_ridge_residual_floor_bounds_the_residual_on_the_rows(alpha):
+    """The ridge residual's lower bound from the statistics, alpha^2 theta (G +
+    alpha I)^-1 theta, against the residual measured on the rows: at most it,
+    and on noiseless targets (in the features' span) within a factor (1 +
+    alpha / lambda_min)^-2 of it, where lambda_min is G's smallest eigenvalue
+    (less the rows' own rounding, (1e-10 ||y||)^2)."""
+    from sklearn_linattn._solvers import _ridge_residual_floor
+
+    rng = np.random.default_rng(3)
+    features = rng.normal(size=(200, 12))
+    targets = features @ rng.normal(size=(12, 2))
+    gram = features.T @ features
+    coef = np.linalg.solve(gram + alpha * np.eye(12), features.T @ targets).T
+    residual = np.sum((targets - features @ coef.T) ** 2, axis=0)
+    floor = _ridge_residual_floor(gram, coef, alpha)
+    rounding = (1e-10 * np.linalg.norm(targets, axis=0)) ** 2
+    assert np.all(floor <= residual * (1 + 1e-8) + rounding)
+    smallest = np.linalg.eigvalsh(gram)[0]
+    assert np.all(floor >= residual / (1 + alpha / smallest) ** 2 - rounding)
+    if alpha == 0:
+        np.testing.assert_array_equal(floor, 0.0)
