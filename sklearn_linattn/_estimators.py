@@ -669,8 +669,8 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           (squared error; for the classifier, misclassified rows), each fold
           refitted as ``n_heads=k`` fits it (for squared errors with ten rows
           per lifted feature or more, a count whose refits linearized at the
-          full fit are no worse on every fold passes on them), as is its error on a majority of
-          the folds, and, where a model has fewer than two
+          full fit are no worse on every fold passes on them), as is its error
+          on a majority of the folds, and, where a model has fewer than two
           equations per degree of freedom, whose generalized cross-validated
           error is at most the lifted fit's too, so that the heads predict
           held-out data about as well as ``n_heads=None`` (an estimate: on small,

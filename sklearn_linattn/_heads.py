@@ -130,12 +130,12 @@ INTERPOLATION_MARGIN = 2.0
 # With at least REFIT_MARGIN training rows per lifted feature, a count whose
 # refits linearized at the full fit pass, and are no worse than the lifted fit
 # on every fold in squared error, passes without the folds' own refits (there
-# each fold's lifted fit is near the full one). On 160 noisy problems with 10 p to 50 p rows
-# (bench_head_criterion.py --many-rows) the same heads as with the folds' own
-# refits (--rule refit-all) in 159 (one returned 2 heads for 3, at the same
-# accuracy), at 0.47 times the median read-out time. Passing on the linearized
-# mean and majority alone (--rule linearized-majority) returned fewer heads
-# predicting 1.7 and 1.5 times worse than the refits' in two of them.
+# each fold's lifted fit is near the full one). On 160 noisy problems with 10 p
+# to 50 p rows (bench_head_criterion.py --many-rows) the same heads as with the
+# folds' own refits (--rule refit-all) in all 160, the regressions' read-out in
+# 0.49 times the median time. Deciding on the linearized mean and majority
+# alone (--rule linearized-majority) returned fewer heads in 11, two of them
+# predicting 1.7 and 1.5 times worse than the refits' heads.
 REFIT_MARGIN = 10.0
 # The estimators' work limit: head_work_limit times the lifted fit's flops plus
 # WORK_FLOOR (about ten seconds of one core: the read-out ran at 1-10 GFlop/s on
