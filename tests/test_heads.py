@@ -804,9 +804,9 @@ def test_with_many_rows_linearized_refits_passing_on_every_fold_decide(
 ):
     """With at least REFIT_MARGIN (10) rows per lifted feature, a count whose
     refits linearized at the full fit pass, their squared error no worse than
-    the lifted fit's on every fold, passes on them: its cv_error is theirs, and the folds' own
-    refits (those of n_heads=k, fitted explicitly here) agree on every fold.
-    The same data searched with the folds' own refits everywhere return the
+    the lifted fit's on every fold, passes on them: its cv_error is theirs, and
+    the folds' own refits (those of n_heads=k, fitted explicitly here) agree on
+    every fold. The same data searched with the folds' own refits everywhere return the
     same heads."""
     from sklearn_linattn import _heads
 
@@ -862,7 +862,7 @@ def test_with_many_rows_a_classifiers_counts_are_still_refitted(monkeypatch):
     one_head = LinearAttentionClassifier(n_heads=1).fit(X, labels)
     assert one_head.score(X_test, test_labels) < model.score(X_test, test_labels)
     assert search.counts_tried == refitted.counts_tried
-    for count, other in zip(search.counts, refitted.counts):
+    for count, other in zip(search.counts, refitted.counts, strict=True):
         assert count.cv_error == other.cv_error or np.isnan(other.cv_error)
 
 
