@@ -230,8 +230,9 @@ def _ridge_residual_floor(gram, coef, alpha):
         )
     except np.linalg.LinAlgError:  # alpha below the Gram's rounding: no floor
         return np.zeros(len(coef))
-    solved = scipy.linalg.cho_solve(factor, coef.T, check_finite=False)
-    return alpha**2 * np.einsum("op,po->o", coef, solved)
+    penalty = alpha * coef  # X^T r: bounded by the data, unlike alpha^2
+    solved = scipy.linalg.cho_solve(factor, penalty.T, check_finite=False)
+    return np.einsum("op,po->o", penalty, solved)
 
 
 def _check_shrinkage(coef, alpha, rescaled_alpha, mean_diagonal):

@@ -32,6 +32,7 @@ from sklearn_linattn import (
     certify,
 )
 from sklearn_linattn._data import fit_cost
+from sklearn_linattn.datasets import make_random_mhla
 from sklearn_linattn._lift import (
     lifted_kernel,
     lifted_matvec,
@@ -1122,3 +1123,19 @@ def test_ridge_residual_floor_bounds_the_residual_on_the_rows(alpha):
     assert np.all(floor >= residual / (1 + alpha / smallest) ** 2 - rounding)
     if alpha == 0:
         np.testing.assert_array_equal(floor, 0.0)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e-30])
+def test_partial_fit_of_zero_targets_with_a_penalty_at_any_scale(scale):
+    """Zero targets, alpha=1, tokens scaled down to 1e-30: the penalty in the
+    statistics' units is above 1e154, and its residual floor (alpha^2 theta
+    (G + alpha I)^-1 theta) is formed as (alpha theta) (G + alpha I)^-1 (alpha
+    theta), which cannot overflow; partial_fit reads zero heads, as fit does."""
+    X, _, _ = make_random_mhla(200, 6, 3, random_state=0)
+    y = np.zeros(200)
+    fitted = LinearAttentionRegressor(alpha=1.0).fit(X * scale, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        streamed = LinearAttentionRegressor(alpha=1.0).partial_fit(X * scale, y)
+    assert streamed.n_heads_ == fitted.n_heads_ == 0
+    np.testing.assert_array_equal(streamed.predict(X * scale), 0.0)
