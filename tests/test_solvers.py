@@ -32,7 +32,6 @@ from sklearn_linattn import (
     certify,
 )
 from sklearn_linattn._data import fit_cost
-from sklearn_linattn.datasets import make_random_mhla
 from sklearn_linattn._lift import (
     lifted_kernel,
     lifted_matvec,
@@ -41,6 +40,7 @@ from sklearn_linattn._lift import (
 )
 from sklearn_linattn._progress import ChunkProgress
 from sklearn_linattn._solvers import SOLVERS, choose_solver
+from sklearn_linattn.datasets import make_random_mhla
 
 
 def test_structured_products_match_the_feature_matrix(rng):
