@@ -25,6 +25,7 @@ from ._low_rank import _fold_indices, fold_lifted_coef
 
 __all__ = [
     "LiftedDesign",
+    "PenalizedDesign",
     "SequenceDesign",
     "design_loss",
     "predict_rows",
@@ -240,6 +241,57 @@ class SequenceDesign:
 
     def metric(self):
         return _metric(self)
+
+
+class PenalizedDesign:
+    """A design's objective plus ``weight ||theta_k - theta||^2``, the Frobenius
+    distance of the heads' lifted coefficients to the lifted fit ``theta``: its
+    columns followed by those of :class:`LiftedDesign` ``(theta, d)`` scaled by
+    ``sqrt(weight)``. Where the design's metric is singular, this bounds the
+    heads along its null space (where the minimum-norm ``theta`` is zero)."""
+
+    def __init__(self, design, coef, weight):
+        self.design, self.weight = design, float(weight)
+        self.distance = LiftedDesign(coef, design.token_dim)
+        self.token_dim, self.n_outputs = design.token_dim, design.n_outputs
+        self._scale = np.sqrt(self.weight)
+        self.targets = np.concatenate(
+            [design.targets, self._scale * self.distance.targets], axis=1
+        )
+        self.n_columns = self.targets.shape[1]
+        self.baseline = design.baseline  # theta adds nothing to the penalty
+        self.structured = design.structured
+        self._metric = None
+
+    def feature_flops(self, n_heads):
+        return self.design.feature_flops(n_heads) + self.distance.feature_flops(
+            n_heads
+        )
+
+    def features(self, query_rows):
+        return np.concatenate(
+            [
+                self.design.features(query_rows),
+                self._scale * self.distance.features(query_rows),
+            ],
+            axis=1,
+        )
+
+    def features_adjoint(self, weights):
+        split = self.design.n_columns
+        return self.design.features_adjoint(
+            weights[:, :split]
+        ) + self._scale * self.distance.features_adjoint(weights[:, split:])
+
+    def basis(self):
+        return np.concatenate(
+            [self.design.basis(), self._scale * self.distance.basis()], axis=2
+        )
+
+    def metric(self):
+        if self._metric is None:
+            self._metric = self.design.metric() + self.weight * self.distance.metric()
+        return self._metric
 
 
 def design_loss(design, value_rows, query_rows):

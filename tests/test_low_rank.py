@@ -12,7 +12,12 @@ import pytest
 from conftest import n_lifted, naive_lifted_features, random_attention, random_sequences
 
 from sklearn_linattn import _low_rank as low_rank
-from sklearn_linattn._designs import LiftedDesign, SequenceDesign, design_loss
+from sklearn_linattn._designs import (
+    LiftedDesign,
+    PenalizedDesign,
+    SequenceDesign,
+    design_loss,
+)
 from sklearn_linattn._folds import moments_of_pairs
 from sklearn_linattn._lift import pair_statistics
 from sklearn_linattn._low_rank import (
@@ -85,8 +90,24 @@ def test_lifted_design_loss_is_the_metric_distance(rng, metric):
     )
 
 
+def test_penalized_design_loss_adds_the_distance_to_the_lifted_fit(rng):
+    d, m, k = 3, 2, 2
+    X = random_sequences(rng, 40, 6, d)
+    y = rng.normal(size=(40, m))
+    design = sequence_design(X, y, np.ones(40), 0.0, False)
+    lifted = rng.normal(size=(m, n_lifted(d)))
+    penalized = PenalizedDesign(design, lifted, 0.3)
+    value_rows, query_rows = random_heads(rng, k, m, d)
+    gap = head_coef(value_rows, query_rows, d) - lifted
+    expected = design_loss(design, value_rows, query_rows) + 0.3 * np.sum(gap**2)
+    assert design_loss(penalized, value_rows, query_rows) == pytest.approx(
+        expected, rel=1e-12
+    )
+
+
 def designs(rng, d, m):
-    """One design of each form, with weights, ridge and an intercept."""
+    """One design of each form, with weights, ridge and an intercept; the last
+    with the penalty on the distance to a lifted fit."""
     X = random_sequences(rng, 30, 5, d)
     y = rng.normal(size=(30, m))
     features = naive_lifted_features(X)
@@ -97,10 +118,11 @@ def designs(rng, d, m):
         LiftedDesign(target, d, np.linalg.cholesky(gram)),
         sequence_design(X, y, rng.uniform(0.5, 2, 30), 0.2, True),
         sequence_design(X, y, np.ones(30), 0.0, False),
+        PenalizedDesign(sequence_design(X, y, np.ones(30), 0.0, False), target, 0.3),
     ]
 
 
-@pytest.mark.parametrize("form", range(4))
+@pytest.mark.parametrize("form", range(5))
 @pytest.mark.parametrize("few_heads", [0, 100])  # either projection of the metric
 def test_reduced_jacobian_products_are_derivatives_and_adjoints(
     rng, monkeypatch, form, few_heads
@@ -137,7 +159,7 @@ def test_reduced_jacobian_products_are_derivatives_and_adjoints(
     np.testing.assert_allclose(gradient, jacobian.T @ point.residual, atol=1e-9)
 
 
-@pytest.mark.parametrize("form", range(4))
+@pytest.mark.parametrize("form", range(5))
 def test_linearized_refit_is_least_squares_on_the_tangent(rng, form):
     """The linearized refit is the least-squares fit of the model linearized at
     the queries and their best values, ``A X(Q) + V X(B)`` over ``(A, B)``:
