@@ -51,6 +51,11 @@ one-standard-error rule). For each value:
    (``many_rows``: 80 regressions and 80 classifications, where the package
    decides on the linearized refits alone), the default's test error (accuracy)
    against ``n_heads=None``'s, its heads and its read-out's time.
+7. With ``--drift``: heads that drift along the null space of a singular training
+   metric (``drift``): 12 heads on 600 sklearn digits images and the default on
+   aeon's JapaneseVowels (if installed), without the penalized polish
+   (``DRIFT = inf``) and with it from 10 times the lifted norm on, and the
+   default's norm over the lifted fit's on 60 small noisy problems.
 """
 
 import argparse
@@ -60,6 +65,8 @@ import time
 import bench_heads
 import bench_real_sequences as real
 import numpy as np
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 import sklearn_linattn._heads as heads
 import sklearn_linattn._low_rank as low_rank
@@ -67,6 +74,11 @@ from sklearn_linattn import (
     LinearAttentionClassifier,
     LinearAttentionRegressor,
     MultiHeadLinearAttention,
+)
+from sklearn_linattn.preprocessing import (
+    PositionalEncoding,
+    SeriesToTokens,
+    TokenwiseTransformer,
 )
 
 _GCV_FAILS = heads._Search.gcv_fails
@@ -455,6 +467,81 @@ def many_rows(n_fits=80):
     return rows
 
 
+def drift():
+    """Part 7 (module docstring): the heads' norm over the lifted fit's, test
+    accuracy, and accuracy with noise of 1e-3 on the inputs, without and with
+    the penalized polish; and the read-out's work."""
+    from sklearn.datasets import load_digits
+
+    rows = []
+    noise_rng = np.random.default_rng(0)
+
+    def measure(name, make, X, y, X_test, y_test, thresholds):
+        lifted = make(n_heads=None).fit(X, y)
+        noisy = [x + 1e-3 * noise_rng.normal(size=np.shape(x)) for x in X_test]
+        noisy = np.asarray(noisy) if isinstance(X_test, np.ndarray) else noisy
+        for threshold in thresholds:
+            heads.DRIFT = threshold
+            model = make().fit(X, y)
+            fitted, reference = model, lifted
+            if hasattr(model, "steps"):  # a pipeline: its estimator
+                fitted, reference = model[-1], lifted[-1]
+            rows.append(dict(
+                data=name, drift=threshold, heads=int(fitted.n_heads_),
+                norm_ratio=float(np.linalg.norm(fitted.coef_) / np.linalg.norm(
+                    reference.coef_)),
+                accuracy=model.score(X_test, y_test),
+                noisy_accuracy=model.score(noisy, y_test),
+                lifted_accuracy=lifted.score(X_test, y_test),
+                work=fitted.head_search_.work,
+            ))
+            print(json.dumps(rows[-1]), flush=True)
+        heads.DRIFT = package
+
+    package = heads.DRIFT
+    X, y = load_digits(return_X_y=True)
+    measure(
+        "digits, first 600, n_heads=12",
+        lambda n_heads=12: LinearAttentionClassifier(token_dim=8, n_heads=n_heads),
+        X[:600], y[:600], X[600:], y[600:], (np.inf, package),
+    )
+    try:
+        from aeon.datasets import load_classification
+    except ImportError:
+        load_classification = None
+    if load_classification is not None:
+        X, y = load_classification("JapaneseVowels", split="train")
+        X_test, y_test = load_classification("JapaneseVowels", split="test")
+        measure(
+            "JapaneseVowels, default", lambda n_heads="auto": make_pipeline(
+                SeriesToTokens(), TokenwiseTransformer(StandardScaler()),
+                PositionalEncoding(constant=True),
+                LinearAttentionClassifier(n_heads=n_heads),
+            ), X, y, X_test, y_test, (np.inf, 10.0),
+        )
+    ratios = []
+    rng = np.random.default_rng(7)
+    for _ in range(60):
+        d = int(rng.choice([3, 4, 5]))
+        share = float(rng.choice([0.5, 0.8, 1.2, 2.0, 4.0, 8.0]))
+        n_heads, n_outputs = int(rng.choice([1, 2])), int(rng.choice([1, 2]))
+        alpha = float(rng.choice([0.0, 1e-2]))
+        noise, seed = float(rng.choice([0.1, 0.3])), int(rng.integers(1e6))
+        n = max(8, int(share * d * d * (d + 1) // 2))
+        X, y, _, _ = _random_attention_data(seed, n, d, n_heads, n_outputs, 8, noise)
+        auto = LinearAttentionRegressor(alpha=alpha).fit(X, y)
+        lifted = LinearAttentionRegressor(alpha=alpha, n_heads=None).fit(X, y)
+        ratios.append(np.linalg.norm(auto.coef_) / np.linalg.norm(lifted.coef_))
+    print(f"\n60 small noisy problems: the default's norm over the lifted fit's at "
+          f"most {max(ratios):.3g}")
+    for row in rows:
+        print(f"{row['data']}, DRIFT = {row['drift']:g}: {row['heads']} heads at "
+              f"{row['norm_ratio']:.3g} times the lifted norm, accuracy "
+              f"{row['accuracy']:.3f} ({row['noisy_accuracy']:.3f} with 1e-3 noise; "
+              f"n_heads=None {row['lifted_accuracy']:.3f}), work {row['work']:.3g}")
+    return dict(rows=rows, small_problem_ratios=[float(r) for r in ratios])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--slacks", type=float, nargs="*", default=[0.0, 1.0])
@@ -473,6 +560,10 @@ def main():
     parser.add_argument(
         "--many-rows", action="store_true",
         help="part 6: 10 p to 50 p sequences, the default against n_heads=None",
+    )
+    parser.add_argument(
+        "--drift", action="store_true",
+        help="part 7: heads along a singular metric's null space, penalized or not",
     )
     parser.add_argument("--dims", type=int, nargs="+", default=[4, 8])
     parser.add_argument("--sets", nargs="*", default=list(real.DATA_SETS))
@@ -497,6 +588,7 @@ def main():
     near = near_interpolation() if args.near_interpolation else []
     low = low_signal() if args.low_signal else []
     many = many_rows() if args.many_rows else []
+    drifted = drift() if args.drift else {}
     if args.slacks:
         print("\n| data | n_heads=None | " + " | ".join(
             f"SLACK = {s:g} (heads)" for s in args.slacks) + " |")
@@ -515,6 +607,7 @@ def main():
                     near_interpolation=near,
                     low_signal=low,
                     many_rows=many,
+                    drift=drifted,
                 ),
                 handle,
                 indent=1,
