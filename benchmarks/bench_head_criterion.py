@@ -103,14 +103,17 @@ def set_rule(rule):
     if rule == "refit-all":
         heads.REFIT_MARGIN = np.inf
     if rule == "linearized-majority":
-        heads._Search.linearized_decides = _linearized_majority
+        heads._Search.linearized_verdict = _linearized_majority
 
 
-def _linearized_majority(search, verdict):
+def _linearized_majority(search, k, count, errors, refits):
     """From REFIT_MARGIN rows per lifted feature on, the linearized refits'
-    verdict by the mean and the majority of the folds, every fold or not."""
+    verdict by the mean and the majority of the folds, every fold or not, and
+    for misclassification too."""
     p = search.d * search.d * (search.d + 1) // 2
-    return search.n_observations >= heads.REFIT_MARGIN * p
+    if search.n_observations >= heads.REFIT_MARGIN * p:
+        return search.verdict(k, count, errors, refits)
+    return None
 
 
 RULES = (
@@ -388,18 +391,27 @@ def low_signal(n_fits=150):
             lifted_accuracy=accuracy[None],
         ))
         print(json.dumps(rows[-1]), flush=True)
+    _print_against_lifted("low signal", rows, (1.3, 2.0))
+    return rows
+
+
+def _print_against_lifted(label, rows, levels):
+    """The regressions' test errors over n_heads=None's above each of the two
+    ``levels`` and below 0.9, and the classifications more than 0.02 of
+    accuracy below or above n_heads=None's."""
     ratios = np.array([r["ratio"] for r in rows if r["task"] == "regression"])
     drops = np.array(
         [r["lifted_accuracy"] - r["accuracy"] for r in rows if "accuracy" in r]
     )
-    print(f"\nlow signal, {len(ratios)} regressions: the default's test error above "
-          f"1.3 times n_heads=None's in {int(np.sum(ratios > 1.3))}, above 2 times "
-          f"in {int(np.sum(ratios > 2))} (largest {ratios.max():.2f}), below 0.9 "
-          f"times in {int(np.sum(ratios < 0.9))}; median {np.median(ratios):.3f}")
-    print(f"low signal, {len(drops)} classifications: the default's accuracy more "
+    low, high = levels
+    print(f"\n{label}, {len(ratios)} regressions: the default's test error above "
+          f"{low:g} times n_heads=None's in {int(np.sum(ratios > low))}, above "
+          f"{high:g} times in {int(np.sum(ratios > high))} (largest "
+          f"{ratios.max():.2f}), below 0.9 times in {int(np.sum(ratios < 0.9))}; "
+          f"median {np.median(ratios):.3f}")
+    print(f"{label}, {len(drops)} classifications: the default's accuracy more "
           f"than 0.02 below n_heads=None's in {int(np.sum(drops > 0.02))} (largest "
           f"{drops.max():.3f}), more than 0.02 above in {int(np.sum(drops < -0.02))}")
-    return rows
 
 
 def many_rows(n_fits=80):
@@ -450,18 +462,8 @@ def many_rows(n_fits=80):
             row.update(accuracy=scores["auto"], lifted_accuracy=scores[None])
         rows.append(row)
         print(json.dumps(row), flush=True)
-    ratios = np.array([r["ratio"] for r in rows if r["task"] == "regression"])
-    drops = np.array(
-        [r["lifted_accuracy"] - r["accuracy"] for r in rows if "accuracy" in r]
-    )
+    _print_against_lifted("many rows", rows, (1.1, 1.3))
     seconds = np.array([r["seconds"] for r in rows])
-    print(f"\nmany rows, {len(ratios)} regressions: the default's test error above "
-          f"1.1 times n_heads=None's in {int(np.sum(ratios > 1.1))}, above 1.3 times "
-          f"in {int(np.sum(ratios > 1.3))} (largest {ratios.max():.2f}), below 0.9 "
-          f"times in {int(np.sum(ratios < 0.9))}; median {np.median(ratios):.3f}")
-    print(f"many rows, {len(drops)} classifications: the default's accuracy more "
-          f"than 0.02 below n_heads=None's in {int(np.sum(drops > 0.02))} (largest "
-          f"{drops.max():.3f}), more than 0.02 above in {int(np.sum(drops < -0.02))}")
     print(f"many rows: read-out seconds, median {np.median(seconds):.3f}, total "
           f"{seconds.sum():.1f}")
     return rows
@@ -475,6 +477,7 @@ def drift():
 
     rows = []
     noise_rng = np.random.default_rng(0)
+    package = heads.DRIFT
 
     def measure(name, make, X, y, X_test, y_test, thresholds):
         lifted = make(n_heads=None).fit(X, y)
@@ -498,7 +501,6 @@ def drift():
             print(json.dumps(rows[-1]), flush=True)
         heads.DRIFT = package
 
-    package = heads.DRIFT
     X, y = load_digits(return_X_y=True)
     measure(
         "digits, first 600, n_heads=12",

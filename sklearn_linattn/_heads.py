@@ -624,8 +624,12 @@ class _Search:
             self.frobenius_fits and self.distance(value_rows, query_rows) <= self.tol
         )
         design = self.frobenius if within else self.design
-        size = np.linalg.norm(head_coef(value_rows, query_rows, self.d))
-        if not self.exact and not within and size > DRIFT * self.norm:
+        if (
+            not self.exact
+            and not within
+            and np.linalg.norm(head_coef(value_rows, query_rows, self.d))
+            > DRIFT * self.norm
+        ):
             # drifted along the null space of a singular training metric:
             # polished with a penalty on the distance to the lifted fit
             design = PenalizedDesign(
@@ -746,7 +750,7 @@ class _Search:
         """The first held-out test of k heads: each fold's refit linearized at
         the full fit (:func:`linearized_refit`, one Gauss-Newton step); above
         the threshold, the count fails; with many rows a pass on every fold
-        passes (:meth:`linearized_decides`)."""
+        passes (:meth:`linearized_verdict`)."""
         folds, errors, refits = self.folds, [], []
         for fold in range(folds.n_folds):
             refits.append(linearized_refit(folds.design(fold), query_rows, self.budget))
@@ -755,31 +759,39 @@ class _Search:
             return replace(count, criterion=None)
         error = folds.summary(errors)[0]
         count = replace(count, linearized_cv_error=error)
-        decided = self.verdict(k, count, errors, refits)
-        if self.linearized_decides(decided):
+        decided = self.linearized_verdict(k, count, errors, refits)
+        if decided is not None:
             return decided
         if error > self.threshold:
             return replace(count, passes=False, criterion="cv")
         return replace(count, criterion="linearized")
 
-    def linearized_decides(self, verdict):
-        """Whether the linearized refits' verdict stands: a pass of squared
-        errors, no worse than the lifted fit on every fold, with at least
-        ``REFIT_MARGIN`` training rows per lifted feature (each fold's lifted
-        fit is then near the full one, and a count's refit on a fold near its
-        full fit). Misclassification is never decided so: counts of a few
-        held-out rows tie, and a tie counted as no worse passed one head of a
-        binary classifier (d = 3, 12 p rows, 10% of labels flipped) at 1.3
+    def linearized_verdict(self, k, count, errors, refits):
+        """The linearized refits' verdict where it stands, else None: a pass of
+        squared errors, no worse than the lifted fit on every fold, with at
+        least ``REFIT_MARGIN`` training rows per lifted feature (each fold's
+        lifted fit is then near the full one, and a count's refit on a fold
+        near its full fit). Misclassification is never decided so: counts of a
+        few held-out rows tie, and a tie counted as no worse passed one head of
+        a binary classifier (d = 3, 12 p rows, 10% of labels flipped) at 1.3
         times the test error of the count its folds' own refits chose."""
-        held = int(np.sum(np.asarray(self.folds.weights) > 0))
         p = self.d * self.d * (self.d + 1) // 2
-        return bool(
-            self.folds.loss == "squared"
-            and verdict.passes
-            and verdict.folds_within == held
-            and self.n_observations is not None
-            and self.n_observations >= REFIT_MARGIN * p
-        )
+        if (
+            self.folds.loss != "squared"
+            or self.n_observations is None
+            or self.n_observations < REFIT_MARGIN * p
+        ):
+            return None
+        verdict = self.verdict(k, count, errors, refits)
+        if verdict.passes and verdict.folds_within == np.sum(self.held_folds):
+            return verdict
+        return None
+
+    @property
+    def held_folds(self):
+        """Which folds hold rows of positive weight (the others are not counted
+        toward a majority)."""
+        return np.asarray(self.folds.weights) > 0
 
     def refits(self, k, value_rows, query_rows, count):
         """The held-out verdict on k heads: each fold refitted as ``n_heads=k`` fits
@@ -820,7 +832,7 @@ class _Search:
             passes = passes and np.sum(squared) <= np.sum(folds.lifted_squared)
         # the heads must also be no worse than the lifted fit on a majority of
         # the folds that hold rows of positive weight (FOLDS_MAJORITY)
-        held = np.asarray(folds.weights) > 0
+        held = self.held_folds
         no_worse = np.asarray(errors) <= np.asarray(folds.lifted_errors)
         within = int(np.sum(no_worse & held))
         passes = bool(passes and within > FOLDS_MAJORITY * np.sum(held))
