@@ -1012,7 +1012,7 @@ def _search(search, n_heads):
         # digits, 16 heads: 4e8 times the lifted fit's norm; 12 kept of its own
         # norm scored 0.19 of accuracy on the training rows, 16 score 0.89)
         reference = np.linalg.norm(search.split_svd[1])
-        kept = min(k, n_heads_within(svd(folded)[1], ACCURACY * search.tol, reference))
+        kept = min(k, n_heads_within(svd(folded)[1], search.tol, reference))
         return folded, kept, "fixed", bool(count.passes)
     # The fewest passing heads in [low, high): every count below `low` fails, and
     # `high` passes (the paper's count does). On exact fits, where a failing count

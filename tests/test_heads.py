@@ -1177,6 +1177,23 @@ def test_float32_fixed_two_heads_are_within_rounding_of_the_truth():
     assert relative_error(two.predict(X), y.astype(np.float64)) < 1e-6
 
 
+@pytest.mark.parametrize("token_dim", [3, 4])
+def test_float32_fixed_count_above_the_generating_one_drops_rounding_heads(token_dim):
+    """n_heads=3 on float32 data of two heads and two outputs: the third head of
+    the fit is at float32 rounding (1e-8 of the first), within the read-out's tol
+    (float32's epsilon), and is dropped, as it is on float64 data."""
+    X, y = make_random_mhla(
+        600, 8, token_dim, n_heads=2, n_outputs=2, random_state=0
+    )[:2]
+    for dtype in (np.float64, np.float32):
+        lifted = LinearAttentionRegressor(n_heads=None).fit(
+            X.astype(dtype), y.astype(dtype)
+        )
+        model = LinearAttentionRegressor(n_heads=3).fit(X.astype(dtype), y.astype(dtype))
+        assert model.n_heads_ == 2
+        assert relative_error(model.coef_, lifted.coef_) < 1e-5
+
+
 @pytest.mark.parametrize("scale", [1e-30, 1e-12, 1e12, 1e30])
 def test_float32_one_head_target_gives_one_head_at_every_scale(scale):
     truth, X, _ = one_head_problem(seed=11)
