@@ -665,8 +665,10 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           objective from seeded starts (variable projection, Levenberg-Marquardt).
           On exact data the fewest heads that reproduce the lifted solution within
           ``tol``; on noisy data the fewest whose cross-validated error over 5
-          interleaved folds of the sequences is at most the lifted fit's
-          (squared error; for the classifier, misclassified rows), each fold
+          interleaved folds of the sequences is at most the lifted fit's,
+          lowered by how much more the lifted fit (more degrees of freedom)
+          gains from all the rows than from a fold's 80% (squared error; for
+          the classifier, misclassified rows), each fold
           refitted as ``n_heads=k`` fits it (for squared errors with ten rows
           per lifted feature or more, a count whose refits linearized at the
           full fit are no worse on every fold passes on them), as is its error
@@ -1007,8 +1009,8 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
     n_heads : "auto", int or None, default="auto"
         Head read-out: the fewest heads that pass (within ``tol`` of the lifted
         fit on exact data; else with a cross-validated misclassification rate
-        at most the lifted fit's), the best model with at
-        most that many heads, or the paper's SVD read-out (see
+        at most the lifted fit's, corrected for the folds' size), the best model
+        with at most that many heads, or the paper's SVD read-out (see
         :class:`LinearAttentionRegressor`).
     fit_intercept : bool, default=False
         Fit an unpenalized bias per class.

@@ -198,8 +198,8 @@ class HeadSearchDisplay:
 
     From ``head_search_`` (a :class:`~sklearn_linattn.HeadReadout`): every count
     the read-out fitted, with its cross-validated error (the held-out criterion)
-    against the lifted fit's, the threshold a count must meet (with its standard
-    error shaded), or, where the counts were decided by ``tol``, the relative
+    against the lifted fit's (with its standard error shaded) and the threshold
+    each count must meet, or, where the counts were decided by ``tol``, the relative
     distance of each count's heads to the lifted fit against ``tol``; the chosen
     count is marked. Like scikit-learn's ``ValidationCurveDisplay``: create it
     with :meth:`from_estimator`, or from a readout and then :meth:`plot`.
@@ -216,7 +216,10 @@ class HeadSearchDisplay:
     lines_ : dict of matplotlib Line2D
         ``"counts"`` (the cross-validated errors of counts refitted on each
         fold from its own start, or with many rows decided by their linearized
-        refits), ``"threshold"`` and ``"chosen"``; where the
+        refits), ``"lifted"`` (the lifted fit's cross-validated error),
+        ``"threshold"`` (each count's threshold: the lifted fit's error lowered
+        by how much more it gains from all the rows than from a fold's 80%) and
+        ``"chosen"``; where the
         search had such counts, ``"linearized"``, the errors of counts whose
         refits were only linearized at the full fit (those above the threshold
         fail; those below, above the count returned, were left undecided),
@@ -242,7 +245,7 @@ class HeadSearchDisplay:
     >>> y = y + 0.05 * y.std() * np.random.default_rng(0).normal(size=y.shape)
     >>> display = HeadSearchDisplay.from_estimator(LinearAttentionRegressor().fit(X, y))
     >>> sorted(display.lines_)
-    ['chosen', 'counts', 'threshold', 'training']
+    ['chosen', 'counts', 'lifted', 'threshold', 'training']
     """
 
     def __init__(self, head_search, *, tol=None):
@@ -350,12 +353,19 @@ class HeadSearchDisplay:
                     color="C2",
                     label="k heads reproducing the lifted fit (tol)",
                 )[0]
-            lines["threshold"] = ax.axhline(
-                search.cv_error,
-                color="gray",
-                linestyle="--",
-                label="lifted fit (a count must be at or below)",
+            lines["lifted"] = ax.axhline(
+                search.cv_error, color="gray", linestyle="--", label="lifted fit"
             )
+            thresholds = [count for count in counts if np.isfinite(count.threshold)]
+            lines["threshold"] = ax.plot(
+                [count.n_heads for count in thresholds],
+                [count.threshold for count in thresholds],
+                color="black",
+                marker="_",
+                markersize=12,
+                linestyle="none",
+                label="threshold of k heads (a count must be at or below)",
+            )[0]
             self.band_ = ax.axhspan(
                 search.cv_error - search.cv_standard_error,
                 search.cv_error + search.cv_standard_error,

@@ -152,7 +152,14 @@ def test_search_display_draws_each_count_by_the_test_that_decided_it():
             display.lines_["linearized"].get_ydata(),
             [c.linearized_cv_error for c in linearized],
         )
-    assert display.lines_["threshold"].get_ydata()[0] == search.cv_error
+    assert display.lines_["lifted"].get_ydata()[0] == search.cv_error
+    judged = sorted(
+        (c for c in search.counts if np.isfinite(c.threshold)), key=lambda c: c.n_heads
+    )
+    np.testing.assert_array_equal(
+        display.lines_["threshold"].get_ydata(), [c.threshold for c in judged]
+    )
+    assert all(c.threshold <= search.cv_error for c in judged)
     assert display.lines_["chosen"].get_xdata()[0] == model.n_heads_
     assert "cut the search short" not in display.lines_["chosen"].get_label()
 
