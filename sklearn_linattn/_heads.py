@@ -368,8 +368,9 @@ class HeadReadout:
     cv_error, cv_standard_error : float
         The lifted fit's cross-validated error and its standard error across
         the folds (NaN without folds); a count passes "cv" at or below its
-        ``threshold`` (:class:`CountFit`), at most ``cv_error``. Squared errors are in the targets' units squared, per unit
-        of sample weight and per output.
+        ``threshold`` (:class:`CountFit`), at most ``cv_error``. Squared errors
+        are in the targets' units squared, per unit of sample weight and per
+        output.
     gcv_error : float
         The lifted fit's generalized cross-validated squared error (its
         training error over ``(1 - dof / rows)^2``, ``dof`` the trace of its hat

@@ -325,7 +325,7 @@ class HeadSearchDisplay:
                     marker="v",
                     linestyle="none",
                     color=lines["counts"].get_color(),
-                    label="k heads, linearized refits only (above the line: fails)",
+                    label="k heads, linearized refits only (above threshold: fails)",
                 )[0]
             bounded = [
                 count
@@ -341,7 +341,7 @@ class HeadSearchDisplay:
                     marker="^",
                     linestyle="none",
                     color=lines["counts"].get_color(),
-                    label="k heads, training error only (above the line: fails)",
+                    label="k heads, training error only (above threshold: fails)",
                 )[0]
             within = [count for count in counts if count.criterion == "tol"]
             if within:

@@ -191,7 +191,8 @@ def test_a_counts_threshold_corrects_for_the_folds_size(n_outputs, fit_intercept
     and D_k the k-head models' dimension (theory page), capped at D."""
     d, n_samples = 4, 150
     _, X, y = noisy_sequences(7, d, 2, n_outputs, 0.1, n_samples=n_samples)
-    search = LinearAttentionRegressor(fit_intercept=fit_intercept).fit(X, y).head_search_
+    model = LinearAttentionRegressor(fit_intercept=fit_intercept).fit(X, y)
+    search = model.head_search_
     p, m = n_lifted(d), n_outputs
     equations, trained = n_samples * m, 0.8 * n_samples * m
     lifted_dof = (p + fit_intercept) * m
@@ -1241,7 +1242,8 @@ def test_float32_fixed_count_above_the_generating_one_drops_rounding_heads(token
         lifted = LinearAttentionRegressor(n_heads=None).fit(
             X.astype(dtype), y.astype(dtype)
         )
-        model = LinearAttentionRegressor(n_heads=3).fit(X.astype(dtype), y.astype(dtype))
+        model = LinearAttentionRegressor(n_heads=3)
+        model.fit(X.astype(dtype), y.astype(dtype))
         assert model.n_heads_ == 2
         assert relative_error(model.coef_, lifted.coef_) < 1e-5
 

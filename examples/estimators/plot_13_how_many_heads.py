@@ -5,8 +5,11 @@ How many heads do the data support?
 ``n_heads="auto"`` returns the fewest heads whose model is not clearly worse
 than the lifted fit on held-out data: a count ``k`` passes when the
 cross-validated error of ``n_heads=k`` over five interleaved folds of the
-sequences (each fold refitted as ``n_heads=k`` fits it) is at most the lifted
-fit's, and so is its error on a majority of the folds. On exact data the count
+sequences (each fold refitted as ``n_heads=k`` fits it) is at most its
+threshold, and so is its error on a majority of the folds. The threshold is the
+lifted fit's cross-validated error, lowered by how much more the lifted fit,
+with more degrees of freedom, gains from all the rows than from a fold's 80%
+(theory page, "How many heads"). On exact data the count
 is the fewest heads that reproduce the lifted fit within ``tol``.
 :class:`~sklearn_linattn.HeadSearchDisplay` draws that evidence from
 ``head_search_``.
@@ -45,6 +48,7 @@ print(
 )
 for count in search.counts:
     verdict = {True: "passes", False: "fails", None: "undecided"}[count.passes]
+    verdict += f", threshold {count.threshold:.3g}"
     if np.isfinite(count.cv_error):
         error = (
             f"cross-validated {count.cv_error:.3g}, "
@@ -60,12 +64,12 @@ for count in search.counts:
 # The counts the search fitted
 # ----------------------------
 # A held-out error is at least the training error, so a count whose training
-# error is already above the lifted fit's cross-validated error fails without
+# error is already above its threshold (black dashes) fails without
 # refitting the folds (triangles up). The search finds the fewest count that its
 # training error does not reject (1, 2, 4, ..., then bisection), then goes up
 # one count at a time: each fold's refit linearized at the full fit (one
 # Gauss-Newton step, cheap, but it has seen every fold) rejects a count above the
-# line (triangles down), and a count below it is refitted on each fold from the
+# threshold (triangles down), and a count below it is refitted on each fold from the
 # fold's own starts (circles), which decides. Every count below the chosen one
 # that was fitted fails.
 display = HeadSearchDisplay.from_estimator(model)
@@ -96,6 +100,15 @@ ax.plot(
     [fit.counts[0].cv_error for fit in fixed],
     marker="o",
     label="k heads, refitted on each fold",
+)
+ax.plot(
+    counts,
+    [fit.counts[0].threshold for fit in fixed],
+    color="black",
+    marker="_",
+    markersize=12,
+    linestyle="none",
+    label="threshold of k heads",
 )
 ax.axhline(search.cv_error, color="gray", linestyle="--", label="lifted fit")
 ax.axvline(model.n_heads_, color="C3", linestyle="-.", label="n_heads='auto'")
