@@ -320,30 +320,44 @@ def test_heads_with_about_as_many_parameters_as_rows_predict_like_the_lifted_fit
 # --- classification and real-like data ----------------------------------------------
 
 
-def digits_split(positions):
+def digits_split(split):
     digits = load_digits()
     X = digits.data.reshape(-1, 8, 8) / 16.0
-    if positions:
+    if split == "positions":
         X = PositionalEncoding().fit_transform(X)
         train, test = train_test_split(
             np.arange(len(X)), test_size=0.25, stratify=digits.target, random_state=0
         )
+    elif split == "random":
+        train, test = train_test_split(np.arange(len(X)), random_state=0)
     else:
         train, test = np.arange(1000), np.arange(1000, len(X))
     return X[train], digits.target[train], X[test], digits.target[test]
 
 
-@pytest.mark.parametrize("positions", [False, True])
-def test_digits_heads_classify_as_well_as_the_lifted_fit(positions):
-    """Plain defaults on digits rows (the first 1000 images, and rows plus
-    positions on a stratified split): the heads' held-out accuracy is within 0.02
-    of n_heads=None's (the F-test returned 1 head: 0.30 against 0.75)."""
-    X, y, X_test, y_test = digits_split(positions)
+SPLIT_MISS = pytest.mark.xfail(
+    strict=True,
+    reason="4 heads classify 0.827 of the test images against the lifted fit's "
+    "0.858; its folds' fits classify 0.816 of their held-out training images and "
+    "0.84 of these test images: the test split favours it, by about two standard "
+    "errors of the comparison",
+)
+
+
+@pytest.mark.parametrize(
+    "split", ["first", "positions", pytest.param("random", marks=SPLIT_MISS)]
+)
+def test_digits_heads_classify_as_well_as_the_lifted_fit(split):
+    """Plain defaults on digits rows (the first 1000 images; rows plus
+    positions on a stratified split; rows on benchmarks/bench_default_cases.py's
+    random split): the heads' held-out accuracy is within 0.02 of
+    n_heads=None's (the F-test returned 1 head: 0.30 against 0.75)."""
+    X, y, X_test, y_test = digits_split(split)
     lifted = LinearAttentionClassifier(n_heads=None).fit(X, y)
     model = LinearAttentionClassifier().fit(X, y)
     search = model.head_search_
     assert search.passes
-    if not positions:  # (with positions, d = 17: the work limit may cut it short)
+    if split == "first":  # (with positions, d = 17: the limit may cut it short)
         assert search.complete and search.criterion == "cv"
         assert model.n_heads_ < lifted.n_heads_
     assert model.score(X_test, y_test) >= lifted.score(X_test, y_test) - 0.02
