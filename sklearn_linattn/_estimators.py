@@ -96,6 +96,43 @@ class _AtomicUpdate:
         return False
 
 
+def _centering_precision(solution, data):
+    """The relative precision of the lifted coefficients that centering the
+    targets leaves: ``eps`` times the targets' energy over their centered
+    energy (``sum_i w_i y_i^2`` against ``sum_i w_i (y_i - mean)^2``, all
+    outputs), since the centered statistics are differences of sums of that
+    size; at most 1, and 1 for targets constant to the rounding of ``n``
+    terms' sums, which no heads fit. From the statistics where the solver
+    kept them, else from the rows (0 where neither is at hand).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_linattn import LinearAttentionRegressor
+    >>> X = np.random.default_rng(0).normal(size=(40, 4, 2))
+    >>> model = LinearAttentionRegressor(fit_intercept=True).fit(X, np.full(40, 3.7))
+    >>> model.n_heads_, bool(np.isclose(model.intercept_, 3.7))
+    (0, True)
+    """
+    statistics = solution.statistics
+    if statistics is not None:
+        squares, sums = statistics.target_square_sum, statistics.target_sum
+        weight = statistics.weight_sum
+    elif getattr(data, "targets", None) is not None and not data.is_distributed:
+        squares = np.einsum("ij,ij->j", data.targets, data.targets)
+        sums, weight = data.row_scale @ data.targets, data.row_scale @ data.row_scale
+    else:
+        return 0.0
+    energy = float(np.sum(squares))
+    if weight <= 0 or energy == 0:
+        return 0.0
+    eps = np.finfo(float).eps
+    centered = energy - float(np.sum(sums**2)) / weight
+    if centered <= solution.n_observations * eps * energy:  # the sums' rounding
+        return 1.0
+    return min(1.0, eps * energy / centered)
+
+
 class _LinearAttentionBase(BaseEstimator):
     """Shared machinery: data source, solver, head read-out, certificate."""
 
@@ -407,8 +444,14 @@ class _LinearAttentionBase(BaseEstimator):
             solution.coef,
             data.token_dim,
             self.n_heads,
-            # float32 data pin the coefficients down to their precision only
-            max(self.tol, solution.coef_tol, getattr(self, "_input_precision", 0.0)),
+            # float32 data pin the coefficients down to their precision only,
+            # and so does centering targets far from zero
+            max(
+                self.tol,
+                solution.coef_tol,
+                getattr(self, "_input_precision", 0.0),
+                _centering_precision(solution, data) if self.fit_intercept else 0.0,
+            ),
             design=solution.head_design() if searching else None,
             folds=functools.partial(
                 solution.heldout_folds, classify=is_classifier(self)
@@ -446,7 +489,7 @@ class _LinearAttentionBase(BaseEstimator):
         )
         coef = attention.lifted_coef()
         if not np.all(np.isfinite(coef)) or (
-            np.any(solution.coef) and not np.any(coef)
+            readout.n_heads and np.any(solution.coef) and not np.any(coef)
         ):
             raise ValueError(
                 "The fitted lifted coefficients are not representable in float64: "
@@ -665,10 +708,10 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           objective from seeded starts (variable projection, Levenberg-Marquardt).
           On exact data the fewest heads that reproduce the lifted solution within
           ``tol``; on noisy data the fewest whose cross-validated error over 5
-          interleaved folds of the sequences is at most the lifted fit's,
-          lowered by how much more the lifted fit (more degrees of freedom)
-          gains from all the rows than from a fold's 80% (squared error; for
-          the classifier, misclassified rows), each fold
+          interleaved folds of the sequences is at most the lifted fit's
+          (squared error, lowered by how much more the lifted fit, with more
+          degrees of freedom, gains from all the rows than from a fold's 80%;
+          for the classifier, misclassified rows), each fold
           refitted as ``n_heads=k`` fits it (for squared errors with ten rows
           per lifted feature or more, a count whose refits linearized at the
           full fit are no worse on every fold passes on them), as is its error
@@ -721,7 +764,10 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         ``tol * ||lifted solution||`` of the lifted solution in lifted coefficients
         (the paper's model distance) reproduce it. Larger values trade fidelity
         for fewer heads. ``coef_`` is always the function the returned heads
-        compute. (For float32 input, at least the input's precision.)
+        compute. (For float32 input, at least the input's precision; with
+        ``fit_intercept=True``, at least float64's times the targets' energy
+        over their centered energy, which centering cannot resolve below:
+        targets constant to rounding have no heads.)
     head_work_limit : float or None, default=20.0
         The work the head read-out may do, counted in floating-point operations
         as it is done: ``head_work_limit`` times the lifted fit's (``n p^2 +
@@ -1009,8 +1055,8 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
     n_heads : "auto", int or None, default="auto"
         Head read-out: the fewest heads that pass (within ``tol`` of the lifted
         fit on exact data; else with a cross-validated misclassification rate
-        at most the lifted fit's, corrected for the folds' size), the best model
-        with at most that many heads, or the paper's SVD read-out (see
+        at most the lifted fit's), the best model with at most that many heads,
+        or the paper's SVD read-out (see
         :class:`LinearAttentionRegressor`).
     fit_intercept : bool, default=False
         Fit an unpenalized bias per class.

@@ -95,9 +95,9 @@ class _Values:
         self.x = query_rows.ravel()
         features = design.features(query_rows)
         left, singular, right_t = svd(features)
-        kept = singular > singular[0] * max(features.shape) * np.finfo(float).eps
-        if not singular.size or singular[0] == 0:
-            kept = np.zeros(singular.shape, dtype=bool)
+        kept = np.zeros(singular.shape, dtype=bool)  # no rows of weight: V = 0
+        if singular.size and singular[0] > 0:
+            kept = singular > singular[0] * max(features.shape) * np.finfo(float).eps
         self.row_space = right_t[kept]
         # X^+ = row_space^T inverse
         self._inverse = (left[:, kept] / singular[kept]).T

@@ -828,6 +828,32 @@ def test_folds_of_zero_weight_do_not_count_toward_the_majority(seed):
         assert not count.passes or 2 * count.folds_within > 4
 
 
+@pytest.mark.parametrize("solver", ["normal", "dual"])
+def test_weights_all_in_one_fold_leave_nothing_to_cross_validate(solver):
+    """Positive weights only on the sequences of fold 0 (i mod 5 == 0): no
+    fold can be predicted from the others. The default says so and returns the
+    lifted fit's heads (it raised IndexError); a fixed count and the classifier
+    fit, with no other warning."""
+    X, y, _ = make_random_mhla(200, 8, 3, n_heads=1, random_state=3)
+    y = y + 0.5 * y.std() * np.random.default_rng(0).normal(size=y.shape)
+    weights = (np.arange(len(X)) % 5 == 0).astype(float)
+    with pytest.warns(UserWarning, match="every row of positive sample_weight"):
+        model = LinearAttentionRegressor(solver=solver).fit(X, y, sample_weight=weights)
+    lifted = LinearAttentionRegressor(solver=solver, n_heads=None).fit(
+        X, y, sample_weight=weights
+    )
+    assert model.head_search_.criterion == "lifted"
+    np.testing.assert_allclose(model.coef_, lifted.coef_, rtol=1e-10, atol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fixed = LinearAttentionRegressor(solver=solver, n_heads=1)
+        fixed.fit(X, y, sample_weight=weights)
+        assert fixed.n_heads_ == 1
+        LinearAttentionClassifier(solver=solver, n_heads=1).fit(
+            X, y > np.median(y), sample_weight=weights
+        )
+
+
 @pytest.mark.parametrize(
     "n_samples, alpha, fit_intercept",
     [(None, 0.0, False), (None, 0.05, True), (30, 0.01, False), (30, 0.01, True)],
@@ -1260,6 +1286,40 @@ def test_float32_fixed_count_above_the_generating_one_drops_rounding_heads(token
         model.fit(X.astype(dtype), y.astype(dtype))
         assert model.n_heads_ == 2
         assert relative_error(model.coef_, lifted.coef_) < 1e-5
+
+
+@pytest.mark.parametrize("solver", ["normal", "dual", "partial_fit"])
+@pytest.mark.parametrize("level", [3.7, -1e6])
+def test_constant_targets_with_an_intercept_have_no_heads(solver, level):
+    """Centered, constant targets are rounding (1e-16 of their level): no
+    heads fit them, and the intercept is their level (3 heads of 1e-15
+    coefficients came back)."""
+    X = np.random.default_rng(0).normal(size=(60, 5, 3))
+    y = np.full(60, level)
+    weights = np.random.default_rng(1).uniform(0.5, 2.0, size=60)
+    for n_heads in ("auto", None):
+        model = LinearAttentionRegressor(fit_intercept=True, n_heads=n_heads)
+        if solver == "partial_fit":
+            for batch in np.array_split(np.arange(60), 3):
+                model.partial_fit(X[batch], y[batch], sample_weight=weights[batch])
+        else:
+            model.set_params(solver=solver).fit(X, y, sample_weight=weights)
+        assert model.n_heads_ == 0
+        assert not np.any(model.coef_)
+        np.testing.assert_allclose(model.predict(X), level, rtol=1e-14)
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e3])
+def test_targets_far_from_zero_give_the_count_of_their_centered_part(offset):
+    """An offset of 1e3 times the targets' spread, taken out by the
+    intercept, leaves the generating count and the heads within tol."""
+    rng = np.random.default_rng(4)
+    truth = random_attention(rng, 3, 2)
+    X = random_sequences(rng, 100, 6, 3)
+    y = truth.predict(X)[:, 0]
+    model = LinearAttentionRegressor(fit_intercept=True).fit(X, y + offset * y.std())
+    assert model.n_heads_ == 2
+    assert relative_error(model.coef_, truth.lifted_coef()[0]) < 1e-6
 
 
 @pytest.mark.parametrize("scale", [1e-30, 1e-12, 1e12, 1e30])
