@@ -214,6 +214,17 @@ def test_a_counts_threshold_corrects_for_the_folds_size(n_outputs, fit_intercept
         assert (count.threshold < search.cv_error) == (head_dof < lifted_dof)
 
 
+def test_misclassification_is_not_rescaled_for_the_folds_size():
+    """The size correction is for squared errors: a classifier's counts are
+    held to the lifted fit's misclassification rate itself, so that a tie on
+    every fold reaches the squared-error tie-break."""
+    _, X, y = noisy_sequences(11, 4, 2, 1, 0.3, n_samples=150)
+    search = LinearAttentionClassifier().fit(X, y[:, 0] > 0).head_search_
+    judged = [count for count in search.counts if np.isfinite(count.threshold)]
+    assert judged
+    assert all(count.threshold == search.cv_error for count in judged)
+
+
 def test_incontext_regression_has_one_head():
     # The best single layer has one head (Zhang, Frei & Bartlett 2024), although
     # its error depends on the prompt.
