@@ -48,17 +48,15 @@ print(
 )
 for count in search.counts:
     verdict = {True: "passes", False: "fails", None: "undecided"}[count.passes]
-    verdict += f", threshold {count.threshold:.3g}"
     if np.isfinite(count.cv_error):
-        error = (
-            f"cross-validated {count.cv_error:.3g}, "
-            f"no worse on {count.folds_within} of 5 folds"
-        )
+        within = f"{count.folds_within} of 5 folds no worse"
+        error = f"CV {count.cv_error:.3g} ({within})"
     elif np.isfinite(count.linearized_cv_error):
         error = f"linearized refits {count.linearized_cv_error:.3g}"
     else:
         error = f"training {count.training_error:.3g}"
-    print(f"{count.n_heads} heads: {error} ({verdict})")
+    threshold = f"threshold {count.threshold:.3g}"
+    print(f"{count.n_heads} heads: {error}, {threshold}: {verdict}")
 
 # %%
 # The counts the search fitted
@@ -68,10 +66,10 @@ for count in search.counts:
 # refitting the folds (triangles up). The search finds the fewest count that its
 # training error does not reject (1, 2, 4, ..., then bisection), then goes up
 # one count at a time: each fold's refit linearized at the full fit (one
-# Gauss-Newton step, cheap, but it has seen every fold) rejects a count above the
-# threshold (triangles down), and a count below it is refitted on each fold from the
-# fold's own starts (circles), which decides. Every count below the chosen one
-# that was fitted fails.
+# Gauss-Newton step, cheap, but it has seen every fold) rejects a count above
+# its threshold (triangles down), and a count below it is refitted on each fold
+# from the fold's own starts (circles), which decides. Every count below the
+# chosen one that was fitted fails.
 display = HeadSearchDisplay.from_estimator(model)
 display.ax_.set_title("the head search of n_heads='auto'")
 plt.show()
