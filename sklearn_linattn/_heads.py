@@ -590,7 +590,7 @@ class _Search:
                 gcv_error=gcv_error, threshold=self.threshold_of(k),
             )
             if bound and (
-                training_error > self.threshold_of(k) or self.gcv_fails(k, gcv_error)
+                training_error > count.threshold or self.gcv_fails(k, gcv_error)
             ):
                 count = replace(count, passes=False, criterion="cv")
         self.log(f"{k} heads: {count}")
@@ -821,7 +821,7 @@ class _Search:
         decided = self.linearized_verdict(k, count, errors, refits)
         if decided is not None:
             return decided
-        if error > self.threshold_of(k):
+        if error > count.threshold:
             return replace(count, passes=False, criterion="cv")
         return replace(count, criterion="linearized")
 
@@ -884,9 +884,8 @@ class _Search:
         than the lifted fit on a majority of the folds."""
         folds = self.folds
         cv_error = folds.summary(errors)[0]
-        threshold = self.threshold_of(k)
-        passes = cv_error <= threshold and not self.gcv_fails(k, count.gcv_error)
-        if folds.loss != "squared" and cv_error == threshold:
+        passes = cv_error <= count.threshold and not self.gcv_fails(k, count.gcv_error)
+        if folds.loss != "squared" and cv_error == count.threshold:
             # a tie in misclassified rows (few rows take few values): decided by
             # the squared errors of the same refits
             squared = [folds.squared_error(j, *refit) for j, refit in enumerate(refits)]
@@ -1016,10 +1015,7 @@ def read_out_heads(
         known = search.split_svd if folded is search.split else None
         value, query = heads_of_folded(folded, k, search.m, d, known)
         del known, search.split_svd  # as large as W: not kept beside the heads
-    distance = 1.0 if search.norm else 0.0  # no heads: theta_k = 0
-    if search.norm and k:
-        theta = head_coef(value.reshape(k, -1), query.reshape(k, d * d), d)
-        distance = float(np.linalg.norm(theta - lifted_coef) / search.norm)
+    distance = search.distance(value.reshape(k, search.m * d), query.reshape(k, d * d))
     counts = tuple(fit[2] for fit in search.fits.values())
     lifted_cv = search.lifted_cv
     held_out_scale = error_scale  # squared errors to the targets' units
