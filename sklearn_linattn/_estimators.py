@@ -867,7 +867,7 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     seeded starts, not a certified minimum. On exact data it goes down from the
     paper's count; on noisy data up from the fewest count whose training error
     does not already fail it. In ``benchmarks/bench_heads.py`` (tables in
-    ``benchmarks/README.md``) it returned the generating count in 196 of 200
+    ``benchmarks/README.md``) it returned the generating count in 193 of 200
     noisy fits with ``d`` of 4 and 8 (``H`` in {1, 2, d/2}, 1% and 10% noise,
     constant and input-dependent, 1 and 3 outputs), in every noisy fit with
     ``H <= 2`` at ``d = 12`` (one seed each), and in none of the 8 with ``H = 6``:
