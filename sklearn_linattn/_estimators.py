@@ -221,33 +221,36 @@ class _LinearAttentionBase(BaseEstimator):
 
     # --- the one fitting path -------------------------------------------------
 
-    def _sequences(self, X, reset, partial=False):
+    def _sequences(self, X, reset):
         # The precision the data came in (float32 rounding is the head read-out's
         # noise floor); partial_fit keeps the coarsest over its batches.
         precision = input_precision(X)
         if not reset:
             precision = max(precision, getattr(self, "_input_precision", precision))
         self._input_precision = precision
-        sequences = validate_sequences(
+        return validate_sequences(
             X,
             token_dim=self.token_dim if reset else self.token_dim_,
             estimator=self,
             reset=reset,
         )
-        if reset and not partial:  # a first batch is not all the data
-            n_samples, n_tokens, token_dim = sequences.shape
-            n_rows = n_samples * (n_tokens if self.positions == "all" else 1)
-            warn_if_underdetermined(
-                n_rows,
-                token_dim,
-                # None for the CV estimators, which choose it
-                alpha=self.get_params(deep=False).get("alpha"),
-                n_tokens=n_tokens,
-                cv_estimator="LinearAttentionClassifierCV"
-                if is_classifier(self)
-                else "LinearAttentionRegressorCV",
-            )
-        return sequences
+
+    def _warn_if_underdetermined(self, sequences, weights):
+        """Warn where ``fit`` has no more training rows of positive weight than
+        lifted features (rows of zero weight do not enter the fit)."""
+        n_samples, n_tokens, token_dim = sequences.shape
+        if isinstance(weights, np.ndarray):  # a Dask fit's are counted lazily
+            n_samples = int(np.count_nonzero(weights > 0))
+        warn_if_underdetermined(
+            n_samples * (n_tokens if self.positions == "all" else 1),
+            token_dim,
+            # None for the CV estimators, which choose it
+            alpha=self.get_params(deep=False).get("alpha"),
+            n_tokens=n_tokens,
+            cv_estimator="LinearAttentionClassifierCV"
+            if is_classifier(self)
+            else "LinearAttentionRegressorCV",
+        )
 
     def _data_source(self, sequences, targets, sample_weight, rescaling=None):
         return lifted_data(
@@ -947,6 +950,7 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
             sequences = self._sequences(X, reset=True)
             targets, single_output = self._targets(y, sequences)
             weights = validate_sample_weight(sample_weight, sequences)
+            self._warn_if_underdetermined(sequences, weights)
             return self._fit_rows(sequences, targets, weights, single_output)
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -984,7 +988,7 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         self._check_parameters()
         with _AtomicUpdate(self):
             first_call = self._check_partial_fit()
-            sequences = self._sequences(X, reset=first_call, partial=True)
+            sequences = self._sequences(X, reset=first_call)
             targets, single_output = self._targets(y, sequences)
             weights = validate_sample_weight(sample_weight, sequences)
             return self._partial_fit_rows(
@@ -1229,8 +1233,10 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
                 )
         if labels.dtype.kind == "O":
             missing = [label for label in labels if _is_missing(label)]
-            if missing:
-                raise ValueError("Input y contains NaN (a missing label).")
+        else:  # before check_classification_targets, which casts NaN to int
+            missing = labels.dtype.kind in "fc" and not np.all(np.isfinite(labels))
+        if missing:
+            raise ValueError("Input y contains NaN or infinity (a missing label).")
         check_classification_targets(labels)
         if self.positions == "all":
             # Labels at left-padding positions are ignored (zero weight): give them
@@ -1297,6 +1303,7 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
             sequences = self._sequences(X, reset=True)
             labels, targets = self._encoded_labels(y, sequences)
             weights = self._row_weights(labels, sample_weight, sequences)
+            self._warn_if_underdetermined(sequences, weights)
             return self._fit_rows(sequences, targets, weights, single_output=False)
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -1347,7 +1354,7 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
                         f"classes={classes!r} differs from the classes of the first "
                         f"call, {self.classes_!r}."
                     )
-            sequences = self._sequences(X, reset=first_call, partial=True)
+            sequences = self._sequences(X, reset=first_call)
             labels = self._labels(y, sequences)
             known = classes if first_call else self.classes_
             unknown = np.setdiff1d(labels, known)

@@ -292,11 +292,14 @@ class CountFit:
     gcv_error : float
         Generalized cross-validation of these heads: their training squared
         error over ``(1 - D / (rows outputs))^2``, ``D`` the dimension of the
-        k-head models (inf from ``D`` on; NaN when not computed). Above the
-        lifted fit's, the count fails: the cross-validated errors are of fits
-        to 80% of the rows, and where a count or the lifted fit has about as many
-        parameters as there are rows, fits to all of them predict much better
-        or worse than fits to 80%.
+        k-head models (inf from ``D`` on; NaN when not computed). Where the
+        count has fewer than two equations (rows times outputs) per degree of
+        freedom, it fails when this is above the lower of the lifted fit's
+        cross-validated and generalized cross-validated squared errors: the
+        cross-validated errors are of fits to 80% of the rows, and a model with
+        about as many parameters as there are rows predicts much better or
+        worse fitted to all of them than to 80%. Elsewhere it is reported
+        only.
     folds_within : int or None
         The folds on whose held-out rows the refitted heads' error is at most
         the lifted fit's, lowered by the factor of ``threshold`` (None when not
@@ -374,8 +377,11 @@ class HeadReadout:
     gcv_error : float
         The lifted fit's generalized cross-validated squared error (its
         training error over ``(1 - dof / rows)^2``, ``dof`` the trace of its hat
-        matrix; inf without degrees of freedom left, NaN without folds); a count
-        passes "cv" only when its own (:class:`CountFit`) is at most this too.
+        matrix; inf without degrees of freedom left, NaN without folds). Near
+        interpolation (fewer than two equations per degree of freedom) it can
+        lower the threshold, and a count there passes "cv" only when its own
+        (:class:`CountFit`) is at most the lower of the lifted fit's
+        cross-validated and generalized cross-validated squared errors too.
     work, work_limit : float
         Flops the read-out spent, and its limit.
     seconds : float

@@ -260,6 +260,31 @@ def test_interpolating_fit_of_noisy_data_warns_and_names_the_cv_estimator(rng):
         assert model.score(X_test, y_test) > 0.3
 
 
+def test_rows_of_zero_weight_do_not_hide_an_interpolating_fit(rng):
+    """Rows of zero weight do not enter the fit: 60 rows of weight and 300 of
+    none give the 60-row fit, and its warning; weights on all 360 none."""
+    X, y, _ = noisy_mhla_data(rng, 360)
+    weights = np.r_[np.ones(60), np.zeros(300)]
+    model = LinearAttentionRegressor(n_heads=None)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        model.fit(X, y, sample_weight=weights)
+    messages = [str(w.message) for w in record if "interpolates" in str(w.message)]
+    assert len(messages) == 1 and "60 training rows" in messages[0]
+    with pytest.warns(UserWarning, match="interpolates"):
+        alone = LinearAttentionRegressor(n_heads=None).fit(X[:60], y[:60])
+    np.testing.assert_allclose(model.coef_, alone.coef_, rtol=1e-8, atol=1e-12)
+    assert not _interpolation_warnings(
+        LinearAttentionRegressor(n_heads=None), X, y
+    )
+    labels = np.where(y > 0, "up", "down")
+    classifier = LinearAttentionClassifier(n_heads=None)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        classifier.fit(X, labels, sample_weight=weights)
+    assert any("60 training rows" in str(w.message) for w in record)
+
+
 def test_interpolating_classifier_warns_and_names_the_classifier_cv(rng):
     X, y, _ = noisy_mhla_data(rng, 60)
     labels = np.where(y > 0, "up", "down")
