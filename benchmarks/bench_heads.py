@@ -22,6 +22,10 @@ outputs, Gaussian sequences of 16 tokens (entries N(0, 1/16)), 3p sequences.
 5. The dense grid of issue 31: multi-output noiseless models, d in {3, 4, 5, 6},
    every H <= d, 1-3 outputs, 3 seeds; V, Q entries N(0, 1/d), 2p + 50 sequences of
    8 tokens with entries N(0, 1): ``n_heads_ == H``.
+6. ``--only misses``: every fit of the noisy grid (part 1, ``--dims``) that does
+   not return H heads, with the test errors on 20,000 new sequences of the same
+   law of the default and of ``n_heads=H``, as ratios to ``n_heads=None``'s:
+   against the noiseless targets, and against new noisy ones.
 """
 
 import argparse
@@ -75,6 +79,63 @@ def noisy_row(d, n_heads, noise, n_outputs, scaled, seeds):
         d=d, H=n_heads, noise=noise, n_outputs=n_outputs, scaled=scaled,
         recovered=int(sum(hits)), seeds=seeds, seconds=float(np.median(seconds)),
     )
+
+
+def test_errors(model, truth, noise_scale, scaled, seed=99, n_test=20_000):
+    """Mean squared test errors of ``model`` on new sequences of ``synthetic``'s
+    law: against the noiseless targets, and against new noisy ones."""
+    rng = np.random.default_rng(seed)
+    d = truth.query_matrices.shape[-1]
+    X = rng.normal(scale=1 / np.sqrt(N_TOKENS), size=(n_test, N_TOKENS, d))
+    clean = truth.predict(X).reshape(n_test, -1)
+    eps = rng.normal(size=clean.shape)
+    if scaled:
+        size = np.linalg.norm(X[:, -1], axis=1) ** 2
+        eps *= (size / size.mean())[:, None]
+    predicted = model.predict(X).reshape(n_test, -1)
+    noisy = clean + noise_scale * eps
+    return np.mean((predicted - clean) ** 2), np.mean((predicted - noisy) ** 2)
+
+
+def miss_rows(d, seeds):
+    """The fits of the noisy grid at ``d`` that miss H (part 6)."""
+    rows = []
+    for n_heads in sorted({1, 2, d // 2}):
+        for noise in (0.01, 0.1):
+            for n_outputs in (1, 3):
+                for scaled in (False, True):
+                    for seed in range(seeds):
+                        truth, X, y = synthetic(
+                            1000 + seed, d, n_heads, n_outputs, noise, scaled
+                        )
+                        model = LinearAttentionRegressor().fit(X, y)
+                        if model.n_heads_ == n_heads:
+                            continue
+                        noise_scale = noise * truth.predict(X).reshape(
+                            len(X), -1).std(axis=0)
+                        errors = {
+                            name: test_errors(m, truth, noise_scale, scaled)
+                            for name, m in [
+                                ("default", model),
+                                ("H", LinearAttentionRegressor(
+                                    n_heads=n_heads).fit(X, y)),
+                                ("None", LinearAttentionRegressor(
+                                    n_heads=None).fit(X, y)),
+                            ]
+                        }
+                        rows.append(dict(
+                            d=d, H=n_heads, noise=noise, n_outputs=n_outputs,
+                            scaled=scaled, seed=seed, heads=int(model.n_heads_),
+                            criterion=model.head_search_.criterion,
+                            **{
+                                f"{name}_{kind}": float(
+                                    errors[name][i] / errors["None"][i])
+                                for name in ("default", "H")
+                                for i, kind in enumerate(("clean", "noisy"))
+                            },
+                        ))
+                        print(json.dumps({"misses": rows[-1]}), flush=True)
+    return rows
 
 
 def noiseless_row(d, n_heads, seeds):
@@ -193,6 +254,19 @@ def print_tables(results):
                 print(f"| {d} | {m} | {found} | {missed or '-'} |")
         print(f"\nTotal: {sum(r['recovered'] for r in rows)}/"
               f"{sum(r['seeds'] for r in rows)}.")
+    rows = results.get("misses", [])
+    if rows:
+        print("\n### 6. The noisy grid's misses: test errors over n_heads=None's\n")
+        print("| d | H | noise | outputs | noise kind | seed | heads (criterion) | "
+              "default: noiseless / noisy targets | n_heads=H: noiseless / noisy |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        for r in rows:
+            print(
+                f"| {r['d']} | {r['H']} | {r['noise']:.0%} | {r['n_outputs']} | "
+                f"{'input-dependent' if r['scaled'] else 'constant'} | {r['seed']} | "
+                f"{r['heads']} ({r['criterion']}) | {r['default_clean']:.2f} / "
+                f"{r['default_noisy']:.2f} | {r['H_clean']:.2f} / {r['H_noisy']:.2f} |"
+            )
     for r in results["tasks"]:
         print(f"\n{r['task']}: heads {r['heads']}"
               + (f" ({r['criterion']}, counts tried {r['counts_tried']}, "
@@ -204,8 +278,8 @@ def main():
     parser.add_argument("--quick", action="store_true", help="small grid, 2 seeds")
     parser.add_argument("--seeds", type=int, default=5, help="seeds per noisy cell")
     parser.add_argument(
-        "--only", choices=["noisy", "noiseless", "tasks", "dense"], nargs="+",
-        default=["noisy", "noiseless", "tasks", "dense"],
+        "--only", choices=["noisy", "noiseless", "tasks", "dense", "misses"],
+        nargs="+", default=["noisy", "noiseless", "tasks", "dense"],
     )
     parser.add_argument("--dims", type=int, nargs="+", help="token dims to run")
     parser.add_argument("--json", help="also write the results to this file")
@@ -218,7 +292,7 @@ def main():
     seeds = 2 if args.quick else args.seeds
     noisy_dims = args.dims or ([4, 8] if args.quick else [4, 8, 12, 16])
     exact_dims = args.dims or ([4, 8] if args.quick else [4, 6, 8, 12, 16])
-    results = {"noisy": [], "noiseless": [], "tasks": [], "dense": []}
+    results = {"noisy": [], "noiseless": [], "tasks": [], "dense": [], "misses": []}
 
     def report(kind, row):
         results[kind].append(row)
@@ -233,6 +307,9 @@ def main():
                             report("noisy", noisy_row(
                                 d, n_heads, noise, n_outputs, scaled, seeds
                             ))
+    if "misses" in args.only:
+        for d in args.dims or [4, 8]:
+            results["misses"] += miss_rows(d, seeds)
     if "noiseless" in args.only:
         for d in exact_dims:
             for n_heads in sorted({1, 2, d // 2, (3 * d) // 4, d - 1, d}):

@@ -294,6 +294,30 @@ def test_counts_with_as_many_dimensions_as_equations_are_not_fitted():
     assert search.complete
 
 
+def test_near_interpolation_counts_that_cannot_pass_are_not_fitted(monkeypatch):
+    """d = 5, 60 noisy sequences (p = 75), alpha = 1: two heads (47 dimensions)
+    fail generalized cross-validation even at half the lifted fit's training
+    error, and the slices keep them from reproducing the lifted fit within tol:
+    they are not fitted. Fitted anyway (n_heads=2, or the search with
+    TRAINING_FLOOR = 0), they fail, and the search returns the same heads."""
+    X, y, _ = make_random_mhla(60, 8, 5, n_heads=2, noise=0.5, random_state=1)
+    model = LinearAttentionRegressor(alpha=1.0).fit(X, y)
+    fixed = LinearAttentionRegressor(alpha=1.0, n_heads=2).fit(X, y)
+    monkeypatch.setattr("sklearn_linattn._heads.TRAINING_FLOOR", 0.0)
+    fitted = LinearAttentionRegressor(alpha=1.0).fit(X, y)
+    search = model.head_search_
+    assert search.counts_tried == (1,) and search.criterion == "lifted"
+    two = fixed.head_search_.counts[0]
+    assert not fixed.head_search_.passes
+    assert two.gcv_error > search.gcv_error  # failed by generalized CV
+    assert fitted.head_search_.counts_tried == (1, 2)
+    assert not fitted.head_search_.counts[1].passes
+    assert fitted.n_heads_ == model.n_heads_
+    np.testing.assert_array_equal(
+        fitted.head_search_.value_matrices, search.value_matrices
+    )
+
+
 @pytest.mark.parametrize(
     "n_samples, n_heads, alpha, failing",
     [
