@@ -813,8 +813,13 @@ class _Search:
         (:meth:`gcv_fails`) even at ``TRAINING_FLOOR`` times the lifted fit's
         training error (so do the counts above them, with more dimensions),
         and that cannot reproduce the lifted fit within ``tol`` either
-        (:func:`fewest_heads_bound`)."""
-        if self.degrees_of_freedom is None or self.residual_sum_of_squares is None:
+        (:func:`fewest_heads_bound`). None on exact data, where counts are
+        judged by ``tol`` alone (and the folds are not built)."""
+        if (
+            self.exact
+            or self.degrees_of_freedom is None
+            or self.residual_sum_of_squares is None
+        ):
             return range(0)
         floor = TRAINING_FLOOR * self.residual_sum_of_squares / self.folds.squared_weight
         first = next(

@@ -38,10 +38,10 @@ from sklearn_linattn import (
 )
 from sklearn_linattn._data import lifted_data
 from sklearn_linattn._designs import LiftedDesign, SequenceDesign, design_loss
-from sklearn_linattn._heads import HeadReadout, paper_heads, read_out_heads
+from sklearn_linattn._heads import HeadReadout, _Search, paper_heads, read_out_heads
 from sklearn_linattn._low_rank import fit_heads, head_coef
 from sklearn_linattn._solvers import SOLVERS
-from sklearn_linattn.datasets import make_random_mhla
+from sklearn_linattn.datasets import make_automaton_lookups, make_random_mhla
 from sklearn_linattn.preprocessing import (
     PositionalEncoding,
     SeriesToTokens,
@@ -1171,6 +1171,23 @@ def test_partial_fit_reads_noiseless_ridge_fits_as_fit_does(alpha):
     assert fitted.n_heads_ == 1
     assert batches.n_heads_ == fitted.n_heads_
     assert batches.head_search_.criterion == fitted.head_search_.criterion
+
+
+def test_exact_data_build_no_folds(monkeypatch):
+    """Exact data are judged by tol alone: the read-out of automaton lookups
+    (exact, not identifiable) never builds its held-out folds."""
+    built = []
+    folds = _Search.folds
+
+    def recording(search):
+        built.append(callable(search._folds))
+        return folds.fget(search)
+
+    monkeypatch.setattr(_Search, "folds", property(recording))
+    X, y, _, _ = make_automaton_lookups(500, 3, 2, random_state=0)
+    model = LinearAttentionRegressor().fit(X, y)
+    assert model.head_search_.criterion == "tol" and model.n_heads_ == 1
+    assert not any(built)
 
 
 def test_rows_are_built_only_where_a_fold_reads_them():
