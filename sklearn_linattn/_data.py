@@ -633,15 +633,26 @@ class LiftedStatistics:
         """The statistics of the same rows with every lifted feature multiplied by
         ``factor`` (tokens by ``c``: ``factor = c^3``; a power of two keeps this
         exact). Returns ``self``."""
-        self.fold()
+        if factor == 1.0:
+            return self
         self._gram *= factor * factor
+        if self._products is not None:  # folded into the Gram as they are
+            self._products *= factor * factor
         self.moment *= factor
         self.feature_sum *= factor
         return self
 
     def merge(self, other):
-        """Add the statistics of other rows (sums add up): returns ``self``."""
-        self.gram_upper += other.gram_upper
+        """Add the statistics of other rows (sums add up): returns ``self``.
+        Distinct Gram entries not yet folded add up as they are (folding is a
+        gather: the same sums, added in the same order)."""
+        self._gram += other._gram
+        if other._products is not None:
+            if self._products is None:
+                self._products = other._products.copy(order="F")
+                self._token_dim = other._token_dim
+            else:
+                self._products += other._products
         self.moment += other.moment
         self.feature_sum += other.feature_sum
         self.target_sum += other.target_sum
@@ -651,15 +662,14 @@ class LiftedStatistics:
         return self
 
     def copy(self):
-        self.fold()
         new = LiftedStatistics.__new__(LiftedStatistics)
         new.__dict__.update(
             {
-                key: value.copy() if isinstance(value, np.ndarray) else value
+                key: value.copy(order="K") if isinstance(value, np.ndarray) else value
                 for key, value in self.__dict__.items()
             }
         )
-        new.gram_upper = np.asfortranarray(new.gram_upper)
+        new._gram = np.asfortranarray(new._gram)
         return new
 
     def __getstate__(self):
@@ -1095,7 +1105,6 @@ class InMemoryLiftedData:
             statistics = results[0][0]
             for other, _ in results[1:]:
                 statistics.merge(other)
-            statistics.fold()
         if scale_after:
             statistics.scale_features(self._rescaling.token**3)
         return statistics

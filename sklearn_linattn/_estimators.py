@@ -1232,11 +1232,14 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
                     "must match."
                 )
         if labels.dtype.kind == "O":
-            missing = [label for label in labels if _is_missing(label)]
-        else:  # before check_classification_targets, which casts NaN to int
-            missing = labels.dtype.kind in "fc" and not np.all(np.isfinite(labels))
-        if missing:
-            raise ValueError("Input y contains NaN or infinity (a missing label).")
+            if any(_is_missing(label) for label in labels):
+                raise ValueError("Input y contains NaN (a missing label).")
+        elif labels.dtype.kind in "fc":  # before check_classification_targets,
+            # which casts them to integers (numpy's cast warning, then an error)
+            if np.isnan(labels).any():
+                raise ValueError("Input y contains NaN (a missing label).")
+            if np.isinf(labels).any():
+                raise ValueError("Input y contains infinity.")
         check_classification_targets(labels)
         if self.positions == "all":
             # Labels at left-padding positions are ignored (zero weight): give them

@@ -170,13 +170,15 @@ def test_partial_fit_without_targets_is_explained(rng):
         model.partial_fit(rng.normal(size=(5, 2, 2)), None)
 
 
-@pytest.mark.parametrize("missing", [np.nan, np.inf])
-def test_missing_float_label_is_explained_without_a_cast_warning(rng, missing):
-    """NaN in float labels: a ValueError, not numpy's cast warning first."""
+@pytest.mark.parametrize("missing, message", [(np.nan, "NaN"), (np.inf, "infinity")])
+def test_missing_float_label_is_explained_without_a_cast_warning(
+    rng, missing, message
+):
+    """NaN or inf in float labels: a ValueError, not numpy's cast warning first."""
     y = np.array([0.0, 1.0, missing, 1.0])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        with pytest.raises(ValueError, match="Input y contains NaN or infinity"):
+        with pytest.raises(ValueError, match=f"Input y contains {message}"):
             LinearAttentionClassifier().fit(rng.normal(size=(4, 2, 2)), y)
 
 
