@@ -644,15 +644,18 @@ class LiftedStatistics:
 
     def merge(self, other):
         """Add the statistics of other rows (sums add up): returns ``self``.
-        Distinct Gram entries not yet folded add up as they are (folding is a
-        gather: the same sums, added in the same order)."""
-        self._gram += other._gram
-        if other._products is not None:
+        Where both hold only distinct Gram entries not yet folded, these add up
+        as they are: folding is a gather, so the sums are added in the same
+        order as folded Grams would be (and each batch of ``partial_fit`` does
+        not fold its folds' Grams). Otherwise both are folded first."""
+        if other._products is not None and not (self._gram.any() or other._gram.any()):
             if self._products is None:
                 self._products = other._products.copy(order="F")
                 self._token_dim = other._token_dim
             else:
                 self._products += other._products
+        else:
+            self.gram_upper += other.gram_upper
         self.moment += other.moment
         self.feature_sum += other.feature_sum
         self.target_sum += other.target_sum
@@ -1019,8 +1022,10 @@ class InMemoryLiftedData:
 
     def _structured_statistics(self, progress):
         targets = np.zeros((self.n_rows, 0)) if self.targets is None else self.targets
-        # Chunks of one matrix product each (compact rows are small), handed out
-        # one at a time so that the threads finish together.
+        # Chunks of one matrix product each (compact rows are small), thread w
+        # taking chunks w, w + n_workers, ... and the threads' sums added in
+        # thread order: the same sums, in the same order, on every run (handed out
+        # as threads came free, they were added in a different order each run).
         per_sample = self.layout.rows_per_sample(self.sequences.shape[1])
         threads = max(self.n_threads, blas_threads())
         block_rows = structured_block_rows(self.token_dim)
@@ -1032,7 +1037,6 @@ class InMemoryLiftedData:
         n_workers = max(1, min(threads, len(bounds)))
         lock = threading.Lock()
         done = [0]
-        next_chunk = iter(bounds)
 
         # Tokens whose scale c is within 2^-20..2^20 are lifted as given and the
         # statistics scaled afterwards (exact: powers of two; no copy of the chunk).
@@ -1042,23 +1046,20 @@ class InMemoryLiftedData:
         scale_after = find_scale or _lifts_as_given(self._rescaling.token)
         large_tokens = threading.Event()  # a chunk has |x| >= 2^20: lift scaled chunks
 
-        def chunks():
-            while not large_tokens.is_set():
-                with lock:
-                    sample_range = next(next_chunk, None)
-                if sample_range is None:
+        def chunks(worker):
+            for start, stop in bounds[worker::n_workers]:
+                if large_tokens.is_set():
                     return
-                start, stop = sample_range
                 if scale_after:
                     rows = start * per_sample, stop * per_sample
                     yield *rows, np.ascontiguousarray(self.sequences[start:stop])
                 else:
                     yield self._chunk(start, stop)
 
-        def accumulate(_):
+        def accumulate(worker):
             statistics = LiftedStatistics(self.n_lifted, self.n_outputs)
             workspace, largest = None, 0.0
-            for start, stop, chunk in chunks():
+            for start, stop, chunk in chunks(worker):
                 if find_scale:
                     pairs, queries, chunk_largest = self.layout.pairs(
                         chunk, return_largest=True

@@ -239,10 +239,14 @@ class _LinearAttentionBase(BaseEstimator):
         """Warn where ``fit`` has no more training rows of positive weight than
         lifted features (rows of zero weight do not enter the fit)."""
         n_samples, n_tokens, token_dim = sequences.shape
-        if isinstance(weights, np.ndarray):  # a Dask fit's are counted lazily
-            n_samples = int(np.count_nonzero(weights > 0))
+        per_sample = n_tokens if self.positions == "all" else 1
+        n_rows = n_samples * per_sample
+        if isinstance(weights, np.ndarray):  # a Dask fit's are not counted
+            positive = int(np.count_nonzero(weights > 0))
+            # per sequence, or per row (class weights of positions="all")
+            n_rows = positive * per_sample if len(weights) == n_samples else positive
         warn_if_underdetermined(
-            n_samples * (n_tokens if self.positions == "all" else 1),
+            n_rows,
             token_dim,
             # None for the CV estimators, which choose it
             alpha=self.get_params(deep=False).get("alpha"),

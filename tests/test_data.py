@@ -309,6 +309,44 @@ def test_fit_then_partial_fit_equals_fit_on_both(rng):
     assert model.certificate_.n_samples == 90
 
 
+def test_reading_or_pickling_mid_stream_leaves_partial_fit_bit_identical(rng):
+    """Reading coef_ (which folds the statistics) or pickling between
+    partial_fit calls gives the bits of the uninterrupted stream."""
+    X = random_sequences(rng, 70, 4, 2)
+    y = rng.normal(size=(70, 2))
+    weights = rng.uniform(0.5, 1.5, size=70)
+    batches = [slice(start, start + 7) for start in range(0, 70, 7)]
+
+    def stream(interrupt):
+        model = LinearAttentionRegressor(alpha=1e-3, fit_intercept=True)
+        for i, batch in enumerate(batches):
+            model.partial_fit(X[batch], y[batch], sample_weight=weights[batch])
+            if i == 3:
+                model = interrupt(model)
+        return model.coef_
+
+    whole = stream(lambda model: model)
+    read = stream(lambda model: (model.coef_, model)[1])
+    pickled = stream(lambda model: pickle.loads(pickle.dumps(model)))
+    np.testing.assert_array_equal(read, whole)
+    np.testing.assert_array_equal(pickled, whole)
+
+
+def test_threaded_statistics_are_the_same_on_every_run(rng):
+    """n_jobs=2 lifts chunks on two threads: each takes fixed chunks, and
+    their sums are added in a fixed order, so every run has the same bits."""
+    X = random_sequences(rng, 226, 4, 7)
+    y = rng.normal(size=(226, 2))
+    fits = [
+        LinearAttentionRegressor(n_heads=None, alpha=1e-3, n_jobs=2, batch_size=13)
+        .fit(X, y)
+        .coef_
+        for _ in range(8)
+    ]
+    for coef in fits[1:]:
+        np.testing.assert_array_equal(coef, fits[0])
+
+
 def test_partial_fit_after_a_fit_without_statistics_is_explained(rng):
     X = random_sequences(rng, 10, 4, 3)  # 10 < p = 18: auto picks dual
     model = LinearAttentionRegressor().fit(X, np.ones(10))

@@ -285,6 +285,22 @@ def test_rows_of_zero_weight_do_not_hide_an_interpolating_fit(rng):
     assert any("60 training rows" in str(w.message) for w in record)
 
 
+def test_class_weights_per_position_count_rows_once_for_the_warning(rng):
+    """positions="all" with class_weight weighs each row: 3 sequences of 5
+    positions are 15 rows, fewer than p = 18, with or without class weights."""
+    X = rng.normal(size=(3, 5, 3))
+    labels = rng.integers(0, 2, size=(3, 5))
+    labels[0, :2] = [0, 1]
+    for class_weight in (None, "balanced"):
+        model = LinearAttentionClassifier(
+            n_heads=None, positions="all", class_weight=class_weight
+        )
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            model.fit(X, labels)
+        assert any("15 training rows" in str(w.message) for w in record)
+
+
 def test_interpolating_classifier_warns_and_names_the_classifier_cv(rng):
     X, y, _ = noisy_mhla_data(rng, 60)
     labels = np.where(y > 0, "up", "down")
