@@ -95,7 +95,8 @@ def main():
     runs = {"before": [], "after": []}
     for _ in range(args.rounds):
         for name in runs:
-            runs[name].append(time_checkout(getattr(args, name), args.case, args.repeats))
+            folder = getattr(args, name)
+            runs[name].append(time_checkout(folder, args.case, args.repeats))
     summary = {}
     for name, rounds in runs.items():
         default = float(np.median([r["auto"] for r in rounds]))

@@ -81,7 +81,16 @@ def noisy_row(d, n_heads, noise, n_outputs, scaled, seeds):
     )
 
 
-def test_errors(model, truth, noise_scale, scaled, seed=99, n_test=20_000):
+def noisy_cells(d):
+    """The noisy grid's cells at ``d`` (part 1): ``(H, noise, n_outputs, scaled)``."""
+    for n_heads in sorted({1, 2, d // 2}):
+        for noise in (0.01, 0.1):
+            for n_outputs in (1, 3):
+                for scaled in (False, True):
+                    yield n_heads, noise, n_outputs, scaled
+
+
+def new_data_errors(model, truth, noise_scale, scaled, seed=99, n_test=20_000):
     """Mean squared test errors of ``model`` on new sequences of ``synthetic``'s
     law: against the noiseless targets, and against new noisy ones."""
     rng = np.random.default_rng(seed)
@@ -100,41 +109,32 @@ def test_errors(model, truth, noise_scale, scaled, seed=99, n_test=20_000):
 def miss_rows(d, seeds):
     """The fits of the noisy grid at ``d`` that miss H (part 6)."""
     rows = []
-    for n_heads in sorted({1, 2, d // 2}):
-        for noise in (0.01, 0.1):
-            for n_outputs in (1, 3):
-                for scaled in (False, True):
-                    for seed in range(seeds):
-                        truth, X, y = synthetic(
-                            1000 + seed, d, n_heads, n_outputs, noise, scaled
-                        )
-                        model = LinearAttentionRegressor().fit(X, y)
-                        if model.n_heads_ == n_heads:
-                            continue
-                        noise_scale = noise * truth.predict(X).reshape(
-                            len(X), -1).std(axis=0)
-                        errors = {
-                            name: test_errors(m, truth, noise_scale, scaled)
-                            for name, m in [
-                                ("default", model),
-                                ("H", LinearAttentionRegressor(
-                                    n_heads=n_heads).fit(X, y)),
-                                ("None", LinearAttentionRegressor(
-                                    n_heads=None).fit(X, y)),
-                            ]
-                        }
-                        rows.append(dict(
-                            d=d, H=n_heads, noise=noise, n_outputs=n_outputs,
-                            scaled=scaled, seed=seed, heads=int(model.n_heads_),
-                            criterion=model.head_search_.criterion,
-                            **{
-                                f"{name}_{kind}": float(
-                                    errors[name][i] / errors["None"][i])
-                                for name in ("default", "H")
-                                for i, kind in enumerate(("clean", "noisy"))
-                            },
-                        ))
-                        print(json.dumps({"misses": rows[-1]}), flush=True)
+    for n_heads, noise, n_outputs, scaled in noisy_cells(d):
+        for seed in range(seeds):
+            truth, X, y = synthetic(1000 + seed, d, n_heads, n_outputs, noise, scaled)
+            model = LinearAttentionRegressor().fit(X, y)
+            if model.n_heads_ == n_heads:
+                continue
+            noise_scale = noise * truth.predict(X).reshape(len(X), -1).std(axis=0)
+            errors = {
+                name: new_data_errors(m, truth, noise_scale, scaled)
+                for name, m in [
+                    ("default", model),
+                    ("H", LinearAttentionRegressor(n_heads=n_heads).fit(X, y)),
+                    ("None", LinearAttentionRegressor(n_heads=None).fit(X, y)),
+                ]
+            }
+            rows.append(dict(
+                d=d, H=n_heads, noise=noise, n_outputs=n_outputs, scaled=scaled,
+                seed=seed, heads=int(model.n_heads_),
+                criterion=model.head_search_.criterion,
+                **{
+                    f"{name}_{kind}": float(errors[name][i] / errors["None"][i])
+                    for name in ("default", "H")
+                    for i, kind in enumerate(("clean", "noisy"))
+                },
+            ))
+            print(json.dumps({"misses": rows[-1]}), flush=True)
     return rows
 
 
@@ -300,13 +300,8 @@ def main():
 
     if "noisy" in args.only:
         for d in noisy_dims:
-            for n_heads in sorted({1, 2, d // 2}):
-                for noise in (0.01, 0.1):
-                    for n_outputs in (1, 3):
-                        for scaled in (False, True):
-                            report("noisy", noisy_row(
-                                d, n_heads, noise, n_outputs, scaled, seeds
-                            ))
+            for cell in noisy_cells(d):
+                report("noisy", noisy_row(d, *cell, seeds))
     if "misses" in args.only:
         for d in args.dims or [4, 8]:
             results["misses"] += miss_rows(d, seeds)

@@ -241,7 +241,7 @@ class _LinearAttentionBase(BaseEstimator):
         n_samples, n_tokens, token_dim = sequences.shape
         per_sample = n_tokens if self.positions == "all" else 1
         n_rows = n_samples * per_sample
-        if isinstance(weights, np.ndarray):  # a Dask fit's are not counted
+        if isinstance(weights, np.ndarray):  # Dask weights: not computed for this
             positive = int(np.count_nonzero(weights > 0))
             # per sequence, or per row (class weights of positions="all")
             n_rows = positive * per_sample if len(weights) == n_samples else positive

@@ -813,7 +813,7 @@ class _Search:
         (:meth:`gcv_fails`) even at ``TRAINING_FLOOR`` times the lifted fit's
         training error (so do the counts above them, with more dimensions),
         and that cannot reproduce the lifted fit within ``tol`` either
-        (:func:`fewest_heads_bound`). None on exact data, where counts are
+        (:func:`fewest_heads_bound`). Empty on exact data, where counts are
         judged by ``tol`` alone (and the folds are not built)."""
         if (
             self.exact
@@ -821,7 +821,8 @@ class _Search:
             or self.residual_sum_of_squares is None
         ):
             return range(0)
-        floor = TRAINING_FLOOR * self.residual_sum_of_squares / self.folds.squared_weight
+        training_error = self.residual_sum_of_squares / self.folds.squared_weight
+        floor = TRAINING_FLOOR * training_error
         first = next(
             (k for k in range(1, self.d * self.d + 1)
              if self.gcv_fails(k, self.generalized_cv(floor, self.head_dof(k)))),
