@@ -265,6 +265,28 @@ def _step(point, damping, normal):
     return result[0], 2 * result[2] + 2
 
 
+def _predicted_gain(step, normal):
+    """``||r||^2 - ||r + J s||^2`` from the normal equations ``(J^T J, J^T r)``."""
+    matrix, gradient = normal
+    return -float(2 * step @ gradient + step @ matrix @ step)
+
+
+def _gauss_newton_step(point, normal):
+    """The Gauss-Newton step from the normal equations, damped at rounding level
+    (the invariances, ``Q -> G Q``, are null directions of ``J^T J``, and
+    ``J^T r`` has no component along them: the damping leaves them out); None
+    when that system is numerically singular too."""
+    matrix = normal[0]
+    damping = len(matrix) * np.finfo(float).eps * max(np.max(np.diag(matrix)), 0.0)
+    return _step(point, max(damping, np.finfo(float).tiny), normal)[0]
+
+
+def _gauss_newton_gain(point, normal):
+    """The most any step gains by the linear model (inf: not known)."""
+    step = _gauss_newton_step(point, normal)
+    return np.inf if step is None else _predicted_gain(step, normal)
+
+
 def levenberg_marquardt(
     evaluate,
     x,
@@ -287,8 +309,10 @@ def levenberg_marquardt(
     It stops after ``max_iter`` steps, at a loss at most ``accept_below``, when
     ``stall[0]`` steps taken lowered the loss beyond ``baseline`` by less than a
     fraction ``stall[1]`` (or by less than ``resolution``), when no damping gives
-    descent, or when ``budget`` (a :class:`Budget` charged with the flops of every
-    evaluation and step) runs out.
+    descent or (without ``rounding``, from the normal equations) no step gains
+    more by the linear model than eps times the loss (its rounding), or when
+    ``budget`` (a :class:`Budget` charged with the flops of every evaluation and
+    step) runs out.
     With ``rounding`` (a loss change indistinguishable from rounding), steps that
     the linear model says gain no more than that are taken unless they raise the
     loss by more: near a minimum the loss cannot tell steps apart, but the
@@ -325,17 +349,31 @@ def levenberg_marquardt(
         if normal is not None:
             budget.spend(len(point.x) ** 3 / 3 + 4.0 * len(point.x) ** 2)
         budget.spend(n_products * point.product_flops)
+        if step is not None:  # the gain the linear model predicts
+            if normal is not None:
+                predicted = _predicted_gain(step, normal)
+            else:
+                budget.spend(point.product_flops)
+                linear = point.residual + point.jvp(step)
+                predicted = point.loss - float(linear @ linear)
+            # at a minimum: no step gains more than the loss's rounding (the
+            # damping would otherwise grow through a dozen rejected steps). Not
+            # 1e3 times that: fits then stopped short (a 4-head fit above the
+            # 3-head one, benchmarks/README.md)
+            floor = np.finfo(float).eps * point.loss
+            if (
+                normal is not None
+                and rounding == 0
+                and predicted <= floor
+                and budget.spend(len(point.x) ** 3 / 3)
+                and _gauss_newton_gain(point, normal) <= floor
+            ):
+                break
         trial = (
             None if step is None else evaluate(point.x + step.reshape(point.x.shape))
         )
         if trial is not None:
             budget.spend(trial.flops)
-            if normal is not None:  # ||r + J s||^2 from the normal equations
-                predicted = -float(2 * step @ normal[1] + step @ normal[0] @ step)
-            else:
-                budget.spend(point.product_flops)
-                linear = point.residual + point.jvp(step)
-                predicted = point.loss - float(linear @ linear)
         if (
             trial is not None
             and rounding > 0
@@ -453,10 +491,7 @@ def linearized_refit(design, query_rows, budget=None):
     budget.spend(point.flops)
     if design.structured:
         normal, gradient = point.normal_equations()
-        # the invariances (Q -> G Q) are null directions of J^T J, and J^T r has
-        # no component along them: damping at rounding level leaves them out
-        damping = len(normal) * np.finfo(float).eps * np.max(np.diag(normal))
-        step, _ = _step(point, max(damping, np.finfo(float).tiny), (normal, gradient))
+        step = _gauss_newton_step(point, (normal, gradient))
         if step is None:
             step = -scipy.linalg.lstsq(normal, gradient, check_finite=False)[0]
         budget.spend(point.normal_flops() + len(normal) ** 3 / 3)

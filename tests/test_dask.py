@@ -76,7 +76,10 @@ def test_flat_rows_and_partial_fit(client, data):
     rows = da.from_array(X.reshape(900, -1), chunks=(250, 24))
     flat = LinearAttentionRegressor(token_dim=4).fit(rows, y[:, 0])
     local = LinearAttentionRegressor(token_dim=4).fit(X.reshape(900, -1), y[:, 0])
-    np.testing.assert_allclose(flat.coef_, local.coef_, rtol=1e-10, atol=1e-13)
+    # the heads of the same statistics, summed in another order: a minimizer
+    # found to the fits' stopping rule (1.9e-11 apart; the norm, as elsewhere)
+    scale = np.linalg.norm(local.coef_)
+    assert np.linalg.norm(flat.coef_ - local.coef_) < 1e-9 * scale
     assert flat.predict(rows).shape == (900,)
 
     streamed = LinearAttentionRegressor()

@@ -281,6 +281,34 @@ def test_a_fit_stalls_when_its_steps_gain_less_than_the_resolution(rng):
     assert steps < full_steps and loss <= resolution
 
 
+def test_a_fit_started_at_its_minimum_stops_at_once(rng):
+    """At a minimum of a noisy fit no step gains more than the loss's rounding:
+    a fit restarted there computes one step, evaluates none and returns the
+    same heads (the damping used to grow through a dozen rejected steps)."""
+    d, k = 3, 1
+    X = random_sequences(rng, 300, 6, d)
+    y = rng.normal(size=(300, 2))
+    design = sequence_design(X, y, np.ones(300), 0.0, False)
+    query_rows = rng.normal(size=(k, d * d))
+    evaluations = []
+    original = low_rank._Values
+
+    def counted(*args):
+        evaluations.append(1)
+        return original(*args)
+
+    low_rank._Values = counted
+    try:
+        for _ in range(20):  # the stall rule ends a fit near the minimum; restarts
+            evaluations.clear()  # end at it
+            previous = query_rows
+            value_rows, query_rows, loss, n_steps = fit_heads(design, previous, 100)
+    finally:
+        low_rank._Values = original
+    assert n_steps == 1 and len(evaluations) == 1
+    np.testing.assert_array_equal(query_rows, previous)
+
+
 def test_large_token_dimensions_take_lsmr_steps(rng):
     d = 11  # the unfolded metric would have d^6 > 2^20 entries
     target = random_attention(rng, d, 1).lifted_coef()
