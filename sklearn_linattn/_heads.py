@@ -59,122 +59,55 @@ from ._low_rank import (
 
 __all__ = ["CountFit", "HeadReadout", "paper_heads", "read_out_heads"]
 
-# Starts of a k-head fit: the paper's heads cut to k, on noisy data after those
-# of the split completed to rank k by COMPLETION_ITER rounds of alternating
-# projections (on a fold of d = 5, 2 heads, 1 output, where the truncated split
-# and two random starts all ended in minima 2.3 times the full fit's loss, 10
-# rounds and more reached it); with one output and at least half of the d heads
-# the nearest models on ISOTROPIC_STARTS seeded subspaces (two nearest refined;
-# NOISY_ISOTROPIC_STARTS on noisy data, where 8 and 40 found the same 196 of 200
-# counts of the noisy grid of bench_heads.py, d = 4 and 8, at half the time; on
-# exact data for d - 1 heads EXACT_STARTS_PER_DIM * d, stopping at the first
-# within tol); and on exact data RANDOM_STARTS seeded random query matrices,
-# seeded by (START_SEED, k, n_outputs, d). On noisy data there are none: a
-# count is fitted six times, on all the data and on each fold's, and of 36 noisy
-# fits (those of tests/test_heads.py that check the count, and 12 with two
-# outputs), two random starts beside the others missed 3, none 2, at 1.4 times
-# the time. On the
-# dense noiseless grid of benchmarks/bench_heads.py the generating count was
-# found within the first three starts in all but 4 of 150 fits, and by start 8
-# in all.
+# The constants below are justified in benchmarks/README.md, "Constants of the
+# head read-out", with the measurements that set them.
+#
+# Starts of a k-head fit (module docstring): COMPLETION_ITER rounds of alternating
+# projections complete the split to rank k (noisy data); the one-output subspace
+# starts take ISOTROPIC_STARTS seeds on exact data, NOISY_ISOTROPIC_STARTS on noisy
+# data, EXACT_STARTS_PER_DIM * d for d - 1 heads of exact data; RANDOM_STARTS
+# seeded random query matrices on exact data; every seed starts from START_SEED.
 COMPLETION_ITER = 30
 RANDOM_STARTS = 8
 ISOTROPIC_STARTS = 40
 NOISY_ISOTROPIC_STARTS = 8
 EXACT_STARTS_PER_DIM = 20
 START_SEED = 20261201
-# On noisy fits every start runs SCREEN_ITER steps and the SCREEN_KEPT best go on
-# (small synthetic problems have starts 1e24 apart, found by the screen;
-# SCREEN_ITER = 2 lost a count on the noisy grid and 0.05 of accuracy on OSULeaf;
-# with only the best, 4 heads of a noisy d = 4 model with 3 ended at 1.27 times
-# the training loss of 3 heads).
+# On noisy fits every start runs SCREEN_ITER steps and the SCREEN_KEPT best go on;
+# a start within SAME_START (relative) of a better one is not refined.
 SCREEN_ITER = 5
 SCREEN_KEPT = 2
-# A screened start within SAME_START (relative) of a better one is not refined:
-# on 49 pairs of refined starts (noisy d = 3 and 4) those closer than 4e-3 all
-# ended at the same loss, those apart by 5e-3 or more at other minima in 17 of 23.
 SAME_START = 1e-3
-# Levenberg-Marquardt steps per start, and to polish the returned heads to a
-# minimum (to rounding, where steps stop helping; on noisy data until they stall).
+# Levenberg-Marquardt steps per start, and to polish the returned heads.
 FIT_ITER = 100
 POLISH_ITER = 20
-# On noisy data a fit has also stalled when 5 steps lowered its training loss by
-# less than RESOLUTION times the lifted fit's explained energy: far below the
-# spread of a cross-validated error over 5 folds (its standard error was 1% to
-# 40% of it on the sets of bench_real_sequences.py). Where the lifted fit
-# interpolates, a k-head fit with more parameters than rows otherwise creeps
-# toward interpolation for all FIT_ITER steps (200 random walks, d = 50: 100
-# steps, 2.2 s, to a loss of 1e-8 of the targets).
+# A noisy fit has stalled when 5 steps gain less than RESOLUTION of the lifted
+# fit's explained energy (far below the spread of a cross-validated error).
 RESOLUTION = 1e-6
-# A count passes when its cross-validated error is at most the lifted fit's plus
-# SLACK standard errors. glmnet's one-standard-error rule (SLACK = 1) took 1 head
-# where n_heads=None predicted clearly better on 5 of aeon's and statsmodels' sets
-# (macrodata R^2 0.10 against 0.30, sunspots 0.75 against 0.84, OSULeaf 0.42
-# against 0.53): K-fold errors are of fits to 80% of the data, which a lifted fit,
-# with more parameters, gains more from. With SLACK = 0 they were 0.30, 0.83 and
-# 0.48; the noisy grid of bench_heads.py (d = 4, 8) was the same, 196 of 200.
+# A count passes at a cross-validated error at most the lifted fit's plus SLACK
+# standard errors (glmnet's rule is 1: too few heads on real sets).
 SLACK = 0.0
-# A mean over heavy-tailed held-out errors can rest on one fold, so a count must
-# also be no worse than the lifted fit on more than FOLDS_MAJORITY of the folds
-# (bench_head_criterion.py --low-signal --rule: 9 of 150 small noisy regressions
-# above 1.3 times n_heads=None's test error, against 13 with the mean alone
-# (--rule mean); more than 0.7, 4 of 5 folds, left 6 but found the generating
-# count in 190 of the 200 fits of the noisy grid of bench_heads.py, against 196).
+# ... and no worse than the lifted fit on more than FOLDS_MAJORITY of the folds (a
+# mean of heavy-tailed errors can rest on one fold).
 FOLDS_MAJORITY = 0.5
-# Fitted to 80% of the rows, as on the folds, a model with fewer than
-# INTERPOLATION_MARGIN equations (rows times outputs) per degree of freedom
-# predicts much worse than fitted to all of them, and the cross-validated
-# comparison is then checked by generalized cross-validation. Without it, d = 4
-# with 48 sequences (1.2 p) returned 1 head at 25 times the test error of
-# n_heads=None, d = 10 with 200 sequences 2 heads (216 dimensions) at 1.85
-# times (bench_head_criterion.py --near-interpolation: 1 of 144 fits above 1.3
-# times, against 54); at 2, none of the noisy grid's fits (3 p rows) is checked.
+# Below INTERPOLATION_MARGIN equations (rows times outputs) per degree of freedom,
+# generalized cross-validation checks the cross-validated comparison.
 INTERPOLATION_MARGIN = 2.0
 # Near interpolation a count is not fitted when its generalized cross-validated
-# error would fail even at TRAINING_FLOOR times the lifted fit's training
-# squared error, and the slices bound it away from reproducing the lifted fit
-# within tol (fewest_heads_bound). Heads rarely fit the training rows better
-# than the lifted fit, which minimizes the same objective over all
-# coefficients (with alpha = 0 never; with ridge they can trade a larger norm
-# for a lower error): of the counts fitted on noisy data by
-# bench_real_sequences.py's 14 sets (25), bench_heads.py's noisy grid (d = 4 and
-# 8, 3 seeds: 241) and bench_head_criterion.py --near-interpolation (414) and
-# --low-signal (477), the lowest training error was 0.949 times the lifted
-# fit's (a ridge classifier of 6 sequences, failing anyway), the next 0.9999995
-# (elnino, alpha = 0: the rounding of a residual from the statistics); the
-# margin is 10 times the largest shortfall. Fitting those counts anyway cost
-# JapaneseVowels and OSULeaf 80% of their read-out, to fail them.
+# error would fail even at TRAINING_FLOOR times the lifted fit's training error
+# (and the slices keep it from tol): heads fit the training rows at least 0.949
+# times as well as the lifted fit in every measured case.
 TRAINING_FLOOR = 0.5
-# With at least REFIT_MARGIN training rows per lifted feature, a count whose
-# refits linearized at the full fit pass, and are no worse than the lifted fit
-# on every fold in squared error, passes without the folds' own refits (there
-# each fold's lifted fit is near the full one). On 160 noisy problems with 10 p
-# to 50 p rows (bench_head_criterion.py --many-rows) the same heads as with the
-# folds' own refits (--rule refit-all) in all 160, the regressions' read-out in
-# 0.49 times the median time. Deciding on the linearized mean and majority
-# alone (--rule linearized-majority) returned fewer heads in 11, two of them
-# predicting 1.7 and 1.5 times worse than the refits' heads.
+# With REFIT_MARGIN training rows per lifted feature, linearized refits that pass
+# on every fold stand for the folds' own refits.
 REFIT_MARGIN = 10.0
-# Heads whose lifted coefficients are more than DRIFT times the lifted fit's norm
-# have drifted along the null space of a singular training metric (which the
-# minimum-norm lifted fit leaves at zero): they are polished with the penalty
-# DRIFT_PENALTY * signal * ||theta_k - theta||^2 / ||theta||^2, so that a drift of
-# D times the lifted norm costs DRIFT_PENALTY * D^2 of the explained energy. 12
-# heads on 600 sklearn digits images had drifted to 2e8 times: test accuracy
-# 0.654, and 0.108 with noise of 1e-3 on the pixels (0 to 16); polished so, 0.27
-# times, 0.687 and 0.688 (n_heads=None: 0.650). Not below 1e3: JapaneseVowels'
-# 1 head at 106 times scores 0.968, penalized 0.978 at 2.2 times the read-out's
-# work (d = 21, LSMR steps: the penalty's p columns); 60 small noisy problems of
-# Gaussian tokens were at most 1.3 times.
+# Heads whose lifted coefficients exceed DRIFT times the lifted fit's norm are
+# polished with the penalty DRIFT_PENALTY * signal * ||theta_k - theta||^2 /
+# ||theta||^2 (drift along a singular training metric's null space).
 DRIFT = 1e3
 DRIFT_PENALTY = 1e-6
 # The estimators' work limit: head_work_limit times the lifted fit's flops plus
-# WORK_FLOOR (about ten seconds of one core: the read-out ran at 1-10 GFlop/s on
-# the project's machine, benchmarks/bench_default_cases.py). sklearn digits, 10
-# outputs, the first 1000 images, needed 3.1e10 to decide 5 heads (every count is
-# fitted on each fold's data as well); on exact data a count just below the
-# generating one costs every start (up to 2e10 flops on the dense grid of
-# bench_heads.py, d = 6 with 3 outputs).
+# WORK_FLOOR (about ten seconds of one core).
 WORK_FLOOR = 5e10
 
 
