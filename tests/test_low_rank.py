@@ -90,6 +90,25 @@ def test_lifted_design_loss_is_the_metric_distance(rng, metric):
     )
 
 
+@pytest.mark.parametrize("d", [2, 3, 5])
+@pytest.mark.parametrize("metric", ["gram", "frobenius"])
+def test_lifted_design_metric_is_the_gram_of_its_basis(rng, d, metric):
+    """The unfolded metric, from the fold's sparse map and F F^T, is the Gram of
+    the head features X(e_x) themselves: rows (b, c), columns (x, y)."""
+    factor = None
+    if metric == "gram":
+        features = naive_lifted_features(random_sequences(rng, 3 * n_lifted(d), 5, d))
+        factor = np.linalg.cholesky(features.T @ features)
+    design = LiftedDesign(rng.normal(size=(2, n_lifted(d))), d, factor)
+    basis = np.stack(  # X(e_x)[b, :] for every query coordinate x
+        [design.features(np.eye(d * d)[[x]]) for x in range(d * d)]
+    )
+    naive = np.einsum("xbi,yci->bcxy", basis, basis).reshape(d * d, d**4)
+    np.testing.assert_allclose(
+        design.metric(), naive, rtol=0, atol=1e-13 * np.abs(naive).max()
+    )
+
+
 def test_penalized_design_loss_adds_the_distance_to_the_lifted_fit(rng):
     d, m, k = 3, 2, 2
     X = random_sequences(rng, 40, 6, d)
