@@ -82,20 +82,26 @@ def svd(matrix):
     """Thin SVD (``scipy.linalg.svd``, LAPACK's ``gesdd``); falls back to
     ``gesvd`` when ``gesdd`` does not converge."""
     if matrix.dtype == np.float64 and matrix.size:
-        lwork = scipy.linalg.lapack._compute_lwork(
-            _GESDD_LWORK, *matrix.shape, compute_uv=True, full_matrices=False
-        )
-        left, singular, right_t, info = _GESDD(
-            matrix, compute_uv=True, lwork=lwork, full_matrices=False
-        )
+        # the workspace scipy.linalg.svd asks for (the same blocking, the same bits)
+        work, info = _GESDD_LWORK(*matrix.shape, compute_uv=True, full_matrices=False)
         if info == 0:
-            return left, singular, right_t
-    try:
+            left, singular, right_t, info = _GESDD(
+                matrix, compute_uv=True, lwork=int(work), full_matrices=False
+            )
+            if info == 0:
+                return left, singular, right_t
+        if info > 0:  # gesdd did not converge
+            return _svd_by_gesvd(matrix)
+    try:  # other types, empty matrices; NaN raises scipy's ValueError
         return scipy.linalg.svd(matrix, full_matrices=False, check_finite=False)
     except np.linalg.LinAlgError:
-        return scipy.linalg.svd(
-            matrix, full_matrices=False, check_finite=False, lapack_driver="gesvd"
-        )
+        return _svd_by_gesvd(matrix)
+
+
+def _svd_by_gesvd(matrix):
+    return scipy.linalg.svd(
+        matrix, full_matrices=False, check_finite=False, lapack_driver="gesvd"
+    )
 
 
 def head_coef(value_rows, query_rows, token_dim):

@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.linalg
 from conftest import n_lifted, naive_lifted_features, random_attention, random_sequences
 
 from sklearn_linattn import _low_rank as low_rank
@@ -28,6 +29,7 @@ from sklearn_linattn._low_rank import (
     head_coef,
     isotropic_queries,
     linearized_refit,
+    svd,
 )
 
 
@@ -326,6 +328,24 @@ def test_a_fit_started_at_its_minimum_stops_at_once(rng):
         low_rank._Values = original
     assert n_steps == 1 and len(evaluations) == 1
     np.testing.assert_array_equal(query_rows, previous)
+
+
+@pytest.mark.parametrize("shape", [(3, 18), (18, 3), (1, 1), (0, 4), (50, 7)])
+def test_svd_is_scipys(rng, shape):
+    """The engine's SVD calls LAPACK's gesdd directly: scipy.linalg.svd's bits,
+    its error on NaN, and float32 and empty matrices as scipy takes them."""
+    matrix = rng.normal(size=shape)
+    expected = scipy.linalg.svd(matrix, full_matrices=False)
+    for ours, theirs in zip(svd(matrix), expected, strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+    np.testing.assert_array_equal(
+        svd(matrix.astype(np.float32))[1],
+        scipy.linalg.svd(matrix.astype(np.float32), full_matrices=False)[1],
+    )
+    if matrix.size:
+        matrix[0, 0] = np.nan
+        with pytest.raises(ValueError, match="NaN"):
+            svd(matrix)
 
 
 def test_large_token_dimensions_take_lsmr_steps(rng):
