@@ -99,6 +99,8 @@ def svd(matrix):
 
 
 def _svd_by_gesvd(matrix):
+    """Thin SVD by LAPACK's ``gesvd`` (slower than ``gesdd``, and it converges
+    where ``gesdd`` does not)."""
     return scipy.linalg.svd(
         matrix, full_matrices=False, check_finite=False, lapack_driver="gesvd"
     )

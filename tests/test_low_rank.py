@@ -95,8 +95,8 @@ def test_lifted_design_loss_is_the_metric_distance(rng, metric):
 @pytest.mark.parametrize("d", [2, 3, 5])
 @pytest.mark.parametrize("metric", ["gram", "frobenius"])
 def test_lifted_design_metric_is_the_gram_of_its_basis(rng, d, metric):
-    """The unfolded metric, from the fold's sparse map and F F^T, is the Gram of
-    the head features X(e_x) themselves: rows (b, c), columns (x, y)."""
+    """The unfolded metric the normal equations read is the Gram of the head
+    features X(e_x) of every query coordinate: rows (b, c), columns (x, y)."""
     factor = None
     if metric == "gram":
         features = naive_lifted_features(random_sequences(rng, 3 * n_lifted(d), 5, d))
