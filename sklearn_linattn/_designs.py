@@ -142,7 +142,9 @@ class LiftedDesign:
 
     def basis(self):
         """``X(e_x)`` for every query coordinate: shape (d * d, d, n_columns)."""
-        if self._basis is None:
+        if self._basis is None and self.factor is None:
+            self._basis = _frobenius_basis(self.token_dim)
+        elif self._basis is None:
             d = self.token_dim
             self._basis = self.features(np.eye(d * d)).reshape(d * d, d, -1)
         return self._basis
@@ -151,6 +153,8 @@ class LiftedDesign:
         """``E E^T`` for the basis ``E`` (:meth:`basis`): the training metric
         unfolded, ``(E E^T)[(x, b), (y, c)]`` stored with rows ``(b, c)`` and
         columns ``(x, y)``, shape (d^2, d^4)."""
+        if self.factor is None:
+            return _frobenius_metric(self.token_dim)
         return _metric(self)
 
 
@@ -261,7 +265,7 @@ class PenalizedDesign:
         self.n_columns = self.targets.shape[1]
         self.baseline = design.baseline  # theta adds nothing to the penalty
         self.structured = design.structured
-        self._metric = None
+        self._basis = self._metric = None
 
     def feature_flops(self, n_heads):
         return self.design.feature_flops(n_heads) + self.distance.feature_flops(
@@ -284,9 +288,11 @@ class PenalizedDesign:
         ) + self._scale * self.distance.features_adjoint(weights[:, split:])
 
     def basis(self):
-        return np.concatenate(
-            [self.design.basis(), self._scale * self.distance.basis()], axis=2
-        )
+        if self._basis is None:
+            self._basis = np.concatenate(
+                [self.design.basis(), self._scale * self.distance.basis()], axis=2
+            )
+        return self._basis
 
     def metric(self):
         if self._metric is None:
@@ -305,14 +311,34 @@ def design_loss(design, value_rows, query_rows):
 def _metric(design):
     """:meth:`LiftedDesign.metric` of a design (cached on it)."""
     if getattr(design, "_metric", None) is None:
-        d = design.token_dim
-        basis = design.basis().reshape(d**3, -1)
-        metric = (basis @ basis.T).reshape(d * d, d, d * d, d)
-        # rows (b, c), columns (x, y): the layout the normal equations read
-        design._metric = np.ascontiguousarray(
-            metric.transpose(1, 3, 0, 2).reshape(d * d, d**4)
-        )
+        design._metric = _unfolded_metric(design.basis())
     return design._metric
+
+
+def _unfolded_metric(basis):
+    """``E E^T`` of a basis ``E`` (d * d, d, n_columns), with rows ``(b, c)``
+    and columns ``(x, y)``: the layout the normal equations read."""
+    d = basis.shape[1]
+    flat = basis.reshape(d**3, -1)
+    metric = (flat @ flat.T).reshape(d * d, d, d * d, d)
+    return np.ascontiguousarray(metric.transpose(1, 3, 0, 2).reshape(d * d, d**4))
+
+
+# The Frobenius designs' basis and metric depend on d alone: shared by every such
+# design (the exact fits' metric, every drift penalty), read-only.
+@functools.lru_cache(maxsize=8)
+def _frobenius_basis(token_dim):
+    d = token_dim
+    basis = query_features(np.eye(d * d), d).reshape(d * d, d, -1)
+    basis.flags.writeable = False
+    return basis
+
+
+@functools.lru_cache(maxsize=8)
+def _frobenius_metric(token_dim):
+    metric = _unfolded_metric(_frobenius_basis(token_dim))
+    metric.flags.writeable = False
+    return metric
 
 
 # The structured normal equations of the engine keep the unfolded metric, a

@@ -38,7 +38,13 @@ from sklearn_linattn import (
 )
 from sklearn_linattn._data import lifted_data
 from sklearn_linattn._designs import LiftedDesign, SequenceDesign, design_loss
-from sklearn_linattn._heads import HeadReadout, _Search, paper_heads, read_out_heads
+from sklearn_linattn._heads import (
+    DRIFT,
+    HeadReadout,
+    _Search,
+    paper_heads,
+    read_out_heads,
+)
 from sklearn_linattn._low_rank import fit_heads, head_coef
 from sklearn_linattn._solvers import SOLVERS
 from sklearn_linattn.datasets import make_automaton_lookups, make_random_mhla
@@ -418,6 +424,34 @@ def test_heads_stay_bounded_where_the_training_gram_is_singular():
     accuracy = model.score(X_test, y_test)
     assert abs(model.score(X_test + noise, y_test) - accuracy) < 0.02
     assert accuracy >= lifted.score(X_test, y_test) - 0.02
+
+
+def test_counts_are_judged_on_heads_that_stay_near_the_lifted_fit():
+    """Lag windows of a series far from zero (as statsmodels' monthly El Nino
+    temperatures: 12 lags, tokens of 2 values, positions, alpha = 0): the
+    training Gram is near singular, and k-head fits drift along its null space.
+    The search judged 1 head at 1e6 times the lifted fit's norm, where its
+    training, linearized and generalized cross-validated errors all came out 0
+    (rounding; El Nino: 2 heads' training error 9.4 against the lifted fit's
+    0.036, refits linearized at 1e7 times their folds' norm). A count is judged
+    on heads held within DRIFT of the lifted fit, as n_heads=k returns them."""
+    rng = np.random.default_rng(0)
+    drift = np.zeros(620)
+    for t in range(1, 620):
+        drift[t] = 0.8 * drift[t - 1] + rng.normal()
+    values = 15 + np.sin(2 * np.pi * np.arange(620) / 12) + 0.3 * drift
+    X = np.stack([values[t - 12 : t] for t in range(12, 512)])
+    y = values[12:512]
+    tokens = [SeriesToTokens(window=2), PositionalEncoding(constant=True)]
+    for n_heads in ["auto", 1]:
+        model = make_pipeline(*tokens, LinearAttentionRegressor(n_heads=n_heads))
+        model.fit(X, y)
+        training_error = np.mean((model.predict(X) - y) ** 2)
+        count = model[-1].head_search_.counts[0]
+        assert count.n_heads == 1
+        assert count.relative_distance < DRIFT + 1
+        assert count.training_error == pytest.approx(training_error, rel=0.1)
+        assert count.linearized_cv_error == pytest.approx(count.cv_error, rel=0.1)
 
 
 @pytest.mark.parametrize(
