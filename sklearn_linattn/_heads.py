@@ -521,7 +521,10 @@ class _Search:
             screened = []
             for start in starts:
                 screened.append(
-                    fit_heads(design, start, SCREEN_ITER, accept, self.budget)
+                    fit_heads(
+                        design, start, SCREEN_ITER, accept, self.budget,
+                        max_norm=self.max_norm,
+                    )
                 )
                 if screened[-1][2] <= accept:
                     break
@@ -537,7 +540,8 @@ class _Search:
         best = None
         for start in starts:
             value_rows, query_rows, loss, _ = fit_heads(
-                design, start, FIT_ITER, accept, self.budget, resolution=resolution
+                design, start, FIT_ITER, accept, self.budget, resolution=resolution,
+                max_norm=self.max_norm,
             )
             if best is None or loss < best[2]:
                 best = value_rows, query_rows, loss
@@ -640,6 +644,12 @@ class _Search:
                 resolution=self.stop_rules(design)[1],
             )[:2]
         return polished
+
+    @property
+    def max_norm(self):
+        """The norm beyond which noisy heads have drifted (``DRIFT``): a fit
+        stops there, and its heads are polished with the drift penalty."""
+        return np.inf if self.exact else DRIFT * self.norm
 
     def drifted(self, value_rows, query_rows):
         """Whether noisy heads have drifted along the null space of a singular

@@ -326,6 +326,7 @@ def levenberg_marquardt(
     rounding=0.0,
     structured=True,
     resolution=0.0,
+    astray=None,
 ):
     """Minimize ``||r(x)||^2`` by Levenberg-Marquardt.
 
@@ -338,9 +339,9 @@ def levenberg_marquardt(
     ``stall[0]`` steps taken lowered the loss beyond ``baseline`` by less than a
     fraction ``stall[1]`` (or by less than ``resolution``), when no damping gives
     descent or (without ``rounding``, from the normal equations) no step gains
-    more by the linear model than eps times the loss (its rounding), or when
+    more by the linear model than eps times the loss (its rounding), when
     ``budget`` (a :class:`Budget` charged with the flops of every evaluation and
-    step) runs out.
+    step) runs out, or at a point taken where ``astray(point)`` is true.
     With ``rounding`` (a loss change indistinguishable from rounding), steps that
     the linear model says gain no more than that are taken unless they raise the
     loss by more: near a minimum the loss cannot tell steps apart, but the
@@ -418,6 +419,8 @@ def levenberg_marquardt(
             damping *= max(1 / 3, 1 - (2 * min(gain, 1.0) - 1) ** 3)
             factor, normal = 2.0, None
             history.append(point.loss - baseline)
+            if astray is not None and astray(point):
+                break
             if len(history) > stall[0] and history[-1 - stall[0]] - history[-1] < max(
                 stall[1] * history[-1 - stall[0]], resolution
             ):
@@ -457,6 +460,7 @@ def fit_heads(
     budget=None,
     polish=False,
     resolution=0.0,
+    max_norm=np.inf,
 ):
     """The best heads with these many query matrices, from a start.
 
@@ -466,7 +470,8 @@ def fit_heads(
     the query rows are kept orthonormal (the model does not change). With
     ``polish`` no stall rule applies: it runs until no damping gives descent (a
     minimum to rounding) or ``max_iter``; else it has also stalled when
-    ``STALL_STEPS`` steps lowered the loss by less than ``resolution``.
+    ``STALL_STEPS`` steps lowered the loss by less than ``resolution``. It stops
+    at heads whose lifted coefficients exceed ``max_norm``.
 
     Returns
     -------
@@ -494,6 +499,9 @@ def fit_heads(
         rounding=ROUNDING * np.finfo(float).eps * size**2 if polish else 0.0,
         structured=design.structured,
         resolution=resolution,
+        astray=None if max_norm == np.inf else lambda point: np.linalg.norm(
+            head_coef(point.value_rows(), point.query_rows, design.token_dim)
+        ) > max_norm,
     )
     return point.value_rows(), point.query_rows, point.loss, n_steps
 

@@ -330,6 +330,31 @@ def test_a_fit_started_at_its_minimum_stops_at_once(rng):
     np.testing.assert_array_equal(query_rows, previous)
 
 
+def test_a_fit_stops_at_the_first_step_beyond_its_norm_bound(rng):
+    """``max_norm`` ends a fit at the first step taken to heads whose lifted
+    coefficients exceed it (heads drifting along a singular metric's null
+    space are polished with a penalty instead): the same steps as the unbounded
+    fit up to there, then no more."""
+    d, k = 3, 1
+    X = random_sequences(rng, 300, 6, d)
+    y = rng.normal(size=(300, 1))
+    design = sequence_design(X, y, np.ones(300), 0.0, False)
+    start = rng.normal(size=(k, d * d))
+    free = fit_heads(design, start, 100)
+    assert free[3] > 2
+    norms = [
+        np.linalg.norm(head_coef(*fit_heads(design, start, n)[:2], d))
+        for n in range(1, free[3] + 1)
+    ]
+    bound = 0.5 * (norms[0] + norms[1]) if norms[1] > norms[0] else norms[0] / 2
+    value_rows, query_rows, _, n_steps = fit_heads(design, start, 100, max_norm=bound)
+    first_beyond = next(n for n, norm in enumerate(norms, 1) if norm > bound)
+    assert n_steps == first_beyond
+    np.testing.assert_array_equal(
+        query_rows, fit_heads(design, start, first_beyond)[1]
+    )
+
+
 @pytest.mark.parametrize("shape", [(3, 18), (18, 3), (1, 1), (0, 4), (50, 7)])
 def test_svd_is_scipys(rng, shape):
     """The engine's SVD calls LAPACK's gesdd directly: scipy.linalg.svd's bits,
