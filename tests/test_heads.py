@@ -23,6 +23,7 @@ from conftest import (
 )
 from scipy.linalg import LinAlgWarning
 from sklearn.datasets import load_digits
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -395,8 +396,12 @@ def test_digits_heads_classify_as_well_as_the_lifted_fit(split):
     n_heads=None's (the F-test returned 1 head: 0.30 against 0.75)."""
     X, y, X_test, y_test = digits_split(split)
     lifted = LinearAttentionClassifier(n_heads=None).fit(X, y)
-    model = LinearAttentionClassifier().fit(X, y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = LinearAttentionClassifier().fit(X, y)
     search = model.head_search_
+    cut_short = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert len(cut_short) == (not search.complete)  # a search cut short says so
     assert search.passes
     if split == "first":  # (with positions, d = 17: the limit may cut it short)
         assert search.complete and search.criterion == "cv"
@@ -679,9 +684,15 @@ def test_the_work_limit_cuts_the_search_short_and_says_so(monkeypatch):
     full = LinearAttentionRegressor(head_work_limit=None).fit(X, y).head_search_
     assert full.complete and full.work_limit == np.inf
     monkeypatch.setattr("sklearn_linattn._estimators.WORK_FLOOR", 0.0)
-    cut = LinearAttentionRegressor(head_work_limit=1.0).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="head_work_limit=1.0") as caught:
+        cut = LinearAttentionRegressor(head_work_limit=1.0).fit(X, y)
     search = cut.head_search_
     assert not search.complete and search.work > search.work_limit
+    returned = "the lifted fit's" if search.criterion == "lifted" else "the fewest"
+    assert f"it returns {returned}" in str(caught[0].message)
+    with warnings.catch_warnings():  # a search that finishes does not warn
+        warnings.simplefilter("error")
+        LinearAttentionRegressor(head_work_limit=None).fit(X, y)
     # the fewest passing count found before the limit, else the lifted fit's heads
     lifted = LinearAttentionRegressor(n_heads=None).fit(X, y)
     if search.criterion == "lifted":

@@ -4,7 +4,7 @@ HeadSearchDisplay: the head search's evidence against the count."""
 import numpy as np
 import pytest
 from conftest import random_attention, random_sequences
-from sklearn.exceptions import NotFittedError
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.pipeline import make_pipeline
 
 from sklearn_linattn import (
@@ -167,7 +167,8 @@ def test_search_display_draws_each_count_by_the_test_that_decided_it():
 def test_search_display_says_when_the_work_limit_cut_the_search_short(monkeypatch):
     work = noisy_search(head_work_limit=None).head_search_.work
     monkeypatch.setattr("sklearn_linattn._estimators.WORK_FLOOR", work / 2)
-    model = noisy_search(head_work_limit=0.0)
+    with pytest.warns(ConvergenceWarning, match="work limit"):
+        model = noisy_search(head_work_limit=0.0)
     assert not model.head_search_.complete and model.head_search_.counts
     display = HeadSearchDisplay.from_estimator(model)
     assert "the work limit cut the search short" in display.lines_["chosen"].get_label()
