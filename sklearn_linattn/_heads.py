@@ -101,9 +101,10 @@ TRAINING_FLOOR = 0.5
 # With REFIT_MARGIN training rows per lifted feature, linearized refits that pass
 # on every fold stand for the folds' own refits.
 REFIT_MARGIN = 10.0
-# Heads whose lifted coefficients exceed DRIFT times the lifted fit's norm are
-# polished with the penalty DRIFT_PENALTY * signal * ||theta_k - theta||^2 /
-# ||theta||^2 (drift along a singular training metric's null space).
+# Noisy fits stop at heads whose lifted coefficients exceed DRIFT times the lifted
+# fit's norm, and are polished (and judged) with the penalty DRIFT_PENALTY * signal
+# * ||theta_k - theta||^2 / ||theta||^2 (drift along a singular training metric's
+# null space).
 DRIFT = 1e3
 DRIFT_PENALTY = 1e-6
 # The estimators' work limit: head_work_limit times the lifted fit's flops plus
