@@ -1115,6 +1115,11 @@ def test_reported_errors_are_in_the_targets_units(target_scale):
 # --- the read-out is a function of the data -----------------------------------------
 
 
+# Heads read out of statistics summed in another order (fit, partial_fit, the CV
+# estimators): test_partial_fit_and_cv_give_the_heads_of_fit.
+SUMMATION_ORDER = 1e-8
+
+
 def assert_same_model(first, second, rtol=1e-9):
     assert first.n_heads_ == second.n_heads_
     assert first.head_search_.criterion == second.head_search_.criterion
@@ -1180,6 +1185,11 @@ def test_thread_counts_do_not_change_the_heads(noise):
 @pytest.mark.parametrize("n_outputs", [1, 2])
 @pytest.mark.parametrize("input_dependent", [False, True])
 def test_partial_fit_and_cv_give_the_heads_of_fit(noise, n_outputs, input_dependent):
+    """The same heads from fit, partial_fit and the CV estimators: their
+    statistics are summed in other orders, and that rounding travels along about
+    a hundred Levenberg-Marquardt steps (largest relative difference measured
+    over these 8 cases 1.8e-10, 4.5e-10 in an earlier version: the bound 1e-8 is
+    20 times that)."""
     _, X, y = noisy_sequences(
         9, 4, 2, n_outputs, noise, n_samples=240, input_dependent=input_dependent
     )
@@ -1187,15 +1197,15 @@ def test_partial_fit_and_cv_give_the_heads_of_fit(noise, n_outputs, input_depend
     batches = LinearAttentionRegressor(alpha=0.1)
     for start in range(0, len(X), 70):
         batches.partial_fit(X[start : start + 70], y[start : start + 70])
-    assert_same_model(fitted, batches)
+    assert_same_model(fitted, batches, rtol=SUMMATION_ORDER)
     continued = LinearAttentionRegressor(alpha=0.1, solver="normal").fit(
         X[:100], y[:100]
     )
     continued.partial_fit(X[100:], y[100:])
-    assert_same_model(fitted, continued)
+    assert_same_model(fitted, continued, rtol=SUMMATION_ORDER)
     for cv in (None, 3):
         searched = LinearAttentionRegressorCV(alphas=[0.1], cv=cv).fit(X, y)
-        assert_same_model(fitted, searched)
+        assert_same_model(fitted, searched, rtol=SUMMATION_ORDER)
 
 
 @pytest.mark.parametrize("alpha", [1e-4, 1e-8])
