@@ -23,10 +23,12 @@ with that symmetric part, so the number of heads is the rank of the chosen ``W``
   fails without refitting the folds; near interpolation, one that would fail
   generalized cross-validation even at half the lifted fit's training error,
   and that the slices keep from reproducing the lifted fit within ``tol``, is
-  not fitted (:attr:`_Search.hopeless`). ``"auto"`` finds the fewest passing heads
-  (noisy fits: galloping up, 1, 2, 4, ..., and bisection to the fewest the
-  training error does not reject, then one count at a time; exact fits:
-  galloping down from the paper's count, and bisection).
+  not fitted (:attr:`_Search.hopeless`). Noisy fits that drift along the null
+  space of a singular training metric are stopped and judged with a penalty on
+  their distance to the lifted fit (``DRIFT``). ``"auto"`` finds the fewest
+  passing heads (noisy fits: galloping up, 1, 2, 4, ..., and bisection to the
+  fewest the training error does not reject, then one count at a time; exact
+  fits: galloping down from the paper's count, and bisection).
 
 No clock is read: every loop is bounded by counts of iterations and a work limit
 in flops, so the heads are a function of the data and the parameters. Heads come
