@@ -327,7 +327,7 @@ class RowFolds(_Folds):
         self.loss = "misclassified" if classify else "squared"
         self.flops = 0.0
         self._all = moments, queries, targets, row_scale
-        self._parts = []
+        self._parts, self._coefs = [], {}
         self.lifted_errors, self.lifted_squared, self.weights = [], [], []
         for fold in range(n_folds):
             heldout = sample_index % n_folds == fold
@@ -385,7 +385,13 @@ class RowFolds(_Folds):
 
     def coef(self, fold):
         """The lifted fit without ``fold``: ``A_c^T a = A^T (a - c (c . a) / c.c)``
-        for its kernel weights ``a`` (``A`` the training rows ``c_i phi_i``)."""
+        for its kernel weights ``a`` (``A`` the training rows ``c_i phi_i``);
+        computed once (the search reads it for every count)."""
+        if fold not in self._coefs:
+            self._coefs[fold] = self._lifted_coef(fold)
+        return self._coefs[fold]
+
+    def _lifted_coef(self, fold):
         design, _, train, weights = self._parts[fold]
         scale = self._all[3][train]
         total = float(scale @ scale)

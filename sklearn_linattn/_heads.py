@@ -123,12 +123,11 @@ def _canonical_signs(left, right):
     return left * signs, right * signs
 
 
-def _drifted(value_rows, query_rows, coef):
+def _drifted(value_rows, query_rows, coef, token_dim):
     """Whether heads' lifted coefficients exceed ``DRIFT`` times ``coef``'s norm
     (drift along the null space of a singular training metric, which the
     minimum-norm lifted fit ``coef`` leaves at zero)."""
-    d = int(round(np.sqrt(query_rows.shape[1])))
-    theta = head_coef(value_rows, query_rows, d)
+    theta = head_coef(value_rows, query_rows, token_dim)
     norm = np.linalg.norm(coef)
     return bool(norm > 0 and np.linalg.norm(theta) > DRIFT * norm)
 
@@ -137,9 +136,15 @@ def _anchored(design, coef):
     """``design`` plus the penalty ``DRIFT_PENALTY * signal * ||theta_k -
     coef||^2 / ||coef||^2`` (:class:`PenalizedDesign`): a drift of ``D`` times
     the lifted norm costs ``DRIFT_PENALTY * D^2`` of the explained energy."""
+    weight = DRIFT_PENALTY * _explained_energy(design) / np.sum(coef**2)
+    return PenalizedDesign(design, coef, weight)
+
+
+def _explained_energy(design):
+    """The targets' energy above the design's baseline (the lifted fit's loss):
+    what the lifted fit explains (at least the smallest positive float)."""
     energy = float(np.vdot(design.targets, design.targets)) - design.baseline
-    signal = max(energy, np.finfo(float).tiny)
-    return PenalizedDesign(design, coef, DRIFT_PENALTY * signal / np.sum(coef**2))
+    return max(energy, np.finfo(float).tiny)
 
 
 def n_heads_within(singular_values, tol, total=None):
@@ -410,10 +415,7 @@ class _Search:
         self.verbose = verbose
         self.norm = float(np.linalg.norm(coef))
         self.split = fold_lifted_coef(coef, d)
-        self.signal = 1.0
-        if design is not None:
-            targets = float(np.vdot(design.targets, design.targets))
-            self.signal = max(targets - design.baseline, np.finfo(float).tiny)
+        self.signal = 1.0 if design is None else _explained_energy(design)
         self.fits = {}  # count -> (value_rows, query_rows, CountFit)
         self.anchored = set()  # counts whose fits drifted (polished with a penalty)
         # the generalized cross-validation's inputs (None: no such test)
@@ -629,24 +631,25 @@ class _Search:
         if not within and (k in self.anchored or self.drifted(value_rows, query_rows)):
             self.anchored.add(k)
             design = _anchored(self.design, self.coef)
-        # on noisy data until the fits' stall rule: their losses creep down by
-        # 1e-4 of the explained energy a step for tens of steps (sklearn digits,
-        # JapaneseVowels), and a minimum to rounding is out of reach and not
-        # needed; 14% and 28% less work there, the same heads
-        polished = fit_heads(
-            design, query_rows, POLISH_ITER, budget=self.budget, polish=self.exact,
-            resolution=self.stop_rules(design)[1],
-        )[:2]
-        if design is self.design and self.drifted(*polished):
-            # drifted along the null space of a singular training metric:
-            # polished with a penalty on the distance to the lifted fit
-            self.anchored.add(k)
-            design = _anchored(self.design, self.coef)
-            polished = fit_heads(
+
+        def polished(design):
+            # on noisy data until the fits' stall rule: their losses creep down
+            # by 1e-4 of the explained energy a step for tens of steps (sklearn
+            # digits, JapaneseVowels), and a minimum to rounding is out of reach
+            # and not needed; 14% and 28% less work there, the same heads
+            return fit_heads(
                 design, query_rows, POLISH_ITER, budget=self.budget,
-                resolution=self.stop_rules(design)[1],
+                polish=self.exact, resolution=self.stop_rules(design)[1],
             )[:2]
-        return polished
+
+        heads = polished(design)
+        if design is self.design and self.drifted(*heads):
+            # drifted along the null space of a singular training metric:
+            # polished from the same start with a penalty on the distance to
+            # the lifted fit
+            self.anchored.add(k)
+            heads = polished(_anchored(self.design, self.coef))
+        return heads
 
     @property
     def max_norm(self):
@@ -658,7 +661,7 @@ class _Search:
         """Whether noisy heads have drifted along the null space of a singular
         training metric (``DRIFT``): the objective does not see the drift, but
         held-out rows, and the training rows' own squared error, do."""
-        return not self.exact and _drifted(value_rows, query_rows, self.coef)
+        return not self.exact and _drifted(value_rows, query_rows, self.coef, self.d)
 
     @property
     def threshold(self):
@@ -841,7 +844,7 @@ class _Search:
         for fold in range(folds.n_folds):
             design, coef = folds.design(fold), folds.coef(fold)
             refit = linearized_refit(design, query_rows, self.budget)
-            if _drifted(*refit, coef):  # a near-singular step: bounded as polish is
+            if _drifted(*refit, coef, self.d):  # near-singular: bounded as in polish
                 anchored = _anchored(design, coef)
                 refit = linearized_refit(anchored, query_rows, self.budget)
             refits.append(refit)
