@@ -519,6 +519,17 @@ class LiftedStatistics:
     def n_lifted(self):
         return self._gram.shape[0]
 
+    def with_output_weights(self, weights):
+        """These statistics with output ``j``'s targets multiplied by
+        ``weights[j]`` (a copy sharing the Gram, read-only; exact for powers of
+        two)."""
+        self.fold()
+        weighted = copy.copy(self)
+        weighted.moment = self.moment * weights
+        weighted.target_sum = self.target_sum * weights
+        weighted.target_square_sum = self.target_square_sum * weights**2
+        return weighted
+
     @property
     def n_outputs(self):
         return self.moment.shape[1]

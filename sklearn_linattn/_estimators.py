@@ -121,14 +121,58 @@ def _warn_search_cut_short(readout, head_work_limit):
     )
 
 
-def _centering_precision(solution, data):
+def _target_sums(solution, data):
+    """``(sum_i w_i y_i^2, sum_i w_i y_i, sum_i w_i)`` per output, from the
+    statistics where the solver kept them, else from the rows (None where
+    neither is at hand)."""
+    statistics = solution.statistics
+    if statistics is not None:
+        return (
+            statistics.target_square_sum, statistics.target_sum, statistics.weight_sum
+        )
+    if getattr(data, "targets", None) is not None and not data.is_distributed:
+        squares = np.einsum("ij,ij->j", data.targets, data.targets)
+        return (
+            squares,
+            data.row_scale @ data.targets,
+            float(data.row_scale @ data.row_scale),
+        )
+    return None
+
+
+def _output_weights(solution, data, fit_intercept):
+    """Powers of two that bring the outputs of a multi-output regression to
+    about one scale for the head read-out (None: all within a factor sqrt(2) of
+    the largest, or not known). Each output's scale is the root of the energy
+    the fit explains (``sum_i w_i (y_ij - mean_j)^2`` with an intercept, else
+    ``sum_i w_i y_ij^2``); an output is weighted by the power of two nearest
+    the largest scale over its own (at most 2^256), so that heads, and the
+    held-out criterion, weigh every output as the score's R^2 does and not
+    by its units; exact, as the global rescaling."""
+    sums = _target_sums(solution, data)
+    if sums is None or len(sums[0]) < 2:
+        return None
+    squares, sums, weight = sums
+    energies = squares - sums**2 / weight if fit_intercept and weight > 0 else squares
+    scales = np.sqrt(np.maximum(energies, 0.0))
+    exponents = np.zeros(len(scales))
+    positive = scales > 0
+    if positive.any():
+        ratios = np.max(scales) / scales[positive]
+        exponents[positive] = np.clip(np.round(np.log2(ratios)), 0, 256)
+    if not exponents.any():
+        return None
+    return np.ldexp(1.0, exponents.astype(int))
+
+
+def _centering_precision(solution, data, output_weights=1.0):
     """The relative precision of the lifted coefficients that centering the
     targets leaves: ``eps`` times the targets' energy over their centered
     energy (``sum_i w_i y_i^2`` against ``sum_i w_i (y_i - mean)^2``, all
-    outputs), since the centered statistics are differences of sums of that
-    size; at most 1, and 1 for targets constant to the rounding of ``n``
-    terms' sums, which no heads fit. From the statistics where the solver
-    kept them, else from the rows (0 where neither is at hand).
+    outputs, each times its weight), since the centered statistics are
+    differences of sums of that size; at most 1, and 1 for targets constant to
+    the rounding of ``n`` terms' sums, which no heads fit. From the statistics
+    where the solver kept them, else from the rows (0 where neither is at hand).
 
     Examples
     --------
@@ -139,20 +183,15 @@ def _centering_precision(solution, data):
     >>> model.n_heads_, bool(np.isclose(model.intercept_, 3.7))
     (0, True)
     """
-    statistics = solution.statistics
-    if statistics is not None:
-        squares, sums = statistics.target_square_sum, statistics.target_sum
-        weight = statistics.weight_sum
-    elif getattr(data, "targets", None) is not None and not data.is_distributed:
-        squares = np.einsum("ij,ij->j", data.targets, data.targets)
-        sums, weight = data.row_scale @ data.targets, data.row_scale @ data.row_scale
-    else:
+    sums = _target_sums(solution, data)
+    if sums is None:
         return 0.0
-    energy = float(np.sum(squares))
+    squares, sums, weight = sums
+    energy = float(np.sum(squares * output_weights**2))
     if weight <= 0 or energy == 0:
         return 0.0
     eps = np.finfo(float).eps
-    centered = energy - float(np.sum(sums**2)) / weight
+    centered = energy - float(np.sum((sums * output_weights) ** 2)) / weight
     if centered <= solution.n_observations * eps * energy:  # the sums' rounding
         return 1.0
     return min(1.0, eps * energy / centered)
@@ -312,8 +351,8 @@ class _LinearAttentionBase(BaseEstimator):
         self._log(
             f"solver {solver!r}: {data.n_rows} rows, p={data.n_lifted}"
             + (" (Dask)" if data.is_distributed else "")
-            + f"; peak memory about {cost.memory / 1e6:.3g} MB, head read-out "
-            f"{cost.readout_flops:.2g} flops"
+            + f"; peak memory about {cost.memory / 1e6:.3g} MB, the paper's "
+            f"read-out (SVDs of W) {cost.readout_flops:.2g} flops"
         )
         start = time.perf_counter()
         solution = SOLVERS[solver](
@@ -471,9 +510,15 @@ class _LinearAttentionBase(BaseEstimator):
         rank = data.n_lifted if rank is None else rank
         # the search's limit; a fixed count, asked for, is fitted without one
         limit = self.head_work_limit if self.n_heads == "auto" else None
-        residual = float(np.sum(solution.residual_sum_of_squares))
+        # a multi-output regression's heads weigh its outputs alike, whatever
+        # their units (the paper's read-out, n_heads=None, is left as it is)
+        weights = None
+        if searching and not is_classifier(self):
+            weights = _output_weights(solution, data, self.fit_intercept)
+        weight = 1.0 if weights is None else weights
+        residual = float(np.sum(solution.residual_sum_of_squares * weight**2))
         readout = read_out_heads(
-            solution.coef,
+            solution.coef * np.reshape(weight, (-1, 1)),
             data.token_dim,
             self.n_heads,
             # float32 data pin the coefficients down to their precision only,
@@ -482,11 +527,15 @@ class _LinearAttentionBase(BaseEstimator):
                 self.tol,
                 solution.coef_tol,
                 getattr(self, "_input_precision", 0.0),
-                _centering_precision(solution, data) if self.fit_intercept else 0.0,
+                _centering_precision(solution, data, weight)
+                if self.fit_intercept
+                else 0.0,
             ),
-            design=solution.head_design() if searching else None,
+            design=solution.head_design(weights) if searching else None,
             folds=functools.partial(
-                solution.heldout_folds, classify=is_classifier(self)
+                solution.heldout_folds,
+                classify=is_classifier(self),
+                output_weights=weights,
             ) if searching and solution.heldout_folds else None,
             identifiable=bool(solution.certificate.identifiable),
             # with residual degrees of freedom, the residual says whether the
@@ -501,11 +550,13 @@ class _LinearAttentionBase(BaseEstimator):
             fit_intercept=self.fit_intercept,
             residual_sum_of_squares=residual,
             error_scale=float(rescaling.squared_error(1.0)),
+            output_weights=weights,
             verbose=self.verbose,
         )
         self._log(
             f"{readout.value_matrices.shape[0]} head(s) read out in "
-            f"{time.perf_counter() - start:.2f} s (solve {solve_seconds:.2f} s)"
+            f"{time.perf_counter() - start:.2f} s, {readout.work:.2g} flops "
+            f"(solve {solve_seconds:.2f} s)"
         )
         if not readout.complete:
             _warn_search_cut_short(readout, self.head_work_limit)

@@ -351,7 +351,7 @@ class HeadReadout:
         the folds (NaN without folds); a count passes "cv" at or below its
         ``threshold`` (:class:`CountFit`), at most ``cv_error``. Squared errors
         are in the targets' units squared, per unit of sample weight and per
-        output.
+        output, each output's weighted by ``output_weights`` squared.
     gcv_error : float
         The lifted fit's generalized cross-validated squared error (its
         training error over ``(1 - dof / rows)^2``, ``dof`` the trace of its hat
@@ -364,6 +364,15 @@ class HeadReadout:
         Flops the read-out spent, and its limit.
     seconds : float
         Wall time the read-out took (for information; nothing depends on it).
+    output_weights : ndarray of shape (n_outputs,) or None
+        A multi-output regression's weights of its outputs in the search: the
+        power of two nearest the largest output's scale over each output's
+        (the root of the sum of its squared, centered with an intercept,
+        targets), so that the heads' fit and the held-out errors weigh the
+        outputs alike, as the score's R^2 does, whatever their units; the
+        folds use the same weights. Distances and squared errors are of the
+        weighted outputs. None: not weighted (one output, classifiers,
+        ``n_heads=None``, outputs of one scale within a factor sqrt(2)).
 
     Examples
     --------
@@ -388,6 +397,7 @@ class HeadReadout:
     work: float = 0.0
     work_limit: float = float("inf")
     seconds: float = 0.0
+    output_weights: object = None
 
     @property
     def n_heads(self):
@@ -953,6 +963,7 @@ def read_out_heads(
     residual_sum_of_squares=None,
     work_limit=None,
     error_scale=1.0,
+    output_weights=None,
     verbose=0,
 ):
     """Heads of a fitted lifted model: the estimators' read-out.
@@ -1003,6 +1014,12 @@ def read_out_heads(
         Multiplies the squared errors reported (the estimators pass
         ``1 / s^2``, ``s`` the targets' rescaling, to report them in the data's
         units); misclassification is reported as is.
+    output_weights : ndarray of shape (n_outputs,), optional
+        When the problem (``lifted_coef``, ``design``, ``folds``, the residuals)
+        is of output ``j``'s targets multiplied by ``output_weights[j]``: the
+        heads returned are for the outputs as given (their ``W`` with each
+        output's rows divided by its weight, in canonical form); distances and
+        errors are reported in the weighted units.
     verbose : int
         Print each count fitted and its verdict.
 
@@ -1050,7 +1067,13 @@ def read_out_heads(
         known = search.split_svd if folded is search.split else None
         value, query = heads_of_folded(folded, k, search.m, d, known)
         del known, search.split_svd  # as large as W: not kept beside the heads
-    distance = search.distance(value.reshape(k, search.m * d), query.reshape(k, d * d))
+        distance = search.distance(
+            value.reshape(k, search.m * d), query.reshape(k, d * d)
+        )
+        if output_weights is not None:  # the heads of the outputs as given
+            folded = value.reshape(k, -1).T @ query.reshape(k, -1)
+            folded /= np.repeat(np.asarray(output_weights, float), d)[:, None]
+            value, query = heads_of_folded(folded, k, search.m, d)
     counts = tuple(fit[2] for fit in search.fits.values())
     lifted_cv = search.lifted_cv
     held_out_scale = error_scale  # squared errors to the targets' units
@@ -1083,6 +1106,7 @@ def read_out_heads(
         work=budget.spent,
         work_limit=budget.limit,
         seconds=time.perf_counter() - start,
+        output_weights=output_weights,
     )
 
 

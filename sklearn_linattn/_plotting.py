@@ -290,13 +290,21 @@ class HeadSearchDisplay:
         search = self.head_search
         counts = sorted(search.counts, key=lambda count: count.n_heads)
         if not counts:
-            reason = (
-                "n_heads=None asks for the paper's read-out; fit with "
-                "n_heads='auto' or an int"
-                if search.criterion == "paper"
-                else "the lifted fit's own heads were returned without fitting a "
-                "count (they are at most one head, or at most the n_heads asked for)"
-            )
+            reasons = {
+                "paper": "n_heads=None asks for the paper's read-out; fit with "
+                "n_heads='auto' or an int",
+                "tol": "the lifted fit has at most one head",
+                "fixed": "the n_heads asked for is at least the lifted fit's own "
+                "count of heads",
+                "lifted": "no count below the lifted fit's could pass: on exact "
+                "data fewer heads cannot reproduce it (a bound from its "
+                "coefficients), on noisy data too few training rows leave fewer "
+                "heads too many parameters to be judged on held-out folds, or the "
+                "fit kept no folds (a warning said so)",
+            }
+            reason = reasons.get(search.criterion, "")
+            if not search.complete:
+                reason = "the work limit (head_work_limit) stopped the search first"
             raise ValueError(
                 f"The head search fitted no count (criterion {search.criterion!r}): "
                 f"nothing to draw; {reason}."

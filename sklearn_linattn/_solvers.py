@@ -107,13 +107,14 @@ class LiftedSolution:
         The held-out folds' statistics when they were accumulated in the fit's
         pass (they add up to ``statistics``).
     head_design : callable
-        ``head_design()`` returns the training objective of heads
-        (:mod:`sklearn_linattn._low_rank`) for the head read-out.
+        ``head_design(output_weights=None)`` returns the training objective of
+        heads (:mod:`sklearn_linattn._low_rank`) for the head read-out, with
+        output ``j``'s targets multiplied by ``output_weights[j]``.
     heldout_folds : callable or None
-        ``heldout_folds(classify=False)`` returns the held-out folds of the
-        read-out's criterion (:mod:`sklearn_linattn._folds`), counting misclassified
-        rows with ``classify`` where the rows are at hand; None when the fit kept
-        none.
+        ``heldout_folds(classify=False, output_weights=None)`` returns the
+        held-out folds of the read-out's criterion (:mod:`sklearn_linattn._folds`),
+        counting misclassified rows with ``classify`` where the rows are at hand
+        (targets weighted as by ``head_design``); None when the fit kept none.
     coef_tol : float
         Relative accuracy of ``coef`` as a solution (0 for the direct solvers).
     flops : float
@@ -386,7 +387,7 @@ def _solve_statistics(
     # estimators' data)
     in_memory = data if hasattr(data, "compact_rows") else getattr(data, "rows", None)
 
-    def head_design():
+    def head_design(output_weights=None):
         if spectrum.factor is not None and alpha == 0:  # G = U^T U, computed
             factor = spectrum.factor.T
         else:
@@ -398,17 +399,21 @@ def _solve_statistics(
             return _row_head_problem(
                 in_memory, pairs, queries, None, alpha, fit_intercept, residual,
                 coef, False,
-            )[0]()
-        return LiftedDesign(coef, data.token_dim, factor)
+            )[0](output_weights)
+        weights = _weights_or_one(output_weights)
+        return LiftedDesign(coef * np.reshape(weights, (-1, 1)), data.token_dim, factor)
 
-    def heldout_folds(classify=False):
+    def heldout_folds(classify=False, output_weights=None):
         parts = folds() if callable(folds) else folds
+        weights = _weights_or_one(output_weights)
+        if output_weights is not None:
+            parts = [part.with_output_weights(weights) for part in parts]
         rows = None
         if in_memory is not None:  # the rows are at hand, read where needed
 
             def rows():
                 return (
-                    *in_memory.compact_rows(), in_memory.targets,
+                    *in_memory.compact_rows(), in_memory.targets * weights,
                     in_memory.row_scale, _sample_index(in_memory),
                 )
 
@@ -482,22 +487,34 @@ def _sample_index(data):
     return np.arange(data.n_rows) // per_sample
 
 
+def _weights_or_one(output_weights):
+    """Output weights to multiply targets by (1.0: none)."""
+    return 1.0 if output_weights is None else np.asarray(output_weights, float)
+
+
 def _row_head_problem(data, pairs, queries, kernel, alpha, fit_intercept, residual,
                       coef, heldout):
-    """The head design on the training rows and, with ``heldout``, its folds."""
+    """The head design on the training rows and, with ``heldout``, its folds;
+    each takes ``output_weights`` (output ``j``'s targets multiplied by
+    ``output_weights[j]``; None: by 1)."""
     moments = moments_of_pairs(pairs, data.token_dim)
     targets, row_scale = data.targets, data.row_scale
 
-    def head_design():
+    def head_design(output_weights=None):
+        weights = _weights_or_one(output_weights)
         design = SequenceDesign(
-            moments, queries, targets, row_scale, alpha, fit_intercept
+            moments, queries, targets * weights, row_scale, alpha, fit_intercept
         )
-        design.baseline = float(np.sum(residual)) + alpha * float(np.vdot(coef, coef))
+        weighted_coef = coef * np.reshape(weights, (-1, 1))
+        design.baseline = float(np.sum(residual * weights**2)) + alpha * float(
+            np.vdot(weighted_coef, weighted_coef)
+        )
         return design
 
-    def heldout_folds(classify=False):
+    def heldout_folds(classify=False, output_weights=None):
+        weights = _weights_or_one(output_weights)
         return RowFolds(
-            moments, queries, targets, row_scale, _sample_index(data), alpha,
+            moments, queries, targets * weights, row_scale, _sample_index(data), alpha,
             fit_intercept, kernel,
             lambda block, rhs, scales: _kernel_weights(
                 block, rhs, scales, alpha, fit_intercept,
@@ -701,7 +718,10 @@ def solve_lsqr(
             data, operator.pairs, operator.queries, None, alpha, fit_intercept,
             residual, coef, False,
         )[0] if hasattr(operator, "pairs") else (
-            lambda: LiftedDesign(coef, data.token_dim)
+            lambda output_weights=None: LiftedDesign(
+                coef * np.reshape(_weights_or_one(output_weights), (-1, 1)),
+                data.token_dim,
+            )
         ),
         mean_gain=_row_mean_gain(residual_rows, targets, row_scale),
     )

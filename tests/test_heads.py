@@ -21,9 +21,11 @@ from conftest import (
     random_sequences,
     relative_error,
 )
+from numpy.testing import assert_allclose, assert_array_equal
 from scipy.linalg import LinAlgWarning
 from sklearn.datasets import load_digits
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import r2_score
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -230,6 +232,54 @@ def test_misclassification_is_not_rescaled_for_the_folds_size():
     judged = [count for count in search.counts if np.isfinite(count.threshold)]
     assert judged
     assert all(count.threshold == search.cv_error for count in judged)
+
+
+def outputs_of_three_heads(seed=1):
+    """Two outputs of a 3-head model (output 0 from head 0, output 1 from heads
+    1 and 2), 10% noise, 400 sequences; and 2000 new ones, noiseless."""
+    rng = np.random.default_rng(seed)
+    d = 3
+    values = rng.normal(size=(3, 2, d))
+    values[0, 1] = 0
+    values[1:, 0] = 0
+    truth = MultiHeadLinearAttention(values, rng.normal(size=(3, d, d)))
+    X, X_test = rng.normal(size=(400, 8, d)), rng.normal(size=(2000, 8, d))
+    y = truth.predict(X)
+    y = y + 0.1 * y.std(axis=0) * rng.normal(size=y.shape)
+    return X, y, X_test, truth.predict(X_test)
+
+
+@pytest.mark.parametrize("n_heads", ["auto", 3])
+def test_outputs_in_other_units_give_the_same_heads(n_heads):
+    """The heads of a multi-output regression weigh its outputs alike, whatever
+    their units: output 0 in units 100 times smaller (and then 2^7 times)
+    left the other to 1 head, R^2 0.31 on it against n_heads=None's 0.9996
+    (and n_heads=3 fitted it to 0.97). Rescaling an output by a power of two
+    rescales its predictions and leaves the other's."""
+    X, y, X_test, y_test = outputs_of_three_heads()
+    plain = LinearAttentionRegressor(n_heads=n_heads).fit(X, y)
+    lifted = LinearAttentionRegressor(n_heads=None).fit(X, y)
+    for scale in [100.0, 2.0**7]:
+        units = np.array([scale, 1.0])
+        model = LinearAttentionRegressor(n_heads=n_heads).fit(X, y * units)
+        assert model.n_heads_ == 3
+        scores = r2_score(
+            y_test, model.predict(X_test) / units, multioutput="raw_values"
+        )
+        best = r2_score(y_test, lifted.predict(X_test), multioutput="raw_values")
+        assert np.all(scores >= best - 1e-3)
+        if scale == 2.0**7:  # the same problem, weighted: the same heads
+            expected = plain.predict(X_test)  # to rounding (6e-14 of the largest)
+            assert_allclose(
+                model.predict(X_test) / units, expected,
+                rtol=0, atol=1e-11 * np.max(np.abs(expected)),
+            )
+            weighted = [
+                np.ones(2) if search.output_weights is None else search.output_weights
+                for search in (model.head_search_, plain.head_search_)
+            ]
+            ratios = [w / w.max() for w in (weighted[0] * units, weighted[1])]
+            assert_array_equal(*ratios)
 
 
 def test_incontext_regression_has_one_head():
@@ -957,13 +1007,22 @@ def test_a_counts_cv_error_is_that_of_n_heads_k_refitted_without_each_fold(
     refitted = [count for count in search.counts if np.isfinite(count.cv_error)]
     assert refitted
     fold = np.arange(len(X)) % 5
+    # the outputs' squared errors as the search weighs them
+    weights = np.ones(y.shape[1]) if search.output_weights is None else (
+        search.output_weights
+    )
 
     def fold_errors(n_heads):
         errors = []
         for j in range(5):
             model = LinearAttentionRegressor(n_heads=n_heads, **params)
             model.fit(X[fold != j], y[fold != j])
-            errors.append(np.sum((model.predict(X[fold == j]) - y[fold == j]) ** 2))
+            if n_heads is not None:  # the same weights, hence the same fit
+                assert np.array_equal(
+                    model.head_search_.output_weights, search.output_weights
+                )
+            residual = (model.predict(X[fold == j]) - y[fold == j]) * weights
+            errors.append(np.sum(residual**2))
         return np.array(errors)
 
     lifted = fold_errors(None)
@@ -1098,19 +1157,22 @@ def test_fold_refits_on_rows_equal_refits_in_the_lifted_metric(
 def test_reported_errors_are_in_the_targets_units(target_scale):
     """head_search_.cv_error is the 5-fold interleaved cross-validated squared
     error of n_heads=None refitted by the estimator itself, in the data's units
-    (the solvers' internal rescaling by powers of two taken out)."""
+    (the solvers' internal rescaling by powers of two taken out), each output
+    weighted by head_search_.output_weights."""
     truth, X, y = noisy_sequences(16, 3, 1, 2, 0.1, n_samples=80)
     y = y * target_scale
     search = LinearAttentionRegressor().fit(X, y).head_search_
+    assert search.output_weights is not None  # outputs of other scales
     fold = np.arange(len(X)) % 5
     total = 0.0
     for j in range(5):
         lifted = LinearAttentionRegressor(n_heads=None).fit(X[fold != j], y[fold != j])
-        total += np.sum((y[fold == j] - lifted.predict(X[fold == j])) ** 2)
+        residual = y[fold == j] - lifted.predict(X[fold == j])
+        total += np.sum((residual * search.output_weights) ** 2)
     assert search.cv_error == pytest.approx(total / y.size, rel=1e-6)
     returned = next(c for c in search.counts if c.n_heads == search.n_heads)
-    training = np.sum((y - LinearAttentionRegressor(n_heads=search.n_heads).fit(
-        X, y).predict(X)) ** 2) / y.size
+    fixed = LinearAttentionRegressor(n_heads=search.n_heads).fit(X, y)
+    training = np.sum(((y - fixed.predict(X)) * search.output_weights) ** 2) / y.size
     assert returned.training_error == pytest.approx(training, rel=1e-6)
 
 

@@ -1,6 +1,8 @@
 """AttentionHeadsDisplay: heatmaps of V_h and Q_h of a fitted model;
 HeadSearchDisplay: the head search's evidence against the count."""
 
+import warnings
+
 import numpy as np
 import pytest
 from conftest import random_attention, random_sequences
@@ -177,3 +179,20 @@ def test_search_display_says_when_the_work_limit_cut_the_search_short(monkeypatc
 def test_search_display_of_the_papers_read_out_raises():
     with pytest.raises(ValueError, match="n_heads=None asks for the paper's read-out"):
         HeadSearchDisplay.from_estimator(noisy_search(n_heads=None))
+
+
+def test_search_display_of_a_search_that_fitted_no_count_says_why():
+    """Ten noisy sequences: no count below the lifted fit's can be judged, and
+    the lifted fit's heads come back without a count fitted (the message had
+    said they were at most one head, or at most the n_heads asked for)."""
+    rng = np.random.default_rng(0)
+    truth = random_attention(rng, 3, 2)
+    X = random_sequences(rng, 10, 8, 3)
+    y = truth.predict(X)[:, 0] + 0.1 * rng.normal(size=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # alpha=0 interpolates
+        model = LinearAttentionRegressor().fit(X, y)
+    assert model.head_search_.criterion == "lifted" and not model.head_search_.counts
+    assert model.n_heads_ > 1
+    with pytest.raises(ValueError, match="no count below the lifted fit's could pass"):
+        HeadSearchDisplay.from_estimator(model)
