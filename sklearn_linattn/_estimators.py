@@ -52,6 +52,7 @@ from ._validation import (
     validate_sequences,
     validate_targets,
     warn_if_mean_left_out,
+    warn_if_token_scales_differ,
     warn_if_underdetermined,
 )
 
@@ -299,9 +300,12 @@ class _LinearAttentionBase(BaseEstimator):
             reset=reset,
         )
 
-    def _warn_if_underdetermined(self, sequences, weights):
+    def _warn_about_fit_data(self, sequences, weights):
         """Warn where ``fit`` has no more training rows of positive weight than
-        lifted features (rows of zero weight do not enter the fit)."""
+        lifted features (rows of zero weight do not enter the fit), or token
+        coordinates of very different scales (sequences in memory)."""
+        if isinstance(sequences, np.ndarray):
+            warn_if_token_scales_differ(sequences)
         n_samples, n_tokens, token_dim = sequences.shape
         per_sample = n_tokens if self.positions == "all" else 1
         n_rows = n_samples * per_sample
@@ -1034,7 +1038,7 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
             sequences = self._sequences(X, reset=True)
             targets, single_output = self._targets(y, sequences)
             weights = validate_sample_weight(sample_weight, sequences)
-            self._warn_if_underdetermined(sequences, weights)
+            self._warn_about_fit_data(sequences, weights)
             return self._fit_rows(sequences, targets, weights, single_output)
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -1390,7 +1394,7 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
             sequences = self._sequences(X, reset=True)
             labels, targets = self._encoded_labels(y, sequences)
             weights = self._row_weights(labels, sample_weight, sequences)
-            self._warn_if_underdetermined(sequences, weights)
+            self._warn_about_fit_data(sequences, weights)
             return self._fit_rows(sequences, targets, weights, single_output=False)
 
     @_fit_context(prefer_skip_nested_validation=True)

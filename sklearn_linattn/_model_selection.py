@@ -1314,7 +1314,7 @@ certificate_, head_search_, token_dim_, n_features_in_, feature_names_in_
             sequences = self._sequences(X, reset=True)
             targets, single_output = self._targets(y, sequences)
             weights = validate_sample_weight(sample_weight, sequences)
-            self._warn_if_underdetermined(sequences, weights)
+            self._warn_about_fit_data(sequences, weights)
             split_y = targets.reshape(sequences.shape[0], -1)
             return self._cross_validate(
                 sequences,
@@ -1516,7 +1516,7 @@ feature_names_in_
             sequences = self._sequences(X, reset=True)
             labels, targets = self._encoded_labels(y, sequences)
             fit_weights = self._row_weights(labels, sample_weight, sequences)
-            self._warn_if_underdetermined(sequences, fit_weights)
+            self._warn_about_fit_data(sequences, fit_weights)
             # One label per sequence for the splitter: with positions="all", the
             # label of its last position (StratifiedKFold stratifies by it).
             split_y = labels.reshape(sequences.shape[0], -1)[:, -1]
