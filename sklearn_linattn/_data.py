@@ -68,6 +68,7 @@ __all__ = [
     "is_dask_array",
     "lifted_data",
     "lifted_predict",
+    "sequence_folds",
 ]
 
 # Memory for one chunk of lifted features when batch_size=None: at least 32 MiB, at
@@ -976,11 +977,16 @@ class InMemoryLiftedData:
                 progress(stop, self.n_rows)
         return statistics
 
+    def sequence_folds(self, n_folds, first_sample=0):
+        """The fold of each sequence (:func:`sequence_folds`)."""
+        per_sample = self.layout.rows_per_sample(self.sequences.shape[1])
+        return sequence_folds(self.row_scale, per_sample, n_folds, first_sample)
+
     def fold_statistics(self, n_folds, first_sample=0, progress=None):
-        """The statistics of ``n_folds`` interleaved folds: fold ``f`` holds the
-        sequences whose index, counted from ``first_sample``, is ``f`` modulo
-        ``n_folds`` (all positions of a sequence in one fold). They add up to
-        :meth:`statistics`, in one pass over the data; the scales are shared.
+        """The statistics of ``n_folds`` interleaved folds of the sequences
+        (:func:`sequence_folds`; all positions of a sequence in one fold). They
+        add up to :meth:`statistics`, in one pass over the data; the scales are
+        shared.
 
         Returns
         -------
@@ -989,18 +995,19 @@ class InMemoryLiftedData:
         rescaling = self.rescaling  # shared by the folds (a scan if not known)
         n_samples = self.sequences.shape[0]
         per_sample = self.layout.rows_per_sample(self.sequences.shape[1])
+        sequence_fold = self.sequence_folds(n_folds, first_sample)
         folds = []
         for fold in range(n_folds):
-            start = (fold - first_sample) % n_folds
+            members = sequence_fold == fold
             view = copy.copy(self)
-            view.sequences = self.sequences[start::n_folds]
+            view.sequences = self.sequences[members]
             view.row_scale = self.row_scale.reshape(n_samples, per_sample)[
-                start::n_folds
+                members
             ].ravel()
             if self.targets is not None:
                 view.targets = self.targets.reshape(
                     n_samples, per_sample, self.n_outputs
-                )[start::n_folds].reshape(-1, self.n_outputs)
+                )[members].reshape(-1, self.n_outputs)
             view.n_rows = view.row_scale.shape[0]
             view.n_observations = int(np.count_nonzero(view.row_scale))
             view.batch_size = max(1, min(self.batch_size, view.sequences.shape[0]))
@@ -1269,6 +1276,31 @@ def lifted_predict(
     return predictions + intercept
 
 
+def sequence_folds(row_scale, rows_per_sample, n_folds, first_sample=0):
+    """The interleaved fold of each sequence: the ``i``-th sequence with a row
+    of positive weight, counted from ``first_sample``, is in fold ``i`` modulo
+    ``n_folds``, so that rows of zero weight are as good as removed (a
+    sequence without any is in the fold of the next that has, where it adds
+    nothing).
+
+    Parameters
+    ----------
+    row_scale : ndarray of shape (n_sequences * rows_per_sample,)
+        The square roots of the rows' weights.
+    rows_per_sample : int
+    n_folds : int
+    first_sample : int, default=0
+        Sequences of positive weight before these (earlier batches, blocks).
+
+    Returns
+    -------
+    ndarray of int, shape (n_sequences,)
+    """
+    positive = np.any(np.reshape(row_scale, (-1, rows_per_sample)) > 0, axis=1)
+    before = np.cumsum(positive) - positive  # positive sequences before each
+    return (first_sample + before) % n_folds
+
+
 # --- Dask --------------------------------------------------------------------------
 
 
@@ -1435,13 +1467,19 @@ class DaskLiftedData:
 
     def fold_statistics(self, n_folds, first_sample=0, progress=None):
         """See :meth:`InMemoryLiftedData.fold_statistics` (folds by the global
-        sequence index, so blocks can be chunked in any way)."""
+        count of sequences of positive weight, so blocks can be chunked in any
+        way)."""
         return self._reduce_blocks((n_folds, first_sample))
 
     def _reduce_blocks(self, folds):
         dask, _ = require_dask()
         blocks = self.sequences.to_delayed().ravel()
-        offsets = np.concatenate([[0], np.cumsum(self.sequences.chunks[0])[:-1]])
+        offsets = np.zeros(len(blocks))
+        if folds is not None:  # the sequences of positive weight before each block
+            per_sample = self.layout.rows_per_sample(self.sequences.shape[1])
+            positive = np.any(self.row_scale.reshape(-1, per_sample) > 0, axis=1)
+            ends = np.cumsum(self.sequences.chunks[0])
+            offsets = np.concatenate([[0], np.cumsum(positive)[ends[:-1] - 1]])
         parts = [
             dask.delayed(_block_statistics)(
                 block,

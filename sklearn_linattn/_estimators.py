@@ -122,6 +122,13 @@ def _warn_search_cut_short(readout, head_work_limit):
     )
 
 
+def _positive_sequences(data):
+    """The sequences of ``data`` with a row of positive weight."""
+    per_sample = data.layout.rows_per_sample(data.sequences.shape[1])
+    positive = np.any(data.row_scale.reshape(-1, per_sample) > 0, axis=1)
+    return int(np.count_nonzero(positive))
+
+
 def _target_sums(solution, data):
     """``(sum_i w_i y_i^2, sum_i w_i y_i, sum_i w_i)`` per output, from the
     statistics where the solver kept them, else from the rows (None where
@@ -379,7 +386,8 @@ class _LinearAttentionBase(BaseEstimator):
         # kept where the read-out uses them.
         self._statistics = solution.statistics
         self._fold_statistics = solution.fold_statistics
-        self._n_sequences = sequences.shape[0]
+        # the sequences of positive weight so far: they take the folds in turn
+        self._positive_sequences = _positive_sequences(data)
         self._rescaling = data.rescaling
         self._layout = data.layout
         self._single_output = single_output
@@ -407,9 +415,10 @@ class _LinearAttentionBase(BaseEstimator):
         )
         if first_call:  # the p x p statistics, before any work
             check_fit_cost(data, "normal")
-        # Folds by the sequence's index over all batches, as fit would assign
-        # them (the head count's held-out criterion), where the read-out uses them.
-        first_sample = 0 if first_call else self._n_sequences
+        # Folds by the sequence's count over all batches (of those of positive
+        # weight), as fit would assign them (the head count's held-out
+        # criterion), where the read-out uses them.
+        first_sample = 0 if first_call else self._positive_sequences
         keep_folds = self.n_heads is not None and (
             first_call or self._fold_statistics is not None
         )
@@ -432,7 +441,7 @@ class _LinearAttentionBase(BaseEstimator):
             self._check_batch_scale(statistics)
         self._statistics = statistics
         self._fold_statistics = folds
-        self._n_sequences = first_sample + sequences.shape[0]
+        self._positive_sequences = first_sample + _positive_sequences(data)
         if first_call:
             self._rescaling, self._layout = data.rescaling, data.layout
             self._single_output = single_output

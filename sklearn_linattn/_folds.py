@@ -1,7 +1,8 @@
 """The held-out criterion of the head read-out: ``K`` interleaved folds of the
-training sequences (sequence ``i`` in fold ``i mod K``, all its positions
-together), each with the training design of the other folds and the held-out
-error of any heads (or lifted coefficients) on itself.
+training sequences (the ``i``-th sequence of positive weight in fold ``i mod
+K``, all its positions together; :func:`~sklearn_linattn._data.sequence_folds`),
+each with the training design of the other folds and the held-out error of any
+heads (or lifted coefficients) on itself.
 
 Two forms, as the head designs of :mod:`sklearn_linattn._low_rank`:
 
@@ -138,7 +139,7 @@ class StatisticsFolds(_Folds):
     tol : float
         Relative eigenvalue tolerance of a singular training Gram.
     rows : callable, optional
-        ``rows()`` returns ``(pairs, queries, targets, row_scale, sample_index)``
+        ``rows()`` returns ``(pairs, queries, targets, row_scale, row_folds)``
         of every row (as in :class:`RowFolds`, pairs weighted), called only where
         they are read: a fold's heads are refitted on its training rows where that
         is cheaper (:func:`rows_are_cheaper`), and with ``classify`` the held-out
@@ -188,8 +189,8 @@ class StatisticsFolds(_Folds):
                 self.weights.append(heldout.weight_sum * moment.shape[1])
                 self.lifted_errors.append(self.lifted_squared[-1])
                 continue
-            pairs, moments, queries, targets, scale, sample_index = self._row_data()
-            mask = sample_index % self.n_folds == left_out
+            pairs, moments, queries, targets, scale, row_folds = self._row_data()
+            mask = row_folds == left_out
             held = (moments[mask], queries[mask], targets[mask], scale[mask])
             self._rows.append(held)
             predictions = lifted_matvec(pairs[mask], held[1], coef)
@@ -198,7 +199,7 @@ class StatisticsFolds(_Folds):
             self.lifted_errors.append(_misclassified(predictions, held[2], held[3]))
 
     def _row_data(self):
-        """``(pairs, moments, queries, targets, row_scale, sample_index)`` of every
+        """``(pairs, moments, queries, targets, row_scale, row_folds)`` of every
         row, built on first use."""
         if self._all is None:
             pairs, *others = self._rows_source()
@@ -249,8 +250,8 @@ class StatisticsFolds(_Folds):
         if not on_rows:
             design = LiftedDesign(coef, self.token_dim, factor)
         else:
-            _, moments, queries, targets, scale, sample_index = self._row_data()
-            train = sample_index % self.n_folds != fold
+            _, moments, queries, targets, scale, row_folds = self._row_data()
+            train = row_folds != fold
             design = SequenceDesign(
                 moments[train], queries[train], targets[train], scale[train],
                 self.alpha, self.fit_intercept,
@@ -292,8 +293,9 @@ class RowFolds(_Folds):
     targets : ndarray of shape (n_rows, n_outputs)
         ``c_i y_i``.
     row_scale : ndarray of shape (n_rows,)
-    sample_index : ndarray of int, shape (n_rows,)
-        The sequence each row belongs to.
+    row_folds : ndarray of int, shape (n_rows,)
+        The fold each row is held out in (its sequence's), from 0 to
+        ``n_folds - 1``.
     alpha : float
     fit_intercept : bool
     kernel : ndarray of shape (n_rows, n_rows)
@@ -313,7 +315,7 @@ class RowFolds(_Folds):
         queries,
         targets,
         row_scale,
-        sample_index,
+        row_folds,
         alpha,
         fit_intercept,
         kernel,
@@ -330,7 +332,7 @@ class RowFolds(_Folds):
         self._parts, self._coefs = [], {}
         self.lifted_errors, self.lifted_squared, self.weights = [], [], []
         for fold in range(n_folds):
-            heldout = sample_index % n_folds == fold
+            heldout = row_folds == fold
             train = ~heldout
             design = SequenceDesign(
                 moments[train],

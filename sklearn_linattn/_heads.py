@@ -248,6 +248,11 @@ def fewest_heads_bound(lifted_coef, token_dim, tol):
 class CountFit:
     """One head count fitted by the read-out (a row of ``head_search_.counts``).
 
+    A row describes the count's fit as it was judged; the heads returned are
+    that fit refined further (polished to a minimum, or until steps stall), so
+    their distance (``head_search_.relative_distance``) and errors can differ
+    from their row's by that refinement.
+
     Attributes
     ----------
     n_heads : int
@@ -1161,10 +1166,10 @@ def _search(search, n_heads):
     elif not search.exact and not np.any(search.held_folds):
         warnings.warn(
             "n_heads='auto' decides the head count of noisy data on 5 interleaved "
-            "folds of the sequences (sequence i in fold i mod 5), and every row of "
-            "positive sample_weight lies in one of them: no fold can be predicted "
-            "from the others, and the lifted fit's own heads are returned. Set "
-            "n_heads to a number of heads, or drop the rows of zero weight.",
+            "folds of the sequences of positive sample_weight, and every row of "
+            "positive weight lies in one sequence: no fold can be predicted from "
+            "the others, and the lifted fit's own heads are returned. Set n_heads "
+            "to a number of heads.",
             UserWarning,
             stacklevel=4,
         )

@@ -55,6 +55,7 @@ from ._data import (
     StatisticsSource,
     _RowLayout,
     check_fit_cost,
+    dense_threads,
     is_dask_array,
     lifted_data,
     padding_row_mask,
@@ -795,62 +796,66 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
             small = data.n_rows <= data.n_lifted + int(self.fit_intercept)
             mode = "dual" if small and not distributed else "normal"
         check_fit_cost(data, mode)  # before any work
-        if self.cv is None:
-            if self.positions == "all":
-                raise ValueError(
-                    "cv=None (leave-one-out) is defined for positions='last'; with "
-                    "positions='all' pass an integer cv or a splitter, which splits "
-                    "whole sequences."
-                )
-            if data.n_observations < 2:
-                raise ValueError(
-                    "Leave-one-out (cv=None) needs at least two sequences with a "
-                    f"positive weight, got {data.n_observations} (n_samples="
-                    f"{n_samples}): the training set of the one left out would "
-                    "weigh nothing."
-                )
-            scaled_targets = targets * data.rescaling.target
-            if mode == "normal":
-                statistics = data.statistics()
-                scaled = self._alpha_grid(data, alphas, statistics=statistics)
-                loo = _loo_normal(
-                    data, statistics, scaled_targets, scaled, self.fit_intercept
-                )
-            else:
-                statistics = None
-                kernel = _unweighted_kernel(data)
-                scaled = self._alpha_grid(data, alphas, kernel=kernel)
-                loo = _loo_dual(
-                    data, kernel, scaled_targets, scaled, self.fit_intercept
-                )
-            loo /= data.rescaling.target
-            scores = np.array(
-                [
-                    self._score(
-                        scorer, loo[:, index], truth, row_score_weights, kept_rows
+        # one BLAS thread up to _SINGLE_THREAD_ORDER, as the plain estimators'
+        # solves: the scores, and alpha_, the same bits for any thread count
+        order = data.n_lifted if mode == "normal" else data.n_rows
+        with dense_threads(order):
+            if self.cv is None:
+                if self.positions == "all":
+                    raise ValueError(
+                        "cv=None (leave-one-out) is defined for positions='last'; "
+                        "with positions='all' pass an integer cv or a splitter, "
+                        "which splits whole sequences."
                     )
-                    for index in range(len(scaled))
-                ]
-            )
-            if self.store_cv_results:
-                self.cv_results_ = self._cv_results(
-                    loo, targets, row_score_weights, single_output
+                if data.n_observations < 2:
+                    raise ValueError(
+                        "Leave-one-out (cv=None) needs at least two sequences with a "
+                        f"positive weight, got {data.n_observations} (n_samples="
+                        f"{n_samples}): the training set of the one left out would "
+                        "weigh nothing."
+                    )
+                scaled_targets = targets * data.rescaling.target
+                if mode == "normal":
+                    statistics = data.statistics()
+                    scaled = self._alpha_grid(data, alphas, statistics=statistics)
+                    loo = _loo_normal(
+                        data, statistics, scaled_targets, scaled, self.fit_intercept
+                    )
+                else:
+                    statistics = None
+                    kernel = _unweighted_kernel(data)
+                    scaled = self._alpha_grid(data, alphas, kernel=kernel)
+                    loo = _loo_dual(
+                        data, kernel, scaled_targets, scaled, self.fit_intercept
+                    )
+                loo /= data.rescaling.target
+                scores = np.array(
+                    [
+                        self._score(
+                            scorer, loo[:, index], truth, row_score_weights, kept_rows
+                        )
+                        for index in range(len(scaled))
+                    ]
                 )
-        else:
-            statistics, scaled, scores = self._kfold(
-                data,
-                mode,
-                sequences,
-                targets,
-                fit_weights,
-                row_score_weights,
-                kept_rows,
-                truth,
-                split_y,
-                groups,
-                alphas,
-                scorer,
-            )
+                if self.store_cv_results:
+                    self.cv_results_ = self._cv_results(
+                        loo, targets, row_score_weights, single_output
+                    )
+            else:
+                statistics, scaled, scores = self._kfold(
+                    data,
+                    mode,
+                    sequences,
+                    targets,
+                    fit_weights,
+                    row_score_weights,
+                    kept_rows,
+                    truth,
+                    split_y,
+                    groups,
+                    alphas,
+                    scorer,
+                )
         scores = np.where(np.isfinite(scores), scores, -np.inf)
         best = int(np.argmax(scores))
         self.alpha_ = float(self.alphas_[best])

@@ -47,6 +47,7 @@ from ._certificate import (
 from ._data import (
     CenteredOperator,
     choose_solver,
+    sequence_folds,
     sum_statistics,
 )
 from ._data import dense_threads as _dense_threads
@@ -64,8 +65,8 @@ __all__ = [
     "solve_normal",
 ]
 
-# Interleaved folds of the head read-out's held-out criterion (sequence i in fold
-# i mod 5), as many as scikit-learn's default K-fold.
+# Interleaved folds of the head read-out's held-out criterion (the i-th sequence of
+# positive weight in fold i mod 5), as many as scikit-learn's default K-fold.
 HELDOUT_FOLDS = 5
 # LSQR's coefficients are accurate to about 1e3 * solver_tol (relative; measured
 # on noiseless fits, d = 3..8: up to 8e-9 at solver_tol=1e-10), so the head
@@ -414,7 +415,7 @@ def _solve_statistics(
             def rows():
                 return (
                     *in_memory.compact_rows(), in_memory.targets * weights,
-                    in_memory.row_scale, _sample_index(in_memory),
+                    in_memory.row_scale, _row_folds(in_memory),
                 )
 
         return StatisticsFolds(
@@ -481,10 +482,12 @@ def solve_dual(
         return _solve_kernel(data, alpha, fit_intercept, heldout, rescaled_alpha)
 
 
-def _sample_index(data):
-    """The sequence of each row of an in-memory data source."""
+def _row_folds(data):
+    """The held-out fold of each row of an in-memory data source (its
+    sequence's, :func:`~sklearn_linattn._data.sequence_folds`)."""
     per_sample = data.layout.rows_per_sample(data.sequences.shape[1])
-    return np.arange(data.n_rows) // per_sample
+    folds = sequence_folds(data.row_scale, per_sample, HELDOUT_FOLDS)
+    return np.repeat(folds, per_sample)
 
 
 def _weights_or_one(output_weights):
@@ -514,7 +517,7 @@ def _row_head_problem(data, pairs, queries, kernel, alpha, fit_intercept, residu
     def heldout_folds(classify=False, output_weights=None):
         weights = _weights_or_one(output_weights)
         return RowFolds(
-            moments, queries, targets * weights, row_scale, _sample_index(data), alpha,
+            moments, queries, targets * weights, row_scale, _row_folds(data), alpha,
             fit_intercept, kernel,
             lambda block, rhs, scales: _kernel_weights(
                 block, rhs, scales, alpha, fit_intercept,

@@ -392,8 +392,9 @@ def operator_scale(X):
 
 @pytest.mark.parametrize("positions", ["last", "all"])
 def test_heads_and_held_out_folds_equal_in_memory(client, positions):
-    # The head count's held-out folds are by the sequence's index: any chunking of
-    # the Dask array gives the in-memory folds, so the same verdicts and heads.
+    # The head count's held-out folds are by the count of sequences of positive
+    # weight (zero weights as good as removed): any chunking of the Dask array
+    # gives the in-memory folds, so the same verdicts and heads.
     rng = np.random.default_rng(11)
     truth = random_attention(rng, 4, 2, n_outputs=1)
     X = random_sequences(rng, 400, 6, 4)
@@ -404,10 +405,15 @@ def test_heads_and_held_out_folds_equal_in_memory(client, positions):
         y = y.reshape(400, 6) * (1 + 0.05 * rng.normal(size=(400, 6)))
     else:
         y = truth.predict(X)[:, 0] * (1 + 0.05 * rng.normal(size=400))
-    local = LinearAttentionRegressor(positions=positions).fit(X, y)
+    weights = np.where(rng.random(400) < 0.3, 0.0, 1.0 + rng.random(400))
+    local = LinearAttentionRegressor(positions=positions).fit(
+        X, y, sample_weight=weights
+    )
     X_dask = da.from_array(X, chunks=(130, 6, 4))  # folds straddle the blocks
     y_dask = da.from_array(y, chunks=(170,) + y.shape[1:])
-    remote = LinearAttentionRegressor(positions=positions).fit(X_dask, y_dask)
+    remote = LinearAttentionRegressor(positions=positions).fit(
+        X_dask, y_dask, sample_weight=da.from_array(weights, chunks=150)
+    )
     assert local.head_search_.criterion == remote.head_search_.criterion == "cv"
     assert remote.n_heads_ == local.n_heads_
     for name in ("coef_", "value_matrices_", "query_matrices_"):
