@@ -248,10 +248,10 @@ def fewest_heads_bound(lifted_coef, token_dim, tol):
 class CountFit:
     """One head count fitted by the read-out (a row of ``head_search_.counts``).
 
-    A row describes the count's fit as it was judged; the heads returned are
-    that fit refined further (polished to a minimum, or until steps stall), so
-    their distance (``head_search_.relative_distance``) and errors can differ
-    from their row's by that refinement.
+    A row describes the count's fit as it was judged: on noisy data the heads
+    ``n_heads=k`` returns (polished before the verdict); on exact data the
+    heads returned are then polished on to rounding, so that their distance
+    (``head_search_.relative_distance``) can be below their row's.
 
     Attributes
     ----------
@@ -530,7 +530,8 @@ class _Search:
     def _fit(self, k, refine, bound):
         """``(value_rows, query_rows, CountFit)``: the best start by training
         loss (on noisy fits after ``SCREEN_ITER`` steps), the first within tol
-        ending the starts. On exact fits the starts
+        ending the starts; noisy fits polished before the verdict, as
+        ``n_heads=k`` returns them. On exact fits the starts
         are refined in the Frobenius metric (where the count's question,
         reproducing the lifted fit, is posed, and which is well conditioned),
         and with ``refine`` then in the training metric when they fail."""
@@ -568,7 +569,7 @@ class _Search:
             if self.within(best[0], best[1], best[2], design) or self.budget.exhausted:
                 break
         value_rows, query_rows, loss = best
-        if self.drifted(value_rows, query_rows):  # judged as n_heads=k returns it
+        if not self.exact:  # judged as n_heads=k returns them: polished
             value_rows, query_rows = self.polish(value_rows, query_rows)
             loss = design_loss(self.design, value_rows, query_rows)
         if design is self.frobenius and refine:
@@ -921,7 +922,7 @@ class _Search:
                 folds.coef(fold), self.d, self.tol, folds.design(fold), None,
                 self.budget, 0, False, None,
             )
-            refit = search.polish(*search._fit(k, refine=False, bound=False)[:2])
+            refit = search._fit(k, refine=False, bound=False)[:2]  # polished
             errors.append(folds.error(fold, *refit))
             refits.append(refit)
             if self.budget.exhausted:  # undecided
@@ -1127,7 +1128,8 @@ def _search(search, n_heads):
         if k >= paper_count:
             return search.split, paper_count, "fixed", True
         value_rows, query_rows, count = search.fit(k, refine=True, bound=False)
-        value_rows, query_rows = search.polish(value_rows, query_rows)
+        if search.exact:  # (noisy fits are polished before their verdict)
+            value_rows, query_rows = search.polish(value_rows, query_rows)
         folded = value_rows.T @ query_rows
         # heads that are zero within tol of the lifted fit's split: not of this
         # W's own norm, which drifts along directions the training data do not
@@ -1198,7 +1200,8 @@ def _search(search, n_heads):
     if high == paper_count:
         return search.split, paper_count, "lifted", True
     value_rows, query_rows, count = search.fits[high]
-    value_rows, query_rows = search.polish(value_rows, query_rows)
+    if search.exact:  # (noisy fits are polished before their verdict)
+        value_rows, query_rows = search.polish(value_rows, query_rows)
     return value_rows.T @ query_rows, high, count.criterion, True
 
 
