@@ -40,7 +40,7 @@ from ._data import (
     predict_dask,
     sum_statistics,
 )
-from ._heads import WORK_FLOOR, read_out_heads
+from ._heads import INTERPOLATION_MARGIN, WORK_FLOOR, read_out_heads
 from ._lift import lifted_feature_pairs, lifted_features
 from ._progress import ChunkProgress
 from ._rollout import lifted_readout, rollout
@@ -148,39 +148,71 @@ def _target_sums(solution, data):
     return None
 
 
-def _output_weights(solution, data, fit_intercept):
-    """Powers of two that bring the outputs of a multi-output regression to
-    about one scale for the head read-out (None: all within a factor sqrt(2) of
-    the largest, or not known). Each output's scale is the root of the energy
-    the fit explains (``sum_i w_i (y_ij - mean_j)^2`` with an intercept, else
-    ``sum_i w_i y_ij^2``); an output is weighted by the power of two nearest
-    the largest scale over its own (at most 2^256), so that heads, and the
-    held-out criterion, weigh every output as the score's R^2 does and not
-    by its units; exact, as the global rescaling."""
+# An output whose lifted fit leaves less than this share of its energy in its
+# residual is weighted as if it left that much: outputs fitted exactly (noiseless,
+# or interpolated) are weighted by their energy alone, and the weights span at
+# most 2^10 more than the outputs' scales (the heads' fit stays well conditioned).
+_NOISE_FLOOR = 1e-6
+
+
+def _output_energies(solution, data, fit_intercept):
+    """Per output: the energy the fit explains (``sum_i w_i (y_ij - mean_j)^2``
+    with an intercept, else ``sum_i w_i y_ij^2``) and whether it is more than
+    the rounding of the sums it is taken from (a constant output's is not);
+    None where the targets' sums are not at hand."""
     sums = _target_sums(solution, data)
-    if sums is None or len(sums[0]) < 2:
+    if sums is None:
         return None
     squares, sums, weight = sums
-    energies = squares - sums**2 / weight if fit_intercept and weight > 0 else squares
-    scales = np.sqrt(np.maximum(energies, 0.0))
-    exponents = np.zeros(len(scales))
-    positive = scales > 0
-    if positive.any():
-        ratios = np.max(scales) / scales[positive]
-        exponents[positive] = np.clip(np.round(np.log2(ratios)), 0, 256)
+    energies = squares
+    if fit_intercept and weight > 0:
+        energies = squares - sums**2 / weight
+    rounding = solution.n_observations * np.finfo(float).eps * squares
+    return energies, (energies > rounding) & (energies > 0)
+
+
+def _output_weights(solution, data, fit_intercept):
+    """Powers of two that weigh the outputs of a multi-output regression by
+    their noise for the head read-out (None: all within a factor sqrt(2), or
+    not known). Each output's noise is the root of the lifted fit's training
+    residual, at least ``_NOISE_FLOOR`` of its energy, where the fit has at
+    least ``INTERPOLATION_MARGIN`` rows per degree of freedom (else, near
+    interpolation, where the residuals say little, the floor alone: the
+    outputs' scales; theory page, "Several outputs"); an output is weighted by
+    the power of two nearest the largest noise over its own (at most 2^256),
+    so that the heads' fit and the held-out errors weigh each output's errors
+    against its own noise, whatever its units, and outputs that no model
+    predicts do not drown the others. Outputs constant to rounding keep weight
+    1. Exact, as the global rescaling."""
+    energies = _output_energies(solution, data, fit_intercept)
+    if energies is None or len(energies[0]) < 2:
+        return None
+    energies, varying = energies
+    if not varying.any():
+        return None
+    residual = np.zeros(len(energies))
+    dof = solution.degrees_of_freedom
+    rows = solution.n_observations
+    if dof is not None and rows >= INTERPOLATION_MARGIN * (dof() + fit_intercept):
+        # residual degrees of freedom to spare: the residuals estimate the noise
+        residual = np.asarray(solution.residual_sum_of_squares, dtype=float)
+    noise = np.sqrt(np.maximum(residual, _NOISE_FLOOR * energies)[varying])
+    exponents = np.zeros(len(energies))
+    exponents[varying] = np.clip(np.round(np.log2(np.max(noise) / noise)), 0, 256)
     if not exponents.any():
         return None
     return np.ldexp(1.0, exponents.astype(int))
 
 
-def _centering_precision(solution, data, output_weights=1.0):
+def _centering_precision(solution, data, fit_intercept=True):
     """The relative precision of the lifted coefficients that centering the
-    targets leaves: ``eps`` times the targets' energy over their centered
-    energy (``sum_i w_i y_i^2`` against ``sum_i w_i (y_i - mean)^2``, all
-    outputs, each times its weight), since the centered statistics are
-    differences of sums of that size; at most 1, and 1 for targets constant to
-    the rounding of ``n`` terms' sums, which no heads fit. From the statistics
-    where the solver kept them, else from the rows (0 where neither is at hand).
+    targets leaves: ``eps`` times an output's energy over its centered energy
+    (``sum_i w_i y_i^2`` against ``sum_i w_i (y_i - mean)^2``), the largest over
+    the outputs that are not constant, since the centered statistics are
+    differences of sums of that size; at most 1, and 1 for targets all constant
+    to the rounding of ``n`` terms' sums, which no heads fit. From the
+    statistics where the solver kept them, else from the rows (0 where neither
+    is at hand).
 
     Examples
     --------
@@ -191,18 +223,17 @@ def _centering_precision(solution, data, output_weights=1.0):
     >>> model.n_heads_, bool(np.isclose(model.intercept_, 3.7))
     (0, True)
     """
-    sums = _target_sums(solution, data)
-    if sums is None:
+    energies = _output_energies(solution, data, fit_intercept)
+    if energies is None:
         return 0.0
-    squares, sums, weight = sums
-    energy = float(np.sum(squares * output_weights**2))
-    if weight <= 0 or energy == 0:
+    centered, varying = energies
+    squares, _, weight = _target_sums(solution, data)
+    if weight <= 0 or not np.any(squares):
         return 0.0
-    eps = np.finfo(float).eps
-    centered = energy - float(np.sum((sums * output_weights) ** 2)) / weight
-    if centered <= solution.n_observations * eps * energy:  # the sums' rounding
+    if not varying.any():
         return 1.0
-    return min(1.0, eps * energy / centered)
+    eps = np.finfo(float).eps
+    return min(1.0, float(np.max(eps * squares[varying] / centered[varying])))
 
 
 class _LinearAttentionBase(BaseEstimator):
@@ -540,7 +571,7 @@ class _LinearAttentionBase(BaseEstimator):
                 self.tol,
                 solution.coef_tol,
                 getattr(self, "_input_precision", 0.0),
-                _centering_precision(solution, data, weight)
+                _centering_precision(solution, data)
                 if self.fit_intercept
                 else 0.0,
             ),

@@ -371,13 +371,15 @@ class HeadReadout:
         Wall time the read-out took (for information; nothing depends on it).
     output_weights : ndarray of shape (n_outputs,) or None
         A multi-output regression's weights of its outputs in the search: the
-        power of two nearest the largest output's scale over each output's
-        (the root of the sum of its squared, centered with an intercept,
-        targets), so that the heads' fit and the held-out errors weigh the
-        outputs alike, as the score's R^2 does, whatever their units; the
-        folds use the same weights. Distances and squared errors are of the
-        weighted outputs. None: not weighted (one output, classifiers,
-        ``n_heads=None``, outputs of one scale within a factor sqrt(2)).
+        power of two nearest the largest output's noise over each output's
+        (the root of the lifted fit's training residual, at least 1e-6 of the
+        output's sum of squared, centered with an intercept, targets; that
+        floor alone near interpolation), so that the heads' fit and the
+        held-out errors weigh each output's errors against its own noise,
+        whatever its units (theory page, "Several outputs"); the folds use the
+        same weights. Distances and squared errors are of the weighted
+        outputs. None: not weighted (one output, classifiers, ``n_heads=None``,
+        outputs within a factor sqrt(2) of one noise).
 
     Examples
     --------
@@ -1076,7 +1078,7 @@ def read_out_heads(
         distance = search.distance(
             value.reshape(k, search.m * d), query.reshape(k, d * d)
         )
-        if output_weights is not None:  # the heads of the outputs as given
+        if output_weights is not None and k:  # the heads of the outputs as given
             folded = value.reshape(k, -1).T @ query.reshape(k, -1)
             folded /= np.repeat(np.asarray(output_weights, float), d)[:, None]
             value, query = heads_of_folded(folded, k, search.m, d)

@@ -340,8 +340,10 @@ _NO_POSITIVE_WEIGHT = "Sample weights must contain at least one non-zero number.
 
 
 def _checked_weight_block(weights):
-    """Sample weights (or a block of them) as finite non-negative float64."""
-    if not np.size(weights):
+    """A block of Dask sample weights as finite non-negative float64 (a block
+    of zeros too: the weights as a whole need a positive one,
+    :func:`_checked_dask_weights`)."""
+    if not np.size(weights) or not np.any(weights):
         return np.asarray(weights, dtype=np.float64)
     return _check_sample_weight(
         weights,
@@ -581,7 +583,8 @@ def warn_if_token_scales_differ(sequences):
         "in the tokens, differ by that factor cubed, and the fit drops directions "
         "of their Gram that the data determine, whatever n_heads. Put the "
         "coordinates on one scale first, for example with "
-        "TokenwiseTransformer(StandardScaler()).",
+        "TokenwiseTransformer(MaxAbsScaler()), which keeps zero padding and "
+        "constant features.",
         UserWarning,
         stacklevel=caller_stacklevel(),
     )

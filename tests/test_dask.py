@@ -434,6 +434,29 @@ def test_heads_and_held_out_folds_equal_in_memory(client, positions):
     )
 
 
+def test_a_block_of_zero_weights_fits_as_in_memory(client):
+    """Every sample weight of one Dask block zero (a day of rows masked out):
+    each block's weights were checked as a whole, and the block raised
+    "Sample weights must contain at least one non-zero number"; the weights
+    as a whole need a positive one, not each block."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 8, 3))
+    y = X[:, -1, 0] * X[:, :, 1].mean(1) + 0.1 * rng.normal(size=300)
+    weights = np.ones(300)
+    weights[100:150] = 0.0
+    local = LinearAttentionRegressor().fit(X, y, sample_weight=weights)
+    chunks = (100, 50, 150)
+    remote = LinearAttentionRegressor().fit(
+        da.from_array(X, chunks=(chunks, 8, 3)),
+        da.from_array(y, chunks=(chunks,)),
+        sample_weight=da.from_array(weights, chunks=(chunks,)),
+    )
+    assert remote.head_search_.counts_tried == local.head_search_.counts_tried
+    assert np.linalg.norm(remote.coef_ - local.coef_) <= 1e-9 * np.linalg.norm(
+        local.coef_
+    )
+
+
 # --- the dual solver needs the data in memory -----------------------------------------
 
 

@@ -454,7 +454,7 @@ def test_token_coordinates_of_other_scales_are_warned_about():
         if ratio == 300:
             assert len(messages) == 1
             assert "coordinate 0" in messages[0]
-            assert "TokenwiseTransformer(StandardScaler())" in messages[0]
+            assert "TokenwiseTransformer(MaxAbsScaler())" in messages[0]
         elif ratio == 30:
             assert not messages
     zero = X.copy()
