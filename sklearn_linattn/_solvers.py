@@ -24,6 +24,7 @@ grid lives there: in the data's units it leaves float64 at ``|X|`` beyond about
 ``"auto"`` once, for every caller.
 """
 
+import functools
 import warnings
 from dataclasses import dataclass
 from typing import Callable
@@ -436,7 +437,10 @@ def _solve_statistics(
         + data.n_lifted**3 / 3,
         head_design=head_design,
         heldout_folds=None if folds is None else heldout_folds,
-        degrees_of_freedom=lambda: degrees_of_freedom(gram, alpha, spectrum),
+        # computed once, when first asked for (output weights, then the read-out)
+        degrees_of_freedom=functools.cache(
+            lambda: degrees_of_freedom(gram, alpha, spectrum)
+        ),
         # sum_i w_i r_i = sum w y - coef . sum w phi - W b, b the intercept
         mean_gain=mean_gain(
             statistics.target_sum
@@ -615,7 +619,9 @@ def _solve_kernel(data, alpha, fit_intercept, heldout=False, rescaled_alpha=None
         head_design=head_design,
         heldout_folds=heldout_folds,
         mean_gain=_row_mean_gain(residual, targets, row_scale),
-        degrees_of_freedom=lambda: degrees_of_freedom(kernel, alpha, spectrum),
+        degrees_of_freedom=functools.cache(
+            lambda: degrees_of_freedom(kernel, alpha, spectrum)
+        ),
     )
 
 
