@@ -341,7 +341,8 @@ class _LinearAttentionBase(BaseEstimator):
     def _warn_about_fit_data(self, sequences, weights):
         """Warn where ``fit`` has no more training rows of positive weight than
         lifted features (rows of zero weight do not enter the fit), or token
-        coordinates of very different scales (sequences in memory)."""
+        coordinates of very different scales (sequences in memory; ``partial_fit``
+        checks its first batch)."""
         if isinstance(sequences, np.ndarray):
             warn_if_token_scales_differ(sequences)
         n_samples, n_tokens, token_dim = sequences.shape
@@ -429,6 +430,8 @@ class _LinearAttentionBase(BaseEstimator):
         self, sequences, targets, sample_weight, single_output, first_call
     ):
         """Add a batch to the kept statistics; the model is solved when read."""
+        if first_call and isinstance(sequences, np.ndarray):
+            warn_if_token_scales_differ(sequences)  # as fit warns (first batch)
         if not first_call and (
             targets.shape[1] != self._statistics.n_outputs
             or single_output != self._single_output

@@ -462,3 +462,18 @@ def test_token_coordinates_of_other_scales_are_warned_about():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         LinearAttentionRegressor(n_heads=None).fit(zero, y)
+
+
+def test_a_first_partial_fit_batch_in_other_units_is_warned_about():
+    """partial_fit checks its first batch as fit checks its data (the later
+    batches are in the scales the first sets)."""
+    from sklearn_linattn.datasets import make_random_mhla
+
+    X, y, _ = make_random_mhla(200, 8, 3, n_heads=1, random_state=0)
+    scaled = X * np.array([1e3, 1.0, 1.0])
+    with pytest.warns(UserWarning, match="differ in scale by a factor"):
+        LinearAttentionRegressor().partial_fit(scaled[:100], y[:100])
+    model = LinearAttentionRegressor().partial_fit(X[:100], y[:100])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.partial_fit(scaled[100:], y[100:])  # not the first batch
