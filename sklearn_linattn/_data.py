@@ -1276,6 +1276,13 @@ def lifted_predict(
     return predictions + intercept
 
 
+def positive_weight_sequences(row_scale, rows_per_sample):
+    """Whether each sequence has a row of positive weight (a boolean array of
+    shape ``(n_sequences,)``); ``row_scale`` holds the rows' square-root
+    weights, ``rows_per_sample`` rows to a sequence."""
+    return np.any(np.reshape(row_scale, (-1, rows_per_sample)) > 0, axis=1)
+
+
 def sequence_folds(row_scale, rows_per_sample, n_folds, first_sample=0):
     """The interleaved fold of each sequence: the ``i``-th sequence with a row
     of positive weight, counted from ``first_sample``, is in fold ``i`` modulo
@@ -1296,7 +1303,7 @@ def sequence_folds(row_scale, rows_per_sample, n_folds, first_sample=0):
     -------
     ndarray of int, shape (n_sequences,)
     """
-    positive = np.any(np.reshape(row_scale, (-1, rows_per_sample)) > 0, axis=1)
+    positive = positive_weight_sequences(row_scale, rows_per_sample)
     before = np.cumsum(positive) - positive  # positive sequences before each
     return (first_sample + before) % n_folds
 
@@ -1477,7 +1484,7 @@ class DaskLiftedData:
         offsets = np.zeros(len(blocks))
         if folds is not None:  # the sequences of positive weight before each block
             per_sample = self.layout.rows_per_sample(self.sequences.shape[1])
-            positive = np.any(self.row_scale.reshape(-1, per_sample) > 0, axis=1)
+            positive = positive_weight_sequences(self.row_scale, per_sample)
             ends = np.cumsum(self.sequences.chunks[0])
             offsets = np.concatenate([[0], np.cumsum(positive)[ends[:-1] - 1]])
         parts = [

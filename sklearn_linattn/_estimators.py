@@ -37,6 +37,7 @@ from ._data import (
     lifted_data,
     lifted_predict,
     padding_row_mask,
+    positive_weight_sequences,
     predict_dask,
     sum_statistics,
 )
@@ -125,8 +126,7 @@ def _warn_search_cut_short(readout, head_work_limit):
 def _positive_sequences(data):
     """The sequences of ``data`` with a row of positive weight."""
     per_sample = data.layout.rows_per_sample(data.sequences.shape[1])
-    positive = np.any(data.row_scale.reshape(-1, per_sample) > 0, axis=1)
-    return int(np.count_nonzero(positive))
+    return int(np.count_nonzero(positive_weight_sequences(data.row_scale, per_sample)))
 
 
 def _target_sums(solution, data):
@@ -157,9 +157,10 @@ _NOISE_FLOOR = 1e-6
 
 def _output_energies(solution, data, fit_intercept):
     """Per output: the energy the fit explains (``sum_i w_i (y_ij - mean_j)^2``
-    with an intercept, else ``sum_i w_i y_ij^2``) and whether it is more than
-    the rounding of the sums it is taken from (a constant output's is not);
-    None where the targets' sums are not at hand."""
+    with an intercept, else ``sum_i w_i y_ij^2``), whether it is more than the
+    rounding of the sums it is taken from (a constant output's is not), and
+    the sums ``sum_i w_i y_ij^2`` and ``sum_i w_i`` it is taken from; None where
+    the targets' sums are not at hand."""
     sums = _target_sums(solution, data)
     if sums is None:
         return None
@@ -168,7 +169,7 @@ def _output_energies(solution, data, fit_intercept):
     if fit_intercept and weight > 0:
         energies = squares - sums**2 / weight
     rounding = solution.n_observations * np.finfo(float).eps * squares
-    return energies, (energies > rounding) & (energies > 0)
+    return energies, (energies > rounding) & (energies > 0), squares, weight
 
 
 def _output_weights(solution, data, fit_intercept):
@@ -187,7 +188,7 @@ def _output_weights(solution, data, fit_intercept):
     energies = _output_energies(solution, data, fit_intercept)
     if energies is None or len(energies[0]) < 2:
         return None
-    energies, varying = energies
+    energies, varying, _, _ = energies
     if not varying.any():
         return None
     residual = np.zeros(len(energies))
@@ -204,7 +205,7 @@ def _output_weights(solution, data, fit_intercept):
     return np.ldexp(1.0, exponents.astype(int))
 
 
-def _centering_precision(solution, data, fit_intercept=True):
+def _centering_precision(solution, data):
     """The relative precision of the lifted coefficients that centering the
     targets leaves: ``eps`` times an output's energy over its centered energy
     (``sum_i w_i y_i^2`` against ``sum_i w_i (y_i - mean)^2``), the largest over
@@ -223,11 +224,10 @@ def _centering_precision(solution, data, fit_intercept=True):
     >>> model.n_heads_, bool(np.isclose(model.intercept_, 3.7))
     (0, True)
     """
-    energies = _output_energies(solution, data, fit_intercept)
+    energies = _output_energies(solution, data, fit_intercept=True)
     if energies is None:
         return 0.0
-    centered, varying = energies
-    squares, _, weight = _target_sums(solution, data)
+    centered, varying, squares, weight = energies
     if weight <= 0 or not np.any(squares):
         return 0.0
     if not varying.any():
