@@ -373,6 +373,38 @@ def test_few_rows_over_the_lifted_features_do_not_pass_too_few_heads(
     assert test_error(model) <= 1.25 * test_error(lifted)
 
 
+@pytest.mark.parametrize(
+    "token_dim, n_outputs, seed, n_samples",
+    [(3, 1, 80, 36), (4, 3, 4, 80)],  # 2 p sequences: the folds' fits see 1.6 p
+)
+def test_near_interpolation_is_judged_at_the_folds_size(
+    token_dim, n_outputs, seed, n_samples
+):
+    """Generalized cross-validation checks the counts where the folds' fits
+    (on 80% of the rows) have fewer than two equations per degree of freedom.
+    Judged on all the rows it stopped at exactly 2 p sequences, where the
+    folds' lifted fits are still near interpolation and their cross-validated
+    error is inflated (0.43 against a generalized cross-validated error of
+    0.125): one head passed, at 2.2 and 1.7 times n_heads=None's test error."""
+    X, y, _ = make_random_mhla(
+        n_samples + 2000, 8, token_dim, n_heads=2, n_outputs=n_outputs,
+        random_state=seed,
+    )
+    y = y + 0.3 * y.std(axis=0) * np.random.default_rng(seed).normal(size=y.shape)
+    train, test = slice(0, n_samples), slice(n_samples, None)
+    model = LinearAttentionRegressor().fit(X[train], y[train])
+    lifted = LinearAttentionRegressor(n_heads=None).fit(X[train], y[train])
+
+    def test_error(estimator):
+        return np.mean((estimator.predict(X[test]) - y[test]) ** 2)
+
+    assert test_error(model) <= 1.1 * test_error(lifted)
+    search = model.head_search_
+    assert search.counts
+    for count in search.counts:  # the lower of the lifted fit's two errors
+        assert count.threshold == min(search.cv_error, search.gcv_error)
+
+
 def test_counts_with_as_many_dimensions_as_equations_are_not_fitted():
     """d = 10, 200 sequences, alpha = 0.01: two heads span 216 dimensions of
     lifted coefficients, more than the 200 equations; they interpolated the
@@ -967,10 +999,10 @@ def test_folds_within_count_as_explicit_weighted_refits(seed):
     truth = MultiHeadLinearAttention(
         rng.normal(size=(2, 1, 3)), rng.normal(size=(2, 3, 3))
     )
-    X = rng.normal(size=(50, 2, 3))
-    y = truth.predict(X)
+    X = rng.normal(size=(60, 2, 3))  # 48 of positive weight: 2.7 p
+    y = truth.predict(X)[:, 0]
     y = y + y.std() * rng.normal(size=y.shape)
-    weights = np.ones(50)
+    weights = np.ones(60)
     weights[::5] = 0.0
     search = LinearAttentionRegressor().fit(X, y, sample_weight=weights).head_search_
     refitted = [count for count in search.counts if count.folds_within is not None]
