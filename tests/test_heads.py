@@ -300,6 +300,23 @@ def test_outputs_of_pure_noise_do_not_drown_the_predictable_ones():
     assert np.all(scores >= best - 1e-3)
 
 
+@pytest.mark.parametrize("factor", [1.0, -3.0])
+def test_outputs_that_repeat_one_another_give_the_heads_of_one(factor):
+    """Two outputs, the second the first times a factor: the heads of the
+    outputs are those of the one (the one-output subspace starts apply), where
+    two heads stopped at 1.5 times its training error and the search returned
+    three."""
+    X, y, _ = make_random_mhla(54 + 2000, 8, 3, n_heads=2, random_state=1)
+    y = y + 0.1 * y.std() * np.random.default_rng(1).normal(size=y.shape)
+    X, X_test, y = X[:54], X[54:], y[:54]
+    one = LinearAttentionRegressor().fit(X, y)
+    both = LinearAttentionRegressor().fit(X, np.c_[y, factor * y])
+    assert one.n_heads_ == both.n_heads_ == 2
+    expected = one.predict(X_test)
+    assert_allclose(both.predict(X_test), np.c_[expected, factor * expected],
+                    rtol=1e-6, atol=1e-6 * np.abs(expected).max())
+
+
 @pytest.mark.parametrize("constant", [5.0, 1e3 + 0.1, np.pi * 1e8])
 def test_a_constant_output_leaves_the_others_heads(constant):
     """A constant output beside two of a 3-head model, with an intercept: its
