@@ -3,7 +3,7 @@ cross-validated error a count may have, and how a fold's refit is made (issue 31
 
 Run from the repository root: ``PYTHONPATH=. python benchmarks/bench_head_criterion.py
 [--slacks 0 1] [--rule RULE] [--refits] [--near-interpolation] [--low-signal]
-[--dims 4 8] [--sets NAME ...] [--json FILE]``
+[--many-rows] [--drift] [--folds-size] [--dims 4 8] [--sets NAME ...] [--json FILE]``
 (``--slacks`` with no value skips parts 1 and 2).
 
 ``--rule`` changes the rule beside the mean, for every part (``RULES``):
@@ -56,6 +56,9 @@ one-standard-error rule). For each value:
    aeon's JapaneseVowels (if installed), without the penalized polish
    (``DRIFT = inf``) and with it from 10 times the lifted norm on, and the
    default's norm over the lifted fit's on 60 small noisy problems.
+8. With ``--folds-size``: noisy regressions with 1.8 p to 3 p sequences
+   (``folds_size``), the default against ``n_heads=None`` with near interpolation
+   judged at the folds' size (as shipped) and on all the rows (before).
 """
 
 import argparse
@@ -304,6 +307,56 @@ def near_interpolation():
           f"1.3 times n_heads=None's in {int(np.sum(ratios > 1.3))}, above 2 times "
           f"in {int(np.sum(ratios > 2))}; largest {ratios.max():.2f}, median "
           f"{np.median(ratios):.2f}")
+    return rows
+
+
+def folds_size(n_seeds=30):
+    """Part 8: where generalized cross-validation stops checking. Noisy
+    regressions of 2 generating heads (d = 3 with one output, d = 4 with three;
+    noise of 30% of each output's spread, 8 tokens, 2000 new sequences to test
+    on) with 1.8 p to 3 p sequences, ``n_seeds`` seeds a size; the default's test
+    error (noisy targets) against n_heads=None's, with near interpolation judged
+    at the folds' size (as shipped: fewer than ``INTERPOLATION_MARGIN`` equations
+    per degree of freedom in fits to 80% of the rows) and on all the rows (the
+    margin times 0.8, the rule before)."""
+    from sklearn_linattn.datasets import make_random_mhla
+
+    shipped = heads.INTERPOLATION_MARGIN
+    rows = []
+    for d, n_outputs in ((3, 1), (4, 3)):
+        p = d * d * (d + 1) // 2
+        for share in (1.8, 2.0, 2.1, 2.25, 2.4, 2.5, 2.6, 3.0):
+            n = int(round(share * p))
+            for seed in range(n_seeds):
+                X, y, _ = make_random_mhla(
+                    n + 2000, 8, d, n_heads=2, n_outputs=n_outputs, random_state=seed
+                )
+                rng = np.random.default_rng(seed)
+                y = y + 0.3 * y.std(axis=0) * rng.normal(size=y.shape)
+
+                def test_error(n_heads):
+                    model = LinearAttentionRegressor(n_heads=n_heads).fit(X[:n], y[:n])
+                    return float(np.mean((model.predict(X[n:]) - y[n:]) ** 2))
+
+                lifted = test_error(None)
+                row = dict(d=d, n_outputs=n_outputs, share=share, n=n, seed=seed)
+                for rule, margin in (("folds", shipped), ("all rows", 0.8 * shipped)):
+                    heads.INTERPOLATION_MARGIN = margin
+                    row[rule] = test_error("auto") / lifted
+                heads.INTERPOLATION_MARGIN = shipped
+                rows.append(row)
+                print(json.dumps(rows[-1]), flush=True)
+    print("\n| d, outputs | sequences / p | above 1.3 times, folds' size | largest "
+          "| above 1.3 times, all rows | largest |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for d, n_outputs in ((3, 1), (4, 3)):
+        for share in (1.8, 2.0, 2.1, 2.25, 2.4, 2.5, 2.6, 3.0):
+            cell = [r for r in rows if (r["d"], r["share"]) == (d, share)]
+            folds = np.array([r["folds"] for r in cell])
+            every = np.array([r["all rows"] for r in cell])
+            print(f"| {d}, {n_outputs} | {share:g} | {np.sum(folds > 1.3)} of "
+                  f"{len(cell)} | {folds.max():.2f} | {np.sum(every > 1.3)} | "
+                  f"{every.max():.2f} |")
     return rows
 
 
@@ -567,6 +620,11 @@ def main():
         "--drift", action="store_true",
         help="part 7: heads along a singular metric's null space, penalized or not",
     )
+    parser.add_argument(
+        "--folds-size", action="store_true",
+        help="part 8: 1.8 p to 3 p sequences, near interpolation judged at the "
+        "folds' size and on all the rows",
+    )
     parser.add_argument("--dims", type=int, nargs="+", default=[4, 8])
     parser.add_argument("--sets", nargs="*", default=list(real.DATA_SETS))
     parser.add_argument("--json", help="also write the results to this file")
@@ -591,6 +649,7 @@ def main():
     low = low_signal() if args.low_signal else []
     many = many_rows() if args.many_rows else []
     drifted = drift() if args.drift else {}
+    sizes = folds_size() if args.folds_size else []
     if args.slacks:
         print("\n| data | n_heads=None | " + " | ".join(
             f"SLACK = {s:g} (heads)" for s in args.slacks) + " |")
@@ -610,6 +669,7 @@ def main():
                     low_signal=low,
                     many_rows=many,
                     drift=drifted,
+                    folds_size=sizes,
                 ),
                 handle,
                 indent=1,

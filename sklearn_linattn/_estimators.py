@@ -847,9 +847,10 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           refitted as ``n_heads=k`` fits it (for squared errors with ten rows
           per lifted feature or more, a count whose refits linearized at the
           full fit are no worse on every fold passes on them), as is its error
-          on a majority of the folds, and, where a model has fewer than two
-          equations per degree of freedom, whose generalized cross-validated
-          error is at most the lifted fit's too, so that the heads predict
+          on a majority of the folds, and, where a model fitted to a fold's 80%
+          of the rows has fewer than two equations per degree of freedom, whose
+          generalized cross-validated error is at most the lifted fit's too,
+          so that the heads predict
           held-out data about as well as ``n_heads=None`` (an estimate: on small,
           noisy problems they can predict worse, theory page). Each count is decided
           with the fit ``n_heads=k`` runs; counts are found by galloping,
@@ -1445,8 +1446,14 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         """Add a batch of labelled sequences to the normal equations.
 
         As :meth:`LinearAttentionRegressor.partial_fit`, on the +1/-1 encoded
-        labels: after any sequence of calls the model equals ``fit`` on all the
-        batches together (and continues a ``fit`` made with solver ``"normal"``).
+        labels: after any sequence of calls the lifted fit equals ``fit`` on all
+        the batches together (and continues a ``fit`` made with solver
+        ``"normal"``), and so do a fixed count's heads, to the precision at
+        which their fit stops. With ``n_heads="auto"`` the head count can
+        differ: ``fit`` judges counts by the misclassified held-out rows, which
+        it has in memory, ``partial_fit`` keeps only the statistics and judges
+        them by the held-out squared error of the encoded labels (the theory
+        page, "How many heads").
 
         Parameters
         ----------

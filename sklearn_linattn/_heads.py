@@ -277,9 +277,10 @@ class CountFit:
         Generalized cross-validation of these heads: their training squared
         error over ``(1 - D / (rows outputs))^2``, ``D`` the dimension of the
         k-head models (inf from ``D`` on; NaN when not computed). Where the
-        count has fewer than two equations (rows times outputs) per degree of
-        freedom, it fails when this is above the lower of the lifted fit's
-        cross-validated and generalized cross-validated squared errors: the
+        count, fitted to a fold's 80% of the rows, has fewer than two equations
+        (rows times outputs) per degree of freedom, it fails when this is above
+        the lower of the lifted fit's cross-validated and generalized
+        cross-validated squared errors: the
         cross-validated errors are of fits to 80% of the rows, and a model with
         about as many parameters as there are rows predicts much better or
         worse fitted to all of them than to 80%. Elsewhere it is reported
@@ -362,8 +363,9 @@ class HeadReadout:
         The lifted fit's generalized cross-validated squared error (its
         training error over ``(1 - dof / rows)^2``, ``dof`` the trace of its hat
         matrix; inf without degrees of freedom left, NaN without folds). Near
-        interpolation (fewer than two equations per degree of freedom) it can
-        lower the threshold, and a count there passes "cv" only when its own
+        interpolation (fewer than two equations per degree of freedom in the
+        folds' fits) it can lower the threshold, and a count there passes "cv"
+        only when its own
         (:class:`CountFit`) is at most the lower of the lifted fit's
         cross-validated and generalized cross-validated squared errors too.
     work, work_limit : float
