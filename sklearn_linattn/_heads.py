@@ -48,6 +48,7 @@ from ._data import single_threaded_blas
 from ._designs import LiftedDesign, PenalizedDesign, design_loss
 from ._low_rank import (
     ACCURACY,
+    LINEARIZED_TOL,
     Budget,
     completion_queries,
     fit_heads,
@@ -884,7 +885,12 @@ class _Search:
         """The first held-out test of k heads: each fold's refit linearized at
         the full fit (:func:`linearized_refit`, one Gauss-Newton step); above
         the threshold, the count fails; with many rows a pass on every fold
-        passes (:meth:`linearized_verdict`)."""
+        passes (:meth:`linearized_verdict`). Both only beyond the linearized
+        errors' precision, ``LINEARIZED_TOL`` (relative): where a count's
+        linearized refits reproduce the folds' lifted fits (its heads span
+        the lifted fit's rank), their error ties with the threshold, and
+        rounding decided the tie, differently in ``fit`` and ``partial_fit``
+        (3 against 4 heads); a tie goes to the folds' own refits."""
         folds, errors, refits = self.folds, [], []
         for fold in range(folds.n_folds):
             design, coef = folds.design(fold), folds.coef(fold)
@@ -901,7 +907,7 @@ class _Search:
         decided = self.linearized_verdict(k, count, errors, refits)
         if decided is not None:
             return decided
-        if error > count.threshold:
+        if error > count.threshold * (1 + LINEARIZED_TOL):
             return replace(count, passes=False, criterion="cv")
         return replace(count, criterion="linearized")
 
@@ -921,7 +927,7 @@ class _Search:
             or self.n_observations < REFIT_MARGIN * p
         ):
             return None
-        verdict = self.verdict(k, count, errors, refits)
+        verdict = self.verdict(k, count, errors, refits, 1 + LINEARIZED_TOL)
         if verdict.passes and verdict.folds_within == np.sum(self.held_folds):
             return verdict
         return None
@@ -958,13 +964,16 @@ class _Search:
                 return replace(count, criterion=None)
         return self.verdict(k, count, errors, refits)
 
-    def verdict(self, k, count, errors, refits):
+    def verdict(self, k, count, errors, refits, margin=1.0):
         """The held-out verdict on k heads from their refits' errors on the
         folds: their cross-validated error within the threshold, and no worse
-        than the lifted fit on a majority of the folds."""
+        than the lifted fit on a majority of the folds; errors known only
+        within a relative ``margin - 1`` pass only with that margin."""
         folds = self.folds
         cv_error = folds.summary(errors)[0]
-        passes = cv_error <= count.threshold and not self.gcv_fails(k, count.gcv_error)
+        passes = cv_error * margin <= count.threshold and not self.gcv_fails(
+            k, count.gcv_error
+        )
         if folds.loss != "squared" and cv_error == count.threshold:
             # a tie in misclassified rows (few rows take few values): decided by
             # the squared errors of the same refits
@@ -974,7 +983,8 @@ class _Search:
         # the folds that hold rows of positive weight (FOLDS_MAJORITY)
         held = self.held_folds
         ratio = self.size_ratio(k)
-        no_worse = np.asarray(errors) <= ratio * np.asarray(folds.lifted_errors)
+        lifted = np.asarray(folds.lifted_errors)
+        no_worse = margin * np.asarray(errors) <= ratio * lifted
         within = int(np.sum(no_worse & held))
         passes = bool(passes and within > FOLDS_MAJORITY * np.sum(held))
         return replace(

@@ -1414,6 +1414,28 @@ def test_thread_counts_do_not_change_the_cv_estimators(Estimator):
     assert_same_model(single, double)
 
 
+def test_a_tie_of_linearized_refits_goes_to_the_folds_own_refits():
+    """d = 3, two outputs, 1% noise: four heads reproduce the lifted fit, and
+    three heads' refits linearized at the full fit reproduce the folds' lifted
+    fits, so their error ties with the threshold (3e-9 apart, relative); by
+    rounding partial_fit failed three heads and returned four, fit refitted
+    the folds and returned three. Ties within the linearized errors' precision
+    go to the folds' own refits in both."""
+    rng = np.random.default_rng(2)
+    truth = random_attention(rng, 3, 2, n_outputs=2)
+    X = random_sequences(rng, 150, 5, 3)
+    y = truth.predict(X) + 0.01 * rng.normal(size=(150, 2))
+    streamed = LinearAttentionRegressor(alpha=1e-3)
+    for batch in (slice(0, 7), slice(7, 60), slice(60, 61), slice(61, 150)):
+        streamed.partial_fit(X[batch], y[batch])
+    whole = LinearAttentionRegressor(alpha=1e-3, solver="normal").fit(X, y)
+    three = [c for c in whole.head_search_.counts if c.n_heads == 3][0]
+    assert three.linearized_cv_error == pytest.approx(three.threshold, rel=1e-6)
+    assert three.criterion == "cv" and three.passes  # the folds' own refits
+    assert streamed.n_heads_ == whole.n_heads_ == 3
+    assert_allclose(streamed.coef_, whole.coef_, atol=1e-8 * np.abs(whole.coef_).max())
+
+
 @pytest.mark.parametrize("noise", [0.0, 0.05])
 @pytest.mark.parametrize("n_outputs", [1, 2])
 @pytest.mark.parametrize("input_dependent", [False, True])

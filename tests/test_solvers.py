@@ -22,6 +22,7 @@ from conftest import (
     relative_error,
 )
 from joblib import Parallel, delayed, parallel_backend
+from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV
 
@@ -313,6 +314,10 @@ def test_cg_warns_when_it_stops_early(rng):
 
 
 def test_partial_fit_equals_fit_on_all_batches(rng):
+    """The lifted fit to rounding; the default's heads, fitted from the
+    statistics instead of the rows, to 1e-8 of the largest coefficient (their
+    fits stop by a stall rule, whose step rounding can move: 3.4e-10 measured
+    over 6 data seeds), with the same count."""
     truth = random_attention(rng, 3, 2, n_outputs=2)
     X = random_sequences(rng, 150, 5, 3)
     y = truth.predict(X) + 0.01 * rng.normal(size=(150, 2))
@@ -324,7 +329,15 @@ def test_partial_fit_equals_fit_on_all_batches(rng):
         whole = LinearAttentionRegressor(
             fit_intercept=fit_intercept, alpha=1e-3, solver="normal"
         ).fit(X, y)
-        np.testing.assert_allclose(streamed.coef_, whole.coef_, rtol=1e-9, atol=1e-12)
+        heads_precision = 1e-8 * np.abs(whole.coef_).max()
+        np.testing.assert_allclose(streamed.coef_, whole.coef_, atol=heads_precision)
+        lifted = clone(streamed).set_params(n_heads=None, solver="normal").fit(X, y)
+        streamed_lifted = clone(lifted)
+        for batch in batches:
+            streamed_lifted.partial_fit(X[batch], y[batch])
+        np.testing.assert_allclose(
+            streamed_lifted.coef_, lifted.coef_, rtol=1e-9, atol=1e-12
+        )
         np.testing.assert_allclose(streamed.intercept_, whole.intercept_, atol=1e-10)
         for field in ("identifiable", "rank", "n_samples"):
             assert getattr(streamed.certificate_, field) == getattr(
@@ -338,7 +351,9 @@ def test_partial_fit_equals_fit_on_all_batches(rng):
     for batch in batches:
         flat.partial_fit(X[batch].reshape(-1, 15), y[batch])
     whole = LinearAttentionRegressor(token_dim=3).fit(X.reshape(-1, 15), y)
-    np.testing.assert_allclose(flat.coef_, whole.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        flat.coef_, whole.coef_, atol=1e-8 * np.abs(whole.coef_).max()
+    )
 
 
 @pytest.mark.parametrize("Estimator", [LinearAttentionRegressor, "classifier"])
