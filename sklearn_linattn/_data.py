@@ -482,6 +482,8 @@ class LiftedStatistics:
     target_square_sum : ndarray of shape (n_outputs,)
         ``sum_i w_i y_i^2``, for the residual sum of squares.
     weight_sum : float
+    weight_square_sum : float
+        ``sum_i w_i^2``, for the effective number of rows.
     n_observations : int
         Rows with a positive weight.
     """
@@ -497,6 +499,7 @@ class LiftedStatistics:
         self.target_sum = np.zeros(n_outputs)
         self.target_square_sum = np.zeros(n_outputs)
         self.weight_sum = 0.0
+        self.weight_square_sum = 0.0
         self.n_observations = 0
 
     @property
@@ -571,6 +574,8 @@ class LiftedStatistics:
         self.target_sum += row_scale @ targets
         self.target_square_sum += np.einsum("ij,ij->j", targets, targets)
         self.weight_sum += float(row_scale @ row_scale)
+        weights = row_scale * row_scale
+        self.weight_square_sum += float(weights @ weights)
         self.n_observations += int(np.count_nonzero(row_scale))
 
     def add_compact(
@@ -673,8 +678,16 @@ class LiftedStatistics:
         self.target_sum += other.target_sum
         self.target_square_sum += other.target_square_sum
         self.weight_sum += other.weight_sum
+        self.weight_square_sum += other.weight_square_sum
         self.n_observations += other.n_observations
         return self
+
+    @property
+    def effective_observations(self):
+        """:func:`effective_observations` of these rows."""
+        return effective_observations(
+            self.weight_sum, self.weight_square_sum, self.n_observations
+        )
 
     def copy(self):
         new = LiftedStatistics.__new__(LiftedStatistics)
@@ -1274,6 +1287,20 @@ def lifted_predict(
                 predictions[rows], -3 * Rescaling._exponent(scale)
             )
     return predictions + intercept
+
+
+def effective_observations(weight_sum, weight_square_sum, n_observations):
+    """Kish's effective number of rows, ``(sum w)^2 / sum w^2``: every row of
+    positive weight (``n_observations``) where the weights are equal (to
+    rounding), fewer where some rows weigh far less than others (a row of
+    weight 1e-12 beside rows of weight 1 counts next to nothing); 0 without
+    weight."""
+    if weight_square_sum <= 0:
+        return 0
+    effective = weight_sum**2 / weight_square_sum
+    if effective >= n_observations * (1 - 1e-9):  # equal weights
+        return n_observations
+    return effective
 
 
 def positive_weight_sequences(row_scale, rows_per_sample):

@@ -222,6 +222,29 @@ def test_classifier_labels_every_position(rng):
 # --- sample weights ----------------------------------------------------------------
 
 
+def test_effective_observations_follow_kish(rng):
+    """(sum w)^2 / sum w^2 of the rows of positive weight, batch by batch as at
+    once; equal weights (any scale) count every row."""
+    from sklearn_linattn._data import InMemoryLiftedData, sum_statistics
+
+    X = random_sequences(rng, 40, 3, 2)
+    y = rng.normal(size=(40, 1))
+    weights = rng.uniform(0.1, 2.0, size=40)
+    weights[::7] = 0.0
+    whole = InMemoryLiftedData(X, y, weights)
+    parts = []
+    for rows in (slice(0, 13), slice(13, 40)):
+        part = InMemoryLiftedData(X[rows], y[rows], weights[rows])
+        part.set_rescaling(whole.rescaling)
+        parts.append(part.statistics())
+    whole, merged = whole.statistics(), sum_statistics(parts)
+    expected = weights.sum() ** 2 / np.sum(weights**2)
+    assert whole.effective_observations == pytest.approx(expected, rel=1e-12)
+    assert merged.effective_observations == pytest.approx(expected, rel=1e-12)
+    equal = InMemoryLiftedData(X, y, np.full(40, 0.3)).statistics()
+    assert equal.effective_observations == 40
+
+
 @pytest.mark.parametrize("solver", ["normal", "dual", "cg"])
 def test_integer_weights_repeat_rows_and_zero_weights_drop_them(rng, solver):
     X = random_sequences(rng, 30, 4, 3)

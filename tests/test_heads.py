@@ -1050,6 +1050,26 @@ def test_folds_within_count_as_explicit_weighted_refits(seed):
 
 
 @pytest.mark.parametrize("solver", ["normal", "dual"])
+@pytest.mark.parametrize("weight", [1e-12, 1e-6])
+def test_rows_of_tiny_weight_count_as_next_to_nothing(solver, weight):
+    """44 sequences (2.4 p, d = 3) and 6 more of weight 1e-12: the lifted fit
+    moves by 1e-12, but the 6 counted as whole rows took the fit past near
+    interpolation, and one head passed at 2.3 times n_heads=None's error on
+    noiseless test targets. The search counts Kish's effective number of rows,
+    (sum w)^2 / sum w^2: the heads of the 44 alone."""
+    X, y, _ = make_random_mhla(50, 8, 3, n_heads=2, random_state=24)
+    y = y + 0.3 * y.std() * np.random.default_rng(1024).normal(size=y.shape)
+    weights = np.r_[np.ones(44), np.full(6, weight)]
+    alone = LinearAttentionRegressor(solver=solver).fit(X[:44], y[:44])
+    model = LinearAttentionRegressor(solver=solver).fit(X, y, sample_weight=weights)
+    assert model.n_heads_ == alone.n_heads_
+    assert model.head_search_.criterion == alone.head_search_.criterion
+    assert [c.n_heads for c in model.head_search_.counts] == [
+        c.n_heads for c in alone.head_search_.counts
+    ]
+
+
+@pytest.mark.parametrize("solver", ["normal", "dual"])
 @pytest.mark.parametrize(
     "Estimator", [LinearAttentionRegressor, LinearAttentionClassifier]
 )
