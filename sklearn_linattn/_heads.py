@@ -891,27 +891,26 @@ class _Search:
         the lifted fit's rank), their error ties with the threshold, and
         rounding decided the tie, differently in ``fit`` and ``partial_fit``
         (3 against 4 heads); a tie goes to the folds' own refits."""
-        folds, errors, refits = self.folds, [], []
+        folds, errors = self.folds, []
         for fold in range(folds.n_folds):
             design, coef = folds.design(fold), folds.coef(fold)
             refit = linearized_refit(design, query_rows, self.budget)
             if _drifted(*refit, coef, self.d):  # near-singular: bounded as in polish
                 anchored = _anchored(design, coef)
                 refit = linearized_refit(anchored, query_rows, self.budget)
-            refits.append(refit)
             errors.append(folds.error(fold, *refit))
         if self.budget.exhausted:  # undecided
             return replace(count, criterion=None)
         error = folds.summary(errors)[0]
         count = replace(count, linearized_cv_error=error)
-        decided = self.linearized_verdict(k, count, errors, refits)
+        decided = self.linearized_verdict(k, count, errors)
         if decided is not None:
             return decided
         if error > count.threshold * (1 + LINEARIZED_TOL):
             return replace(count, passes=False, criterion="cv")
         return replace(count, criterion="linearized")
 
-    def linearized_verdict(self, k, count, errors, refits):
+    def linearized_verdict(self, k, count, errors):
         """The linearized refits' verdict where it stands, else None: a pass of
         squared errors, no worse than the lifted fit on every fold, with at
         least ``REFIT_MARGIN`` training rows per lifted feature (each fold's
@@ -927,7 +926,7 @@ class _Search:
             or self.n_observations < REFIT_MARGIN * p
         ):
             return None
-        verdict = self.verdict(k, count, errors, refits, 1 + LINEARIZED_TOL)
+        verdict = self.verdict(k, count, errors, 1 + LINEARIZED_TOL)
         if verdict.passes and verdict.folds_within == np.sum(self.held_folds):
             return verdict
         return None
@@ -951,7 +950,7 @@ class _Search:
         full fit to convergence had a cross-validated error 0.35 against the
         lifted fit's 0.41 and predicted new data 2.3 times worse than
         n_heads=None."""
-        folds, errors, refits = self.folds, [], []
+        folds, errors = self.folds, []
         for fold in range(folds.n_folds):
             search = _Search(
                 folds.coef(fold), self.d, self.tol, folds.design(fold), None,
@@ -959,26 +958,28 @@ class _Search:
             )
             refit = search._fit(k, refine=False, bound=False)[:2]  # polished
             errors.append(folds.error(fold, *refit))
-            refits.append(refit)
             if self.budget.exhausted:  # undecided
                 return replace(count, criterion=None)
-        return self.verdict(k, count, errors, refits)
+        return self.verdict(k, count, errors)
 
-    def verdict(self, k, count, errors, refits, margin=1.0):
+    def verdict(self, k, count, errors, margin=1.0):
         """The held-out verdict on k heads from their refits' errors on the
-        folds: their cross-validated error within the threshold, and no worse
-        than the lifted fit on a majority of the folds; errors known only
-        within a relative ``margin - 1`` pass only with that margin."""
+        folds: their cross-validated error within the threshold (for
+        misclassification strictly below it), and no worse than the lifted fit
+        on a majority of the folds; errors known only within a relative
+        ``margin - 1`` pass only with that margin."""
         folds = self.folds
         cv_error = folds.summary(errors)[0]
-        passes = cv_error * margin <= count.threshold and not self.gcv_fails(
-            k, count.gcv_error
-        )
-        if folds.loss != "squared" and cv_error == count.threshold:
-            # a tie in misclassified rows (few rows take few values): decided by
-            # the squared errors of the same refits
-            squared = [folds.squared_error(j, *refit) for j, refit in enumerate(refits)]
-            passes = passes and np.sum(squared) <= np.sum(folds.lifted_squared)
+        if folds.loss == "squared":
+            within_threshold = cv_error * margin <= count.threshold
+        else:
+            # misclassified rows: few rows take few values, and a count that
+            # ties the lifted fit is not shown to be as good (ties passed one
+            # head of a binary classifier at 0.73 accuracy against 0.81;
+            # decided by the refits' squared errors, 18 of 144 small
+            # classifications lost 0.02 of accuracy, 16 with ties failing)
+            within_threshold = cv_error < count.threshold
+        passes = within_threshold and not self.gcv_fails(k, count.gcv_error)
         # the heads must also be no worse than the lifted fit on a majority of
         # the folds that hold rows of positive weight (FOLDS_MAJORITY)
         held = self.held_folds
