@@ -574,8 +574,9 @@ class LiftedStatistics:
         self.target_sum += row_scale @ targets
         self.target_square_sum += np.einsum("ij,ij->j", targets, targets)
         self.weight_sum += float(row_scale @ row_scale)
-        weights = row_scale * row_scale
-        self.weight_square_sum += float(weights @ weights)
+        with np.errstate(over="ignore"):  # (effective_observations: inf is unknown)
+            weights = row_scale * row_scale
+            self.weight_square_sum += float(weights @ weights)
         self.n_observations += int(np.count_nonzero(row_scale))
 
     def add_compact(
@@ -1293,10 +1294,11 @@ def effective_observations(weight_sum, weight_square_sum, n_observations):
     """Kish's effective number of rows, ``(sum w)^2 / sum w^2``: every row of
     positive weight (``n_observations``) where the weights are equal (to
     rounding), fewer where some rows weigh far less than others (a row of
-    weight 1e-12 beside rows of weight 1 counts next to nothing); 0 without
-    weight."""
-    if weight_square_sum <= 0:
-        return 0
+    weight 1e-12 beside rows of weight 1 counts next to nothing); every row
+    where ``sum w^2`` is beyond float64 (weights beyond 1e154, or below
+    1e-162, which only ``partial_fit`` batches in other units reach)."""
+    if not 0 < weight_square_sum < np.inf:
+        return n_observations
     effective = weight_sum**2 / weight_square_sum
     if effective >= n_observations * (1 - 1e-9):  # equal weights
         return n_observations

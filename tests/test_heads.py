@@ -647,6 +647,28 @@ def test_a_count_tied_with_the_lifted_fit_in_misclassified_rows_fails():
     assert accuracy >= np.mean(lifted.predict(X[52:]) == labels[52:]) - 0.02
 
 
+def test_a_tie_in_misclassified_rows_is_a_tie_to_rounding():
+    """Three classes, 47 sequences: one head and the lifted fit misclassify
+    27 held-out rows each, but their shares (means over the folds of each
+    fold's mean) came out an ulp apart, below the threshold without weights
+    and equal to it with weights of one: 1 head against 4. Both are ties."""
+    rng = np.random.default_rng(201)
+    n = int(rng.integers(30, 90))
+    X, scores, _ = make_random_mhla(
+        n, 6, 3, n_heads=1, n_outputs=3, noise=1.0, random_state=201
+    )
+    labels = np.argmax(scores, axis=1)
+    plain = LinearAttentionClassifier(alpha=1e-3).fit(X, labels)
+    weighted = LinearAttentionClassifier(alpha=1e-3).fit(
+        X, labels, sample_weight=np.ones(n)
+    )
+    assert plain.n_heads_ == weighted.n_heads_
+    for model in (plain, weighted):
+        one = model.head_search_.counts[0]
+        assert one.cv_error == pytest.approx(one.threshold, rel=1e-12)
+        assert not one.passes
+
+
 def test_short_bivariate_series_fit_with_every_default():
     """Fewer series than lifted features, 2 channels, the documented preprocessing
     (as aeon's CardanoSentiment: the default crashed in the previous search)."""
