@@ -1092,7 +1092,9 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
             n_outputs).
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weight of each sequence in the least-squares objective
-            (and in the certificate: a zero weight removes a sequence).
+            (and in the certificate: a zero weight removes a sequence). As in
+            scikit-learn's ``Ridge``, ``alpha`` is not scaled with the weights:
+            multiplying every weight by ``c`` fits as ``alpha / c`` would.
 
         Returns
         -------
@@ -1448,7 +1450,8 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
             array. With ``positions="all"``, one label per position: shape
             (n_samples, n_tokens).
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weight of each sequence (multiplied by ``class_weight``).
+            Non-negative weight of each sequence (multiplied by ``class_weight``);
+            as for the regressor, ``alpha`` is not scaled with the weights.
 
         Returns
         -------
