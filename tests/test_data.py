@@ -222,6 +222,21 @@ def test_classifier_labels_every_position(rng):
 # --- sample weights ----------------------------------------------------------------
 
 
+@pytest.mark.parametrize("solver", ["normal", "dual"])
+def test_weights_times_c_fit_as_alpha_over_c(rng, solver):
+    """As in Ridge, alpha is not scaled with the weights (fit's docstring)."""
+    X = random_sequences(rng, 60, 4, 3)
+    y = rng.normal(size=60)
+    weights = rng.uniform(0.5, 2.0, size=60)
+    scaled = LinearAttentionRegressor(alpha=1e-2, n_heads=None, solver=solver).fit(
+        X, y, sample_weight=4 * weights
+    )
+    shifted = LinearAttentionRegressor(alpha=2.5e-3, n_heads=None, solver=solver).fit(
+        X, y, sample_weight=weights
+    )
+    np.testing.assert_allclose(scaled.coef_, shifted.coef_, rtol=1e-9, atol=1e-12)
+
+
 def test_effective_observations_follow_kish(rng):
     """(sum w)^2 / sum w^2 of the rows of positive weight, batch by batch as at
     once; equal weights (any scale) count every row."""
