@@ -310,7 +310,10 @@ def near_interpolation():
     return rows
 
 
-def folds_size(n_seeds=30):
+FOLDS_SIZE_SHARES = (1.8, 2.0, 2.1, 2.25, 2.4, 2.5, 2.6, 2.75, 3.0)
+
+
+def folds_size(n_seeds=60):
     """Part 8: where generalized cross-validation stops checking. Noisy
     regressions of 2 generating heads (d = 3 with one output, d = 4 with three;
     noise of 30% of each output's spread, 8 tokens, 2000 new sequences to test
@@ -325,7 +328,7 @@ def folds_size(n_seeds=30):
     rows = []
     for d, n_outputs in ((3, 1), (4, 3)):
         p = d * d * (d + 1) // 2
-        for share in (1.8, 2.0, 2.1, 2.25, 2.4, 2.5, 2.6, 3.0):
+        for share in FOLDS_SIZE_SHARES:
             n = int(round(share * p))
             for seed in range(n_seeds):
                 X, y, _ = make_random_mhla(
@@ -350,7 +353,7 @@ def folds_size(n_seeds=30):
           "| above 1.3 times, all rows | largest |")
     print("| --- | --- | --- | --- | --- | --- |")
     for d, n_outputs in ((3, 1), (4, 3)):
-        for share in (1.8, 2.0, 2.1, 2.25, 2.4, 2.5, 2.6, 3.0):
+        for share in FOLDS_SIZE_SHARES:
             cell = [r for r in rows if (r["d"], r["share"]) == (d, share)]
             folds = np.array([r["folds"] for r in cell])
             every = np.array([r["all rows"] for r in cell])
