@@ -298,6 +298,12 @@ class CountFit:
         refitted; folds whose rows all have
         zero weight are not counted). A count passes only on a majority of the
         folds as well: a mean of heavy-tailed errors can rest on one fold.
+    folds_refitted : int or None
+        The folds refitted, in order (None when none was): fewer than all when
+        those already fail the count, whatever the others' errors (their
+        errors' sum above the threshold, or too many of them worse than the
+        lifted fit's for a majority); ``cv_error`` and ``folds_within`` are
+        then NaN and None.
     linearized_cv_error : float
         The cross-validated error of the heads' refits linearized at this fit
         (one Gauss-Newton step on each fold; NaN when not computed): above the
@@ -332,6 +338,7 @@ class CountFit:
     linearized_cv_error: float = float("nan")
     gcv_error: float = float("nan")
     folds_within: object = None
+    folds_refitted: object = None
     threshold: float = float("nan")
 
 
@@ -950,7 +957,9 @@ class _Search:
         it, from the fold's own starts (those of its lifted fit, on its design), so
         that their cross-validated error is that of ``n_heads=k`` itself; the count
         passes when it is within the threshold, and no worse than the lifted fit
-        on a majority of the folds. Refits that start from the full
+        on a majority of the folds. The folds are refitted in order, and the
+        count fails as soon as those refitted fail it (:meth:`verdict`;
+        ``CountFit.folds_refitted``). Refits that start from the full
         fit, which has seen the fold, are optimistic where a count has about as
         many parameters as there are rows, or competing minima: d = 8, 200
         sequences, 4 generating heads, alpha = 1e-3, 3 heads refitted from the
@@ -967,7 +976,20 @@ class _Search:
             errors.append(folds.error(fold, *refit))
             if self.budget.exhausted:  # undecided
                 return replace(count, criterion=None)
-        return self.verdict(k, count, errors)
+            if fold < folds.n_folds - 1 and self.fails_whatever_follows(
+                k, count, errors
+            ):
+                return replace(
+                    count, passes=False, criterion="cv", folds_refitted=fold + 1
+                )
+        return replace(self.verdict(k, count, errors), folds_refitted=folds.n_folds)
+
+    def fails_whatever_follows(self, k, count, errors):
+        """Whether the errors of the first folds' refits fail k heads whatever
+        errors the other folds hold: taken as 0 (errors are not negative), the
+        others would pass the count if any errors of theirs could."""
+        padded = list(errors) + [0.0] * (self.folds.n_folds - len(errors))
+        return not self.verdict(k, count, padded).passes
 
     def verdict(self, k, count, errors, margin=1.0):
         """The held-out verdict on k heads from their refits' errors on the

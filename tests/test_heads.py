@@ -23,6 +23,7 @@ from conftest import (
 )
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.linalg import LinAlgWarning
+from sklearn.base import clone
 from sklearn.datasets import load_digits
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import r2_score
@@ -828,10 +829,38 @@ def test_classifier_counts_are_all_cross_validated():
     assert search.counts
     for count in search.counts:
         assert np.isnan(count.training_error)
-        if count.criterion == "cv" and np.isnan(count.cv_error):
+        if count.criterion == "cv" and count.folds_refitted is None:
             assert count.linearized_cv_error > search.cv_error
+        elif count.criterion == "cv" and count.folds_refitted < 5:  # failed early
+            assert np.isnan(count.cv_error) and not count.passes
         else:
             assert count.criterion != "cv" or np.isfinite(count.cv_error)
+
+
+@pytest.mark.parametrize("classify, seed", [(False, 1), (True, 15)])
+def test_refits_stop_at_the_first_folds_that_fail_a_count(classify, seed, monkeypatch):
+    """A count the first folds' refits already fail, whatever errors the
+    others hold, is not refitted on those: the same counts, verdicts and heads
+    as refitting every fold, for less work."""
+    truth, X, y = noisy_sequences(seed, 4, 2, 1, 0.3)
+    if classify:
+        estimator, y = LinearAttentionClassifier(), y[:, 0] > 0
+    else:
+        estimator, y = LinearAttentionRegressor(), y[:, 0]
+    stopping = clone(estimator).fit(X, y).head_search_
+    monkeypatch.setattr(_Search, "fails_whatever_follows", lambda *_: False)
+    every_fold = clone(estimator).fit(X, y).head_search_
+    stopped = [c for c in stopping.counts if (c.folds_refitted or 5) < 5]
+    assert stopped, "no count stopped early: the test exercises nothing"
+    assert stopping.counts_tried == every_fold.counts_tried
+    for early, full in zip(stopping.counts, every_fold.counts, strict=True):
+        assert early.passes == full.passes
+        if (early.folds_refitted or 5) < 5:
+            assert full.folds_refitted == 5 and np.isfinite(full.cv_error)
+    np.testing.assert_array_equal(
+        stopping.value_matrices, every_fold.value_matrices
+    )
+    assert stopping.work < every_fold.work
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])
@@ -1111,6 +1140,26 @@ def test_rows_of_tiny_weight_count_as_next_to_nothing(solver, weight):
     ]
 
 
+@pytest.mark.parametrize("seed", [1, 2])
+def test_rows_of_tiny_weight_leave_the_output_weights(seed):
+    """The outputs' weights count rows as the search does (Kish): 30 sequences
+    of d = 3 (near interpolation: the outputs' scales alone weigh them) and 30
+    more of weight 1e-12 weigh them as the 30 alone; counted as whole rows,
+    the noisier output's residual weighed it 64 to 256 times less, and the
+    count changed (3 heads against 4)."""
+    X, y, _ = make_random_mhla(60, 8, 3, n_heads=2, n_outputs=2, random_state=seed)
+    rng = np.random.default_rng(seed)
+    y = y + np.array([0.01, 1.0]) * y.std(axis=0) * rng.normal(size=y.shape)
+    weights = np.r_[np.ones(30), np.full(30, 1e-12)]
+    alone = LinearAttentionRegressor().fit(X[:30], y[:30]).head_search_
+    model = LinearAttentionRegressor().fit(X, y, sample_weight=weights).head_search_
+    assert_array_equal(
+        np.ones(2) if model.output_weights is None else model.output_weights,
+        np.ones(2) if alone.output_weights is None else alone.output_weights,
+    )
+    assert model.counts_tried == alone.counts_tried
+
+
 @pytest.mark.parametrize("solver", ["normal", "dual"])
 @pytest.mark.parametrize(
     "Estimator", [LinearAttentionRegressor, LinearAttentionClassifier]
@@ -1191,8 +1240,10 @@ def test_a_counts_cv_error_is_that_of_n_heads_k_refitted_without_each_fold(
     sequences, fewer than p = 40) refit the same model from the same starts.
     (With 30 sequences the lifted fit is near interpolation, and its generalized
     cross-validated error would reject every count before its refits: that
-    check is left out here.)"""
+    check is left out here, and so is stopping the refits at the first folds
+    that fail a count.)"""
     monkeypatch.setattr("sklearn_linattn._heads.INTERPOLATION_MARGIN", 0.0)
+    monkeypatch.setattr(_Search, "fails_whatever_follows", lambda *_: False)
     truth, X, y = noisy_sequences(5, 4, 2, 2, 0.1, n_samples=n_samples)
     params = dict(alpha=alpha, fit_intercept=fit_intercept)
     search = LinearAttentionRegressor(**params).fit(X, y).head_search_
