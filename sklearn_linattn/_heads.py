@@ -7,28 +7,18 @@ with that symmetric part, so the number of heads is the rank of the chosen ``W``
 
 - :func:`paper_heads`: the paper's read-out, the SVD of the symmetric split.
 - :func:`read_out_heads`: what the estimators call. A count ``k`` is judged by one
-  fit, the same for the search and for ``n_heads=k`` (:meth:`_Search.fit`): starts
-  from the lifted fit refined by variable projection and Levenberg-Marquardt
-  (:mod:`sklearn_linattn._low_rank`). The ``k`` heads *pass* when they reproduce
-  the lifted fit within ``tol`` (on exact data), or when the cross-validated
-  error of ``n_heads=k`` over the 5 interleaved folds (each fold refitted by the
-  same fit, from its own lifted fit) is at most the lifted fit's, and so is its
-  error on a majority of the folds (:mod:`sklearn_linattn._folds`); near
-  interpolation its generalized cross-validated error too. With many rows
-  (``REFIT_MARGIN``) the refits linearized at the full fit, when their squared
-  error is no worse than the lifted fit's on every fold, stand for the folds'
-  own. The paper's count
-  always passes; a count whose training error, or whose folds' refits
-  linearized at the full fit, are above the lifted fit's cross-validated error
-  fails without refitting the folds; near interpolation, one that would fail
-  generalized cross-validation even at half the lifted fit's training error,
-  and that the slices keep from reproducing the lifted fit within ``tol``, is
-  not fitted (:attr:`_Search.hopeless`). Noisy fits that drift along the null
-  space of a singular training metric are stopped and judged with a penalty on
-  their distance to the lifted fit (``DRIFT``). ``"auto"`` finds the fewest
-  passing heads (noisy fits: galloping up, 1, 2, 4, ..., and bisection to the
-  fewest the training error does not reject, then one count at a time; exact
-  fits: galloping down from the paper's count, and bisection).
+  fit, the same for the search and for ``n_heads=k`` (:meth:`_Search.fit`: seeded
+  starts refined by variable projection and Levenberg-Marquardt,
+  :mod:`sklearn_linattn._low_rank`). The ``k`` heads *pass* when they reproduce
+  the lifted fit within ``tol`` (exact data), or when their cross-validated error
+  over 5 interleaved folds, each fold refitted as ``n_heads=k`` fits it, is at
+  most the lifted fit's, as is their error on a majority of the folds
+  (:mod:`sklearn_linattn._folds`; theory page, "How many heads"). Cheaper tests
+  come first and fail a count without its refits: its training error,
+  generalized cross-validation near interpolation, and refits linearized at the
+  full fit (which also pass it, with many rows). ``"auto"`` finds the fewest
+  passing heads: on exact data galloping down from the paper's count, on noisy
+  data galloping up from one head, then bisecting.
 
 No clock is read: every loop is bounded by counts of iterations and a work limit
 in flops, so the heads are a function of the data and the parameters. Heads come
@@ -91,10 +81,8 @@ RESOLUTION = 1e-6
 # standard errors (glmnet's rule is 1: too few heads on real sets).
 SLACK = 0.0
 # A classifier's count passes only below the lifted fit's misclassified share, by
-# more than MISCLASSIFIED_TIE (relative): the shares are means over the folds of
-# each fold's mean, and equal weights misclassified came out an ulp apart (in 1423
-# of 5399 random splits of one total over 5 folds); a real difference is at least
-# one row's weight over the total.
+# more than MISCLASSIFIED_TIE (relative): equal weights misclassified, as means of
+# the folds' means, can differ by an ulp; a real difference is a row's weight.
 MISCLASSIFIED_TIE = 1e-9
 # ... and no worse than the lifted fit on more than FOLDS_MAJORITY of the folds (a
 # mean of heavy-tailed errors can rest on one fold).
@@ -105,8 +93,7 @@ FOLDS_MAJORITY = 0.5
 INTERPOLATION_MARGIN = 2.0
 # Near interpolation a count is not fitted when its generalized cross-validated
 # error would fail even at TRAINING_FLOOR times the lifted fit's training error
-# (and the slices keep it from tol): heads fit the training rows at least 0.949
-# times as well as the lifted fit in every measured case.
+# (and the slices keep it from tol).
 TRAINING_FLOOR = 0.5
 # With REFIT_MARGIN training rows per lifted feature, linearized refits that pass
 # on every fold stand for the folds' own refits.
@@ -287,11 +274,8 @@ class CountFit:
         count, fitted to a fold's 80% of the rows, has fewer than two equations
         (rows times outputs) per degree of freedom, it fails when this is above
         the lower of the lifted fit's cross-validated and generalized
-        cross-validated squared errors: the
-        cross-validated errors are of fits to 80% of the rows, and a model with
-        about as many parameters as there are rows predicts much better or
-        worse fitted to all of them than to 80%. Elsewhere it is reported
-        only.
+        cross-validated squared errors (theory page, "Near interpolation").
+        Elsewhere it is reported only.
     folds_within : int or None
         The folds on whose held-out rows the refitted heads' error is at most
         the lifted fit's, lowered by the factor of ``threshold`` (None when not
@@ -522,12 +506,7 @@ class _Search:
         """The lifted coefficients as one output where they are one (rows
         proportional within ``tol``: outputs that repeat one another, in any
         units), else None. k heads of the outputs are then k heads of it, with
-        the same queries, and its subspace starts are theirs: without them two
-        heads of two equal outputs stopped at 1.5 times the training error of
-        the one output's, and the search returned three. (For outputs of other
-        shapes, sklearn digits' ten, subspace starts of their leading
-        combination cost half the read-out's work more and found no better
-        count.)"""
+        the same queries, and its subspace starts are theirs."""
         if self.m == 1:
             return self.coef
         _, singular, right_t = svd(self.coef)
@@ -687,10 +666,8 @@ class _Search:
             design = _anchored(self.design, self.coef)
 
         def polished(design):
-            # on noisy data until the fits' stall rule: their losses creep down
-            # by 1e-4 of the explained energy a step for tens of steps (sklearn
-            # digits, JapaneseVowels), and a minimum to rounding is out of reach
-            # and not needed; 14% and 28% less work there, the same heads
+            # on noisy data until the fits' stall rule: a minimum to rounding
+            # is out of reach (losses creep down for tens of steps) and not needed
             return fit_heads(
                 design, query_rows, POLISH_ITER, budget=self.budget,
                 polish=self.exact, resolution=self.stop_rules(design)[1],
@@ -741,15 +718,11 @@ class _Search:
         E)`` (random design), so an error of fits to the folds' ``E_f = (K - 1)
         / K E`` equations is rescaled by ``(1 - D / E_f) / (1 - D / E)``: the
         more degrees of freedom, the more a model gains from all the rows, and
-        the lifted fit has more than heads. Without this, counts that predicted
-        worse than the lifted fit passed on its 80% error (small noisy
-        regressions of bench_head_criterion.py --low-signal: up to 3.2 times
-        n_heads=None's test error, 1.8 with it). Where the lifted fit is near
-        interpolation its generalized cross-validated error decides instead
-        (:attr:`threshold`), and without degrees of freedom (solver ``"cg"``)
-        nothing is rescaled; nor is misclassification, which the formula does
-        not describe (rescaled, noisy classifications of several classes lost
-        their generating count to more, less accurate heads)."""
+        the lifted fit has more than heads (theory page). Not where the lifted
+        fit is near interpolation (its generalized cross-validated error
+        decides, :attr:`threshold`), without degrees of freedom (solver
+        ``"cg"``), nor for misclassification, which the formula does not
+        describe."""
         held = np.sum(self.held_folds)
         if (
             self.folds.loss != "squared"
@@ -774,12 +747,8 @@ class _Search:
         training rows (80% of them), has fewer than ``INTERPOLATION_MARGIN``
         equations (rows times outputs) each: there it predicts much worse
         than fitted to all the rows, and its cross-validated error, inflated
-        and carried by a fold or two, no longer tells its error. Judged on the
-        full fit's equations (``2 dof``) instead, one sequence more than ``2
-        p`` switched generalized cross-validation off, and one head passed at
-        more than 1.3 times the test error of ``n_heads=None`` in 6 of 60 noisy
-        problems of d = 3 (up to 2.4 times; 0 with the folds' equations,
-        benchmarks/bench_head_criterion.py --folds-size)."""
+        and carried by a fold or two, no longer tells its error (theory page,
+        "Near interpolation")."""
         if self.degrees_of_freedom is None:
             return False
         trained = self.n_observations * self.m * (1 - 1 / self.folds.n_folds)
@@ -827,10 +796,8 @@ class _Search:
         """Generalized cross-validation (Golub, Heath and Wahba): a training
         squared error over ``(1 - dof / equations)^2``, the equations the
         training rows times the outputs; inf without degrees of freedom left.
-        With few left it is a poor estimate (CardanoSentiment, 74 series, a
-        lifted fit of numerical rank 63: 0.5 against a cross-validated error of
-        210), but it is only ever used to lower a threshold or to fail a count:
-        a poor estimate can only return more heads than needed."""
+        With few left it is a poor estimate, but it only ever lowers a
+        threshold or fails a count: it can only return more heads than needed."""
         equations = self.n_observations * self.m
         if self.degrees_of_freedom is None or dof >= equations:
             return np.inf
@@ -885,11 +852,8 @@ class _Search:
         """The lifted fit's generalized cross-validated error (each output its
         own regression on the same rows); at or below it a count's passes.
         Unlike the 5 folds' error, which is of fits to 80% of the rows, it is
-        of the fit to all of them: near its interpolation point (as many
-        rows as features) the lifted fit predicts much better from all the rows
-        than from 80% of them, and few heads looked better held out than it
-        (sequences of d = 4 with 1.2 p rows: 1 head at 25 times its test
-        error)."""
+        of the fit to all of them, which near interpolation predicts much
+        better."""
         if self.degrees_of_freedom is None or self.residual_sum_of_squares is None:
             return np.inf
         squared_error = self.residual_sum_of_squares / self.folds.squared_weight
@@ -900,11 +864,10 @@ class _Search:
         the full fit (:func:`linearized_refit`, one Gauss-Newton step); above
         the threshold, the count fails; with many rows a pass on every fold
         passes (:meth:`linearized_verdict`). Both only beyond the linearized
-        errors' precision, ``LINEARIZED_TOL`` (relative): where a count's
-        linearized refits reproduce the folds' lifted fits (its heads span
-        the lifted fit's rank), their error ties with the threshold, and
-        rounding decided the tie, differently in ``fit`` and ``partial_fit``
-        (3 against 4 heads); a tie goes to the folds' own refits."""
+        errors' precision, ``LINEARIZED_TOL`` (relative), so that rounding
+        decides no tie with the threshold (where a count's linearized refits
+        reproduce the folds' lifted fits): a tie goes to the folds' own
+        refits."""
         folds, errors = self.folds, []
         for fold in range(folds.n_folds):
             design, coef = folds.design(fold), folds.coef(fold)
@@ -929,10 +892,8 @@ class _Search:
         squared errors, no worse than the lifted fit on every fold, with at
         least ``REFIT_MARGIN`` training rows per lifted feature (each fold's
         lifted fit is then near the full one, and a count's refit on a fold
-        near its full fit). Misclassification is never decided so: counts of a
-        few held-out rows tie, and a tie counted as no worse passed one head of
-        a binary classifier (d = 3, 12 p rows, 10% of labels flipped) at 1.3
-        times the test error of the count its folds' own refits chose."""
+        near its full fit). Never misclassification, whose counts of a few
+        held-out rows tie (theory page)."""
         p = self.d * self.d * (self.d + 1) // 2
         if (
             self.folds.loss != "squared"
@@ -959,13 +920,9 @@ class _Search:
         passes when it is within the threshold, and no worse than the lifted fit
         on a majority of the folds. The folds are refitted in order, and the
         count fails as soon as those refitted fail it (:meth:`verdict`;
-        ``CountFit.folds_refitted``). Refits that start from the full
-        fit, which has seen the fold, are optimistic where a count has about as
-        many parameters as there are rows, or competing minima: d = 8, 200
-        sequences, 4 generating heads, alpha = 1e-3, 3 heads refitted from the
-        full fit to convergence had a cross-validated error 0.35 against the
-        lifted fit's 0.41 and predicted new data 2.3 times worse than
-        n_heads=None."""
+        ``CountFit.folds_refitted``). Not from the full fit, which has seen
+        the fold: such refits are optimistic where a count has about as many
+        parameters as there are rows, or competing minima (theory page)."""
         folds, errors = self.folds, []
         for fold in range(folds.n_folds):
             search = _Search(
@@ -1002,13 +959,8 @@ class _Search:
         if folds.loss == "squared":
             within_threshold = cv_error * margin <= count.threshold
         else:
-            # misclassified rows: few rows take few values, and a count that
-            # ties the lifted fit is not shown to be as good (ties passed one
-            # head of a binary classifier at 0.73 accuracy against 0.81;
-            # decided by the refits' squared errors, 18 of 144 small
-            # classifications lost 0.02 of accuracy, 16 with ties failing). A
-            # tie is equal weight misclassified, whose means over the folds
-            # can differ in the last digits (MISCLASSIFIED_TIE)
+            # misclassified rows: a count that ties the lifted fit is not
+            # shown to be as good (theory page); MISCLASSIFIED_TIE: rounding
             within_threshold = cv_error < count.threshold * (1 - MISCLASSIFIED_TIE)
         passes = within_threshold and not self.gcv_fails(k, count.gcv_error)
         # the heads must also be no worse than the lifted fit on a majority of
@@ -1203,10 +1155,8 @@ def _search(search, n_heads):
             value_rows, query_rows = search.polish(value_rows, query_rows)
         folded = value_rows.T @ query_rows
         # heads that are zero within tol of the lifted fit's split: not of this
-        # W's own norm, which drifts along directions the training data do not
-        # see (a singular Gram) and can dwarf the heads that fit them (sklearn
-        # digits, 16 heads: 4e8 times the lifted fit's norm; 12 kept of its own
-        # norm scored 0.19 of accuracy on the training rows, 16 score 0.89)
+        # W's own norm, which can drift along directions the training data do
+        # not see (a singular Gram) and dwarf the heads that fit them
         reference = np.linalg.norm(search.split_svd[1])
         kept = min(k, n_heads_within(svd(folded)[1], search.tol, reference))
         return folded, kept, "fixed", bool(count.passes)
@@ -1219,9 +1169,7 @@ def _search(search, n_heads):
     # (galloping up, 1, 2, 4, 8, ..., then bisecting; full fits only), then go
     # up from it one count at a time to the fewest that the linearized refits
     # pass, and from that to the fewest that the folds' own refits pass (a fit
-    # on each fold). On sklearn digits (the first 1000 images, 5 heads) going up
-    # one at a time fitted 1 to 5 heads in 3.0e10 flops, galloping 1, 2, 4, 8, 6
-    # and 5 in 4.4e10.
+    # on each fold; going up one at a time does not overshoot to costly counts).
     if search.frobenius_fits:
         low = min(fewest_heads_bound(search.coef, search.d, search.tol), paper_count)
         high = _fewest(search, low, paper_count, search.passes, "down")
