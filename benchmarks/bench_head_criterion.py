@@ -3,7 +3,8 @@ cross-validated error a count may have, and how a fold's refit is made (issue 31
 
 Run from the repository root: ``PYTHONPATH=. python benchmarks/bench_head_criterion.py
 [--slacks 0 1] [--rule RULE] [--refits] [--near-interpolation] [--low-signal]
-[--many-rows] [--drift] [--folds-size] [--dims 4 8] [--sets NAME ...] [--json FILE]``
+[--many-rows] [--drift] [--folds-size] [--refits-stopped] [--dims 4 8]
+[--sets NAME ...] [--json FILE]``
 (``--slacks`` with no value skips parts 1 and 2).
 
 ``--rule`` changes the rule beside the mean, for every part (``RULES``):
@@ -59,6 +60,10 @@ one-standard-error rule). For each value:
 8. With ``--folds-size``: noisy regressions with 1.8 p to 3 p sequences
    (``folds_size``), the default against ``n_heads=None`` with near interpolation
    judged at the folds' size (as shipped) and on all the rows (before).
+9. With ``--refits-stopped``: 80 seeded small noisy problems (``refits_stopped``,
+   regressions and classifications), the default read-out with the folds' refits
+   stopped at the first folds that fail a count (as shipped) and with every fold
+   refitted: the same counts, verdicts and heads (checked), and the work of each.
 """
 
 import argparse
@@ -68,6 +73,7 @@ import time
 import bench_heads
 import bench_real_sequences as real
 import numpy as np
+from sklearn.base import clone
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
@@ -451,6 +457,59 @@ def low_signal(n_fits=150):
     return rows
 
 
+def refits_stopped(n_fits=80):
+    """Part 9: the read-out's work with the folds' refits stopped at the first
+    folds that fail a count (``_Search.fails_whatever_follows``, as shipped) and
+    with every fold refitted, on seeded small noisy problems (d in {3, 4}, 1.5 p
+    to 8 p sequences of 8 tokens, H in {1, 2, d}, 1 or 2 outputs, noise 30% or
+    100% of the targets' spread; classifications of the first output's sign).
+    The counts tried, their verdicts and the heads must be the same."""
+    stopping = heads._Search.fails_whatever_follows
+    rows = []
+    rng = np.random.default_rng(9)
+    for _ in range(n_fits):
+        d = int(rng.choice([3, 4]))
+        share = float(rng.choice([1.5, 2.0, 3.0, 4.0, 8.0]))
+        n_heads, n_outputs = int(rng.choice([1, 2, d])), int(rng.choice([1, 2]))
+        noise, seed = float(rng.choice([0.3, 1.0])), int(rng.integers(1e6))
+        classify = bool(rng.integers(2))
+        n = int(share * d * d * (d + 1) // 2)
+        X, y, _, _ = _random_attention_data(seed, n, d, n_heads, n_outputs, 8, noise)
+        if classify:
+            estimator, y = LinearAttentionClassifier(), np.reshape(y, (n, -1))[:, 0] > 0
+        else:
+            estimator = LinearAttentionRegressor()
+        searches = {}
+        for label, rule in (("stopped", stopping), ("every fold", lambda *_: False)):
+            heads._Search.fails_whatever_follows = rule
+            try:
+                searches[label] = clone(estimator).fit(X, y).head_search_
+            finally:
+                heads._Search.fails_whatever_follows = stopping
+        stopped, every = searches["stopped"], searches["every fold"]
+        same = (
+            stopped.counts_tried == every.counts_tried
+            and [c.passes for c in stopped.counts] == [c.passes for c in every.counts]
+            and np.array_equal(stopped.value_matrices, every.value_matrices)
+        )
+        rows.append(dict(
+            task="classification" if classify else "regression", d=d, share=share,
+            H=n_heads, n_outputs=n_outputs, noise=noise, seed=seed,
+            heads=int(stopped.n_heads), same=bool(same),
+            stopped_counts=sum((c.folds_refitted or 5) < 5 for c in stopped.counts),
+            work=float(stopped.work), every_fold_work=float(every.work),
+        ))
+        print(json.dumps(rows[-1]), flush=True)
+    ratios = np.array([r["work"] / r["every_fold_work"] for r in rows])
+    total = sum(r["work"] for r in rows) / sum(r["every_fold_work"] for r in rows)
+    print(f"\nrefits stopped early: {len(rows)} fits, the same counts, verdicts and "
+          f"heads in {sum(r['same'] for r in rows)}; counts stopped early in "
+          f"{sum(r['stopped_counts'] > 0 for r in rows)} fits; work over every "
+          f"fold refitted: total {total:.3f}, median {np.median(ratios):.3f}, "
+          f"smallest {ratios.min():.3f}")
+    return rows
+
+
 def _print_against_lifted(label, rows, levels):
     """The regressions' test errors over n_heads=None's above each of the two
     ``levels`` and below 0.9, and the classifications more than 0.02 of
@@ -628,6 +687,10 @@ def main():
         help="part 8: 1.8 p to 3 p sequences, near interpolation judged at the "
         "folds' size and on all the rows",
     )
+    parser.add_argument(
+        "--refits-stopped", action="store_true",
+        help="part 9: the work with refits stopped at the first failing folds",
+    )
     parser.add_argument("--dims", type=int, nargs="+", default=[4, 8])
     parser.add_argument("--sets", nargs="*", default=list(real.DATA_SETS))
     parser.add_argument("--json", help="also write the results to this file")
@@ -653,6 +716,7 @@ def main():
     many = many_rows() if args.many_rows else []
     drifted = drift() if args.drift else {}
     sizes = folds_size() if args.folds_size else []
+    stopped = refits_stopped() if args.refits_stopped else []
     if args.slacks:
         print("\n| data | n_heads=None | " + " | ".join(
             f"SLACK = {s:g} (heads)" for s in args.slacks) + " |")
@@ -673,6 +737,7 @@ def main():
                     many_rows=many,
                     drift=drifted,
                     folds_size=sizes,
+                    refits_stopped=stopped,
                 ),
                 handle,
                 indent=1,
