@@ -198,8 +198,7 @@ def _output_weights(solution, data, fit_intercept):
     their noise for the head read-out (None: all within a factor sqrt(2), or
     not known). Each output's noise is the root of the lifted fit's training
     residual, at least ``_NOISE_FLOOR`` of its energy, where the fit has at
-    least ``INTERPOLATION_MARGIN`` rows (Kish's effective number) per degree of
-    freedom (else, near
+    least ``INTERPOLATION_MARGIN`` rows per degree of freedom (else, near
     interpolation, where the residuals say little, the floor alone: the
     outputs' scales; theory page, "Several outputs"); an output is weighted by
     the power of two nearest the largest noise over its own (at most 2^256),
@@ -215,7 +214,12 @@ def _output_weights(solution, data, fit_intercept):
         return None
     residual = np.zeros(len(energies))
     dof = solution.degrees_of_freedom
-    rows = _effective_observations(solution, data)  # as the head search counts
+    # every row of positive weight, not Kish's effective number as the head
+    # search counts them: the outputs share the rows, weights and hat matrix, so
+    # their residuals' ratios estimate their noises' where a few rows carry most
+    # of the weight too (Kish's count discarded them under exponential weights,
+    # benchmarks/README.md, eleventh pass)
+    rows = solution.n_observations
     if dof is not None and rows >= INTERPOLATION_MARGIN * (dof() + fit_intercept):
         # residual degrees of freedom to spare: the residuals estimate the noise
         residual = np.asarray(solution.residual_sum_of_squares, dtype=float)

@@ -283,11 +283,12 @@ class CountFit:
         zero weight are not counted). A count passes only on a majority of the
         folds as well: a mean of heavy-tailed errors can rest on one fold.
     folds_refitted : int or None
-        The folds refitted, in order (None when none was): fewer than all when
-        those already fail the count, whatever the others' errors (their
-        errors' sum above the threshold, or too many of them worse than the
-        lifted fit's for a majority); ``cv_error`` and ``folds_within`` are
-        then NaN and None.
+        The folds refitted, in order (None when they were not, or the work
+        limit stopped their refits): in the search, fewer than all when those
+        already fail the count whatever the others' errors (their errors' sum
+        above the threshold, or too many of them worse than the lifted fit's
+        for a majority); ``cv_error`` and ``folds_within`` are then NaN and
+        None. A count asked for (``n_heads=k``) is refitted on every fold.
     linearized_cv_error : float
         The cross-validated error of the heads' refits linearized at this fit
         (one Gauss-Newton step on each fold; NaN when not computed): above the
@@ -527,12 +528,14 @@ class _Search:
         generalized cross-validation), ``"linearized"`` (and the linearized
         refits) or ``"refits"`` (and the folds' own refits). A count no test
         has failed is left with the criterion of the last it passed
-        (undecided); without ``bound``, its training error decides nothing (a
-        count asked for reports its held-out errors)."""
+        (undecided); without ``bound``, its training error decides nothing and
+        every fold is refitted (a count asked for reports its held-out
+        errors)."""
         if k not in self.fits:
             self.fits[k] = self._fit(k, refine, bound)
         value_rows, query_rows, count = self.fits[k]
-        tests = {"training": self.linearized_refits, "linearized": self.refits}
+        refits = functools.partial(self.refits, stop_early=bound)
+        tests = {"training": self.linearized_refits, "linearized": refits}
         order = ("training", "linearized", "refits")
         while (
             count.criterion in tests
@@ -913,16 +916,17 @@ class _Search:
         weights = np.asarray(self.folds.weights)
         return (weights > 0) & (weights < np.sum(weights))
 
-    def refits(self, k, value_rows, query_rows, count):
+    def refits(self, k, value_rows, query_rows, count, stop_early=True):
         """The held-out verdict on k heads: each fold refitted as ``n_heads=k`` fits
         it, from the fold's own starts (those of its lifted fit, on its design), so
         that their cross-validated error is that of ``n_heads=k`` itself; the count
         passes when it is within the threshold, and no worse than the lifted fit
-        on a majority of the folds. The folds are refitted in order, and the
-        count fails as soon as those refitted fail it (:meth:`verdict`;
-        ``CountFit.folds_refitted``). Not from the full fit, which has seen
-        the fold: such refits are optimistic where a count has about as many
-        parameters as there are rows, or competing minima (theory page)."""
+        on a majority of the folds. The folds are refitted in order, and with
+        ``stop_early`` the count fails as soon as those refitted fail it
+        (:meth:`fails_whatever_follows`; ``CountFit.folds_refitted``). Not
+        from the full fit, which has seen the fold: such refits are optimistic
+        where a count has about as many parameters as there are rows, or
+        competing minima (theory page)."""
         folds, errors = self.folds, []
         for fold in range(folds.n_folds):
             search = _Search(
@@ -933,9 +937,8 @@ class _Search:
             errors.append(folds.error(fold, *refit))
             if self.budget.exhausted:  # undecided
                 return replace(count, criterion=None)
-            if fold < folds.n_folds - 1 and self.fails_whatever_follows(
-                k, count, errors
-            ):
+            left = folds.n_folds - 1 - fold
+            if stop_early and left and self.fails_whatever_follows(k, count, errors):
                 return replace(
                     count, passes=False, criterion="cv", folds_refitted=fold + 1
                 )

@@ -224,7 +224,9 @@ class HeadSearchDisplay:
         search had such counts, ``"linearized"``, the errors of counts whose
         refits were only linearized at the full fit (those above the threshold
         fail; those below, above the count returned, were left undecided),
-        ``"training"``, the training errors of counts whose folds were not
+        ``"stopped"``, the linearized refits' errors of counts that the
+        first folds' own refits failed whatever the others' (the search
+        refitted no more), ``"training"``, the training errors of counts whose folds were not
         refitted (those above the threshold fail: a held-out error is at least
         the training error; those below were left undecided), and ``"tol"``,
         counts that reproduce the lifted fit within ``tol``, drawn at its
@@ -322,11 +324,23 @@ class HeadSearchDisplay:
                 marker="o",
                 label="k heads",
             )[0]
-            linearized = [
+            unrefitted = [
                 count
                 for count in counts
                 if np.isnan(count.cv_error) and np.isfinite(count.linearized_cv_error)
             ]
+            stopped = [c for c in unrefitted if c.folds_refitted is not None]
+            if stopped:
+                lines["stopped"] = ax.plot(
+                    [count.n_heads for count in stopped],
+                    [count.linearized_cv_error for count in stopped],
+                    marker="x",
+                    linestyle="none",
+                    color=lines["counts"].get_color(),
+                    label="k heads failing on their first folds' refits "
+                    "(linearized refits shown)",
+                )[0]
+            linearized = [c for c in unrefitted if c.folds_refitted is None]
             if linearized:
                 lines["linearized"] = ax.plot(
                     [count.n_heads for count in linearized],

@@ -145,15 +145,20 @@ def test_search_display_draws_each_count_by_the_test_that_decided_it():
     np.testing.assert_array_equal(
         display.lines_["counts"].get_ydata(), [c.cv_error for c in refitted]
     )
-    linearized = [
-        c for c in search.counts
-        if np.isnan(c.cv_error) and np.isfinite(c.linearized_cv_error)
-    ]
-    if linearized:
-        np.testing.assert_array_equal(
-            display.lines_["linearized"].get_ydata(),
-            [c.linearized_cv_error for c in linearized],
-        )
+    unrefitted = sorted(
+        (c for c in search.counts
+         if np.isnan(c.cv_error) and np.isfinite(c.linearized_cv_error)),
+        key=lambda c: c.n_heads,
+    )
+    for key, drawn in [
+        ("linearized", [c for c in unrefitted if c.folds_refitted is None]),
+        ("stopped", [c for c in unrefitted if c.folds_refitted is not None]),
+    ]:
+        assert (key in display.lines_) == bool(drawn)
+        if drawn:
+            np.testing.assert_array_equal(
+                display.lines_[key].get_ydata(), [c.linearized_cv_error for c in drawn]
+            )
     assert display.lines_["lifted"].get_ydata()[0] == search.cv_error
     judged = sorted(
         (c for c in search.counts if np.isfinite(c.threshold)), key=lambda c: c.n_heads
@@ -164,6 +169,28 @@ def test_search_display_draws_each_count_by_the_test_that_decided_it():
     assert all(c.threshold <= search.cv_error for c in judged)
     assert display.lines_["chosen"].get_xdata()[0] == model.n_heads_
     assert "cut the search short" not in display.lines_["chosen"].get_label()
+
+
+def test_search_display_marks_counts_failed_on_their_first_folds():
+    """A count the first folds' refits fail is drawn apart, at its linearized
+    refits' error (which can be below the threshold), not as failing there."""
+    rng = np.random.default_rng(1)  # 3 p sequences of d = 4, 30% noise
+    truth = random_attention(rng, 4, 2, 1)
+    X = random_sequences(rng, 120, 16, 4)
+    y = truth.predict(X)
+    y = (y + 0.3 * y.std(axis=0) * rng.normal(size=y.shape))[:, 0]
+    model = LinearAttentionRegressor().fit(X, y)
+    stopped = [c for c in model.head_search_.counts if (c.folds_refitted or 5) < 5]
+    assert stopped, "no count stopped early: the test exercises nothing"
+    display = HeadSearchDisplay.from_estimator(model)
+    np.testing.assert_array_equal(
+        display.lines_["stopped"].get_xdata(), sorted(c.n_heads for c in stopped)
+    )
+    assert "first folds" in display.lines_["stopped"].get_label()
+    assert all(
+        c.n_heads not in display.lines_[key].get_xdata()
+        for c in stopped for key in ("counts", "linearized") if key in display.lines_
+    )
 
 
 def test_search_display_says_when_the_work_limit_cut_the_search_short(monkeypatch):
