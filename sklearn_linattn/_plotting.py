@@ -226,9 +226,10 @@ class HeadSearchDisplay:
         fail; those below, above the count returned, were left undecided),
         ``"stopped"``, the linearized refits' errors of counts that the
         first folds' own refits failed whatever the others' (the search
-        refitted no more), ``"training"``, the training errors of counts whose folds were not
-        refitted (those above the threshold fail: a held-out error is at least
-        the training error; those below were left undecided), and ``"tol"``,
+        refitted no more), ``"training"``, the training errors of counts whose
+        folds were not refitted (those above the threshold fail: a held-out
+        error is at least the training error; those below were left
+        undecided), and ``"tol"``,
         counts that reproduce the lifted fit within ``tol``, drawn at its
         cross-validated error.
     band_ : matplotlib artist or None
@@ -324,32 +325,12 @@ class HeadSearchDisplay:
                 marker="o",
                 label="k heads",
             )[0]
+            color = lines["counts"].get_color()
             unrefitted = [
                 count
                 for count in counts
                 if np.isnan(count.cv_error) and np.isfinite(count.linearized_cv_error)
             ]
-            stopped = [c for c in unrefitted if c.folds_refitted is not None]
-            if stopped:
-                lines["stopped"] = ax.plot(
-                    [count.n_heads for count in stopped],
-                    [count.linearized_cv_error for count in stopped],
-                    marker="x",
-                    linestyle="none",
-                    color=lines["counts"].get_color(),
-                    label="k heads failing on their first folds' refits "
-                    "(linearized refits shown)",
-                )[0]
-            linearized = [c for c in unrefitted if c.folds_refitted is None]
-            if linearized:
-                lines["linearized"] = ax.plot(
-                    [count.n_heads for count in linearized],
-                    [count.linearized_cv_error for count in linearized],
-                    marker="v",
-                    linestyle="none",
-                    color=lines["counts"].get_color(),
-                    label="k heads, linearized refits only (above threshold: fails)",
-                )[0]
             bounded = [
                 count
                 for count in counts
@@ -357,15 +338,42 @@ class HeadSearchDisplay:
                 and np.isnan(count.linearized_cv_error)
                 and np.isfinite(count.training_error)
             ]
-            if bounded:
-                lines["training"] = ax.plot(
-                    [count.n_heads for count in bounded],
-                    [count.training_error for count in bounded],
-                    marker="^",
-                    linestyle="none",
-                    color=lines["counts"].get_color(),
-                    label="k heads, training error only (above threshold: fails)",
-                )[0]
+            # counts decided before their folds' own refits: (key, counts, the
+            # error drawn, marker, label)
+            partial = [
+                (
+                    "stopped",
+                    [c for c in unrefitted if c.folds_refitted is not None],
+                    "linearized_cv_error",
+                    "x",
+                    "k heads failing on their first folds' refits "
+                    "(linearized refits shown)",
+                ),
+                (
+                    "linearized",
+                    [c for c in unrefitted if c.folds_refitted is None],
+                    "linearized_cv_error",
+                    "v",
+                    "k heads, linearized refits only (above threshold: fails)",
+                ),
+                (
+                    "training",
+                    bounded,
+                    "training_error",
+                    "^",
+                    "k heads, training error only (above threshold: fails)",
+                ),
+            ]
+            for key, drawn, error, marker, label in partial:
+                if drawn:
+                    lines[key] = ax.plot(
+                        [count.n_heads for count in drawn],
+                        [getattr(count, error) for count in drawn],
+                        marker=marker,
+                        linestyle="none",
+                        color=color,
+                        label=label,
+                    )[0]
             within = [count for count in counts if count.criterion == "tol"]
             if within:
                 lines["tol"] = ax.plot(
