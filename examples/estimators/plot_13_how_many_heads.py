@@ -51,6 +51,8 @@ for count in search.counts:
     if np.isfinite(count.cv_error):
         within = f"{count.folds_within} of 5 folds no worse"
         error = f"CV {count.cv_error:.3g} ({within})"
+    elif count.folds_refitted is not None:
+        error = f"failed by its first {count.folds_refitted} folds' refits"
     elif np.isfinite(count.linearized_cv_error):
         error = f"linearized refits {count.linearized_cv_error:.3g}"
     else:
@@ -68,8 +70,10 @@ for count in search.counts:
 # one count at a time: each fold's refit linearized at the full fit (one
 # Gauss-Newton step, cheap, but it has seen every fold) rejects a count above
 # its threshold (triangles down), and a count below it is refitted on each fold
-# from the fold's own starts (circles), which decides. Every count below the
-# chosen one that was fitted fails.
+# from the fold's own starts (circles), which decides; the folds are refitted in
+# order, and a count their first refits already fail, whatever the others hold,
+# is drawn at its linearized error (crosses). Every count below the chosen one
+# that was fitted fails.
 display = HeadSearchDisplay.from_estimator(model)
 display.ax_.set_title("the head search of n_heads='auto'")
 plt.show()
