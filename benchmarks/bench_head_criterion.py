@@ -3,7 +3,8 @@ cross-validated error a count may have, and how a fold's refit is made (issue 31
 
 Run from the repository root: ``PYTHONPATH=. python benchmarks/bench_head_criterion.py
 [--slacks 0 1] [--rule RULE] [--refits] [--near-interpolation] [--low-signal]
-[--many-rows] [--drift] [--folds-size] [--refits-stopped] [--dims 4 8]
+[--many-rows] [--drift] [--folds-size] [--refits-stopped] [--repeated-outputs]
+[--dims 4 8]
 [--sets NAME ...] [--json FILE]``
 (``--slacks`` with no value skips parts 1 and 2).
 
@@ -64,6 +65,9 @@ one-standard-error rule). For each value:
    regressions and classifications), the default read-out with the folds' refits
    stopped at the first folds that fail a count (as shipped) and with every fold
    refitted: the same counts, verdicts and heads (checked), and the work of each.
+10. With ``--repeated-outputs``: outputs that repeat one another, ``[y, y + eps
+    noise]`` against ``y`` alone (``repeated_outputs``), with the outputs counted
+    as their noise's effective number (as shipped) and as independent ones.
 """
 
 import argparse
@@ -77,6 +81,7 @@ from sklearn.base import clone
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+import sklearn_linattn._estimators as estimators
 import sklearn_linattn._heads as heads
 import sklearn_linattn._low_rank as low_rank
 from sklearn_linattn import (
@@ -510,6 +515,64 @@ def refits_stopped(n_fits=80):
     return rows
 
 
+def repeated_outputs():
+    """Part 10: two outputs that repeat one another, ``[y, y + eps s noise]``
+    (``s`` the spread of ``y``, eps 0, 1e-3 and 1e-2), against ``y`` alone:
+    seeds 0 to 5 of a random MHLA ((d, H) in (3, 2), (4, 3), (4, 2), (5, 3);
+    V, Q entries N(0, 1/d)), 3 p sequences of 16 tokens, noise 10% of ``y``'s
+    spread; heads and relative test errors against the noiseless targets of
+    2000 new sequences, with the outputs counted as their effective number (as
+    shipped) and as independent ones (``_effective_outputs`` returning None)."""
+    shipped = estimators._effective_outputs
+    rows = []
+    for eps in (0.0, 1e-3, 1e-2):
+        for seed in range(6):
+            for d, n_heads in ((3, 2), (4, 3), (4, 2), (5, 3)):
+                rng = np.random.default_rng(seed)
+                scale = 1 / np.sqrt(d)
+                truth = MultiHeadLinearAttention(
+                    rng.normal(scale=scale, size=(n_heads, 1, d)),
+                    rng.normal(scale=scale, size=(n_heads, d, d)),
+                )
+                n = 3 * d * d * (d + 1) // 2
+                X = rng.normal(scale=0.25, size=(n, 16, d))
+                X_test = rng.normal(scale=0.25, size=(2000, 16, d))
+                clean, clean_test = truth.predict(X)[:, 0], truth.predict(X_test)[:, 0]
+                y = clean + 0.1 * clean.std() * rng.normal(size=n)
+                Y = np.c_[y, y + eps * y.std() * rng.normal(size=n)]
+
+                def error(model, Z, target):
+                    predicted = np.reshape(model.predict(Z), (len(Z), -1))[:, 0]
+                    return float(np.mean((predicted - target) ** 2) / np.var(target))
+
+                alone = LinearAttentionRegressor().fit(X, y)
+                row = dict(eps=eps, seed=seed, d=d, H=n_heads,
+                           heads_alone=int(alone.n_heads_),
+                           error_alone=error(alone, X_test, clean_test))
+                for label, rule in (("effective", shipped),
+                                    ("independent", lambda *_: None)):
+                    estimators._effective_outputs = rule
+                    try:
+                        both = LinearAttentionRegressor().fit(X, Y)
+                    finally:
+                        estimators._effective_outputs = shipped
+                    row[f"heads_{label}"] = int(both.n_heads_)
+                    row[f"error_{label}"] = error(both, X_test, clean_test)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    for eps in (0.0, 1e-3, 1e-2):
+        part = [r for r in rows if r["eps"] == eps]
+        cells = []
+        for label in ("independent", "effective"):
+            more = sum(r[f"heads_{label}"] > r["heads_alone"] for r in part)
+            ratio = np.exp(np.mean([np.log(r[f"error_{label}"] / r["error_alone"])
+                                    for r in part]))
+            cells.append(f"{label}: more heads than y in {more}, error over y's "
+                         f"{ratio:.3f} (geometric mean)")
+        print(f"eps {eps:g}, {len(part)} fits: " + "; ".join(cells))
+    return rows
+
+
 def _print_against_lifted(label, rows, levels):
     """The regressions' test errors over n_heads=None's above each of the two
     ``levels`` and below 0.9, and the classifications more than 0.02 of
@@ -691,6 +754,10 @@ def main():
         "--refits-stopped", action="store_true",
         help="part 9: the work with refits stopped at the first failing folds",
     )
+    parser.add_argument(
+        "--repeated-outputs", action="store_true",
+        help="part 10: outputs that repeat one another against one output",
+    )
     parser.add_argument("--dims", type=int, nargs="+", default=[4, 8])
     parser.add_argument("--sets", nargs="*", default=list(real.DATA_SETS))
     parser.add_argument("--json", help="also write the results to this file")
@@ -717,6 +784,7 @@ def main():
     drifted = drift() if args.drift else {}
     sizes = folds_size() if args.folds_size else []
     stopped = refits_stopped() if args.refits_stopped else []
+    repeated = repeated_outputs() if args.repeated_outputs else []
     if args.slacks:
         print("\n| data | n_heads=None | " + " | ".join(
             f"SLACK = {s:g} (heads)" for s in args.slacks) + " |")
@@ -738,6 +806,7 @@ def main():
                     drift=drifted,
                     folds_size=sizes,
                     refits_stopped=stopped,
+                    repeated_outputs=repeated,
                 ),
                 handle,
                 indent=1,

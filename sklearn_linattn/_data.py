@@ -481,6 +481,8 @@ class LiftedStatistics:
         ``y^T w``.
     target_square_sum : ndarray of shape (n_outputs,)
         ``sum_i w_i y_i^2``, for the residual sum of squares.
+    target_products : ndarray of shape (n_outputs, n_outputs)
+        ``sum_i w_i y_i y_i^T``, for the residuals' correlations across outputs.
     weight_sum : float
     weight_square_sum : float
         ``sum_i w_i^2``, for the effective number of rows.
@@ -498,6 +500,7 @@ class LiftedStatistics:
         self.feature_sum = np.zeros(n_lifted)
         self.target_sum = np.zeros(n_outputs)
         self.target_square_sum = np.zeros(n_outputs)
+        self.target_products = np.zeros((n_outputs, n_outputs))
         self.weight_sum = 0.0
         self.weight_square_sum = 0.0
         self.n_observations = 0
@@ -532,6 +535,7 @@ class LiftedStatistics:
         weighted.moment = self.moment * weights
         weighted.target_sum = self.target_sum * weights
         weighted.target_square_sum = self.target_square_sum * weights**2
+        weighted.target_products = self.target_products * np.outer(weights, weights)
         return weighted
 
     @property
@@ -573,6 +577,7 @@ class LiftedStatistics:
     def _add_sums(self, targets, row_scale):
         self.target_sum += row_scale @ targets
         self.target_square_sum += np.einsum("ij,ij->j", targets, targets)
+        self.target_products += targets.T @ targets
         self.weight_sum += float(row_scale @ row_scale)
         with np.errstate(over="ignore"):  # (effective_observations: inf is unknown)
             weights = row_scale * row_scale
@@ -678,6 +683,7 @@ class LiftedStatistics:
         self.feature_sum += other.feature_sum
         self.target_sum += other.target_sum
         self.target_square_sum += other.target_square_sum
+        self.target_products += other.target_products
         self.weight_sum += other.weight_sum
         self.weight_square_sum += other.weight_square_sum
         self.n_observations += other.n_observations

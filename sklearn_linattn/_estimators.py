@@ -231,6 +231,26 @@ def _output_weights(solution, data, fit_intercept):
     return np.ldexp(1.0, exponents.astype(int))
 
 
+def _effective_outputs(solution, fit_intercept):
+    """The outputs counted as independent ones for the head search's degrees of
+    freedom: ``m^2 / trace(R^2)``, ``R`` the correlations of the lifted fit's
+    training residuals across the outputs (1 for outputs that repeat one
+    another, about ``m`` for independent noise, about ``c - 1`` for a
+    classifier's ``c`` one-hot outputs with an intercept; theory page,
+    "Several outputs"). None (``m``) with one output, where the solver gives no
+    correlations, or near interpolation (fewer than ``INTERPOLATION_MARGIN``
+    rows per degree of freedom), where the residuals' correlations say little,
+    as for the outputs' weights."""
+    correlation = solution.residual_correlation
+    dof = solution.degrees_of_freedom
+    if correlation is None or dof is None:
+        return None
+    if solution.n_observations < INTERPOLATION_MARGIN * (dof() + fit_intercept):
+        return None
+    m = len(correlation)
+    return float(np.clip(m * m / np.sum(correlation**2), 1.0, m))
+
+
 def _centering_precision(solution, data):
     """The relative precision of the lifted coefficients that centering the
     targets leaves: ``eps`` times an output's energy over its centered energy
@@ -624,6 +644,9 @@ class _LinearAttentionBase(BaseEstimator):
             residual_sum_of_squares=residual,
             error_scale=float(rescaling.squared_error(1.0)),
             output_weights=weights,
+            effective_outputs=_effective_outputs(solution, self.fit_intercept)
+            if searching
+            else None,
             verbose=self.verbose,
         )
         self._log(

@@ -382,6 +382,12 @@ class HeadReadout:
         same weights. Distances and squared errors are of the weighted
         outputs. None: not weighted (one output, classifiers, ``n_heads=None``,
         outputs within a factor sqrt(2) of one noise).
+    effective_outputs : float
+        The outputs counted as independent ones in the held-out tests'
+        equations and degrees of freedom: ``m^2 / trace(R^2)``, ``R`` the
+        correlations of the lifted fit's training residuals across the ``m``
+        outputs (theory page, "Several outputs"); ``m`` near interpolation or
+        where they are not known.
 
     Examples
     --------
@@ -407,6 +413,7 @@ class HeadReadout:
     work_limit: float = float("inf")
     seconds: float = 0.0
     output_weights: object = None
+    effective_outputs: float = 1.0
 
     @property
     def n_heads(self):
@@ -424,11 +431,13 @@ class _Search:
     def __init__(
         self, coef, d, tol, design, folds, budget, verbose, identifiable, residual,
         degrees_of_freedom=None, n_observations=None, fit_intercept=False,
-        residual_sum_of_squares=None,
+        residual_sum_of_squares=None, effective_outputs=None,
     ):
         self.coef, self.d, self.tol = coef, d, tol
         self.identifiable, self.residual = identifiable, residual
         self.m = coef.shape[0]
+        # the outputs counted as independent in equations and degrees of freedom
+        self.outputs = float(self.m if effective_outputs is None else effective_outputs)
         self.design, self.budget = design, budget
         self._folds = folds
         self.verbose = verbose
@@ -734,7 +743,7 @@ class _Search:
             or not held
         ):
             return 1.0
-        equations = self.n_observations * self.m
+        equations = self.n_observations * self.outputs
         trained = equations * (1 - 1 / held)
         if self.lifted_dof >= trained:
             return 1.0
@@ -754,7 +763,7 @@ class _Search:
         "Near interpolation")."""
         if self.degrees_of_freedom is None:
             return False
-        trained = self.n_observations * self.m * (1 - 1 / self.folds.n_folds)
+        trained = self.n_observations * self.outputs * (1 - 1 / self.folds.n_folds)
         return trained < INTERPOLATION_MARGIN * dof
 
     def gcv_fails(self, k, gcv_error):
@@ -786,10 +795,11 @@ class _Search:
         coefficients, ``k (m d + d^2) - k^2`` (``V_h``, ``Q_h``, less ``Q -> G
         Q``), at most ``m p``, or with one output ``p - d (d - k) (d - k + 1) / 2
         + k (d - k)`` (the slices vanish on a (d - k)-dimensional subspace, theory
-        page); plus one per output with an intercept."""
-        d, m = self.d, self.m
+        page); plus one per output with an intercept. Several outputs count as
+        their effective number (:attr:`outputs`)."""
+        d, m = self.d, self.outputs
         p = d * d * (d + 1) // 2
-        if m == 1:
+        if self.m == 1:
             dimension = p - d * (d - k) * (d - k + 1) // 2 + k * (d - k) if k < d else p
         else:
             dimension = min(k * (m * d + d * d) - k * k, m * p)
@@ -801,7 +811,7 @@ class _Search:
         training rows times the outputs; inf without degrees of freedom left.
         With few left it is a poor estimate, but it only ever lowers a
         threshold or fails a count: it can only return more heads than needed."""
-        equations = self.n_observations * self.m
+        equations = self.n_observations * self.outputs
         if self.degrees_of_freedom is None or dof >= equations:
             return np.inf
         return squared_error / (1 - dof / equations) ** 2
@@ -811,7 +821,7 @@ class _Search:
         rows have equations (they fail, :meth:`gcv_fails`)."""
         if self.degrees_of_freedom is None:
             return np.inf
-        equations = self.n_observations * self.m
+        equations = self.n_observations * self.outputs
         return next(
             (k for k in range(1, self.d * self.d + 1)
              if self.head_dof(k) >= equations),
@@ -848,7 +858,7 @@ class _Search:
         dof = self.degrees_of_freedom
         if dof is None:
             return np.nan
-        return ((dof() if callable(dof) else dof) + self.fit_intercept) * self.m
+        return ((dof() if callable(dof) else dof) + self.fit_intercept) * self.outputs
 
     @functools.cached_property
     def lifted_gcv(self):
@@ -996,6 +1006,7 @@ def read_out_heads(
     work_limit=None,
     error_scale=1.0,
     output_weights=None,
+    effective_outputs=None,
     verbose=0,
 ):
     """Heads of a fitted lifted model: the estimators' read-out.
@@ -1052,6 +1063,9 @@ def read_out_heads(
         heads returned are for the outputs as given (their ``W`` with each
         output's rows divided by its weight, in canonical form); distances and
         errors are reported in the weighted units.
+    effective_outputs : float, optional
+        How many independent outputs the outputs count as in the equations and
+        degrees of freedom of the held-out tests (default: all of them).
     verbose : int
         Print each count fitted and its verdict.
 
@@ -1093,7 +1107,7 @@ def read_out_heads(
         search = _Search(
             lifted_coef, d, tol, design, folds, budget, verbose, identifiable,
             residual, degrees_of_freedom, n_observations, fit_intercept,
-            residual_sum_of_squares,
+            residual_sum_of_squares, effective_outputs,
         )
         folded, k, criterion, passes = _search(search, n_heads)
         known = search.split_svd if folded is search.split else None
@@ -1139,6 +1153,7 @@ def read_out_heads(
         work_limit=budget.limit,
         seconds=time.perf_counter() - start,
         output_weights=output_weights,
+        effective_outputs=search.outputs,
     )
 
 

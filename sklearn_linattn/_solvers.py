@@ -132,6 +132,10 @@ class LiftedSolution:
         ``degrees_of_freedom()`` returns the trace of the fit's hat matrix
         (:func:`degrees_of_freedom`; the intercept not counted), computed when
         first asked for; None where the solver cannot tell (``"cg"``).
+    residual_correlation : ndarray of shape (n_outputs, n_outputs) or None
+        The correlations of the weighted training residuals across the outputs
+        (:func:`residual_correlation`); None with one output, where a residual
+        is below the rounding of the sums it comes from, or for ``"cg"``.
     """
 
     coef: np.ndarray
@@ -150,6 +154,7 @@ class LiftedSolution:
     flops: float = 0.0
     mean_gain: np.ndarray = None
     degrees_of_freedom: Callable = None
+    residual_correlation: np.ndarray = None
 
 
 def degrees_of_freedom(matrix, alpha, spectrum):
@@ -342,6 +347,24 @@ def solve_normal(
         )
 
 
+def residual_correlation(cross_products):
+    """Correlations from the residuals' cross products ``sum_i w_i r_i r_i^T``
+    (None with one output, or where a residual is not positive).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> residual_correlation(np.array([[4.0, 2.0], [2.0, 4.0]]))
+    array([[1. , 0.5],
+           [0.5, 1. ]])
+    """
+    squares = np.diag(cross_products)
+    if len(squares) < 2 or not np.all(squares > 0):
+        return None
+    root = np.sqrt(squares)
+    return cross_products / np.outer(root, root)
+
+
 def uncentered_scale(gram, feature_mean, weight_sum):
     """Largest diagonal entry of the uncentered Gram ``gram + weight_sum mean
     mean^T``: centering leaves rounding of about ``eps`` times it, the floor of the
@@ -369,6 +392,17 @@ def _solve_statistics(
     # rounding error it is indistinguishable from zero (noiseless data).
     rounding = data.n_lifted * np.finfo(np.float64).eps
     rounding *= squares + 2 * np.abs(cross) + np.abs(quadratic)
+    correlation = None
+    if not np.any(residual <= rounding):  # the same sums, across outputs
+        products = statistics.target_products
+        if fit_intercept and statistics.weight_sum > 0:
+            products = products - statistics.weight_sum * np.outer(
+                target_mean, target_mean
+            )
+        crossed = coef @ moment
+        correlation = residual_correlation(
+            products - crossed - crossed.T + coef @ gram @ coef.T
+        )
     if np.any(residual <= rounding):
         if hasattr(data, "residual_sum_of_squares"):  # in memory: one more pass
             residual = data.residual_sum_of_squares(coef, feature_mean, target_mean)
@@ -429,6 +463,7 @@ def _solve_statistics(
         target_mean=target_mean,
         certificate=certificate,
         residual_sum_of_squares=residual,
+        residual_correlation=correlation,
         n_observations=statistics.n_observations,
         n_iter=np.ones(coef.shape[0], dtype=int),
         statistics=statistics,
@@ -613,6 +648,7 @@ def _solve_kernel(data, alpha, fit_intercept, heldout=False, rescaled_alpha=None
         target_mean=target_mean,
         certificate=certificate,
         residual_sum_of_squares=rss,
+        residual_correlation=residual_correlation(residual.T @ residual),
         n_observations=data.n_observations,
         n_iter=np.ones(targets.shape[1], dtype=int),
         flops=float(len(kernel)) ** 2 * data.token_dim**2 + len(kernel) ** 3 / 3,

@@ -198,12 +198,14 @@ def test_a_counts_threshold_corrects_for_the_folds_size(n_outputs, fit_intercept
     rho(D) / rho(D_k), rho(D) = (1 - D / E_f) / (1 - D / E): E equations (rows
     times outputs), E_f = 4/5 of them on each fold's fit, D the lifted fit's
     degrees of freedom (p per output, full rank, alpha = 0, plus the intercept)
-    and D_k the k-head models' dimension (theory page), capped at D."""
+    and D_k the k-head models' dimension (theory page), capped at D; the
+    outputs counted as their effective number."""
     d, n_samples = 4, 150
     _, X, y = noisy_sequences(7, d, 2, n_outputs, 0.1, n_samples=n_samples)
     model = LinearAttentionRegressor(fit_intercept=fit_intercept).fit(X, y)
     search = model.head_search_
-    p, m = n_lifted(d), n_outputs
+    p, m = n_lifted(d), search.effective_outputs
+    assert 0.9 * n_outputs < m <= n_outputs  # independent noise
     equations, trained = n_samples * m, 0.8 * n_samples * m
     lifted_dof = (p + fit_intercept) * m
 
@@ -222,6 +224,48 @@ def test_a_counts_threshold_corrects_for_the_folds_size(n_outputs, fit_intercept
         expected = search.cv_error * rho(lifted_dof) / rho(head_dof)
         assert count.threshold == pytest.approx(expected, rel=1e-12)
         assert (count.threshold < search.cv_error) == (head_dof < lifted_dof)
+
+
+@pytest.mark.parametrize("solver", ["normal", "dual"])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("outputs", ["independent", "repeated", "near"])
+def test_outputs_count_as_their_noises_effective_number(outputs, fit_intercept, solver):
+    """head_search_.effective_outputs is m^2 / trace(R^2), R the correlations
+    of n_heads=None's training residuals across the outputs (a naive
+    reference from its predictions): about m for independent noise, 1 for
+    outputs that repeat one another, a little more for outputs that share most
+    of their noise (1.18 measured: 10% of their spread apart)."""
+    _, X, y = noisy_sequences(3, 3, 2, 3, 0.3, n_samples=200)
+    if outputs == "repeated":
+        y = np.c_[y[:, 0], 2 * y[:, 0], y[:, 0]]
+    elif outputs == "near":
+        y = y[:, :1] + 0.1 * y[:, :1].std() * np.random.default_rng(0).normal(
+            size=(len(y), 3)
+        )
+    params = dict(fit_intercept=fit_intercept, solver=solver)
+    search = LinearAttentionRegressor(**params).fit(X, y).head_search_
+    lifted = LinearAttentionRegressor(n_heads=None, **params).fit(X, y)
+    residuals = y - lifted.predict(X)
+    correlation = np.corrcoef(residuals, rowvar=False) if fit_intercept else (
+        residuals.T @ residuals
+        / np.sqrt(np.outer(np.sum(residuals**2, 0), np.sum(residuals**2, 0)))
+    )
+    expected = np.clip(9 / np.sum(correlation**2), 1, 3)
+    assert search.effective_outputs == pytest.approx(expected, rel=1e-6)
+    assert {"independent": 2.7 < expected, "repeated": expected < 1 + 1e-9,
+            "near": 1.05 < expected < 1.5}[outputs]
+
+
+def test_repeated_outputs_get_the_heads_of_one():
+    """Outputs that repeat one another (in other units) count as one output
+    in the held-out tests' degrees of freedom: counted as two, [y, 3 y] got 3
+    heads where y gets 2 (the same fits and errors, a stricter threshold)."""
+    _, X, y = noisy_sequences(0, 3, 2, 1, 0.1)
+    one = LinearAttentionRegressor().fit(X, y[:, 0])
+    both = LinearAttentionRegressor().fit(X, np.c_[y[:, 0], 3 * y[:, 0]])
+    assert both.head_search_.effective_outputs == pytest.approx(1.0, abs=1e-9)
+    assert both.n_heads_ == one.n_heads_ == 2
+    assert both.head_search_.counts_tried == one.head_search_.counts_tried
 
 
 def test_misclassification_is_not_rescaled_for_the_folds_size():
