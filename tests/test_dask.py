@@ -58,6 +58,10 @@ def test_fit_predict_and_certify_equal_in_memory(client, data):
     scale = np.linalg.norm(local.coef_)
     assert np.linalg.norm(remote.coef_ - local.coef_) < 1e-10 * scale
     np.testing.assert_allclose(remote.intercept_, local.intercept_, atol=1e-10)
+    # the outputs' effective number, from the statistics' target cross products
+    assert remote.head_search_.effective_outputs == pytest.approx(
+        local.head_search_.effective_outputs, rel=1e-9
+    )
     assert remote.n_heads_ == local.n_heads_ and remote.n_features_in_ == 24
 
     predictions = remote.predict(X_dask)

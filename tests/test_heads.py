@@ -256,6 +256,22 @@ def test_outputs_count_as_their_noises_effective_number(outputs, fit_intercept, 
             "near": 1.05 < expected < 1.5}[outputs]
 
 
+def test_partial_fit_counts_the_outputs_as_fit_does():
+    """The residuals' correlations come from the statistics' target cross
+    products, which partial_fit batches add up."""
+    _, X, y = noisy_sequences(3, 3, 2, 3, 0.3, n_samples=200)
+    y = np.c_[y[:, :2], y[:, 0] + 0.1 * y[:, 0].std() * np.sign(y[:, 1])]
+    fitted = LinearAttentionRegressor(fit_intercept=True).fit(X, y)
+    batched = LinearAttentionRegressor(fit_intercept=True)
+    for batch in np.array_split(np.arange(len(X)), 3):
+        batched.partial_fit(X[batch], y[batch])
+    assert batched.head_search_.effective_outputs == pytest.approx(
+        fitted.head_search_.effective_outputs, rel=1e-9
+    )
+    assert 1.5 < fitted.head_search_.effective_outputs < 2.9
+    assert batched.n_heads_ == fitted.n_heads_
+
+
 def test_repeated_outputs_get_the_heads_of_one():
     """Outputs that repeat one another (in other units) count as one output
     in the held-out tests' degrees of freedom: counted as two, [y, 3 y] got 3
