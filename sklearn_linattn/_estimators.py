@@ -238,9 +238,10 @@ def _effective_outputs(solution, fit_intercept):
     another, about ``m`` for independent noise, about ``c - 1`` for a
     classifier's ``c`` one-hot outputs with an intercept; theory page,
     "Several outputs"). None (``m``) with one output, where the solver gives no
-    correlations, or near interpolation (fewer than ``INTERPOLATION_MARGIN``
-    rows per degree of freedom), where the residuals' correlations say little,
-    as for the outputs' weights."""
+    correlations (not known to rounding, or ``"cg"``), or below
+    ``INTERPOLATION_MARGIN`` rows of positive weight per degree of freedom,
+    where the residuals' correlations say little, as for the outputs'
+    weights."""
     correlation = solution.residual_correlation
     dof = solution.degrees_of_freedom
     if correlation is None or dof is None:

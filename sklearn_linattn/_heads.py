@@ -386,8 +386,9 @@ class HeadReadout:
         The outputs counted as independent ones in the held-out tests'
         equations and degrees of freedom: ``m^2 / trace(R^2)``, ``R`` the
         correlations of the lifted fit's training residuals across the ``m``
-        outputs (theory page, "Several outputs"); ``m`` near interpolation or
-        where they are not known.
+        outputs (theory page, "Several outputs"); ``m`` below two rows per
+        degree of freedom, where the correlations are not known to rounding,
+        and for ``n_heads=None``.
 
     Examples
     --------
@@ -796,10 +797,11 @@ class _Search:
         Q``), at most ``m p``, or with one output ``p - d (d - k) (d - k + 1) / 2
         + k (d - k)`` (the slices vanish on a (d - k)-dimensional subspace, theory
         page); plus one per output with an intercept. Several outputs count as
-        their effective number (:attr:`outputs`)."""
+        their effective number (:attr:`outputs`), and as one output where
+        that is 1 (to rounding: outputs that repeat one another)."""
         d, m = self.d, self.outputs
         p = d * d * (d + 1) // 2
-        if self.m == 1:
+        if m <= 1 + 1e-9:
             dimension = p - d * (d - k) * (d - k + 1) // 2 + k * (d - k) if k < d else p
         else:
             dimension = min(k * (m * d + d * d) - k * k, m * p)

@@ -134,8 +134,9 @@ class LiftedSolution:
         first asked for; None where the solver cannot tell (``"cg"``).
     residual_correlation : ndarray of shape (n_outputs, n_outputs) or None
         The correlations of the weighted training residuals across the outputs
-        (:func:`residual_correlation`); None with one output, where a residual
-        is below the rounding of the sums it comes from, or for ``"cg"``.
+        (:func:`residual_correlation`); None with one output, where they are not
+        known to 1e-3 for the rounding of the sums they come from (an output
+        fitted to rounding, targets far from zero), or for ``"cg"``.
     """
 
     coef: np.ndarray
@@ -347,9 +348,11 @@ def solve_normal(
         )
 
 
-def residual_correlation(cross_products):
+def residual_correlation(cross_products, rounding=None):
     """Correlations from the residuals' cross products ``sum_i w_i r_i r_i^T``
-    (None with one output, or where a residual is not positive).
+    (None with one output, where a residual is not positive, or where the
+    cross products' ``rounding`` (an upper bound, same shape) exceeds 1e-3 of
+    ``sqrt(r_jj r_kk)``: correlations not known to 1e-3).
 
     Examples
     --------
@@ -361,8 +364,10 @@ def residual_correlation(cross_products):
     squares = np.diag(cross_products)
     if len(squares) < 2 or not np.all(squares > 0):
         return None
-    root = np.sqrt(squares)
-    return cross_products / np.outer(root, root)
+    scale = np.sqrt(np.outer(squares, squares))
+    if rounding is not None and np.any(rounding > 1e-3 * scale):
+        return None
+    return cross_products / scale
 
 
 def uncentered_scale(gram, feature_mean, weight_sum):
@@ -395,13 +400,15 @@ def _solve_statistics(
     correlation = None
     if not np.any(residual <= rounding):  # the same sums, across outputs
         products = statistics.target_products
+        centering = np.zeros_like(products)
         if fit_intercept and statistics.weight_sum > 0:
-            products = products - statistics.weight_sum * np.outer(
-                target_mean, target_mean
-            )
-        crossed = coef @ moment
+            centering = statistics.weight_sum * np.outer(target_mean, target_mean)
+        crossed, quadratic = coef @ moment, coef @ gram @ coef.T
+        terms = np.abs(products) + np.abs(centering) + np.abs(quadratic)
         correlation = residual_correlation(
-            products - crossed - crossed.T + coef @ gram @ coef.T
+            products - centering - crossed - crossed.T + quadratic,
+            data.n_lifted * np.finfo(np.float64).eps
+            * (terms + np.abs(crossed) + np.abs(crossed.T)),
         )
     if np.any(residual <= rounding):
         if hasattr(data, "residual_sum_of_squares"):  # in memory: one more pass
@@ -648,7 +655,12 @@ def _solve_kernel(data, alpha, fit_intercept, heldout=False, rescaled_alpha=None
         target_mean=target_mean,
         certificate=certificate,
         residual_sum_of_squares=rss,
-        residual_correlation=residual_correlation(residual.T @ residual),
+        # an output the kernel fits to rounding has no noise to correlate
+        residual_correlation=residual_correlation(
+            residual.T @ residual,
+            data.n_lifted * np.finfo(np.float64).eps
+            * np.sqrt(np.outer(*[np.sum(centered_targets**2, axis=0)] * 2)),
+        ),
         n_observations=data.n_observations,
         n_iter=np.ones(targets.shape[1], dtype=int),
         flops=float(len(kernel)) ** 2 * data.token_dim**2 + len(kernel) ** 3 / 3,

@@ -272,16 +272,45 @@ def test_partial_fit_counts_the_outputs_as_fit_does():
     assert batched.n_heads_ == fitted.n_heads_
 
 
-def test_repeated_outputs_get_the_heads_of_one():
+@pytest.mark.parametrize("solver", ["normal", "dual"])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_repeated_outputs_get_the_heads_of_one(fit_intercept, solver):
     """Outputs that repeat one another (in other units) count as one output
-    in the held-out tests' degrees of freedom: counted as two, [y, 3 y] got 3
-    heads where y gets 2 (the same fits and errors, a stricter threshold)."""
+    in the held-out tests' degrees of freedom, with one output's k-head
+    dimension: counted as two, [y, 3 y] got 3 heads where y gets 2 (the same
+    fits and errors, a stricter threshold)."""
     _, X, y = noisy_sequences(0, 3, 2, 1, 0.1)
-    one = LinearAttentionRegressor().fit(X, y[:, 0])
-    both = LinearAttentionRegressor().fit(X, np.c_[y[:, 0], 3 * y[:, 0]])
+    params = dict(fit_intercept=fit_intercept, solver=solver)
+    one = LinearAttentionRegressor(**params).fit(X, y[:, 0])
+    both = LinearAttentionRegressor(**params).fit(X, np.c_[y[:, 0], 3 * y[:, 0]])
     assert both.head_search_.effective_outputs == pytest.approx(1.0, abs=1e-9)
-    assert both.n_heads_ == one.n_heads_ == 2
+    assert both.n_heads_ == one.n_heads_
     assert both.head_search_.counts_tried == one.head_search_.counts_tried
+
+
+@pytest.mark.parametrize("solver", ["normal", "dual"])
+@pytest.mark.parametrize("fitted", ["exactly", "far from zero"])
+def test_outputs_count_as_independent_where_correlations_are_rounding(
+    fitted, solver
+):
+    """An output the lifted fit reproduces to rounding has no noise to
+    correlate, and targets far from zero leave the correlations from the
+    statistics to rounding: the outputs count as m (the dual solver, from
+    its residual rows, knows them far from zero)."""
+    truth, X, y = noisy_sequences(2, 3, 2, 2, 0.3, n_samples=200)
+    if fitted == "exactly":
+        y = np.c_[y, truth.predict(X)[:, 0]]
+    else:
+        y = np.c_[y, y[:, 0] + 0.3 * np.random.default_rng(1).normal(size=len(y))]
+        y = y + 1e7
+    search = LinearAttentionRegressor(fit_intercept=True, solver=solver).fit(
+        X, y
+    ).head_search_
+    assert np.isfinite(search.effective_outputs)
+    if fitted == "exactly" or solver == "normal":
+        assert search.effective_outputs == 3.0
+    else:
+        assert 1.5 < search.effective_outputs < 3.0
 
 
 def test_misclassification_is_not_rescaled_for_the_folds_size():
