@@ -193,6 +193,19 @@ def _output_energies(solution, data, fit_intercept):
     return energies, (energies > rounding) & (energies > 0), squares, weight
 
 
+def _residuals_estimate_noise(solution, fit_intercept):
+    """Whether the lifted fit has ``INTERPOLATION_MARGIN`` rows (of positive
+    weight) or more per degree of freedom, so that its residuals estimate the
+    noise: every row counts, not Kish's effective number as in the head search,
+    as the outputs share the rows, weights and hat matrix, and their residuals'
+    ratios and correlations are what is used (Kish's count discarded them under
+    exponential weights, benchmarks/README.md, eleventh pass)."""
+    dof = solution.degrees_of_freedom
+    return dof is not None and solution.n_observations >= INTERPOLATION_MARGIN * (
+        dof() + fit_intercept
+    )
+
+
 def _output_weights(solution, data, fit_intercept):
     """Powers of two that weigh the outputs of a multi-output regression by
     their noise for the head read-out (None: all within a factor sqrt(2), or
@@ -213,15 +226,7 @@ def _output_weights(solution, data, fit_intercept):
     if not varying.any():
         return None
     residual = np.zeros(len(energies))
-    dof = solution.degrees_of_freedom
-    # every row of positive weight, not Kish's effective number as the head
-    # search counts them: the outputs share the rows, weights and hat matrix, so
-    # their residuals' ratios estimate their noises' where a few rows carry most
-    # of the weight too (Kish's count discarded them under exponential weights,
-    # benchmarks/README.md, eleventh pass)
-    rows = solution.n_observations
-    if dof is not None and rows >= INTERPOLATION_MARGIN * (dof() + fit_intercept):
-        # residual degrees of freedom to spare: the residuals estimate the noise
+    if _residuals_estimate_noise(solution, fit_intercept):
         residual = np.asarray(solution.residual_sum_of_squares, dtype=float)
     noise = np.sqrt(np.maximum(residual, _NOISE_FLOOR * energies)[varying])
     exponents = np.zeros(len(energies))
@@ -243,10 +248,7 @@ def _effective_outputs(solution, fit_intercept):
     where the residuals' correlations say little, as for the outputs'
     weights."""
     correlation = solution.residual_correlation
-    dof = solution.degrees_of_freedom
-    if correlation is None or dof is None:
-        return None
-    if solution.n_observations < INTERPOLATION_MARGIN * (dof() + fit_intercept):
+    if correlation is None or not _residuals_estimate_noise(solution, fit_intercept):
         return None
     m = len(correlation)
     return float(np.clip(m * m / np.sum(correlation**2), 1.0, m))

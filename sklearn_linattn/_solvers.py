@@ -391,7 +391,8 @@ def _solve_statistics(
     coef = solve_gram(gram, moment, alpha, spectrum)
     _check_shrinkage(coef, given, alpha, np.trace(gram) / data.n_lifted)
     cross = np.einsum("op,po->o", coef, moment)
-    quadratic = np.einsum("op,op->o", coef @ gram, coef)
+    projected = coef @ gram
+    quadratic = np.einsum("op,op->o", projected, coef)
     residual = squares - 2 * cross + quadratic
     # From the statistics the residual is a difference of large terms: below their
     # rounding error it is indistinguishable from zero (noiseless data).
@@ -403,10 +404,10 @@ def _solve_statistics(
         centering = np.zeros_like(products)
         if fit_intercept and statistics.weight_sum > 0:
             centering = statistics.weight_sum * np.outer(target_mean, target_mean)
-        crossed, quadratic = coef @ moment, coef @ gram @ coef.T
-        terms = np.abs(products) + np.abs(centering) + np.abs(quadratic)
+        crossed, quadratics = coef @ moment, projected @ coef.T
+        terms = np.abs(products) + np.abs(centering) + np.abs(quadratics)
         correlation = residual_correlation(
-            products - centering - crossed - crossed.T + quadratic,
+            products - centering - crossed - crossed.T + quadratics,
             data.n_lifted * np.finfo(np.float64).eps
             * (terms + np.abs(crossed) + np.abs(crossed.T)),
         )
@@ -645,6 +646,7 @@ def _solve_kernel(data, alpha, fit_intercept, heldout=False, rescaled_alpha=None
         reflection=reflection,
     )
     rss = np.einsum("no,no->o", residual, residual)
+    energy = np.einsum("no,no->o", centered_targets, centered_targets)
     head_design, heldout_folds = _row_head_problem(
         data, pairs, queries, kernel_uncentered, alpha, fit_intercept, rss, coef,
         heldout,
@@ -658,8 +660,9 @@ def _solve_kernel(data, alpha, fit_intercept, heldout=False, rescaled_alpha=None
         # an output the kernel fits to rounding has no noise to correlate
         residual_correlation=residual_correlation(
             residual.T @ residual,
-            data.n_lifted * np.finfo(np.float64).eps
-            * np.sqrt(np.outer(*[np.sum(centered_targets**2, axis=0)] * 2)),
+            data.n_lifted
+            * np.finfo(np.float64).eps
+            * np.sqrt(np.outer(energy, energy)),
         ),
         n_observations=data.n_observations,
         n_iter=np.ones(targets.shape[1], dtype=int),
