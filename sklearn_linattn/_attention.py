@@ -8,6 +8,8 @@ determined by the function, and ``theta = (W[a,b,c,e] + W[a,c,b,e]) / sqrt(2)``
 (``theta = W[a,b,b,e]`` on the diagonal).
 """
 
+import functools
+
 import numpy as np
 
 from ._rollout import heads_readout, rollout
@@ -16,11 +18,17 @@ from ._validation import validate_sequences
 __all__ = ["MultiHeadLinearAttention", "fold_lifted_coef", "unfold_lifted_coef"]
 
 
-def _pair_scales(token_dim):
-    """Row and column indices of the pairs ``b <= c`` and ``1 / w_bc`` for each."""
-    rows, cols = np.triu_indices(token_dim)
+@functools.lru_cache(maxsize=16)
+def _fold_indices(token_dim):
+    """Flat positions of ``W[b, c, e]`` and ``W[c, b, e]`` (within one output's
+    ``d^3`` block) for each lifted feature, and the feature's ``1 / w_bc``."""
+    d = token_dim
+    rows, cols = np.triu_indices(d)
     scales = np.where(rows == cols, 1.0, 1.0 / np.sqrt(2.0))
-    return rows, cols, scales
+    e = np.arange(d)
+    first = ((rows[:, None] * d + cols[:, None]) * d + e).ravel()
+    second = ((cols[:, None] * d + rows[:, None]) * d + e).ravel()
+    return first, second, np.repeat(scales, d)
 
 
 def fold_lifted_coef(lifted_coef, token_dim):
@@ -38,14 +46,13 @@ def fold_lifted_coef(lifted_coef, token_dim):
     -------
     folded : ndarray of shape (n_outputs * token_dim, token_dim * token_dim)
     """
-    d = token_dim
+    first, second, scales = _fold_indices(token_dim)
     n_outputs = lifted_coef.shape[0]
-    rows, cols, scales = _pair_scales(d)
-    theta = lifted_coef.reshape(n_outputs, rows.size, d) * scales[None, :, None]
-    w = np.zeros((n_outputs, d, d, d))
-    w[:, rows, cols, :] = theta
-    w[:, cols, rows, :] = theta
-    return w.reshape(n_outputs * d, d * d)
+    folded = np.zeros((n_outputs, token_dim**3))
+    values = lifted_coef * scales
+    folded[:, first] = values
+    folded[:, second] = values
+    return folded.reshape(n_outputs * token_dim, token_dim * token_dim)
 
 
 def unfold_lifted_coef(folded, token_dim):
@@ -61,12 +68,10 @@ def unfold_lifted_coef(folded, token_dim):
     -------
     lifted_coef : ndarray of shape (n_outputs, n_lifted_features)
     """
-    d = token_dim
-    w = folded.reshape(-1, d, d, d)
-    rows, cols, scales = _pair_scales(d)
+    first, second, scales = _fold_indices(token_dim)
+    flat = folded.reshape(-1, token_dim**3)
     # theta = (W[a,b,c,e] + W[a,c,b,e]) * w_bc / 2, i.e. W[a,b,b,e] on the diagonal.
-    theta = (w[:, rows, cols, :] + w[:, cols, rows, :]) / (2.0 * scales[None, :, None])
-    return theta.reshape(w.shape[0], -1)
+    return (flat[:, first] + flat[:, second]) * (0.5 / scales)
 
 
 class MultiHeadLinearAttention:
@@ -370,7 +375,6 @@ class MultiHeadLinearAttention:
             )
         difference = self.lifted_coef() - other.lifted_coef()
         if convention == "paper":
-            _, _, scales = _pair_scales(self.token_dim)  # 1 / w_bc
-            d = self.token_dim
-            difference = difference.reshape(self.n_outputs, -1, d) / scales[:, None]
+            _, _, scales = _fold_indices(self.token_dim)  # 1 / w_bc
+            difference = difference / scales
         return float(np.linalg.norm(difference))

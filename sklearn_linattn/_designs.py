@@ -21,7 +21,7 @@ import functools
 import numpy as np
 import scipy.sparse
 
-from ._low_rank import _fold_indices, fold_lifted_coef
+from ._attention import _fold_indices, fold_lifted_coef
 
 __all__ = [
     "LiftedDesign",

@@ -21,10 +21,11 @@ is refitted on each training set, as a refit would.
 import numpy as np
 import scipy.linalg
 
+from ._attention import unfold_lifted_coef
 from ._data import sum_statistics
 from ._designs import LiftedDesign, SequenceDesign, predict_rows, rows_are_cheaper
 from ._lift import lifted_matvec
-from ._low_rank import head_coef, unfold_lifted_coef
+from ._low_rank import head_coef
 
 __all__ = ["RowFolds", "StatisticsFolds", "metric_factor", "moments_of_pairs"]
 

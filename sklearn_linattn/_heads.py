@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ._attention import fold_lifted_coef, unfold_lifted_coef
 from ._data import single_threaded_blas
 from ._designs import LiftedDesign, PenalizedDesign, design_loss
 from ._low_rank import (
@@ -42,12 +43,10 @@ from ._low_rank import (
     Budget,
     completion_queries,
     fit_heads,
-    fold_lifted_coef,
     head_coef,
     isotropic_queries,
     linearized_refit,
     svd,
-    unfold_lifted_coef,
 )
 
 __all__ = ["CountFit", "HeadReadout", "paper_heads", "read_out_heads"]

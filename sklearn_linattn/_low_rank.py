@@ -21,51 +21,18 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse.linalg
 
+from ._attention import fold_lifted_coef, unfold_lifted_coef
+
 __all__ = [
     "Budget",
     "completion_queries",
     "fit_heads",
-    "fold_lifted_coef",
     "head_coef",
     "isotropic_queries",
     "levenberg_marquardt",
     "linearized_refit",
     "svd",
-    "unfold_lifted_coef",
 ]
-
-
-@functools.lru_cache(maxsize=16)
-def _fold_indices(token_dim):
-    """Flat positions of ``W[b, c, e]`` and ``W[c, b, e]`` (within one output's
-    ``d^3`` block) for each lifted feature, and the feature's scale."""
-    d = token_dim
-    rows, cols = np.triu_indices(d)
-    scales = np.where(rows == cols, 1.0, 1.0 / np.sqrt(2.0))
-    e = np.arange(d)
-    first = ((rows[:, None] * d + cols[:, None]) * d + e).ravel()
-    second = ((cols[:, None] * d + rows[:, None]) * d + e).ravel()
-    return first, second, np.repeat(scales, d)
-
-
-def fold_lifted_coef(lifted_coef, token_dim):
-    """The symmetric split ``W[(a, b), (c, e)]`` of lifted coefficients (the
-    adjoint of :func:`unfold_lifted_coef`; as
-    :func:`sklearn_linattn._attention.fold_lifted_coef`, with cached indices)."""
-    first, second, scales = _fold_indices(token_dim)
-    n_outputs = lifted_coef.shape[0]
-    folded = np.zeros((n_outputs, token_dim**3))
-    values = lifted_coef * scales
-    folded[:, first] = values
-    folded[:, second] = values
-    return folded.reshape(n_outputs * token_dim, token_dim * token_dim)
-
-
-def unfold_lifted_coef(folded, token_dim):
-    """Lifted coefficients of a folded ``W``."""
-    first, second, scales = _fold_indices(token_dim)
-    flat = folded.reshape(-1, token_dim**3)
-    return (flat[:, first] + flat[:, second]) * (0.5 / scales)
 
 
 # LAPACK's routines called directly: scipy.linalg's wrappers (checks, workspace
