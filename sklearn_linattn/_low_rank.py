@@ -294,6 +294,7 @@ def levenberg_marquardt(
     structured=True,
     resolution=0.0,
     astray=None,
+    target_norm=0.0,
 ):
     """Minimize ``||r(x)||^2`` by Levenberg-Marquardt.
 
@@ -306,9 +307,12 @@ def levenberg_marquardt(
     ``stall[0]`` steps taken lowered the loss beyond ``baseline`` by less than a
     fraction ``stall[1]`` (or by less than ``resolution``), when no damping gives
     descent or (without ``rounding``, from the normal equations) no step gains
-    more by the linear model than eps times the loss (its rounding), when
+    more by the linear model than the loss's rounding, when
     ``budget`` (a :class:`Budget` charged with the flops of every evaluation and
-    step) runs out, or at a point taken where ``astray(point)`` is true.
+    step) runs out, or at a point taken where ``astray(point)`` is true. The
+    loss's rounding is eps times the larger of the loss and ``target_norm``
+    times the residual's norm: a residual formed as a difference from targets
+    of norm ``target_norm`` carries their rounding.
     With ``rounding`` (a loss change indistinguishable from rounding), steps that
     the linear model says gain no more than that are taken unless they raise the
     loss by more: near a minimum the loss cannot tell steps apart, but the
@@ -354,9 +358,11 @@ def levenberg_marquardt(
                 predicted = point.loss - float(linear @ linear)
             # at a minimum: no step gains more than the loss's rounding (the
             # damping would otherwise grow through a dozen rejected steps). Not
-            # 1e3 times that: fits then stopped short (a 4-head fit above the
-            # 3-head one, benchmarks/README.md)
-            floor = np.finfo(float).eps * point.loss
+            # 1e3 times eps * loss: fits then stopped short (a 4-head fit above
+            # the 3-head one, benchmarks/README.md)
+            floor = np.finfo(float).eps * max(
+                point.loss, target_norm * np.sqrt(point.loss)
+            )
             if (
                 normal is not None
                 and rounding == 0
@@ -467,6 +473,7 @@ def fit_heads(
         structured=design.structured,
         resolution=resolution,
         astray=None if max_norm == np.inf else functools.partial(_beyond, max_norm),
+        target_norm=size,
     )
     return point.value_rows(), point.query_rows, point.loss, n_steps
 

@@ -330,6 +330,28 @@ def test_a_fit_started_at_its_minimum_stops_at_once(rng):
     np.testing.assert_array_equal(query_rows, previous)
 
 
+def test_a_fit_near_its_targets_stops_at_its_minimum():
+    """Against lifted coefficients in a Gram metric the loss of heads near them
+    is far below the targets' energy, and its rounding is the targets': a fit
+    restarted at its minimum stops at once (eps times the loss alone took 11
+    rejected steps at every restart of this fit: 10% noise on one head's
+    coefficients)."""
+    rng = np.random.default_rng(2)
+    d, k = 3, 1
+    features = naive_lifted_features(random_sequences(rng, 300, 6, d))
+    coef = random_attention(rng, d, k).lifted_coef()
+    noise = 0.1 * np.linalg.norm(coef) / np.sqrt(coef.size)
+    target = coef + noise * rng.normal(size=coef.shape)
+    design = LiftedDesign(target, d, np.linalg.cholesky(features.T @ features))
+    query_rows = rng.normal(size=(k, d * d))
+    for _ in range(20):  # restarts end at the minimum
+        previous = query_rows
+        _, query_rows, loss, n_steps = fit_heads(design, previous, 100)
+    assert n_steps == 1
+    np.testing.assert_array_equal(query_rows, previous)
+    assert loss < 1e-2 * float(np.vdot(design.targets, design.targets))
+
+
 def test_a_fit_stops_at_the_first_step_beyond_its_norm_bound(rng):
     """``max_norm`` ends a fit at the first step taken to heads whose lifted
     coefficients exceed it (heads drifting along a singular metric's null
