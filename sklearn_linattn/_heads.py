@@ -69,7 +69,7 @@ START_SEED = 20261201
 # a start within SAME_START (relative) of a better one is not refined.
 SCREEN_ITER = 5
 SCREEN_KEPT = 2
-SAME_START = 1e-3
+SAME_START = 3e-3
 # Levenberg-Marquardt steps per start, and to polish the returned heads.
 FIT_ITER = 100
 POLISH_ITER = 20
