@@ -435,7 +435,10 @@ def _solve_statistics(
         if spectrum.factor is not None and alpha == 0:  # G = U^T U, computed
             factor = spectrum.factor.T
         else:
-            factor = metric_factor(gram, alpha, spectrum.tol)[0]
+            # on the solve's threads: the factor of a singular Gram is not
+            # unique, and heads fitted along its null space follow its bits
+            with _dense_threads(data.n_lifted):
+                factor = metric_factor(gram, alpha, spectrum.tol)[0]
         if in_memory is not None and rows_are_cheaper(
             in_memory.n_rows, factor.shape[1], data.token_dim, alpha
         ):

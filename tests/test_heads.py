@@ -1586,6 +1586,21 @@ def test_thread_counts_do_not_change_the_heads(noise):
     assert_same_model(single, double)
 
 
+def test_thread_counts_do_not_change_heads_on_a_singular_gram():
+    """Token coordinates no sequence uses (sklearn digits' blank pixels) make
+    the Gram singular, its factor not unique, and the heads free along its null
+    space: fitted there, heads follow the factor's bits (on digits, 5 heads
+    100% apart in coef_ between 1 and 2 BLAS threads). The factor is computed on
+    the solve's threads, one for p below 4096: the same model to the bit."""
+    X, y, _ = make_random_mhla(300, 6, 8, n_heads=2, noise=0.1, random_state=0)
+    X[:, :, 6:] = 0.0
+    with threadpool_limits(1):
+        single = LinearAttentionRegressor().fit(X, y)
+    with threadpool_limits(2):
+        double = LinearAttentionRegressor().fit(X, y)
+    assert_same_model(single, double, rtol=0.0)
+
+
 @pytest.mark.parametrize(
     "Estimator", [LinearAttentionRegressorCV, LinearAttentionClassifierCV]
 )
