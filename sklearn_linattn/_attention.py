@@ -92,9 +92,9 @@ class MultiHeadLinearAttention:
     Attributes
     ----------
     value_matrices : ndarray of shape (n_heads, n_outputs, token_dim)
-        The value matrices ``V_h``, as float64 (a copy when the input was not).
+        The value matrices ``V_h``: a float64 copy of the input.
     query_matrices : ndarray of shape (n_heads, token_dim, token_dim)
-        The fused key-query matrices ``Q_h``, as float64.
+        The fused key-query matrices ``Q_h``: a float64 copy of the input.
     n_heads : int
         The number of heads ``H``.
     n_outputs : int
@@ -119,8 +119,17 @@ class MultiHeadLinearAttention:
     """
 
     def __init__(self, value_matrices, query_matrices):
-        value = np.asarray(value_matrices, dtype=np.float64)
-        query = np.asarray(query_matrices, dtype=np.float64)
+        for name, matrices in (
+            ("value_matrices", value_matrices), ("query_matrices", query_matrices)
+        ):
+            if np.iscomplexobj(matrices):
+                raise ValueError(
+                    f"{name} must be real; got complex values (a real model has "
+                    "real matrices: pass their real part explicitly if it is meant)."
+                )
+        # copies: a model does not change with the caller's arrays
+        value = np.array(value_matrices, dtype=np.float64)
+        query = np.array(query_matrices, dtype=np.float64)
         if value.ndim != 3:
             raise ValueError(
                 "value_matrices must have shape (n_heads, n_outputs, token_dim), got "

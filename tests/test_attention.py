@@ -106,6 +106,20 @@ def test_bad_shapes(value_shape, query_shape, match):
         MultiHeadLinearAttention(np.ones(value_shape), np.ones(query_shape))
 
 
+def test_complex_matrices_are_refused_and_inputs_copied(rng):
+    value, query = rng.normal(size=(1, 1, 3)), rng.normal(size=(1, 3, 3))
+    with pytest.raises(ValueError, match="value_matrices must be real"):
+        MultiHeadLinearAttention(value + 1j * value, query)
+    with pytest.raises(ValueError, match="query_matrices must be real"):
+        MultiHeadLinearAttention(value, query.astype(complex))
+    model = MultiHeadLinearAttention(value, query)
+    X = rng.normal(size=(4, 5, 3))
+    before = model.predict(X)
+    value[:] = 0.0  # the caller's arrays change; the model does not
+    query[:] = 0.0
+    np.testing.assert_array_equal(model.predict(X), before)
+
+
 def test_bad_predict_input_and_distance_arguments(rng):
     model = random_attention(rng, 3, 1)
     with pytest.raises(ValueError, match="token dimension 4"):
