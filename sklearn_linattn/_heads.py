@@ -537,14 +537,16 @@ class _Search:
         generalized cross-validation), ``"linearized"`` (and the linearized
         refits) or ``"refits"`` (and the folds' own refits). A count no test
         has failed is left with the criterion of the last it passed
-        (undecided); without ``bound``, its training error decides nothing and
-        every fold is refitted (a count asked for reports its held-out
-        errors)."""
+        (undecided); without ``bound``, neither its training error nor its
+        linearized refits decide, and every fold is refitted (a count asked
+        for reports its held-out errors)."""
         if k not in self.fits:
             self.fits[k] = self._fit(k, refine, bound)
         value_rows, query_rows, count = self.fits[k]
-        refits = functools.partial(self.refits, stop_early=bound)
-        tests = {"training": self.linearized_refits, "linearized": refits}
+        tests = {
+            "training": functools.partial(self.linearized_refits, decide=bound),
+            "linearized": functools.partial(self.refits, stop_early=bound),
+        }
         order = ("training", "linearized", "refits")
         while (
             count.criterion in tests
@@ -873,7 +875,7 @@ class _Search:
         squared_error = self.residual_sum_of_squares / self.folds.squared_weight
         return self.generalized_cv(squared_error, self.lifted_dof)
 
-    def linearized_refits(self, k, value_rows, query_rows, count):
+    def linearized_refits(self, k, value_rows, query_rows, count, decide=True):
         """The first held-out test of k heads: each fold's refit linearized at
         the full fit (:func:`linearized_refit`, one Gauss-Newton step); above
         the threshold, the count fails; with many rows a pass on every fold
@@ -881,7 +883,8 @@ class _Search:
         errors' precision, ``LINEARIZED_TOL`` (relative), so that rounding
         decides no tie with the threshold (where a count's linearized refits
         reproduce the folds' lifted fits): a tie goes to the folds' own
-        refits."""
+        refits. Without ``decide`` (a count asked for) the error is only
+        reported, and the folds' own refits decide."""
         folds, errors = self.folds, []
         for fold in range(folds.n_folds):
             design, coef = folds.design(fold), folds.coef(fold)
@@ -894,6 +897,8 @@ class _Search:
             return replace(count, criterion=None)
         error = folds.summary(errors)[0]
         count = replace(count, linearized_cv_error=error)
+        if not decide:
+            return replace(count, criterion="linearized")
         decided = self.linearized_verdict(k, count, errors)
         if decided is not None:
             return decided

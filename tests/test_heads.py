@@ -961,6 +961,26 @@ def test_refits_stop_at_the_first_folds_that_fail_a_count(classify, seed, monkey
         assert count.folds_within == full.folds_within
 
 
+@pytest.mark.parametrize("n_rows", [200, 1000])
+def test_a_count_asked_for_is_refitted_on_every_fold(n_rows):
+    """n_heads=k reports the held-out error of its folds' own refits, also
+    where the linearized refits would decide the search's verdict (fail it
+    above the threshold, or with many rows pass it): the verdict is the
+    refits' and agrees with the search's, which the linearized refits decide
+    only where they stand for the refits."""
+    X, y, _ = make_random_mhla(n_rows, 8, 4, n_heads=2, random_state=0)
+    y = y + 0.1 * y.std() * np.random.default_rng(0).normal(size=y.shape)
+    searched = LinearAttentionRegressor().fit(X, y).head_search_
+    for k in (1, 2, 3):
+        count = LinearAttentionRegressor(n_heads=k).fit(X, y).head_search_.counts[0]
+        assert count.folds_refitted == 5 and np.isfinite(count.cv_error)
+        assert np.isfinite(count.linearized_cv_error)
+        if k in searched.counts_tried and count.criterion == "cv":
+            searched_count = searched.counts[searched.counts_tried.index(k)]
+            if searched_count.passes is not None:
+                assert count.passes == searched_count.passes
+
+
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_cv_classifiers_judge_heads_as_the_plain_classifier_does(n_classes):
     """The cross-validated classifiers keep the rows in memory, so their head
