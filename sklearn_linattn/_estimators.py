@@ -241,8 +241,9 @@ def _effective_outputs(solution, fit_intercept):
     freedom: ``m^2 / trace(R^2)``, ``R`` the correlations of the lifted fit's
     training residuals across the outputs (1 for outputs that repeat one
     another, about ``m`` for independent noise, about ``c - 1`` for a
-    classifier's ``c`` one-hot outputs with an intercept; theory page,
-    "Several outputs"). None (``m``) with one output, where the solver gives no
+    classifier's ``c`` one-hot outputs with an intercept; outputs fitted
+    exactly do not count; theory page, "Several outputs"). None (``m``) with
+    one output, where the solver gives no
     correlations (not known to rounding, or ``"cg"``), or below
     ``INTERPOLATION_MARGIN`` rows of positive weight per degree of freedom,
     where the residuals' correlations say little, as for the outputs'
@@ -250,8 +251,8 @@ def _effective_outputs(solution, fit_intercept):
     correlation = solution.residual_correlation
     if correlation is None or not _residuals_estimate_noise(solution, fit_intercept):
         return None
-    m = len(correlation)
-    return float(np.clip(m * m / np.sum(correlation**2), 1.0, m))
+    noisy = int(np.count_nonzero(np.diag(correlation)))  # outputs fitted exactly: 0
+    return float(np.clip(noisy * noisy / np.sum(correlation**2), 1.0, noisy))
 
 
 def _centering_precision(solution, data):

@@ -385,9 +385,10 @@ class HeadReadout:
         The outputs counted as independent ones in the held-out tests'
         equations and degrees of freedom: ``m^2 / trace(R^2)``, ``R`` the
         correlations of the lifted fit's training residuals across the ``m``
-        outputs (theory page, "Several outputs"); ``m`` below two rows per
-        degree of freedom, where the correlations are not known to rounding,
-        and for ``n_heads=None``.
+        outputs that have noise (those it fits to rounding do not count;
+        theory page, "Several outputs"); ``m`` below two rows per degree of
+        freedom, where the correlations are not known to rounding, and for
+        ``n_heads=None``.
 
     Examples
     --------

@@ -134,9 +134,10 @@ class LiftedSolution:
         first asked for; None where the solver cannot tell (``"cg"``).
     residual_correlation : ndarray of shape (n_outputs, n_outputs) or None
         The correlations of the weighted training residuals across the outputs
-        (:func:`residual_correlation`); None with one output, where they are not
-        known to 1e-3 for the rounding of the sums they come from (an output
-        fitted to rounding, targets far from zero), or for ``"cg"``.
+        with noise, zero for outputs fitted to the rounding of the sums they
+        come from (:func:`residual_correlation`); None with one output, where
+        no output has noise, where they are not known to 1e-3 (targets far
+        from zero), or for ``"cg"``.
     """
 
     coef: np.ndarray
@@ -350,9 +351,11 @@ def solve_normal(
 
 def residual_correlation(cross_products, rounding=None):
     """Correlations from the residuals' cross products ``sum_i w_i r_i r_i^T``
-    (None with one output, where a residual is not positive, or where the
-    cross products' ``rounding`` (an upper bound, same shape) exceeds 1e-3 of
-    ``sqrt(r_jj r_kk)``: correlations not known to 1e-3).
+    among the outputs with noise, zero rows and columns for the others (a
+    residual within its ``rounding``, an upper bound of the same shape, or not
+    positive: an output fitted exactly). None with one output, where no output
+    has noise, or where ``rounding`` exceeds 1e-3 of ``sqrt(r_jj r_kk)`` for
+    two outputs with noise (correlations not known to 1e-3).
 
     Examples
     --------
@@ -360,14 +363,21 @@ def residual_correlation(cross_products, rounding=None):
     >>> residual_correlation(np.array([[4.0, 2.0], [2.0, 4.0]]))
     array([[1. , 0.5],
            [0.5, 1. ]])
+    >>> residual_correlation(np.array([[4.0, 0.0], [0.0, 0.0]]))  # one is exact
+    array([[1., 0.],
+           [0., 0.]])
     """
     squares = np.diag(cross_products)
-    if len(squares) < 2 or not np.all(squares > 0):
+    rounding = np.zeros_like(cross_products) if rounding is None else rounding
+    noisy = squares > np.maximum(np.diag(rounding), 0.0)
+    if len(squares) < 2 or not np.any(noisy):
         return None
-    scale = np.sqrt(np.outer(squares, squares))
-    if rounding is not None and np.any(rounding > 1e-3 * scale):
+    positive = np.where(noisy, squares, 0.0)  # a residual at rounding can be < 0
+    scale = np.sqrt(np.outer(positive, positive))
+    both = np.outer(noisy, noisy)
+    if np.any(rounding[both] > 1e-3 * scale[both]):
         return None
-    return cross_products / scale
+    return np.where(both, cross_products / np.where(both, scale, 1.0), 0.0)
 
 
 def uncentered_scale(gram, feature_mean, weight_sum):
@@ -398,19 +408,18 @@ def _solve_statistics(
     # rounding error it is indistinguishable from zero (noiseless data).
     rounding = data.n_lifted * np.finfo(np.float64).eps
     rounding *= squares + 2 * np.abs(cross) + np.abs(quadratic)
-    correlation = None
-    if not np.any(residual <= rounding):  # the same sums, across outputs
-        products = statistics.target_products
-        centering = np.zeros_like(products)
-        if fit_intercept and statistics.weight_sum > 0:
-            centering = statistics.weight_sum * np.outer(target_mean, target_mean)
-        crossed, quadratics = coef @ moment, projected @ coef.T
-        terms = np.abs(products) + np.abs(centering) + np.abs(quadratics)
-        correlation = residual_correlation(
-            products - centering - crossed - crossed.T + quadratics,
-            data.n_lifted * np.finfo(np.float64).eps
-            * (terms + np.abs(crossed) + np.abs(crossed.T)),
-        )
+    # the same sums, across outputs
+    products = statistics.target_products
+    centering = np.zeros_like(products)
+    if fit_intercept and statistics.weight_sum > 0:
+        centering = statistics.weight_sum * np.outer(target_mean, target_mean)
+    crossed, quadratics = coef @ moment, projected @ coef.T
+    terms = np.abs(products) + np.abs(centering) + np.abs(quadratics)
+    correlation = residual_correlation(
+        products - centering - crossed - crossed.T + quadratics,
+        data.n_lifted * np.finfo(np.float64).eps
+        * (terms + np.abs(crossed) + np.abs(crossed.T)),
+    )
     if np.any(residual <= rounding):
         if hasattr(data, "residual_sum_of_squares"):  # in memory: one more pass
             residual = data.residual_sum_of_squares(coef, feature_mean, target_mean)

@@ -289,25 +289,33 @@ def test_repeated_outputs_get_the_heads_of_one(fit_intercept, solver):
 
 
 @pytest.mark.parametrize("solver", ["normal", "dual"])
-@pytest.mark.parametrize("fitted", ["exactly", "far from zero"])
-def test_outputs_count_as_independent_where_correlations_are_rounding(
+@pytest.mark.parametrize("fitted", ["exactly", "constant", "far from zero"])
+def test_outputs_fitted_exactly_do_not_count_and_rounding_counts_as_m(
     fitted, solver
 ):
-    """An output the lifted fit reproduces to rounding has no noise to
-    correlate, and targets far from zero leave the correlations from the
-    statistics to rounding: the outputs count as m (the dual solver, from
-    its residual rows, knows them far from zero)."""
+    """An output the lifted fit reproduces to rounding (a noiseless one, a
+    constant with an intercept) has no noise: the outputs count as the others
+    alone (a constant beside y took the lifted fit's 4 heads where y gets 2).
+    Targets far from zero leave the correlations from the statistics to
+    rounding: the outputs count as m (the dual solver, from its residual rows,
+    knows them far from zero)."""
     truth, X, y = noisy_sequences(2, 3, 2, 2, 0.3, n_samples=200)
-    if fitted == "exactly":
-        y = np.c_[y, truth.predict(X)[:, 0]]
-    else:
+    params = dict(fit_intercept=True, solver=solver)
+    if fitted == "far from zero":
         y = np.c_[y, y[:, 0] + 0.3 * np.random.default_rng(1).normal(size=len(y))]
         y = y + 1e7
-    search = LinearAttentionRegressor(fit_intercept=True, solver=solver).fit(
-        X, y
-    ).head_search_
+    else:
+        exact = truth.predict(X)[:, 0] if fitted == "exactly" else np.full(len(y), 5.0)
+        noisy = LinearAttentionRegressor(**params).fit(X, y).head_search_
+        y = np.c_[y, exact]
+    search = LinearAttentionRegressor(**params).fit(X, y).head_search_
     assert np.isfinite(search.effective_outputs)
-    if fitted == "exactly" or solver == "normal":
+    if fitted != "far from zero":
+        assert search.effective_outputs == pytest.approx(
+            noisy.effective_outputs, rel=1e-9
+        )
+        assert 1.5 < search.effective_outputs < 2.0
+    elif solver == "normal":
         assert search.effective_outputs == 3.0
     else:
         assert 1.5 < search.effective_outputs < 3.0
