@@ -746,6 +746,11 @@ def _inner_has(attribute):
     return check
 
 
+def _dense(transformed):
+    """A transformer's output as a dense array (sparse matrices too)."""
+    return np.asarray(transformed.toarray() if sp.issparse(transformed) else transformed)
+
+
 class TokenwiseTransformer(_TokenTransformerMixin, TransformerMixin, BaseEstimator):
     """Apply a scikit-learn transformer to every token, fitted on the real tokens.
 
@@ -777,7 +782,9 @@ class TokenwiseTransformer(_TokenTransformerMixin, TransformerMixin, BaseEstimat
         With None a 2-D row is one token; 3-D input gives it itself.
     padding : {"left"} or None, default="left"
         ``"left"``: the all-zero tokens before the first non-zero token are padding,
-        left out of the fit and kept zero. None: every token is real.
+        left out of the fit and kept zero (a real token mapped to all zeros at the
+        start of its sequence warns: the next steps read it as padding). None:
+        every token is real.
 
     Attributes
     ----------
@@ -852,7 +859,7 @@ class TokenwiseTransformer(_TokenTransformerMixin, TransformerMixin, BaseEstimat
                 f"{type(self).__name__} needs real tokens to fit the transformer."
             )
         self.transformer_ = clone(self.transformer).fit(tokens)
-        probe = np.asarray(self.transformer_.transform(tokens[:1]))
+        probe = _dense(self.transformer_.transform(tokens[:1]))
         if probe.ndim != 2 or probe.shape[0] != 1:
             raise ValueError(
                 f"{type(self.transformer).__name__} must map tokens of shape "
@@ -870,9 +877,7 @@ class TokenwiseTransformer(_TokenTransformerMixin, TransformerMixin, BaseEstimat
         (and with no more tokens than features, the span says nothing)."""
         if len(tokens) <= tokens.shape[1] or not _spans_constant(tokens):
             return
-        transformed = self.transformer_.transform(tokens)
-        if sp.issparse(transformed):
-            transformed = transformed.toarray()
+        transformed = _dense(self.transformer_.transform(tokens))
         if _spans_constant(np.asarray(transformed, dtype=np.float64)):
             return
         name = type(self.transformer).__name__
@@ -908,10 +913,23 @@ class TokenwiseTransformer(_TokenTransformerMixin, TransformerMixin, BaseEstimat
         mask = _padding_mask(sequences, self.padding)
         out = np.zeros(sequences.shape[:2] + (self.token_dim_out_,))
         if mask.any():
-            transformed = self.transformer_.transform(sequences[mask])
-            if sp.issparse(transformed):
-                transformed = transformed.toarray()
-            out[mask] = transformed
+            out[mask] = _dense(self.transformer_.transform(sequences[mask]))
+        lost = int(np.sum(mask & ~_padding_mask(out, self.padding)))
+        if lost:
+            name = type(self.transformer).__name__
+            warnings.warn(
+                f"{name} maps {lost} real token(s) at the start of their sequences "
+                "to all zeros, which the next steps read as left padding "
+                "(PositionalEncoding gives them no position or constant; "
+                "positions='all' gives them no weight): a real token equal to the "
+                "training minimum of MinMaxScaler, or below that of "
+                "QuantileTransformer, say. Use a transformer that maps no real "
+                "token to zero (MinMaxScaler(feature_range=(1, 2)), StandardScaler), "
+                "or, if the sequences are not padded, padding=None here and in "
+                "PositionalEncoding.",
+                UserWarning,
+                stacklevel=caller_stacklevel(),
+            )
         return self._output(out, was_2d)
 
     @available_if(_inner_has("get_feature_names_out"))

@@ -832,6 +832,38 @@ def test_bad_parameters(transformer, match, rng):
         transformer.fit(rng.normal(size=(3, 2, 2)))
 
 
+def test_tokenwise_sparse_output_is_dense_tokens():
+    """A transformer returning a sparse matrix (OneHotEncoder's default) gives
+    the tokens of its dense output; padding stays zero."""
+    from sklearn.preprocessing import OneHotEncoder
+
+    X = np.array([[[0.0, 0.0], [1.0, 2.0], [2.0, 1.0]], [[1.0, 1.0]] * 3])
+    onehot = TokenwiseTransformer(OneHotEncoder()).fit(X)
+    dense = OneHotEncoder(sparse_output=False).fit(X[X.any(axis=2)])
+    expected = np.zeros((2, 3, 4))
+    expected[X.any(axis=2)] = dense.transform(X[X.any(axis=2)])
+    np.testing.assert_array_equal(onehot.transform(X), expected)
+    assert onehot.token_dim_out_ == 4
+
+
+def test_tokenwise_warns_where_real_tokens_become_padding():
+    """A real token mapped to all zeros at the start of its sequence reads as
+    left padding downstream (PositionalEncoding gives it no position): the
+    training minimum of MinMaxScaler on scalar tokens. Tokens mapped to zero
+    after a real one, and padding=None, do not warn."""
+    from sklearn.preprocessing import MinMaxScaler
+
+    X = np.array([[[1.0], [2.0], [3.0]], [[2.0], [3.0], [4.0]]])
+    with pytest.warns(UserWarning, match="maps 1 real token"):
+        TokenwiseTransformer(MinMaxScaler()).fit_transform(X)
+    later = np.array([[[2.0], [1.0], [3.0]], [[2.0], [3.0], [4.0]]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        TokenwiseTransformer(MinMaxScaler()).fit_transform(later)
+        TokenwiseTransformer(MinMaxScaler(), padding=None).fit_transform(X)
+        TokenwiseTransformer(StandardScaler()).fit_transform(X)
+
+
 def test_tokenwise_all_padding_raises():
     with pytest.raises(ValueError, match="no non-padding tokens"):
         TokenwiseTransformer(StandardScaler()).fit(np.zeros((3, 2, 2)))
