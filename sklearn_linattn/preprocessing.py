@@ -748,7 +748,9 @@ def _inner_has(attribute):
 
 def _dense(transformed):
     """A transformer's output as a dense array (sparse matrices too)."""
-    return np.asarray(transformed.toarray() if sp.issparse(transformed) else transformed)
+    if sp.issparse(transformed):
+        transformed = transformed.toarray()
+    return np.asarray(transformed)
 
 
 class TokenwiseTransformer(_TokenTransformerMixin, TransformerMixin, BaseEstimator):
