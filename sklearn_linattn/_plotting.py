@@ -221,15 +221,15 @@ class HeadSearchDisplay:
         squared errors lowered by how much more it gains from all the rows than
         from a fold's 80%) and
         ``"chosen"``; where the
-        search had such counts, ``"linearized"``, the errors of counts whose
-        refits were only linearized at the full fit (those above the threshold
-        fail; those below, above the count returned, were left undecided),
-        ``"stopped"``, the linearized refits' errors of counts that the
-        first folds' own refits failed whatever the others' (the search
-        refitted no more), ``"training"``, the training errors of counts whose
-        folds were not refitted (those above the threshold fail: a held-out
-        error is at least the training error; those below were left
-        undecided), and ``"tol"``,
+        search had such counts, ``"linearized"``, the errors of counts that
+        failed on their refits linearized at the full fit (above the
+        threshold), ``"stopped"``, the linearized refits' errors of counts that
+        the first folds' own refits failed whatever the others' (the search
+        refitted no more), ``"training"``, the training errors of counts that
+        failed on them (above the threshold: a held-out error is at least the
+        training error), ``"undecided"``, counts the search left undecided
+        (above the count returned, or cut short by the work limit) at the last
+        error measured, linearized refits' or training, and ``"tol"``,
         counts that reproduce the lifted fit within ``tol``, drawn at its
         cross-validated error.
     band_ : matplotlib artist or None
@@ -338,41 +338,57 @@ class HeadSearchDisplay:
                 and np.isnan(count.linearized_cv_error)
                 and np.isfinite(count.training_error)
             ]
-            # counts decided before their folds' own refits: (key, counts, the
-            # error drawn, marker, label)
+            # counts decided, or left undecided, before their folds' own refits:
+            # (key, counts, the errors drawn, marker, label)
+            stopped = [c for c in unrefitted if c.folds_refitted is not None]
+            linearized = [c for c in unrefitted if c.folds_refitted is None]
+            undecided = [c for c in linearized + bounded if c.passes is None]
             partial = [
                 (
                     "stopped",
-                    [c for c in unrefitted if c.folds_refitted is not None],
-                    "linearized_cv_error",
+                    stopped,
+                    [c.linearized_cv_error for c in stopped],
                     "x",
                     "k heads failing on their first folds' refits "
                     "(linearized refits shown)",
                 ),
                 (
                     "linearized",
-                    [c for c in unrefitted if c.folds_refitted is None],
-                    "linearized_cv_error",
+                    [c for c in linearized if c.passes is False],
+                    [c.linearized_cv_error for c in linearized if c.passes is False],
                     "v",
                     "k heads, linearized refits only (above threshold: fails)",
                 ),
                 (
                     "training",
-                    bounded,
-                    "training_error",
+                    [c for c in bounded if c.passes is False],
+                    [c.training_error for c in bounded if c.passes is False],
                     "^",
                     "k heads, training error only (above threshold: fails)",
                 ),
+                (
+                    "undecided",
+                    undecided,
+                    [
+                        c.training_error
+                        if np.isnan(c.linearized_cv_error)
+                        else c.linearized_cv_error
+                        for c in undecided
+                    ],
+                    "d",
+                    "k heads left undecided (their last error measured)",
+                ),
             ]
-            for key, drawn, error, marker, label in partial:
+            for key, drawn, errors, marker, label in partial:
                 if drawn:
                     lines[key] = ax.plot(
                         [count.n_heads for count in drawn],
-                        [getattr(count, error) for count in drawn],
+                        errors,
                         marker=marker,
                         linestyle="none",
                         color=color,
                         label=label,
+                        fillstyle="none" if key == "undecided" else "full",
                     )[0]
             within = [count for count in counts if count.criterion == "tol"]
             if within:

@@ -150,15 +150,21 @@ def test_search_display_draws_each_count_by_the_test_that_decided_it():
          if np.isnan(c.cv_error) and np.isfinite(c.linearized_cv_error)),
         key=lambda c: c.n_heads,
     )
+    linearized = [c for c in unrefitted if c.folds_refitted is None]
     for key, drawn in [
-        ("linearized", [c for c in unrefitted if c.folds_refitted is None]),
+        ("linearized", [c for c in linearized if c.passes is False]),
         ("stopped", [c for c in unrefitted if c.folds_refitted is not None]),
+        ("undecided", [c for c in linearized if c.passes is None]),
     ]:
         assert (key in display.lines_) == bool(drawn)
         if drawn:
             np.testing.assert_array_equal(
                 display.lines_[key].get_ydata(), [c.linearized_cv_error for c in drawn]
             )
+    for key in ("linearized", "training"):  # drawn as failing: they failed
+        if key in display.lines_:
+            failed = {c.n_heads for c in search.counts if c.passes is False}
+            assert set(display.lines_[key].get_xdata()) <= failed
     assert display.lines_["lifted"].get_ydata()[0] == search.cv_error
     judged = sorted(
         (c for c in search.counts if np.isfinite(c.threshold)), key=lambda c: c.n_heads
@@ -201,6 +207,14 @@ def test_search_display_says_when_the_work_limit_cut_the_search_short(monkeypatc
     assert not model.head_search_.complete and model.head_search_.counts
     display = HeadSearchDisplay.from_estimator(model)
     assert "the work limit cut the search short" in display.lines_["chosen"].get_label()
+    undecided = [c.n_heads for c in model.head_search_.counts if c.passes is None]
+    drawn = [
+        n
+        for key in ("linearized", "training", "stopped")
+        if key in display.lines_
+        for n in display.lines_[key].get_xdata()
+    ]
+    assert not set(undecided) & set(drawn)  # not drawn as failing
 
 
 def test_search_display_of_the_papers_read_out_raises():
