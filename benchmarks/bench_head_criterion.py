@@ -4,7 +4,7 @@ cross-validated error a count may have, and how a fold's refit is made (issue 31
 Run from the repository root: ``PYTHONPATH=. python benchmarks/bench_head_criterion.py
 [--slacks 0 1] [--rule RULE] [--refits] [--near-interpolation] [--low-signal]
 [--many-rows] [--drift] [--folds-size] [--refits-stopped] [--repeated-outputs]
-[--dims 4 8]
+[--same-start] [--dims 4 8]
 [--sets NAME ...] [--json FILE]``
 (``--slacks`` with no value skips parts 1 and 2).
 
@@ -68,6 +68,12 @@ one-standard-error rule). For each value:
 10. With ``--repeated-outputs``: outputs that repeat one another, ``[y, y + eps
     noise]`` against ``y`` alone (``repeated_outputs``), with the outputs counted
     as their noise's effective number (as shipped) and as independent ones.
+11. With ``--same-start``: 60 seeded default fits of noisy regressions
+    (``same_start``; d 3 to 6, 1 to 3 outputs, 3 p to 20 p sequences, noise 10% to
+    100%): for every pair of screened starts that were both refined, their
+    distance after the screen (relative, in lifted coefficients) and whether the
+    second ended at a lower loss (``SAME_START``: starts closer than it are not
+    both refined).
 """
 
 import argparse
@@ -89,6 +95,7 @@ from sklearn_linattn import (
     LinearAttentionRegressor,
     MultiHeadLinearAttention,
 )
+from sklearn_linattn.datasets import make_random_mhla
 from sklearn_linattn.preprocessing import (
     PositionalEncoding,
     SeriesToTokens,
@@ -647,6 +654,67 @@ def many_rows(n_fits=80):
     return rows
 
 
+def same_start(n_fits=60):
+    """Part 11: pairs of screened starts both refined, their distance after the
+    screen and their refined losses, over seeded default fits of noisy
+    regressions (every start refined: ``SAME_START`` set to 0 here)."""
+    pairs, screened, refined = [], [], []
+    original = heads.fit_heads
+
+    def recorded(design, query_rows, max_iter, *args, **kwargs):
+        fit = original(design, query_rows, max_iter, *args, **kwargs)
+        if max_iter == heads.SCREEN_ITER:
+            if refined:
+                screened.clear()
+                refined.clear()
+            screened.append(fit)
+        elif max_iter == heads.FIT_ITER and len(screened) >= 2:
+            refined.append(fit)
+            if len(refined) == 2:  # the two best screened, in order
+                best = sorted(screened, key=lambda f: f[2])[:2]
+                theta = [heads.head_coef(v, q, design.token_dim) for v, q, *_ in best]
+                distance = np.linalg.norm(theta[0] - theta[1]) / np.linalg.norm(
+                    theta[1]
+                )
+                losses = [f[2] - design.baseline for f in refined]
+                pairs.append(dict(distance=float(distance), first=float(losses[0]),
+                                  second=float(losses[1])))
+                screened.clear()
+                refined.clear()
+        else:
+            screened.clear()
+            refined.clear()
+        return fit
+
+    heads.fit_heads, shipped, heads.SAME_START = recorded, heads.SAME_START, 0.0
+    rng = np.random.default_rng(0)
+    try:
+        for _ in range(n_fits):
+            d = int(rng.choice([3, 4, 5, 6]))
+            n_heads, n_outputs = int(rng.integers(1, d + 1)), int(rng.choice([1, 2, 3]))
+            share, noise = float(rng.choice([3, 5, 10, 20])), float(
+                rng.choice([0.1, 0.3, 1.0])
+            )
+            X, y, _ = make_random_mhla(
+                int(share * d * d * (d + 1) // 2), 8, d, n_heads=n_heads,
+                n_outputs=n_outputs, random_state=int(rng.integers(1e6)),
+            )
+            y = y + noise * y.std(axis=0) * rng.normal(size=y.shape)
+            LinearAttentionRegressor().fit(X, y)
+    finally:
+        heads.fit_heads, heads.SAME_START = original, shipped
+    distance = np.array([pair["distance"] for pair in pairs])
+    lower = np.array([pair["second"] < pair["first"] * (1 - 1e-6) for pair in pairs])
+    print(f"\nsame start: {len(pairs)} pairs of screened starts refined")
+    print("| distance after the screen | pairs | second lower by more than 1e-6 |")
+    print("| --- | --- | --- |")
+    for low, high in [(0, 1e-3), (1e-3, 4e-3), (4e-3, 1e-2), (1e-2, np.inf)]:
+        inside = (distance >= low) & (distance < high)
+        print(f"| [{low:g}, {high:g}) | {int(inside.sum())} | "
+              f"{int(np.sum(inside & lower))} |")
+    return pairs
+
+
 def drift():
     """Part 7 (module docstring): the heads' norm over the lifted fit's, test
     accuracy, and accuracy with noise of 1e-3 on the inputs, without and with
@@ -758,6 +826,10 @@ def main():
         "--repeated-outputs", action="store_true",
         help="part 10: outputs that repeat one another against one output",
     )
+    parser.add_argument(
+        "--same-start", action="store_true",
+        help="part 11: screened starts refined, their distance and losses",
+    )
     parser.add_argument("--dims", type=int, nargs="+", default=[4, 8])
     parser.add_argument("--sets", nargs="*", default=list(real.DATA_SETS))
     parser.add_argument("--json", help="also write the results to this file")
@@ -785,6 +857,7 @@ def main():
     sizes = folds_size() if args.folds_size else []
     stopped = refits_stopped() if args.refits_stopped else []
     repeated = repeated_outputs() if args.repeated_outputs else []
+    starts = same_start() if args.same_start else []
     if args.slacks:
         print("\n| data | n_heads=None | " + " | ".join(
             f"SLACK = {s:g} (heads)" for s in args.slacks) + " |")
@@ -807,6 +880,7 @@ def main():
                     folds_size=sizes,
                     refits_stopped=stopped,
                     repeated_outputs=repeated,
+                    same_start=starts,
                 ),
                 handle,
                 indent=1,
