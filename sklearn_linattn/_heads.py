@@ -499,7 +499,7 @@ class _Search:
             starts.insert(0, self.completion_start(k))
         n_random = RANDOM_STARTS if self.exact else 0
         one_output = self.one_output
-        if one_output is not None and 2 <= k < self.d:
+        if one_output is not None and self.d / 2 <= k < self.d:
             n_isotropic = ISOTROPIC_STARTS if self.exact else NOISY_ISOTROPIC_STARTS
             if self.exact and k == self.d - 1:
                 n_isotropic = max(n_isotropic, EXACT_STARTS_PER_DIM * self.d)
