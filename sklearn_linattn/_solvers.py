@@ -380,6 +380,16 @@ def residual_correlation(cross_products, rounding=None):
     return np.where(both, cross_products / np.where(both, scale, 1.0), 0.0)
 
 
+def _residual_rounding(energy, rss, n_lifted):
+    """A bound on the rounding of residuals' cross products ``r_j . r_k`` whose
+    entries carry ``n_lifted eps`` times the targets' (``energy``: their sums of
+    squares, not centered): ``|(r + e) . (s + f) - r . s| <= |r| |f| + |e| |s| +
+    |e| |f|``."""
+    error = n_lifted * np.finfo(np.float64).eps * np.sqrt(energy)
+    size = np.sqrt(np.maximum(rss, 0.0))
+    return np.outer(size, error) + np.outer(error, size) + np.outer(error, error)
+
+
 def uncentered_scale(gram, feature_mean, weight_sum):
     """Largest diagonal entry of the uncentered Gram ``gram + weight_sum mean
     mean^T``: centering leaves rounding of about ``eps`` times it, the floor of the
@@ -658,7 +668,8 @@ def _solve_kernel(data, alpha, fit_intercept, heldout=False, rescaled_alpha=None
         reflection=reflection,
     )
     rss = np.einsum("no,no->o", residual, residual)
-    energy = np.einsum("no,no->o", centered_targets, centered_targets)
+    # the targets' energy, not centered: centering leaves its rounding
+    energy = np.einsum("no,no->o", targets, targets)
     head_design, heldout_folds = _row_head_problem(
         data, pairs, queries, kernel_uncentered, alpha, fit_intercept, rss, coef,
         heldout,
@@ -671,10 +682,7 @@ def _solve_kernel(data, alpha, fit_intercept, heldout=False, rescaled_alpha=None
         residual_sum_of_squares=rss,
         # an output the kernel fits to rounding has no noise to correlate
         residual_correlation=residual_correlation(
-            residual.T @ residual,
-            data.n_lifted
-            * np.finfo(np.float64).eps
-            * np.sqrt(np.outer(energy, energy)),
+            residual.T @ residual, _residual_rounding(energy, rss, data.n_lifted)
         ),
         n_observations=data.n_observations,
         n_iter=np.ones(targets.shape[1], dtype=int),

@@ -315,6 +315,16 @@ def test_outputs_fitted_exactly_do_not_count_and_rounding_counts_as_m(
             noisy.effective_outputs, rel=1e-9
         )
         assert 1.5 < search.effective_outputs < 2.0
+        # weighted centering leaves the constant its rounding, not noise (the
+        # dual solver's bound was of the centered targets: the constant counted)
+        weights = np.random.default_rng(0).uniform(0.5, 2.0, len(y))
+        weighted = LinearAttentionRegressor(**params).fit(X, y, sample_weight=weights)
+        alone = LinearAttentionRegressor(**params).fit(
+            X, y[:, :2], sample_weight=weights
+        )
+        assert weighted.head_search_.effective_outputs == pytest.approx(
+            alone.head_search_.effective_outputs, rel=1e-6
+        )
     elif solver == "normal":
         assert search.effective_outputs == 3.0
     else:
