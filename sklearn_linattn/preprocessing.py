@@ -916,18 +916,21 @@ class TokenwiseTransformer(_TokenTransformerMixin, TransformerMixin, BaseEstimat
         out = np.zeros(sequences.shape[:2] + (self.token_dim_out_,))
         if mask.any():
             out[mask] = _dense(self.transformer_.transform(sequences[mask]))
-        lost = int(np.sum(mask & ~_padding_mask(out, self.padding)))
+        # tokens read as left padding downstream that were not (whatever this
+        # step's own padding)
+        lost = int(
+            np.sum(_padding_mask(sequences, "left") & ~_padding_mask(out, "left"))
+        )
         if lost:
             name = type(self.transformer).__name__
             warnings.warn(
-                f"{name} maps {lost} real token(s) at the start of their sequences "
-                "to all zeros, which the next steps read as left padding "
-                "(PositionalEncoding gives them no position or constant; "
-                "positions='all' gives them no weight): a real token equal to the "
-                "training minimum of MinMaxScaler, or below that of "
-                "QuantileTransformer, say. Use a transformer that maps no real "
-                "token to zero (MinMaxScaler(feature_range=(1, 2)), StandardScaler), "
-                "or, if the sequences are not padded, padding=None here and in "
+                f"{name} maps {lost} non-zero token(s) at the start of their "
+                "sequences to all zeros, which PositionalEncoding (padding='left') "
+                "and positions='all' read as left padding (no position, constant "
+                "or weight): a token equal to the training minimum of MinMaxScaler, "
+                "or below that of QuantileTransformer, say. Use a transformer "
+                "that maps no real token to zero (MinMaxScaler(feature_range=(1, "
+                "2)), say), or, if the sequences are not padded, padding=None in "
                 "PositionalEncoding.",
                 UserWarning,
                 stacklevel=caller_stacklevel(),

@@ -847,20 +847,21 @@ def test_tokenwise_sparse_output_is_dense_tokens():
 
 
 def test_tokenwise_warns_where_real_tokens_become_padding():
-    """A real token mapped to all zeros at the start of its sequence reads as
-    left padding downstream (PositionalEncoding gives it no position): the
-    training minimum of MinMaxScaler on scalar tokens. Tokens mapped to zero
-    after a real one, and padding=None, do not warn."""
+    """A non-zero token mapped to all zeros at the start of its sequence reads
+    as left padding downstream (PositionalEncoding gives it no position): the
+    training minimum of MinMaxScaler on scalar tokens, also with this step's
+    padding=None. Tokens mapped to zero after a non-zero one, and padding
+    that stays padding, do not warn."""
     from sklearn.preprocessing import MinMaxScaler
 
     X = np.array([[[1.0], [2.0], [3.0]], [[2.0], [3.0], [4.0]]])
-    with pytest.warns(UserWarning, match="maps 1 real token"):
-        TokenwiseTransformer(MinMaxScaler()).fit_transform(X)
-    later = np.array([[[2.0], [1.0], [3.0]], [[2.0], [3.0], [4.0]]])
+    for padding in ("left", None):
+        with pytest.warns(UserWarning, match="maps 1 non-zero token"):
+            TokenwiseTransformer(MinMaxScaler(), padding=padding).fit_transform(X)
+    later = np.array([[[2.0], [1.0], [3.0]], [[0.0], [3.0], [4.0]]])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         TokenwiseTransformer(MinMaxScaler()).fit_transform(later)
-        TokenwiseTransformer(MinMaxScaler(), padding=None).fit_transform(X)
         TokenwiseTransformer(StandardScaler()).fit_transform(X)
 
 
