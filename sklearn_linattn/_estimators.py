@@ -1467,6 +1467,18 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         base = 1.0 if weights is None else np.repeat(weights, sequences.shape[1])
         return base * class_weights
 
+    def _note_present_classes(self, labels, weights, first):
+        """Record the classes with training rows of positive weight (a class
+        declared to partial_fit, or weighted zero, has none: it is never
+        predicted)."""
+        if weights is not None:
+            weights = np.asarray(weights)
+            if weights.shape[0] != labels.shape[0]:  # per sequence, rows per position
+                weights = np.repeat(weights, labels.shape[0] // weights.shape[0])
+            labels = labels[weights > 0]
+        present = np.isin(self.classes_, labels)
+        self._present_classes = present if first else self._present_classes | present
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
         """Fit the lifted least-squares model to +1/-1 encoded labels.
@@ -1494,6 +1506,7 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
             sequences = self._sequences(X, reset=True)
             labels, targets = self._encoded_labels(y, sequences)
             weights = self._row_weights(labels, sample_weight, sequences)
+            self._note_present_classes(labels, weights, first=True)
             self._warn_about_fit_data(sequences, weights)
             return self._fit_rows(sequences, targets, weights, single_output=False)
 
@@ -1564,6 +1577,8 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
             self.classes_ = binarizer.classes_
             targets = binarizer.transform(labels).astype(np.float64)
             weights = self._row_weights(labels, sample_weight, sequences)
+            first = first_call or "_present_classes" not in vars(self)
+            self._note_present_classes(labels, weights, first=first)
             return self._partial_fit_rows(
                 sequences, targets, weights, False, first_call
             )
@@ -1601,11 +1616,17 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         -------
         labels : ndarray of shape (n_samples,)
             (n_samples, n_tokens) with ``positions="all"``. A lazy Dask array for
-            Dask input.
+            Dask input. Classes without training rows of positive weight (declared
+            to ``partial_fit`` but not in its batches so far, or weighted zero)
+            are never predicted.
         """
         scores = self.decision_function(X)
-        single_column = len(self.classes_) == 2
-        indices = (scores > 0).astype(int) if single_column else scores.argmax(axis=-1)
+        present = getattr(self, "_present_classes", np.ones(len(self.classes_), bool))
+        if len(self.classes_) == 2:  # the score of classes_[1]
+            threshold = 0.0 if present.all() else (np.inf if present[0] else -np.inf)
+            indices = (scores > threshold).astype(int)
+        else:
+            indices = (scores + np.where(present, 0.0, -np.inf)).argmax(axis=-1)
         if is_dask_array(indices):
             return indices.map_blocks(self.classes_.take, dtype=self.classes_.dtype)
         return self.classes_[indices]

@@ -121,6 +121,40 @@ def test_classifier_learns_an_attention_labelling(rng):
     np.testing.assert_array_equal(restored.predict(X), clf.predict(X))
 
 
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_classes_without_weighted_rows_are_never_predicted(rng, n_classes):
+    """A class declared to partial_fit but absent from its batches, or whose rows
+    all weigh zero, has no evidence: its score (a fit to -1 targets, which the
+    cubic model without an intercept does not reproduce) won on 8.5% of the
+    training rows in a review's case. It is never predicted; once a batch holds
+    it, it can be."""
+    X, labels, _ = labelled_data(rng, n_classes + 1, n_samples=400)
+    absent = labels == n_classes  # the last class
+    classes = np.arange(n_classes + 1)
+    model = LinearAttentionClassifier(n_heads=None, alpha=0.1)
+    model.partial_fit(X[~absent], labels[~absent], classes=classes)
+    scores = model.decision_function(X)
+    assert np.any(scores.argmax(axis=1) == n_classes)  # the case exercised
+    predicted = model.predict(X)
+    assert n_classes not in predicted
+    kept = np.delete(scores, n_classes, axis=1).argmax(axis=1)
+    np.testing.assert_array_equal(predicted, classes[kept])
+    model.partial_fit(X[absent], labels[absent])
+    assert n_classes in model.predict(X)
+    weighted = LinearAttentionClassifier(n_heads=None, alpha=0.1).fit(
+        X, labels, sample_weight=np.where(absent, 0.0, 1.0)
+    )
+    assert n_classes not in weighted.predict(X)
+    assert list(weighted.classes_) == list(classes)
+
+
+def test_a_binary_classifier_with_one_class_seen_predicts_it(rng):
+    X, labels, _ = labelled_data(rng, 2, n_samples=200)
+    model = LinearAttentionClassifier(n_heads=None, alpha=0.1)
+    model.partial_fit(X[labels == 1], labels[labels == 1], classes=[0, 1])
+    assert np.all(model.predict(X) == 1)
+
+
 def test_classifier_rejects_bad_targets(rng):
     X = random_sequences(rng, 10, 4, 2)
     with pytest.raises(ValueError, match="at least two classes"):
