@@ -40,6 +40,7 @@ __all__ = [
 # matrix and 31 us of the 39 us of a 9 x 9 Cholesky solve, a fifth of a small
 # read-out (d = 3, one head: 150 SVDs and 140 solves); the results are the same
 # bits (the same routines, the same workspace).
+_EPS, _TINY = np.finfo(float).eps, np.finfo(float).tiny
 _GESDD, _GESDD_LWORK, _POTRF, _POTRS = scipy.linalg.get_lapack_funcs(
     ("gesdd", "gesdd_lwork", "potrf", "potrs"), dtype=np.float64
 )
@@ -92,7 +93,7 @@ class _Values:
         left, singular, right_t = svd(features)
         kept = np.zeros(singular.shape, dtype=bool)  # no rows of weight: V = 0
         if singular.size and singular[0] > 0:
-            kept = singular > singular[0] * max(features.shape) * np.finfo(float).eps
+            kept = singular > singular[0] * max(features.shape) * _EPS
         self.row_space = right_t[kept]
         # X^+ = row_space^T inverse
         self._inverse = (left[:, kept] / singular[kept]).T
@@ -143,7 +144,9 @@ class _Values:
         normal = (outer @ metric).reshape(k, k, d * d, d * d)
         normal = normal.transpose(0, 2, 1, 3).reshape(k * d * d, k * d * d)
         if self._few_heads:
-            kept = np.tensordot(values, moved, axes=(2, 1))  # (a, h, x, j)
+            # (a, h, x, j): np.tensordot's product, without its wrapper
+            kept = values.reshape(-1, d) @ moved.transpose(1, 0, 2).reshape(d, -1)
+            kept = kept.reshape(-1, k, d * d, len(self.row_space))
             kept = kept.transpose(0, 3, 1, 2).reshape(-1, k * d * d)
             normal -= kept.T @ kept
         return normal, self.vjp(self.residual)
@@ -236,7 +239,8 @@ def _step(point, damping, normal):
     by LSMR from Jacobian products; and the products it took."""
     if normal is not None:
         matrix, gradient = normal
-        system = matrix + damping * np.eye(len(matrix))
+        system = matrix.copy()
+        system.flat[:: len(matrix) + 1] += damping  # matrix + damping I
         # scipy.linalg.cho_factor and cho_solve, without their wrappers
         factor, info = _POTRF(system, lower=False, overwrite_a=True, clean=False)
         if info != 0:
@@ -272,8 +276,8 @@ def _gauss_newton_step(point, normal):
     ``J^T r`` has no component along them: the damping leaves them out); None
     when that system is numerically singular too."""
     matrix = normal[0]
-    damping = len(matrix) * np.finfo(float).eps * max(np.max(np.diag(matrix)), 0.0)
-    return _step(point, max(damping, np.finfo(float).tiny), normal)[0]
+    damping = len(matrix) * _EPS * max(np.max(np.diag(matrix)), 0.0)
+    return _step(point, max(damping, _TINY), normal)[0]
 
 
 def _gauss_newton_gain(point, normal):
@@ -343,7 +347,7 @@ def levenberg_marquardt(
         if damping is None:
             if not structured:
                 scale = point.loss / len(point.x)
-            scale = max(scale, np.finfo(float).tiny)
+            scale = max(scale, _TINY)
             damping = INITIAL_DAMPING * scale
         step, n_products = _step(point, damping, normal)
         if normal is not None:
@@ -360,7 +364,7 @@ def levenberg_marquardt(
             # damping would otherwise grow through a dozen rejected steps). Not
             # 1e3 times eps * loss: fits then stopped short (a 4-head fit above
             # the 3-head one, benchmarks/README.md)
-            floor = np.finfo(float).eps * max(
+            floor = _EPS * max(
                 point.loss, target_norm * np.sqrt(point.loss)
             )
             if (
@@ -387,7 +391,7 @@ def levenberg_marquardt(
             if flat_steps >= FLAT_STEPS:
                 break
         elif trial is not None and trial.loss < point.loss:
-            gain = (point.loss - trial.loss) / max(predicted, np.finfo(float).tiny)
+            gain = (point.loss - trial.loss) / max(predicted, _TINY)
             point = trial
             damping *= max(1 / 3, 1 - (2 * min(gain, 1.0) - 1) ** 3)
             factor, normal = 2.0, None
@@ -469,7 +473,7 @@ def fit_heads(
         design.baseline,
         budget,
         stall=(1, 0.0) if polish else (STALL_STEPS, STALL_DROP),
-        rounding=ROUNDING * np.finfo(float).eps * size**2 if polish else 0.0,
+        rounding=ROUNDING * _EPS * size**2 if polish else 0.0,
         structured=design.structured,
         resolution=resolution,
         astray=None if max_norm == np.inf else functools.partial(_beyond, max_norm),
