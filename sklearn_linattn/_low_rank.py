@@ -145,8 +145,11 @@ class _Values:
         normal = normal.transpose(0, 2, 1, 3).reshape(k * d * d, k * d * d)
         if self._few_heads:
             # (a, h, x, j): np.tensordot's product, without its wrapper
-            kept = values.reshape(-1, d) @ moved.transpose(1, 0, 2).reshape(d, -1)
-            kept = kept.reshape(-1, k, d * d, len(self.row_space))
+            r, m = len(self.row_space), values.shape[0]  # r = 0: no rows of weight
+            kept = values.reshape(m * k, d) @ moved.transpose(1, 0, 2).reshape(
+                d, d * d * r
+            )
+            kept = kept.reshape(m, k, d * d, r)
             kept = kept.transpose(0, 3, 1, 2).reshape(-1, k * d * d)
             normal -= kept.T @ kept
         return normal, self.vjp(self.residual)
