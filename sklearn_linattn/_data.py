@@ -84,6 +84,10 @@ _CHUNK_BYTES = (32 * 2**20, 256 * 2**20)
 # (benchmarks/bench_speed.py measures d <= 16 only).
 _STRUCTURED_BLOCK_BYTES = 5 * 2**20
 _STRUCTURED_MAX_PRODUCTS = 32768
+# The structured statistics are summed in this many lanes (chunk i in lane i mod
+# _LANES, the lanes added in order): the same sums whatever the thread count, and
+# up to this many threads accumulating them.
+_LANES = 4
 
 
 def default_batch_size(n_lifted, rows_per_sample=1):
@@ -491,7 +495,7 @@ class LiftedStatistics:
     """
 
     def __init__(self, n_lifted, n_outputs):
-        self._gram = np.zeros((n_lifted, n_lifted), order="F")
+        self._gram = None  # allocated when first read or added to (p x p)
         # Distinct Gram entries accumulated by add_compact, folded into the Gram
         # when it is read (see _lift.add_structured_gram).
         self._products = None
@@ -508,12 +512,16 @@ class LiftedStatistics:
     @property
     def gram_upper(self):
         self.fold()
+        if self._gram is None:
+            self._gram = np.zeros((self.n_lifted, self.n_lifted), order="F")
         return self._gram
 
     def fold(self):
         """Fold the distinct entries accumulated by :meth:`add_compact` into the
         Gram (done whenever it is read)."""
         if self._products is not None:
+            if self._gram is None:
+                self._gram = np.zeros((self.n_lifted, self.n_lifted), order="F")
             add_structured_gram(self._products, self._token_dim, self._gram)
             self._products = None
 
@@ -524,7 +532,12 @@ class LiftedStatistics:
 
     @property
     def n_lifted(self):
-        return self._gram.shape[0]
+        return self.moment.shape[0]
+
+    @property
+    def _has_gram(self):
+        """Whether the folded Gram holds sums (not only pending products)."""
+        return self._gram is not None and bool(self._gram.any())
 
     def with_output_weights(self, weights):
         """These statistics with output ``j``'s targets multiplied by
@@ -658,7 +671,8 @@ class LiftedStatistics:
         exact). Returns ``self``."""
         if factor == 1.0:
             return self
-        self._gram *= factor * factor
+        if self._gram is not None:
+            self._gram *= factor * factor
         if self._products is not None:  # folded into the Gram as they are
             self._products *= factor * factor
         self.moment *= factor
@@ -671,7 +685,7 @@ class LiftedStatistics:
         as they are: folding is a gather, so the sums are added in the same
         order as folded Grams would be (and each batch of ``partial_fit`` does
         not fold its folds' Grams). Otherwise both are folded first."""
-        if other._products is not None and not (self._gram.any() or other._gram.any()):
+        if other._products is not None and not (self._has_gram or other._has_gram):
             if self._products is None:
                 self._products = other._products.copy(order="F")
                 self._token_dim = other._token_dim
@@ -704,7 +718,8 @@ class LiftedStatistics:
                 for key, value in self.__dict__.items()
             }
         )
-        new._gram = np.asfortranarray(new._gram)
+        if new._gram is not None:
+            new._gram = np.asfortranarray(new._gram)
         return new
 
     def __getstate__(self):
@@ -1060,19 +1075,20 @@ class InMemoryLiftedData:
 
     def _structured_statistics(self, progress):
         targets = np.zeros((self.n_rows, 0)) if self.targets is None else self.targets
-        # Chunks of one matrix product each (compact rows are small), thread w
-        # taking chunks w, w + n_workers, ... and the threads' sums added in
-        # thread order: the same sums, in the same order, on every run (handed out
-        # as threads came free, they were added in a different order each run).
+        # Chunks of one matrix product each (compact rows are small), chunk i in
+        # lane i mod _LANES; each lane sums its chunks in order and the lanes are
+        # added in lane order, so that the sums, and their rounding, are the same
+        # whatever the threads (a thread takes lanes w, w + n_workers, ...).
         per_sample = self.layout.rows_per_sample(self.sequences.shape[1])
         threads = max(self.n_threads, blas_threads())
         block_rows = structured_block_rows(self.token_dim)
-        if threads > 1:  # at least 4 chunks per thread, for balance
-            block_rows = min(block_rows, max(256, -(-self.n_rows // (4 * threads))))
+        # at least 4 chunks per lane, for balance
+        block_rows = min(block_rows, max(256, -(-self.n_rows // (4 * _LANES))))
         bounds = self._chunk_bounds(
             max(1, min(self.batch_size, block_rows // per_sample))
         )
-        n_workers = max(1, min(threads, len(bounds)))
+        n_lanes = max(1, min(_LANES, len(bounds)))
+        n_workers = max(1, min(threads, n_lanes))
         lock = threading.Lock()
         done = [0]
 
@@ -1084,8 +1100,8 @@ class InMemoryLiftedData:
         scale_after = find_scale or _lifts_as_given(self._rescaling.token)
         large_tokens = threading.Event()  # a chunk has |x| >= 2^20: lift scaled chunks
 
-        def chunks(worker):
-            for start, stop in bounds[worker::n_workers]:
+        def chunks(lane):
+            for start, stop in bounds[lane::n_lanes]:
                 if large_tokens.is_set():
                     return
                 if scale_after:
@@ -1094,10 +1110,10 @@ class InMemoryLiftedData:
                 else:
                     yield self._chunk(start, stop)
 
-        def accumulate(worker):
+        def accumulate(lane, workspace):
             statistics = LiftedStatistics(self.n_lifted, self.n_outputs)
-            workspace, largest = None, 0.0
-            for start, stop, chunk in chunks(worker):
+            largest = 0.0
+            for start, stop, chunk in chunks(lane):
                 if find_scale:
                     pairs, queries, chunk_largest = self.layout.pairs(
                         chunk, return_largest=True
@@ -1123,14 +1139,27 @@ class InMemoryLiftedData:
                     with lock:
                         done[0] += stop - start
                         progress(done[0], self.n_rows)
-            return statistics, largest
+            return statistics, largest, workspace
+
+        def work(worker):
+            workspace, results = None, []
+            for lane in range(worker, n_lanes, n_workers):
+                statistics, largest, workspace = accumulate(lane, workspace)
+                results.append((lane, statistics, largest))
+            return results
 
         with single_threaded_blas():
             if n_workers == 1:
-                results = [accumulate(0)]
+                done_lanes = work(0)
             else:
                 with ThreadPoolExecutor(n_workers) as pool:
-                    results = list(pool.map(accumulate, range(n_workers)))
+                    done_lanes = [
+                        lane for lanes in pool.map(work, range(n_workers))
+                        for lane in lanes
+                    ]
+            results = [(statistics, largest) for _, statistics, largest in sorted(
+                done_lanes, key=lambda item: item[0]
+            )]
             if find_scale:
                 if large_tokens.is_set():  # max |X| >= 2^20: scan all of X
                     largest = largest_magnitude(self.sequences)
