@@ -989,10 +989,11 @@ class InMemoryLiftedData:
 
         For small ``d`` (:func:`uses_structured_gram`) the rows stay in compact form
         and the Gram's distinct entries are accumulated
-        (:meth:`LiftedStatistics.add_compact`) by as many threads as ``n_threads``
-        or the BLAS thread count allows, each with single-threaded BLAS and its own
-        statistics, added up at the end; otherwise each chunk of lifted rows goes
-        through a symmetric rank-k update.
+        (:meth:`LiftedStatistics.add_compact`) in ``_LANES`` fixed lanes, by as
+        many threads as ``n_threads`` or the BLAS thread count allows (at most
+        the lanes), each with single-threaded BLAS, the lanes added up in order
+        at the end: the same bits on any thread count; otherwise each chunk of
+        lifted rows goes through a symmetric rank-k update.
         """
         if uses_structured_gram(self.token_dim):
             return self._structured_statistics(progress)
