@@ -1079,7 +1079,7 @@ class InMemoryLiftedData:
         # Chunks of one matrix product each (compact rows are small), chunk i in
         # lane i mod _LANES; each lane sums its chunks in order and the lanes are
         # added in lane order, so that the sums, and their rounding, are the same
-        # whatever the threads (a thread takes lanes w, w + n_workers, ...).
+        # whatever the threads (which take lanes as they come free).
         per_sample = self.layout.rows_per_sample(self.sequences.shape[1])
         threads = max(self.n_threads, blas_threads())
         block_rows = structured_block_rows(self.token_dim)
@@ -1111,9 +1111,9 @@ class InMemoryLiftedData:
                 else:
                     yield self._chunk(start, stop)
 
-        def accumulate(lane, workspace):
+        def accumulate(lane):
             statistics = LiftedStatistics(self.n_lifted, self.n_outputs)
-            largest = 0.0
+            workspace, largest = None, 0.0
             for start, stop, chunk in chunks(lane):
                 if find_scale:
                     pairs, queries, chunk_largest = self.layout.pairs(
@@ -1140,27 +1140,14 @@ class InMemoryLiftedData:
                     with lock:
                         done[0] += stop - start
                         progress(done[0], self.n_rows)
-            return statistics, largest, workspace
-
-        def work(worker):
-            workspace, results = None, []
-            for lane in range(worker, n_lanes, n_workers):
-                statistics, largest, workspace = accumulate(lane, workspace)
-                results.append((lane, statistics, largest))
-            return results
+            return statistics, largest
 
         with single_threaded_blas():
             if n_workers == 1:
-                done_lanes = work(0)
-            else:
+                results = [accumulate(lane) for lane in range(n_lanes)]
+            else:  # (map returns the lanes in order, whichever thread took each)
                 with ThreadPoolExecutor(n_workers) as pool:
-                    done_lanes = [
-                        lane for lanes in pool.map(work, range(n_workers))
-                        for lane in lanes
-                    ]
-            results = [(statistics, largest) for _, statistics, largest in sorted(
-                done_lanes, key=lambda item: item[0]
-            )]
+                    results = list(pool.map(accumulate, range(n_lanes)))
             if find_scale:
                 if large_tokens.is_set():  # max |X| >= 2^20: scan all of X
                     largest = largest_magnitude(self.sequences)

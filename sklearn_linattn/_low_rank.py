@@ -367,9 +367,7 @@ def levenberg_marquardt(
             # damping would otherwise grow through a dozen rejected steps). Not
             # 1e3 times eps * loss: fits then stopped short (a 4-head fit above
             # the 3-head one, benchmarks/README.md)
-            floor = _EPS * max(
-                point.loss, target_norm * np.sqrt(point.loss)
-            )
+            floor = _EPS * max(point.loss, target_norm * np.sqrt(point.loss))
             if (
                 normal is not None
                 and rounding == 0

@@ -343,6 +343,8 @@ class HeadSearchDisplay:
             stopped = [c for c in unrefitted if c.folds_refitted is not None]
             linearized = [c for c in unrefitted if c.folds_refitted is None]
             undecided = [c for c in linearized + bounded if c.passes is None]
+            failed_linearized = [c for c in linearized if c.passes is False]
+            failed_training = [c for c in bounded if c.passes is False]
             partial = [
                 (
                     "stopped",
@@ -354,15 +356,15 @@ class HeadSearchDisplay:
                 ),
                 (
                     "linearized",
-                    [c for c in linearized if c.passes is False],
-                    [c.linearized_cv_error for c in linearized if c.passes is False],
+                    failed_linearized,
+                    [c.linearized_cv_error for c in failed_linearized],
                     "v",
                     "k heads, linearized refits only (above threshold: fails)",
                 ),
                 (
                     "training",
-                    [c for c in bounded if c.passes is False],
-                    [c.training_error for c in bounded if c.passes is False],
+                    failed_training,
+                    [c.training_error for c in failed_training],
                     "^",
                     "k heads, training error only (above threshold: fails)",
                 ),
