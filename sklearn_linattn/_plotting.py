@@ -227,7 +227,12 @@ class HeadSearchDisplay:
         the first folds' own refits failed whatever the others' (the search
         refitted no more), ``"training"``, the training errors of counts that
         failed on them (above the threshold: a held-out error is at least the
-        training error), ``"undecided"``, counts the search left undecided
+        training error), ``"gcv"``, counts near interpolation that failed on
+        generalized cross-validation (``CountFit.failed_on``), at their
+        generalized cross-validated squared error (a classifier's at its
+        threshold, the error being in other units), ``"majority"``, counts
+        whose error was within the threshold but worse than the lifted fit's on
+        a majority of the folds, ``"undecided"``, counts the search left undecided
         (above the count returned, or cut short by the work limit) at the last
         error measured, linearized refits' or training, and ``"tol"``,
         counts that reproduce the lifted fit within ``tol``, drawn at its
@@ -344,7 +349,16 @@ class HeadSearchDisplay:
             linearized = [c for c in unrefitted if c.folds_refitted is None]
             undecided = [c for c in linearized + bounded if c.passes is None]
             failed_linearized = [c for c in linearized if c.passes is False]
-            failed_training = [c for c in bounded if c.passes is False]
+            failed_training = [c for c in bounded if c.failed_on == "training"]
+            # near interpolation: drawn at their generalized cross-validated
+            # squared error, or, for misclassification (other units), at their
+            # threshold
+            failed_gcv = [c for c in counts if c.failed_on == "gcv"]
+            gcv_errors = [
+                c.gcv_error if np.isfinite(c.training_error) else c.threshold
+                for c in failed_gcv
+            ]
+            majority = [c for c in counts if c.failed_on == "majority"]
             partial = [
                 (
                     "stopped",
@@ -367,6 +381,21 @@ class HeadSearchDisplay:
                     [c.training_error for c in failed_training],
                     "^",
                     "k heads, training error only (above threshold: fails)",
+                ),
+                (
+                    "gcv",
+                    failed_gcv,
+                    gcv_errors,
+                    "*",
+                    "k heads near interpolation, generalized cross-validation "
+                    "(above the lifted fit's: fails)",
+                ),
+                (
+                    "majority",
+                    majority,
+                    [c.cv_error for c in majority],
+                    "X",
+                    "k heads worse than the lifted fit on most folds (fails)",
                 ),
                 (
                     "undecided",
@@ -413,7 +442,7 @@ class HeadSearchDisplay:
                 marker="_",
                 markersize=12,
                 linestyle="none",
-                label="threshold of k heads (a count must be at or below)",
+                label="threshold of k heads (a count must not exceed it)",
             )[0]
             self.band_ = ax.axhspan(
                 search.cv_error - search.cv_standard_error,

@@ -2161,3 +2161,60 @@ def test_fixed_count_objective_is_monotone_in_the_count():
     assert _objective(four, X, y, None, alpha) <= _objective(
         three, X, y, None, alpha
     ) * (1 + 1e-3)
+
+
+def test_linearized_refits_fail_a_count_only_beyond_the_standard_error():
+    """A linearization of the folds' refits errs either way: above the threshold
+    by less than the lifted fit's cross-validated standard error, a count goes to
+    its folds' own refits. A classifier of d = 4 with three heads: three heads'
+    linearized refits misclassify 0.150 of the held-out rows against a threshold
+    of 0.142 (standard error 0.028); their own refits pass them, and the
+    generating count comes back (the linearization alone returned four)."""
+    truth, X, y = noisy_sequences(24, 4, 3, 1, 0.3)
+    search = LinearAttentionClassifier().fit(X, y[:, 0] > 0).head_search_
+    three = search.counts[search.counts_tried.index(3)]
+    assert three.threshold < three.linearized_cv_error
+    assert three.linearized_cv_error <= three.threshold + search.cv_standard_error
+    assert three.folds_refitted == 5 and three.passes
+    assert search.n_heads == 3
+    for count in search.counts:
+        if count.failed_on == "linearized":
+            assert count.linearized_cv_error > (
+                count.threshold + search.cv_standard_error
+            )
+
+
+@pytest.mark.parametrize("seed, n_heads, n_lifted_times, alpha", [
+    (2, 2, 1.3, 1e-3), (4, 2, 1.3, 1e-3), (27, 2, 3.0, 0.0),
+])
+def test_each_failing_count_names_the_test_it_failed(
+    seed, n_heads, n_lifted_times, alpha
+):
+    """``failed_on`` is set exactly on the counts that fail, and says which of
+    their numbers failed them: a training error above the threshold, a
+    generalized cross-validated error near interpolation (training error
+    within the threshold), linearized or own refits above it, or a majority of
+    folds worse than the lifted fit (cross-validated error within it)."""
+    d = 4 if n_lifted_times < 2 else 3
+    truth, X, y = noisy_sequences(
+        seed, d, n_heads, 1, 0.1, n_samples=int(n_lifted_times * n_lifted(d))
+    )
+    search = LinearAttentionRegressor(alpha=alpha, fit_intercept=alpha > 0).fit(
+        X, y[:, 0]
+    ).head_search_
+    failed_on = {count.failed_on for count in search.counts}
+    assert failed_on & {"gcv", "majority"}, "the test exercises neither"
+    for count in search.counts:
+        assert (count.failed_on is None) == (count.passes is not False)
+        if count.failed_on == "training":
+            assert count.training_error > count.threshold
+        elif count.failed_on == "gcv":
+            assert not count.training_error > count.threshold
+            lifted = min(search.cv_error, search.gcv_error)
+            assert np.isfinite(count.gcv_error) and count.gcv_error > lifted
+        elif count.failed_on == "linearized":
+            assert count.linearized_cv_error > count.threshold
+        elif count.failed_on == "majority":
+            assert count.cv_error <= count.threshold and count.folds_within <= 2
+        elif count.failed_on == "refits" and count.folds_refitted == 5:
+            assert count.cv_error > count.threshold

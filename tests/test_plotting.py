@@ -177,6 +177,36 @@ def test_search_display_draws_each_count_by_the_test_that_decided_it():
     assert "cut the search short" not in display.lines_["chosen"].get_label()
 
 
+@pytest.mark.parametrize("seed, n_tokens, n_rows, alpha, key", [
+    (4, 16, 52, 1e-3, "gcv"), (27, 16, 54, 0.0, "majority"),
+])
+def test_search_display_shows_what_failed_counts_within_the_threshold(
+    seed, n_tokens, n_rows, alpha, key
+):
+    """Counts whose training or cross-validated error is within the threshold
+    but which failed another test are not drawn as failing on it: near
+    interpolation at their generalized cross-validated error, and counts worse
+    than the lifted fit on most folds with their own marker."""
+    rng = np.random.default_rng(seed)
+    d = 4 if key == "gcv" else 3
+    truth = random_attention(rng, d, 2)
+    X = random_sequences(rng, n_rows, n_tokens, d)
+    y = truth.predict(X)[:, 0]
+    y = y + 0.1 * y.std() * rng.normal(size=y.shape)
+    model = LinearAttentionRegressor(alpha=alpha, fit_intercept=alpha > 0).fit(X, y)
+    search = model.head_search_
+    failed = [c for c in search.counts if c.failed_on == key]
+    assert failed, f"no count failed on {key}: the test exercises nothing"
+    display = HeadSearchDisplay.from_estimator(model)
+    drawn = display.lines_[key]
+    np.testing.assert_array_equal(drawn.get_xdata(), [c.n_heads for c in failed])
+    errors = [c.gcv_error if key == "gcv" else c.cv_error for c in failed]
+    np.testing.assert_array_equal(drawn.get_ydata(), errors)
+    if "training" in display.lines_:
+        on_training = {c.n_heads for c in search.counts if c.failed_on == "training"}
+        assert set(display.lines_["training"].get_xdata()) == on_training
+
+
 def test_search_display_marks_counts_failed_on_their_first_folds():
     """A count the first folds' refits fail is drawn apart, at its linearized
     refits' error (which can be below the threshold), not as failing there."""
