@@ -728,9 +728,9 @@ class _Search:
     @property
     def threshold(self):
         """The cross-validated error at or below which a count passes (for
-        misclassification, below which): the lifted fit's, or for squared errors its generalized cross-validated error where
-        that is lower and the lifted fit is near interpolation
-        (:meth:`near_interpolation`)."""
+        misclassification, below which): the lifted fit's, or for squared
+        errors its generalized cross-validated error where that is lower and
+        the lifted fit is near interpolation (:meth:`near_interpolation`)."""
         threshold = self.lifted_cv[0] + SLACK * self.lifted_cv[1]
         if self.folds.loss == "squared" and self.near_interpolation(self.lifted_dof):
             return min(threshold, self.lifted_gcv)
@@ -893,16 +893,15 @@ class _Search:
         return self.generalized_cv(squared_error, self.lifted_dof)
 
     def linearized_refits(self, k, value_rows, query_rows, count, decide=True):
-        """The first held-out test of k heads: each fold's refit linearized at
-        the full fit (:func:`linearized_refit`, one Gauss-Newton step); above
-        the threshold by more than the lifted fit's cross-validated standard
-        error (a linearization can err either way), the count fails; with many rows a pass on every fold
-        passes (:meth:`linearized_verdict`). Both only beyond the linearized
-        errors' precision, ``LINEARIZED_TOL`` (relative), so that rounding
-        decides no tie with the threshold (where a count's linearized refits
-        reproduce the folds' lifted fits): a tie goes to the folds' own
-        refits. Without ``decide`` (a count asked for) the error is only
-        reported, and the folds' own refits decide."""
+        """The first held-out test of k heads: each fold's refit linearized at the full
+        fit (:func:`linearized_refit`, one Gauss-Newton step); above the threshold by
+        more than the lifted fit's cross-validated standard error (a linearization can
+        err either way), the count fails; with many rows a pass on every fold passes
+        (:meth:`linearized_verdict`). Both only beyond the linearized errors'
+        precision, ``LINEARIZED_TOL`` (relative), so that rounding decides no tie with
+        the threshold (where a count's linearized refits reproduce the folds' lifted
+        fits): a tie goes to the folds' own refits. Without ``decide`` (a count asked
+        for) the error is only reported, and the folds' own refits decide."""
         folds, errors = self.folds, []
         for fold in range(folds.n_folds):
             design, coef = folds.design(fold), folds.coef(fold)
