@@ -310,8 +310,8 @@ class CountFit:
         ``"tol"`` (exact data: not within ``tol``), ``"training"`` (its
         training error above ``threshold``), ``"gcv"`` (near interpolation,
         ``gcv_error`` above the lifted fit's squared error), ``"linearized"``
-        (its linearized refits' error above ``threshold`` by more than the
-        lifted fit's cross-validated standard error), ``"refits"`` (its
+        (its linearized refits' error above ``threshold``; a misclassified
+        share by more than a held-out row's weight), ``"refits"`` (its
         folds' refits' error above ``threshold``, or, for misclassification,
         not below it; also when the first folds' refits already fail it) or
         ``"majority"`` (worse than the lifted fit on a majority of the folds).
@@ -894,9 +894,9 @@ class _Search:
 
     def linearized_refits(self, k, value_rows, query_rows, count, decide=True):
         """The first held-out test of k heads: each fold's refit linearized at the full
-        fit (:func:`linearized_refit`, one Gauss-Newton step); above the threshold by
-        more than the lifted fit's cross-validated standard error (a linearization can
-        err either way), the count fails; with many rows a pass on every fold passes
+        fit (:func:`linearized_refit`, one Gauss-Newton step); above the threshold
+        (for misclassification by more than a held-out row's weight: a linearization
+        can err by a row), the count fails; with many rows a pass on every fold passes
         (:meth:`linearized_verdict`). Both only beyond the linearized errors'
         precision, ``LINEARIZED_TOL`` (relative), so that rounding decides no tie with
         the threshold (where a count's linearized refits reproduce the folds' lifted
@@ -919,11 +919,12 @@ class _Search:
         decided = self.linearized_verdict(k, count, errors)
         if decided is not None:
             return decided
-        # a rejection must be clear: a linearization can err either way (it
-        # failed a classifier count by one held-out row that its folds' own
-        # refits passed, benchmarks/README.md)
-        spread = self.lifted_cv[1] if np.isfinite(self.lifted_cv[1]) else 0.0
-        if error > count.threshold * (1 + LINEARIZED_TOL) + spread:
+        # misclassified shares move a row at a time, and the linearization can
+        # misclassify a row its folds' own refits do not (it failed classifier
+        # counts by one held-out row that those refits passed): a rejection by
+        # a row goes to the refits (benchmarks/README.md)
+        row = folds.row_resolution * (1 + MISCLASSIFIED_TIE)
+        if error > count.threshold * (1 + LINEARIZED_TOL) + row:
             return replace(
                 count, passes=False, criterion="cv", failed_on="linearized"
             )
