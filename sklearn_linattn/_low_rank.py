@@ -549,13 +549,18 @@ def completion_queries(lifted_coef, token_dim, n_heads, n_iter):
     subspace by one step of subspace iteration a round, from the split's. A start
     for :func:`fit_heads` nearer the best ``k`` heads than the split's own
     truncation."""
-    folded = fold_lifted_coef(lifted_coef, token_dim)
+    d, n_outputs = token_dim, lifted_coef.shape[0]
+    split = folded = fold_lifted_coef(lifted_coef, d)
     basis = svd(folded)[0][:, :n_heads]
     for _ in range(n_iter):
         basis = _orthonormal_columns(folded @ (folded.T @ basis))
         low_rank = basis @ (basis.T @ folded)
-        gap = lifted_coef - unfold_lifted_coef(low_rank, token_dim)
-        folded = low_rank + fold_lifted_coef(gap, token_dim)
+        # the split plus the low-rank W's part antisymmetric in (b, c): the W
+        # nearest it with the fitted symmetric part (fold(unfold(W)) is W's
+        # symmetric part)
+        cube = low_rank.reshape(n_outputs, d, d, d)
+        antisymmetric = cube - cube.transpose(0, 2, 1, 3)
+        folded = split + 0.5 * antisymmetric.reshape(n_outputs * d, d * d)
     return svd(basis.T @ folded)[2][:n_heads]
 
 
