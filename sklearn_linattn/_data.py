@@ -1438,6 +1438,28 @@ def predict_dask(sequences, coef, intercept, positions="last", causal=True):
     )
 
 
+def _block_features(block):
+    return lifted_features(check_sequence_values(block))
+
+
+def features_dask(sequences):
+    """Lazy lifted features of a 3-D Dask array chunked along samples, one block
+    at a time.
+
+    Returns
+    -------
+    features : dask array of shape (n_samples, n_lifted_features)
+    """
+    n_lifted = n_lifted_features(sequences.shape[2])
+    return sequences.map_blocks(
+        _block_features,
+        dtype=np.float64,
+        drop_axis=[1, 2],
+        new_axis=1,
+        chunks=(sequences.chunks[0], (n_lifted,)),
+    )
+
+
 class DaskLiftedData:
     """Lifted rows of a Dask array chunked along samples: the same views as
     :class:`InMemoryLiftedData`, computed blockwise on the workers.

@@ -34,6 +34,7 @@ from ._data import (
     StatisticsSource,
     check_fit_cost,
     effective_observations,
+    features_dask,
     is_dask_array,
     lifted_data,
     lifted_predict,
@@ -486,10 +487,14 @@ class _LinearAttentionBase(BaseEstimator):
             targets.shape[1] != self._statistics.n_outputs
             or single_output != self._single_output
         ):
+            def shape(n_outputs, single):
+                return "(n_samples,)" if single else f"(n_samples, {n_outputs})"
+
             raise ValueError(
-                f"y has {targets.shape[1]} output(s) per row but earlier batches had "
-                f"{self._statistics.n_outputs}; every batch needs the same shape of "
-                "targets."
+                f"y has shape {shape(targets.shape[1], single_output)} but earlier "
+                "batches had shape "
+                f"{shape(self._statistics.n_outputs, self._single_output)}; every "
+                "batch needs the same shape of targets (predict returns it)."
             )
         data = self._data_source(
             sequences,
@@ -1743,11 +1748,15 @@ class LiftedAttentionFeatures(TransformerMixin, BaseEstimator):
         Returns
         -------
         features : ndarray of shape (n_samples, n_lifted_features)
+            A lazy Dask array (one block of features per block of sequences)
+            for Dask input.
         """
         check_is_fitted(self)
         sequences = validate_sequences(
             X, token_dim=self.token_dim_, estimator=self, reset=False
         )
+        if is_dask_array(sequences):
+            return features_dask(sequences)
         return lifted_features(sequences, n_threads=effective_n_jobs(self.n_jobs))
 
     def get_feature_names_out(self, input_features=None):

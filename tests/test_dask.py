@@ -31,6 +31,7 @@ from sklearn.model_selection import (  # noqa: E402
 )
 
 from sklearn_linattn import (  # noqa: E402
+    LiftedAttentionFeatures,
     LinearAttentionClassifier,
     LinearAttentionClassifierCV,
     LinearAttentionRegressor,
@@ -73,6 +74,24 @@ def test_fit_predict_and_certify_equal_in_memory(client, data):
     assert certificate.identifiable == exact.identifiable
     assert certificate.rank == exact.rank
     assert certificate.min_eigenvalue == pytest.approx(exact.min_eigenvalue, rel=1e-10)
+
+
+def test_lifted_features_of_a_dask_array_are_lazy_and_equal_in_memory(client, data):
+    X, _ = data
+    X_dask = da.from_array(X, chunks=(200, 3, 4))  # tokens chunked too: rechunked
+    features = LiftedAttentionFeatures().fit(X_dask).transform(X_dask)
+    assert isinstance(features, da.Array) and features.shape == (900, 40)
+    np.testing.assert_array_equal(
+        features.compute(), LiftedAttentionFeatures().fit_transform(X)
+    )
+    rows = da.from_array(X.reshape(900, -1), chunks=(250, 10))
+    flat = LiftedAttentionFeatures(token_dim=4).fit(rows).transform(rows)
+    np.testing.assert_array_equal(flat.compute(), features.compute())
+    with_nan = X.copy()
+    with_nan[5, 2, 1] = np.nan
+    lazy = LiftedAttentionFeatures().fit(X).transform(da.from_array(with_nan))
+    with pytest.raises(ValueError, match="NaN"):
+        lazy.compute()
 
 
 def test_flat_rows_and_partial_fit(client, data):

@@ -401,6 +401,12 @@ def test_partial_fit_rejects_inconsistent_batches(rng):
         model.partial_fit(random_sequences(rng, 5, 4, 2), np.ones(5))
     with pytest.raises(ValueError, match="same shape of targets"):
         model.partial_fit(X, np.ones((20, 2)))
+    # one output as a column is another shape of targets: the message names both
+    with pytest.raises(
+        ValueError, match=r"shape \(n_samples, 1\) but earlier batches had shape "
+        r"\(n_samples,\)"
+    ):
+        model.partial_fit(X, np.ones((20, 1)))
     with pytest.raises(
         ValueError, match="partial_fit accumulates the normal equations"
     ):
