@@ -1500,6 +1500,17 @@ class DaskLiftedData:
         self._rescaling = None
         self._row_scale = None
         self._targets = None
+        self._weight_values = None
+
+    @property
+    def _weights(self):
+        """The sample weights on the client (small), computed once: every later
+        pass reads these values, not the checked Dask graph again (submitting
+        its keys a second time, differently optimized, made the scheduler warn
+        of colliding keys)."""
+        if self._weight_values is None and self.sample_weight is not None:
+            self._weight_values = np.asarray(self.sample_weight.compute())
+        return self._weight_values
 
     @property
     def rescaling(self):
@@ -1511,13 +1522,16 @@ class DaskLiftedData:
             lazy = [da.maximum(da.max(self.sequences), -da.min(self.sequences))]
             if self.raw_targets is not None:
                 lazy.append(da.max(da.absolute(self.raw_targets)))
-            if self.sample_weight is not None:
-                lazy.append(da.max(self.sample_weight))
+            if self.sample_weight is not None and self._weight_values is None:
+                lazy.append(self.sample_weight)
             largest, *others = dask.compute(*lazy)
+            target = None if self.raw_targets is None else others.pop(0)
+            if others:
+                self._weight_values = np.asarray(others.pop(0))
             self._rescaling = Rescaling.from_largest(
                 largest,
-                None if self.raw_targets is None else others.pop(0),
-                None if self.sample_weight is None else others.pop(0),
+                target,
+                None if self._weights is None else np.max(self._weights),
             )
         return self._rescaling
 
@@ -1533,8 +1547,7 @@ class DaskLiftedData:
         sample_chunks = self.sequences.chunks[0]
         if self.sample_weight.shape[0] != self.sequences.shape[0]:  # per row
             sample_chunks = tuple(size * self.per_sample for size in sample_chunks)
-        weights = self.sample_weight.rechunk((sample_chunks,))
-        return list(weights.to_delayed().ravel())
+        return np.split(self._weights, np.cumsum(sample_chunks)[:-1])
 
     def _block_targets(self):
         if self.raw_targets is None:
@@ -1593,7 +1606,7 @@ class DaskLiftedData:
             weights = (
                 np.ones(n_samples)
                 if self.sample_weight is None
-                else np.asarray(self.sample_weight.compute()) * self.rescaling.weight
+                else self._weights * self.rescaling.weight
             )
             if self.layout.positions == "last":
                 self._row_scale = np.sqrt(weights)

@@ -4,6 +4,7 @@ features, leave-one-out and K-fold refits, ``cross_val_score`` and
 ``GridSearchCV`` over the plain estimators)."""
 
 import copy
+import logging
 import pickle
 import re
 
@@ -236,6 +237,33 @@ def test_cg_with_blockwise_products(client, data):
     # p = 40 <= 64: cg's certificate decomposes the Gram formed from p products.
     assert remote.solver_ == "cg" and remote.certificate_.exact
     assert remote.certificate_.identifiable == exact.certificate_.identifiable
+
+
+def test_cg_with_dask_weights_submits_each_key_once(client, data):
+    """The weights' checked graph is computed once and read from the client
+    afterwards: submitted again by the operator's persist, differently
+    optimized, its keys made the scheduler warn of colliding keys ("different
+    run_spec"), which it says can deadlock."""
+    X, y = data
+    weights = np.random.default_rng(0).uniform(0.2, 2.0, len(X))
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = logging.getLogger("distributed.scheduler")
+    logger.addHandler(handler)
+    try:
+        model = LinearAttentionRegressor(solver="cg", n_heads=None).fit(
+            da.from_array(X, chunks=(200, 6, 4)),
+            da.from_array(y[:, 0], chunks=200),
+            sample_weight=da.from_array(weights, chunks=200),
+        )
+    finally:
+        logger.removeHandler(handler)
+    assert not [r for r in records if "run_spec" in r.getMessage()]
+    local = LinearAttentionRegressor(solver="cg", n_heads=None).fit(
+        X, y[:, 0], sample_weight=weights
+    )
+    np.testing.assert_allclose(model.coef_, local.coef_, rtol=1e-8, atol=1e-12)
 
 
 def test_grid_search_on_the_dask_joblib_backend(client, data):
