@@ -48,6 +48,8 @@ print(
 )
 for count in search.counts:
     verdict = {True: "passes", False: "fails", None: "undecided"}[count.passes]
+    if count.failed_on is not None:  # the test that failed it
+        verdict += f" ({count.failed_on})"
     if np.isfinite(count.cv_error):
         within = f"{count.folds_within} of 5 folds no worse"
         error = f"CV {count.cv_error:.3g} ({within})"
