@@ -487,14 +487,17 @@ class _LinearAttentionBase(BaseEstimator):
             targets.shape[1] != self._statistics.n_outputs
             or single_output != self._single_output
         ):
+            rows = ["n_samples"] + (["n_tokens"] if self.positions == "all" else [])
+
             def shape(n_outputs, single):
-                return "(n_samples,)" if single else f"(n_samples, {n_outputs})"
+                dims = rows + ([] if single else [str(n_outputs)])
+                return f"({', '.join(dims)}{',' if len(dims) == 1 else ''})"
 
             raise ValueError(
                 f"y has shape {shape(targets.shape[1], single_output)} but earlier "
                 "batches had shape "
                 f"{shape(self._statistics.n_outputs, self._single_output)}; every "
-                "batch needs the same shape of targets (predict returns it)."
+                "batch needs the same shape of targets (the shape predict returns)."
             )
         data = self._data_source(
             sequences,

@@ -358,7 +358,10 @@ class HeadSearchDisplay:
                 c.gcv_error if np.isfinite(c.training_error) else c.threshold
                 for c in failed_gcv
             ]
-            majority = [c for c in counts if c.failed_on == "majority"]
+            majority = [
+                c for c in counts
+                if c.failed_on == "majority" and np.isfinite(c.cv_error)
+            ]  # (failed by their first folds: drawn as "stopped")
             partial = [
                 (
                     "stopped",

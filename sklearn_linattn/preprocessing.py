@@ -36,7 +36,12 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ._validation import as_array, caller_stacklevel, validate_sequences
+from ._validation import (
+    as_array,
+    caller_stacklevel,
+    is_dask_array,
+    validate_sequences,
+)
 
 __all__ = [
     "PositionalEncoding",
@@ -437,6 +442,12 @@ class _TokenTransformerMixin:
                 f"Sparse input is not supported by {type(self).__name__}: sequences "
                 "are dense token matrices of shape (n_samples, n_tokens, token_dim); "
                 "convert with X.toarray()."
+            )
+        if is_dask_array(X):
+            raise TypeError(
+                f"{type(self).__name__} takes sequences in memory, not a Dask array: "
+                "transform each block (X.map_blocks(transformer.transform, ...), "
+                "chunked along samples only) or compute X first."
             )
         if not hasattr(X, "ndim"):
             X = as_array(X, dtype=np.float64)

@@ -95,6 +95,25 @@ def test_lifted_features_of_a_dask_array_are_lazy_and_equal_in_memory(client, da
         lazy.compute()
 
 
+@pytest.mark.parametrize("make", ["positions", "tokenwise"])
+def test_tokenwise_preprocessing_refuses_dask_arrays_clearly(data, make):
+    from sklearn.preprocessing import StandardScaler
+
+    from sklearn_linattn.preprocessing import PositionalEncoding, TokenwiseTransformer
+
+    X, _ = data
+    transformer = (
+        PositionalEncoding()
+        if make == "positions"
+        else TokenwiseTransformer(StandardScaler())
+    )
+    with pytest.raises(TypeError, match="not a Dask array"):
+        transformer.fit(da.from_array(X, chunks=(300, 6, 4)))
+    transformer.fit(X)
+    with pytest.raises(TypeError, match="not a Dask array"):
+        transformer.transform(da.from_array(X, chunks=(300, 6, 4)))
+
+
 def test_flat_rows_and_partial_fit(client, data):
     X, y = data
     rows = da.from_array(X.reshape(900, -1), chunks=(250, 24))

@@ -2175,6 +2175,30 @@ def test_linearized_refits_fail_a_classifier_count_only_beyond_a_row():
             assert count.linearized_cv_error > count.threshold + 1.5 * row
 
 
+def test_a_count_failed_by_its_first_folds_names_the_test_they_fail_it_on():
+    """Refits stopped at the first folds that fail a count report the test those
+    folds fail it on, here the one n_heads=k reports after refitting every
+    fold: one and two heads of d = 3 (72 sequences, noise as large as the
+    signal, alpha 1e-3) are worse than the lifted fit on the first 4 folds and
+    within the threshold (a majority fails them; it had been named
+    "refits")."""
+    rng = np.random.default_rng(138)
+    truth = random_attention(rng, 3, 2, 1)
+    X = random_sequences(rng, 72, 16, 3)
+    y = truth.predict(X)[:, 0]
+    y = y + y.std() * rng.normal(size=y.shape)
+    params = dict(alpha=1e-3, fit_intercept=True)
+    search = LinearAttentionRegressor(**params).fit(X, y).head_search_
+    stopped = [c for c in search.counts if (c.folds_refitted or 5) < 5]
+    assert stopped, "no count stopped early: the test exercises nothing"
+    for count in stopped:
+        asked = LinearAttentionRegressor(n_heads=count.n_heads, **params).fit(X, y)
+        every_fold = asked.head_search_.counts[0]
+        assert every_fold.folds_refitted == 5 and every_fold.passes is False
+        assert count.failed_on == every_fold.failed_on
+    assert "majority" in {c.failed_on for c in stopped}
+
+
 @pytest.mark.parametrize("seed, n_heads, n_lifted_times, alpha", [
     (2, 2, 1.3, 1e-3), (4, 2, 1.3, 1e-3), (17, 2, 3.0, 0.0),
 ])

@@ -407,6 +407,13 @@ def test_partial_fit_rejects_inconsistent_batches(rng):
         r"\(n_samples,\)"
     ):
         model.partial_fit(X, np.ones((20, 1)))
+    every_position = LinearAttentionRegressor(positions="all")
+    every_position.partial_fit(X, np.ones((20, 4)))
+    with pytest.raises(
+        ValueError, match=r"shape \(n_samples, n_tokens, 1\) but earlier batches "
+        r"had shape \(n_samples, n_tokens\)"
+    ):
+        every_position.partial_fit(X, np.ones((20, 4, 1)))
     with pytest.raises(
         ValueError, match="partial_fit accumulates the normal equations"
     ):
