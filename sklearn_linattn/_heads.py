@@ -620,7 +620,10 @@ class _Search:
             kept = []  # (coefficients, query rows), the best screened first
             for value_rows, query_rows, *_ in sorted(screened, key=lambda f: f[2]):
                 theta = head_coef(value_rows, query_rows, self.d)
-                if len(kept) < SCREEN_KEPT and self.new_start(theta, kept):
+                if len(kept) < SCREEN_KEPT and all(
+                    np.linalg.norm(theta - other) > SAME_START * np.linalg.norm(other)
+                    for other, _ in kept
+                ):
                     kept.append((theta, query_rows))
             starts = [query_rows for _, query_rows in kept]
         best = None
@@ -678,15 +681,6 @@ class _Search:
                 count = replace(count, passes=False, criterion="cv", failed_on="gcv")
         self.log(f"{k} heads: {count}")
         return value_rows, query_rows, count
-
-    @staticmethod
-    def new_start(theta, kept):
-        """Whether screened heads of lifted coefficients ``theta`` are farther
-        than ``SAME_START`` (relative) from every start kept."""
-        return all(
-            np.linalg.norm(theta - other) > SAME_START * np.linalg.norm(other)
-            for other, _ in kept
-        )
 
     def stop_rules(self, design):
         """``(accept_below, resolution)`` of a fit on ``design``: a loss within
