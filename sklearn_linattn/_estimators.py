@@ -1461,6 +1461,8 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         """Sample weights times class weights: per sample, or per row when class
         weights differ between the positions of a sequence."""
         weights = validate_sample_weight(sample_weight, sequences)
+        if is_dask_array(weights):  # small: checked and computed once, read twice
+            weights = np.asarray(weights.compute())
         if self.class_weight is None:
             return weights
         if self.positions == "last":

@@ -285,6 +285,34 @@ def test_cg_with_dask_weights_submits_each_key_once(client, data):
     np.testing.assert_allclose(model.coef_, local.coef_, rtol=1e-8, atol=1e-12)
 
 
+@pytest.mark.parametrize("classify", [False, True])
+def test_dask_weights_are_checked_and_computed_once_a_fit(data, monkeypatch, classify):
+    import sklearn_linattn._validation as validation
+
+    X, y = data
+    checked = []
+    check = validation._checked_weight_block
+
+    def counted(weights):
+        checked.append(len(weights))
+        return check(weights)
+
+    monkeypatch.setattr(validation, "_checked_weight_block", counted)
+    weights = np.random.default_rng(1).uniform(0.2, 2.0, len(X))
+    estimator = (
+        LinearAttentionClassifier(n_heads=None)
+        if classify
+        else LinearAttentionRegressor(n_heads=None)
+    )
+    with dask.config.set(scheduler="synchronous"):
+        estimator.fit(
+            da.from_array(X, chunks=(300, 6, 4)),
+            y[:, 0] > 0 if classify else y[:, 0],
+            sample_weight=da.from_array(weights, chunks=300),
+        )
+    assert sorted(checked) == [300, 300, 300]
+
+
 def test_grid_search_on_the_dask_joblib_backend(client, data):
     X, y = data
     rows = X.reshape(900, -1)
