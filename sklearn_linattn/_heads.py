@@ -326,8 +326,9 @@ class CountFit:
         the held-out tests, training error, linearized refits and refits on
         the folds); for a count left undecided the last test it passed:
         ``"training"`` (its training error is within the threshold) or
-        ``"linearized"`` (so are its linearized refits; its folds were not
-        refitted); None when the work limit stopped its test first.
+        ``"linearized"`` (so are its linearized refits; its folds' refits
+        were not finished); None when the work limit stopped its fit or its
+        training test first.
     """
 
     n_heads: int
@@ -496,9 +497,26 @@ class _Search:
             return False
         return self.residual <= self.tol**2 * (self.residual + self.signal)
 
+    error_scale = 1.0  # squared errors to the data's units (read_out_heads)
+
     def log(self, message):
         if self.verbose:
             print(f"[heads] {message}", flush=True)
+
+    def reported(self, count):
+        """A count's errors in the data's units, as ``head_search_`` reports
+        them: squared errors times ``error_scale``, misclassification as is."""
+        held_out = self.error_scale
+        if self.folds_built and self.folds.loss != "squared":
+            held_out = 1.0  # misclassification
+        return replace(
+            count,
+            cv_error=count.cv_error * held_out,
+            training_error=count.training_error * held_out,
+            linearized_cv_error=count.linearized_cv_error * held_out,
+            threshold=count.threshold * held_out,
+            gcv_error=count.gcv_error * self.error_scale,
+        )
 
     @functools.cached_property
     def split_svd(self):
@@ -591,7 +609,7 @@ class _Search:
             and not self.budget.exhausted
         ):
             count = tests[count.criterion](k, value_rows, query_rows, count)
-            self.log(f"{k} heads: {count}")
+            self.log(f"{k} heads: {self.reported(count)}")
         self.fits[k] = value_rows, query_rows, count
         return self.fits[k]
 
@@ -679,7 +697,7 @@ class _Search:
                 )
             elif bound and self.gcv_fails(k, gcv_error):
                 count = replace(count, passes=False, criterion="cv", failed_on="gcv")
-        self.log(f"{k} heads: {count}")
+        self.log(f"{k} heads: {self.reported(count)}")
         return value_rows, query_rows, count
 
     def stop_rules(self, design):
@@ -942,8 +960,8 @@ class _Search:
                 anchored = _anchored(design, coef)
                 refit = linearized_refit(anchored, query_rows, self.budget)
             errors.append(folds.error(fold, *refit))
-        if self.budget.exhausted:  # undecided
-            return replace(count, criterion=None)
+        if self.budget.exhausted:  # undecided: the training test its last passed
+            return count
         error = folds.summary(errors)[0]
         count = replace(count, linearized_cv_error=error)
         if not decide:
@@ -1007,8 +1025,8 @@ class _Search:
             )
             refit = search._fit(k, refine=False, bound=False)[:2]  # polished
             errors.append(folds.error(fold, *refit))
-            if self.budget.exhausted:  # undecided
-                return replace(count, criterion=None)
+            if self.budget.exhausted:  # undecided: the linearized test its last passed
+                return count
             left = folds.n_folds - 1 - fold
             failed_on = stop_early and left and self.fails_whatever_follows(
                 k, count, errors
@@ -1181,6 +1199,7 @@ def read_out_heads(
             residual, degrees_of_freedom, n_observations, fit_intercept,
             residual_sum_of_squares, effective_outputs,
         )
+        search.error_scale = error_scale
         folded, k, criterion, passes = _search(search, n_heads)
         known = search.split_svd if folded is search.split else None
         value, query = heads_of_folded(folded, k, search.m, d, known)
@@ -1192,23 +1211,11 @@ def read_out_heads(
             folded = value.reshape(k, -1).T @ query.reshape(k, -1)
             folded /= np.repeat(np.asarray(output_weights, float), d)[:, None]
             value, query = heads_of_folded(folded, k, search.m, d)
-    counts = tuple(fit[2] for fit in search.fits.values())
-    lifted_cv = search.lifted_cv
+    counts = tuple(search.reported(fit[2]) for fit in search.fits.values())
     held_out_scale = error_scale  # squared errors to the targets' units
     if search.folds_built and search.folds.loss != "squared":
         held_out_scale = 1.0  # misclassification
-    counts = tuple(
-        replace(
-            count,
-            cv_error=count.cv_error * held_out_scale,
-            training_error=count.training_error * held_out_scale,
-            linearized_cv_error=count.linearized_cv_error * held_out_scale,
-            threshold=count.threshold * held_out_scale,
-            gcv_error=count.gcv_error * error_scale,
-        )
-        for count in counts
-    )
-    lifted_cv = tuple(error * held_out_scale for error in lifted_cv)
+    lifted_cv = tuple(error * held_out_scale for error in search.lifted_cv)
     lifted_gcv = search.lifted_gcv * error_scale if search.folds_built else np.nan
     search.log(f"{k} heads ({criterion}); counts fitted {[c.n_heads for c in counts]}")
     return HeadReadout(

@@ -879,9 +879,11 @@ def test_a_fixed_count_reports_its_verdict():
 
 def test_head_search_lists_every_count_with_its_verdict(capsys):
     truth, X, y = noisy_sequences(2, 4, 2, 1, 0.05)
-    model = LinearAttentionRegressor(verbose=1).fit(X, y)
+    model = LinearAttentionRegressor(verbose=1).fit(X, 100 * y)
     search = model.head_search_
     out = capsys.readouterr().out
+    for count in search.counts:  # verbose prints them as head_search_ has them
+        assert f"{count.n_heads} heads: {count}" in out
     assert isinstance(search, HeadReadout) and search.seconds > 0
     assert search.counts_tried == (1, 2)
     one, two = search.counts
@@ -1041,6 +1043,30 @@ def test_the_work_limit_cuts_the_search_short_and_says_so(monkeypatch):
     if search.criterion == "lifted":
         assert cut.n_heads_ == lifted.n_heads_
         np.testing.assert_allclose(cut.coef_, lifted.coef_, rtol=1e-8, atol=1e-12)
+
+
+def test_counts_left_undecided_name_the_last_test_they_passed(monkeypatch):
+    """A count whose next test the work limit stopped keeps the criterion of the
+    last it passed: "training" (its training error within the threshold) or
+    "linearized" (so are its linearized refits; its folds' refits unfinished);
+    None only when its fit or its training test was stopped."""
+    truth, X, y = noisy_sequences(2, 4, 2, 1, 0.05)
+    monkeypatch.setattr("sklearn_linattn._estimators.WORK_FLOOR", 0.0)
+    seen = set()
+    for limit in (64.0, 128.0, 256.0, 512.0):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            search = LinearAttentionRegressor(head_work_limit=limit).fit(X, y)
+        for count in search.head_search_.counts:
+            if count.passes is not None:
+                continue
+            seen.add(count.criterion)
+            if count.criterion == "training":
+                assert count.training_error <= count.threshold
+            elif count.criterion == "linearized":
+                assert count.linearized_cv_error <= count.threshold * (1 + 1e-6)
+                assert np.isnan(count.cv_error)
+    assert {"training", "linearized"} <= seen, f"tests stopped: {seen}"
 
 
 def test_a_search_without_held_out_folds_warns_and_returns_the_lifted_heads():
