@@ -94,6 +94,11 @@ def _squared(predictions, targets):
     return float(np.vdot(residual, residual))
 
 
+def _squared_by_output(predictions, targets):
+    residual = targets - predictions
+    return np.einsum("ij,ij->j", residual, residual)
+
+
 class _Folds:
     """What both forms share: per-fold errors (``lifted_errors`` of the lifted
     fit, in the criterion's loss, ``lifted_squared`` its squared errors) and
@@ -172,6 +177,7 @@ class StatisticsFolds(_Folds):
         self._parts, self._rows, self._designs = [], [], {}
         self._rows_source, self._all = rows, None
         self.lifted_errors, self.lifted_squared, self.weights = [], [], []
+        self.lifted_output_squared = []
         if rows is not None and classify:
             self.loss = "misclassified"
         for left_out, heldout in enumerate(folds):
@@ -199,6 +205,7 @@ class StatisticsFolds(_Folds):
             )
             self.flops += flops + 4.0 * len(gram) ** 2 * (1 + moment.shape[1])
             self.lifted_squared.append(self._squared(form, coef))
+            self.lifted_output_squared.append(self._squared_by_output(form, coef))
             if self.loss == "squared":
                 self.weights.append(heldout.weight_sum * moment.shape[1])
                 self.lifted_errors.append(self.lifted_squared[-1])
@@ -251,6 +258,12 @@ class StatisticsFolds(_Folds):
         value = np.vdot(coef @ gram, coef) - 2 * np.vdot(coef, moment.T) + squares.sum()
         return max(float(value), 0.0)
 
+    @staticmethod
+    def _squared_by_output(form, coef):
+        gram, moment, squares = form
+        value = np.einsum("ap,ap->a", coef @ gram, coef)
+        return np.maximum(value - 2 * np.einsum("ap,pa->a", coef, moment) + squares, 0)
+
     def coef(self, fold):
         """The lifted fit without ``fold``."""
         return self._parts[fold][0]
@@ -295,6 +308,16 @@ class StatisticsFolds(_Folds):
         gap = theta - coef
         change = np.vdot(gap @ gram, gap) + 2 * np.vdot(gap, coef @ gram - moment.T)
         return max(self.lifted_squared[fold] + float(change), 0.0)
+
+    def output_errors(self, fold, value_rows, query_rows):
+        """Held-out squared error on ``fold`` of heads, output by output."""
+        coef, _, form, *_ = self._parts[fold]
+        theta = head_coef(value_rows, query_rows, self.token_dim)
+        gram, moment, _ = form
+        gap = theta - coef
+        change = np.einsum("ap,ap->a", gap @ gram, gap)
+        change += 2 * np.einsum("ap,ap->a", gap, coef @ gram - moment.T)
+        return np.maximum(self.lifted_output_squared[fold] + change, 0.0)
 
 
 class RowFolds(_Folds):
@@ -346,6 +369,7 @@ class RowFolds(_Folds):
         self._all = moments, queries, targets, row_scale
         self._parts, self._coefs = [], {}
         self.lifted_errors, self.lifted_squared, self.weights = [], [], []
+        self.lifted_output_squared = []
         for fold in range(n_folds):
             heldout = row_folds == fold
             train = ~heldout
@@ -372,6 +396,7 @@ class RowFolds(_Folds):
             )
             self._parts.append((design, held, train, weights))
             self.lifted_squared.append(_squared(predictions, held[2]))
+            self.lifted_output_squared.append(_squared_by_output(predictions, held[2]))
             if classify:
                 self.weights.append(float(held[3] @ held[3]))
                 self.lifted_errors.append(_misclassified(predictions, *held[2:]))
@@ -428,6 +453,18 @@ class RowFolds(_Folds):
 
     def squared_error(self, fold, value_rows, query_rows, loss="squared"):
         """Held-out squared error on ``fold`` of heads (or ``loss``)."""
+        predictions, targets, scale = self._heldout(fold, value_rows, query_rows)
+        if loss == "misclassified":
+            return _misclassified(predictions, targets, scale)
+        return _squared(predictions, targets)
+
+    def output_errors(self, fold, value_rows, query_rows):
+        """Held-out squared error on ``fold`` of heads, output by output."""
+        predictions, targets, _ = self._heldout(fold, value_rows, query_rows)
+        return _squared_by_output(predictions, targets)
+
+    def _heldout(self, fold, value_rows, query_rows):
+        """``(predictions, targets, row_scale)`` of heads on ``fold``'s rows."""
         _, (moments, queries, targets, scale), train, _ = self._parts[fold]
         predictions = predict_rows(moments, queries, value_rows, query_rows)
         total = float(self._all[3][train] @ self._all[3][train])
@@ -438,6 +475,4 @@ class RowFolds(_Folds):
             )
             intercept = all_scale[train] @ (all_targets[train] - fitted) / total
             predictions = predictions + np.outer(scale, intercept)
-        if loss == "misclassified":
-            return _misclassified(predictions, targets, scale)
-        return _squared(predictions, targets)
+        return predictions, targets, scale

@@ -90,6 +90,10 @@ MISCLASSIFIED_TIE = 1e-9
 # ... and no worse than the lifted fit on more than FOLDS_MAJORITY of the folds (a
 # mean of heavy-tailed errors can rest on one fold).
 FOLDS_MAJORITY = 0.5
+# With several outputs, each output's cross-validated error may exceed the lifted
+# fit's (lowered as the threshold is) by at most OUTPUT_SPREAD standard errors of
+# its per-fold differences: the sum over outputs hid a head only one output uses.
+OUTPUT_SPREAD = 2.0
 # Below INTERPOLATION_MARGIN equations (rows times outputs) per degree of freedom
 # in the folds' fits, generalized cross-validation checks the cross-validated
 # comparison.
@@ -317,10 +321,13 @@ class CountFit:
         (its linearized refits' error above ``threshold``; a misclassified
         share by more than a held-out row's weight), ``"refits"`` (its
         folds' refits' error above ``threshold``, or, for misclassification,
-        not below it) or ``"majority"`` (worse than the lifted fit on a
-        majority of the folds); where the first folds' refits already fail it
-        (``folds_refitted`` below 5), the test they fail it on (the folds not
-        refitted could have failed it on another as well).
+        not below it), ``"majority"`` (worse than the lifted fit on a
+        majority of the folds) or ``"output"`` (several outputs: worse than the
+        lifted fit on one output, by more than ``OUTPUT_SPREAD`` standard errors
+        of the per-fold differences, theory page); where the first folds'
+        refits already fail it (``folds_refitted`` below 5), the test they
+        fail it on (the folds not refitted could have failed it on another as
+        well).
     criterion : str or None
         ``"tol"`` or ``"cv"``: which test it passed or failed last (``"cv"``:
         the held-out tests, training error, linearized refits and refits on
@@ -952,7 +959,7 @@ class _Search:
         the threshold (where a count's linearized refits reproduce the folds' lifted
         fits): a tie goes to the folds' own refits. Without ``decide`` (a count asked
         for) the error is only reported, and the folds' own refits decide."""
-        folds, errors = self.folds, []
+        folds, errors, output_errors = self.folds, [], []
         for fold in range(folds.n_folds):
             design, coef = folds.design(fold), folds.coef(fold)
             refit = linearized_refit(design, query_rows, self.budget)
@@ -960,13 +967,15 @@ class _Search:
                 anchored = _anchored(design, coef)
                 refit = linearized_refit(anchored, query_rows, self.budget)
             errors.append(folds.error(fold, *refit))
+            if self.by_output:
+                output_errors.append(folds.output_errors(fold, *refit))
         if self.budget.exhausted:  # undecided: the training test its last passed
             return count
         error = folds.summary(errors)[0]
         count = replace(count, linearized_cv_error=error)
         if not decide:
             return replace(count, criterion="linearized")
-        decided = self.linearized_verdict(k, count, errors)
+        decided = self.linearized_verdict(k, count, errors, output_errors or None)
         if decided is not None:
             return decided
         # misclassified shares move a row at a time, and the linearization can
@@ -980,7 +989,7 @@ class _Search:
             )
         return replace(count, criterion="linearized")
 
-    def linearized_verdict(self, k, count, errors):
+    def linearized_verdict(self, k, count, errors, output_errors=None):
         """The linearized refits' verdict where it stands, else None: a pass of
         squared errors, no worse than the lifted fit on every fold, with at
         least ``REFIT_MARGIN`` training rows per lifted feature (each fold's
@@ -994,7 +1003,7 @@ class _Search:
             or self.n_observations < REFIT_MARGIN * p
         ):
             return None
-        verdict = self.verdict(k, count, errors, 1 + LINEARIZED_TOL)
+        verdict = self.verdict(k, count, errors, 1 + LINEARIZED_TOL, output_errors)
         if verdict.passes and verdict.folds_within == np.sum(self.held_folds):
             return verdict
         return None
@@ -1017,7 +1026,7 @@ class _Search:
         from the full fit, which has seen the fold: such refits are optimistic
         where a count has about as many parameters as there are rows, or
         competing minima (theory page)."""
-        folds, errors = self.folds, []
+        folds, errors, output_errors = self.folds, [], []
         for fold in range(folds.n_folds):
             search = _Search(
                 folds.coef(fold), self.d, self.tol, folds.design(fold), None,
@@ -1025,6 +1034,8 @@ class _Search:
             )
             refit = search._fit(k, refine=False, bound=False)[:2]  # polished
             errors.append(folds.error(fold, *refit))
+            if self.by_output:
+                output_errors.append(folds.output_errors(fold, *refit))
             if self.budget.exhausted:  # undecided: the linearized test its last passed
                 return count
             left = folds.n_folds - 1 - fold
@@ -1036,7 +1047,8 @@ class _Search:
                     count, passes=False, criterion="cv", folds_refitted=fold + 1,
                     failed_on=failed_on,
                 )
-        return replace(self.verdict(k, count, errors), folds_refitted=folds.n_folds)
+        verdict = self.verdict(k, count, errors, output_errors=output_errors or None)
+        return replace(verdict, folds_refitted=folds.n_folds)
 
     def fails_whatever_follows(self, k, count, errors):
         """The test that the errors of the first folds' refits fail k heads on
@@ -1046,7 +1058,31 @@ class _Search:
         padded = list(errors) + [0.0] * (self.folds.n_folds - len(errors))
         return self.verdict(k, count, padded).failed_on
 
-    def verdict(self, k, count, errors, margin=1.0):
+    @property
+    def by_output(self):
+        """Whether counts are also judged output by output: squared errors of
+        several outputs that do not repeat one another."""
+        return self.folds.loss == "squared" and self.m > 1 and self.outputs > 1 + 1e-9
+
+    def worse_output(self, k, output_errors):
+        """Whether an output's refits are worse than the lifted fit's on it, by
+        more than ``OUTPUT_SPREAD`` standard errors of the per-fold differences
+        (the lifted fit's errors lowered by :meth:`size_ratio`)."""
+        folds = self.folds
+        held = self.held_folds
+        if np.sum(held) < 2:
+            return False
+        weights = np.asarray(folds.weights, float)[held] / self.m  # per output
+        differences = (
+            np.asarray(output_errors)[held]
+            - self.size_ratio(k) * np.asarray(folds.lifted_output_squared)[held]
+        ) / weights[:, None]
+        share = weights / weights.sum()
+        mean = share @ differences
+        spread = np.sqrt(share @ (differences - mean) ** 2 / (len(share) - 1))
+        return bool(np.any((mean > 0) & (mean > OUTPUT_SPREAD * spread)))
+
+    def verdict(self, k, count, errors, margin=1.0, output_errors=None):
         """The held-out verdict on k heads from their refits' errors on the
         folds: their cross-validated error within the threshold (for
         misclassification strictly below it), and no worse than the lifted fit
@@ -1074,6 +1110,8 @@ class _Search:
             failed_on = "gcv"
         elif within <= FOLDS_MAJORITY * np.sum(held):
             failed_on = "majority"
+        elif output_errors is not None and self.worse_output(k, output_errors):
+            failed_on = "output"
         return replace(
             count, cv_error=cv_error, passes=failed_on is None, criterion="cv",
             folds_within=within, failed_on=failed_on,

@@ -232,7 +232,9 @@ class HeadSearchDisplay:
         generalized cross-validated squared error (a classifier's at its
         threshold, the error being in other units), ``"majority"``, counts
         whose error was within the threshold but worse than the lifted fit's on
-        a majority of the folds, ``"undecided"``, counts the search left undecided
+        a majority of the folds, ``"output"``, counts within the threshold but
+        worse than the lifted fit on one of several outputs, ``"undecided"``,
+        counts the search left undecided
         (above the count returned, or cut short by the work limit) at the last
         error measured, linearized refits' or training, and ``"tol"``,
         counts that reproduce the lifted fit within ``tol``, drawn at its
@@ -358,10 +360,10 @@ class HeadSearchDisplay:
                 c.gcv_error if np.isfinite(c.training_error) else c.threshold
                 for c in failed_gcv
             ]
-            majority = [
-                c for c in counts
-                if c.failed_on == "majority" and np.isfinite(c.cv_error)
-            ]  # (failed by their first folds: drawn as "stopped")
+            majority, on_output = (
+                [c for c in counts if c.failed_on == key and np.isfinite(c.cv_error)]
+                for key in ("majority", "output")
+            )  # (failed by their first folds: drawn as "stopped")
             partial = [
                 (
                     "stopped",
@@ -399,6 +401,13 @@ class HeadSearchDisplay:
                     [c.cv_error for c in majority],
                     "X",
                     "k heads worse than the lifted fit on most folds (fails)",
+                ),
+                (
+                    "output",
+                    on_output,
+                    [c.cv_error for c in on_output],
+                    "P",
+                    "k heads worse than the lifted fit on an output (fails)",
                 ),
                 (
                     "undecided",

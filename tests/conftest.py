@@ -166,3 +166,19 @@ def client():
     with distributed.Client(cluster) as client:
         yield client
     cluster.close()
+
+
+def hidden_head_outputs(seed, n_samples=400, n_test=0):
+    """Six outputs of d = 4: one head drives outputs 0 to 4 (noise a tenth of
+    their spread), another only output 5 (noise as large as its signal)."""
+    rng = np.random.default_rng(seed)
+    d, n_outputs = 4, 6
+    values = np.zeros((2, n_outputs, d))
+    values[0, :-1] = rng.normal(size=(n_outputs - 1, d))
+    values[1, -1] = rng.normal(size=d)
+    truth = MultiHeadLinearAttention(values, rng.normal(size=(2, d, d)))
+    X = rng.normal(scale=1 / np.sqrt(8), size=(n_samples + n_test, 8, d))
+    clean = truth.predict(X)
+    spread = clean[:n_samples].std(axis=0) / 10
+    spread[-1] = clean[:n_samples, -1].std()
+    return X, clean + rng.normal(size=clean.shape) * spread, clean

@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 import pytest
 from conftest import (
+    hidden_head_outputs,
     n_lifted,
     naive_lifted_features,
     naive_relative_distance,
@@ -2199,6 +2200,27 @@ def test_linearized_refits_fail_a_classifier_count_only_beyond_a_row():
     for count in search.counts:
         if count.failed_on == "linearized":
             assert count.linearized_cv_error > count.threshold + 1.5 * row
+
+
+def test_a_head_only_one_output_uses_is_kept():
+    """The held-out error sums the outputs: dropping a head that only output 5
+    uses lost that output's signal for about a sixth of the total, which the
+    other outputs' gains from fewer parameters made up (1 head at 1.50 times
+    n_heads=None's test error on output 5). Each output's refits are also held
+    against the lifted fit's on it: one head fails on output 5."""
+    n = 400
+    X, y, clean = hidden_head_outputs(0, n, 4000)
+    model = LinearAttentionRegressor().fit(X[:n], y[:n])
+    one = model.head_search_.counts[0]
+    assert one.n_heads == 1 and one.failed_on == "output"
+    assert one.cv_error <= one.threshold and one.folds_within >= 3  # the sum passed
+    assert model.n_heads_ == 2
+    lifted = LinearAttentionRegressor(n_heads=None).fit(X[:n], y[:n])
+
+    def errors(estimator):
+        return np.mean((estimator.predict(X[n:]) - clean[n:]) ** 2, axis=0)
+
+    assert np.all(errors(model) <= 1.1 * errors(lifted))
 
 
 def test_a_count_failed_by_its_first_folds_names_the_test_they_fail_it_on():

@@ -5,7 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import random_attention, random_sequences
+from conftest import hidden_head_outputs, random_attention, random_sequences
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.pipeline import make_pipeline
 
@@ -205,6 +205,16 @@ def test_search_display_shows_what_failed_counts_within_the_threshold(
     if "training" in display.lines_:
         on_training = {c.n_heads for c in search.counts if c.failed_on == "training"}
         assert set(display.lines_["training"].get_xdata()) == on_training
+
+
+def test_search_display_marks_counts_worse_on_an_output():
+    X, y, _ = hidden_head_outputs(0)
+    model = LinearAttentionRegressor().fit(X, y)
+    failed = [c for c in model.head_search_.counts if c.failed_on == "output"]
+    assert failed, "no count failed on an output: the test exercises nothing"
+    drawn = HeadSearchDisplay.from_estimator(model).lines_["output"]
+    np.testing.assert_array_equal(drawn.get_xdata(), [c.n_heads for c in failed])
+    np.testing.assert_array_equal(drawn.get_ydata(), [c.cv_error for c in failed])
 
 
 def test_search_display_marks_counts_failed_on_their_first_folds():
