@@ -1080,7 +1080,11 @@ class _Search:
         share = weights / weights.sum()
         mean = share @ differences
         spread = np.sqrt(share @ (differences - mean) ** 2 / (len(share) - 1))
-        return bool(np.any((mean > 0) & (mean > OUTPUT_SPREAD * spread)))
+        # beyond rounding too: an output fitted exactly (a constant beside noisy
+        # targets) differs by rounding alone, with a spread of rounding
+        lifted = np.sum(np.asarray(folds.lifted_squared)[held]) / np.sum(weights)
+        floor = np.sqrt(np.finfo(float).eps) * lifted / self.m
+        return bool(np.any((mean > floor) & (mean > OUTPUT_SPREAD * spread)))
 
     def verdict(self, k, count, errors, margin=1.0, output_errors=None):
         """The held-out verdict on k heads from their refits' errors on the
