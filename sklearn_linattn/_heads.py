@@ -510,12 +510,19 @@ class _Search:
         if self.verbose:
             print(f"[heads] {message}", flush=True)
 
+    @property
+    def held_out_scale(self):
+        """What held-out errors are multiplied by to be in the data's units:
+        ``error_scale`` for squared errors, 1 for misclassification."""
+        if self.folds_built and self.folds.loss != "squared":
+            return 1.0
+        return self.error_scale
+
     def reported(self, count):
         """A count's errors in the data's units, as ``head_search_`` reports
-        them: squared errors times ``error_scale``, misclassification as is."""
-        held_out = self.error_scale
-        if self.folds_built and self.folds.loss != "squared":
-            held_out = 1.0  # misclassification
+        them (:attr:`held_out_scale`; generalized cross-validation, a squared
+        error, times ``error_scale``)."""
+        held_out = self.held_out_scale
         return replace(
             count,
             cv_error=count.cv_error * held_out,
@@ -1072,7 +1079,8 @@ class _Search:
         held = self.held_folds
         if np.sum(held) < 2:
             return False
-        weights = np.asarray(folds.weights, float)[held] / self.m  # per output
+        fold_weights = np.asarray(folds.weights, float)[held]  # times the outputs
+        weights = fold_weights / self.m  # per output
         differences = (
             np.asarray(output_errors)[held]
             - self.size_ratio(k) * np.asarray(folds.lifted_output_squared)[held]
@@ -1080,10 +1088,11 @@ class _Search:
         share = weights / weights.sum()
         mean = share @ differences
         spread = np.sqrt(share @ (differences - mean) ** 2 / (len(share) - 1))
-        # beyond rounding too: an output fitted exactly (a constant beside noisy
-        # targets) differs by rounding alone, with a spread of rounding
-        lifted = np.sum(np.asarray(folds.lifted_squared)[held]) / np.sum(weights)
-        floor = np.sqrt(np.finfo(float).eps) * lifted / self.m
+        # beyond rounding too (sqrt(eps) of the lifted fit's mean error per
+        # output): an output fitted exactly (a constant beside noisy targets)
+        # differs by rounding alone, with a spread of rounding
+        lifted = np.sum(np.asarray(folds.lifted_squared)[held])
+        floor = np.sqrt(np.finfo(float).eps) * lifted / np.sum(fold_weights)
         return bool(np.any((mean > floor) & (mean > OUTPUT_SPREAD * spread)))
 
     def verdict(self, k, count, errors, margin=1.0, output_errors=None):
@@ -1254,10 +1263,7 @@ def read_out_heads(
             folded /= np.repeat(np.asarray(output_weights, float), d)[:, None]
             value, query = heads_of_folded(folded, k, search.m, d)
     counts = tuple(search.reported(fit[2]) for fit in search.fits.values())
-    held_out_scale = error_scale  # squared errors to the targets' units
-    if search.folds_built and search.folds.loss != "squared":
-        held_out_scale = 1.0  # misclassification
-    lifted_cv = tuple(error * held_out_scale for error in search.lifted_cv)
+    lifted_cv = tuple(error * search.held_out_scale for error in search.lifted_cv)
     lifted_gcv = search.lifted_gcv * error_scale if search.folds_built else np.nan
     search.log(f"{k} heads ({criterion}); counts fitted {[c.n_heads for c in counts]}")
     return HeadReadout(
