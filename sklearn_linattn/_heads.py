@@ -813,15 +813,17 @@ class _Search:
         E)`` (random design), so an error of fits to the folds' ``E_f = (K - 1)
         / K E`` equations is rescaled by ``(1 - D / E_f) / (1 - D / E)``: the
         more degrees of freedom, the more a model gains from all the rows, and
-        the lifted fit has more than heads (theory page). Not where the lifted
-        fit is near interpolation (its generalized cross-validated error
-        decides, :attr:`threshold`), without degrees of freedom (solver
-        ``"cg"``), nor for misclassification, which the formula does not
-        describe."""
+        the lifted fit has more than heads (theory page). A classifier's
+        misclassified share is lowered by the same ratio (that of its
+        least-squares fit's squared errors): the formula does not describe
+        misclassification, but without it counts that classified worse than
+        the lifted fit passed on its folds' error (benchmarks/README.md). Not
+        where the lifted fit is near interpolation (for squared errors its
+        generalized cross-validated error decides, :attr:`threshold`)
+        nor without degrees of freedom."""
         held = np.sum(self.held_folds)
         if (
-            self.folds.loss != "squared"
-            or self.degrees_of_freedom is None
+            self.degrees_of_freedom is None
             or self.near_interpolation(self.lifted_dof)
             or not held
         ):

@@ -332,15 +332,30 @@ def test_outputs_fitted_exactly_do_not_count_and_rounding_counts_as_m(
         assert 1.5 < search.effective_outputs < 3.0
 
 
-def test_misclassification_is_not_rescaled_for_the_folds_size():
-    """The size correction is for squared errors: a classifier's counts are
-    held to the lifted fit's misclassification rate itself, so that a tie on
-    every fold reaches the squared-error tie-break."""
+def test_misclassification_is_rescaled_for_the_folds_size_as_squared_errors():
+    """A classifier is a least-squares fit of +-1 targets: its counts are held
+    to the lifted fit's misclassification lowered by the ratio r_k that a
+    regressor of those targets applies to its squared errors (the lifted fit
+    gains more from the last fifth of the rows than k heads); without it,
+    counts that classified worse than n_heads=None passed on its folds' error."""
     _, X, y = noisy_sequences(11, 4, 2, 1, 0.3, n_samples=150)
-    search = LinearAttentionClassifier().fit(X, y[:, 0] > 0).head_search_
-    judged = [count for count in search.counts if np.isfinite(count.threshold)]
+    labels = y[:, 0] > 0
+    classifier = LinearAttentionClassifier().fit(X, labels).head_search_
+    regressor = LinearAttentionRegressor().fit(X, np.where(labels, 1.0, -1.0))
+    ratios = {
+        count.n_heads: count.threshold / regressor.head_search_.cv_error
+        for count in regressor.head_search_.counts
+        if np.isfinite(count.threshold)
+    }
+    judged = [
+        count for count in classifier.counts
+        if np.isfinite(count.threshold) and count.n_heads in ratios
+    ]
     assert judged
-    assert all(count.threshold == search.cv_error for count in judged)
+    for count in judged:
+        ratio = count.threshold / classifier.cv_error
+        assert ratio < 1
+        assert ratio == pytest.approx(ratios[count.n_heads], rel=1e-9)
 
 
 def outputs_of_three_heads(seed=1):
@@ -623,9 +638,10 @@ def digits_split(split):
 SPLIT_MISS = pytest.mark.xfail(
     strict=True,
     reason="4 heads classify 0.827 of the test images against the lifted fit's "
-    "0.858; its folds' fits classify 0.816 of their held-out training images and "
-    "0.84 of these test images: the test split favours it, by about two standard "
-    "errors of the comparison",
+    "0.858; the lifted fit's folds misclassify 0.184 of their held-out images, "
+    "the 4 heads' 0.174, below its 0.184 lowered by the folds' size factor "
+    "(3.5%): from 80% of the rows to all of them the lifted fit's "
+    "misclassification falls by a fifth, more than the factor allows",
 )
 
 
@@ -738,9 +754,11 @@ def test_small_classifications_classify_about_as_well_as_the_lifted_fit(
 
 def test_a_count_tied_with_the_lifted_fit_in_misclassified_rows_fails():
     """Five classes (the largest of 5 outputs of a d = 3 model, 10% of labels
-    redrawn), 49 sequences: one head misclassifies as many held-out rows as
-    the lifted fit (0.694), and its refits' lower squared error passed it, at
-    0.403 accuracy on new data against n_heads=None's 0.539. A tie fails."""
+    redrawn), 42 sequences: near interpolation, where a count is held to the
+    lifted fit's misclassification itself, two heads misclassify as many
+    held-out rows as the lifted fit (a tie, once passed on the refits' lower
+    squared error: one head at 0.403 accuracy on new data against
+    n_heads=None's 0.539). A tie is not shown to classify as well, and fails."""
     X, scores, _ = make_random_mhla(52 + 3000, 8, 3, n_heads=2, n_outputs=5,
                                     random_state=14)
     rng = np.random.default_rng(113)
@@ -748,23 +766,27 @@ def test_a_count_tied_with_the_lifted_fit_in_misclassified_rows_fails():
     noisy = labels.copy()
     redrawn = rng.random(len(labels)) < 0.1
     noisy[redrawn] = rng.integers(0, 5, redrawn.sum())
-    model = LinearAttentionClassifier().fit(X[:49], noisy[:49])
-    lifted = LinearAttentionClassifier(n_heads=None).fit(X[:49], noisy[:49])
-    tied = [c for c in model.head_search_.counts if c.cv_error == c.threshold]
-    assert tied and not any(c.passes for c in tied)
+    model = LinearAttentionClassifier().fit(X[:42], noisy[:42])
+    lifted = LinearAttentionClassifier(n_heads=None).fit(X[:42], noisy[:42])
+    search = model.head_search_
+    tied = [c for c in search.counts if c.cv_error == search.cv_error]
+    assert tied and all(c.threshold == search.cv_error for c in tied)
+    assert not any(c.passes for c in tied)
     accuracy = np.mean(model.predict(X[52:]) == labels[52:])
     assert accuracy >= np.mean(lifted.predict(X[52:]) == labels[52:]) - 0.02
 
 
 def test_a_tie_in_misclassified_rows_is_a_tie_to_rounding():
-    """Three classes, 47 sequences: one head and the lifted fit misclassify
-    27 held-out rows each, but their shares (means over the folds of each
-    fold's mean) came out an ulp apart, below the threshold without weights
-    and equal to it with weights of one: 1 head against 4. Both are ties."""
-    rng = np.random.default_rng(201)
-    n = int(rng.integers(30, 90))
+    """Three classes, 38 sequences (near interpolation: the threshold is the
+    lifted fit's misclassification itself): one head and the lifted fit
+    misclassify 23 held-out rows each, but their shares (means over the folds
+    of each fold's mean) come out an ulp apart, the threshold below one head's
+    share without weights and above it with weights of one (a tie so decided
+    returned 1 head against 4). Both are ties, and fail."""
+    rng = np.random.default_rng(236)
+    n = int(rng.integers(30, 45))
     X, scores, _ = make_random_mhla(
-        n, 6, 3, n_heads=1, n_outputs=3, noise=1.0, random_state=201
+        n, 6, 3, n_heads=1, n_outputs=3, noise=1.0, random_state=236
     )
     labels = np.argmax(scores, axis=1)
     plain = LinearAttentionClassifier(alpha=1e-3).fit(X, labels)
@@ -2186,20 +2208,20 @@ def test_fixed_count_objective_is_monotone_in_the_count():
 def test_linearized_refits_fail_a_classifier_count_only_beyond_a_row():
     """A linearization of the folds' refits can misclassify a held-out row that
     the folds' own refits do not: a misclassified share above the threshold by
-    one row's weight goes to those refits. A classifier of d = 4 with three
-    heads (120 sequences): three heads' linearized refits misclassify 18 of the
-    held-out rows against a threshold of 17; their own refits pass them, and
-    the generating count comes back (the linearization alone returned four)."""
-    truth, X, y = noisy_sequences(24, 4, 3, 1, 0.3)
+    less than one row's weight goes to those refits. A binary classifier of d =
+    4 with two heads (120 sequences): two heads' linearized refits misclassify
+    three quarters of a row more than the threshold allows; their own refits
+    pass them, and the generating count comes back."""
+    truth, X, y = noisy_sequences(48, 4, 2, 1, 0.3)
     search = LinearAttentionClassifier().fit(X, y[:, 0] > 0).head_search_
     row = 1 / len(X)
-    three = search.counts[search.counts_tried.index(3)]
-    assert three.linearized_cv_error == pytest.approx(three.threshold + row)
-    assert three.folds_refitted == 5 and three.passes
-    assert search.n_heads == 3
+    two = search.counts[search.counts_tried.index(2)]
+    assert two.threshold < two.linearized_cv_error < two.threshold + row
+    assert two.folds_refitted == 5 and two.passes
+    assert search.n_heads == 2
     for count in search.counts:
         if count.failed_on == "linearized":
-            assert count.linearized_cv_error > count.threshold + 1.5 * row
+            assert count.linearized_cv_error > count.threshold + row
 
 
 def test_a_head_only_one_output_uses_is_kept():
