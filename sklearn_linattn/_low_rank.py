@@ -121,6 +121,13 @@ class _Values:
         projected = self._project(residual.reshape(self.design.targets.shape))
         return self.design.features_adjoint(self.values.T @ projected).ravel()
 
+    def jacobian(self):
+        """Kaufman's Jacobian as a linear operator (for LSMR)."""
+        return scipy.sparse.linalg.LinearOperator(
+            (self.residual.size, self.x.size), matvec=self.jvp, rmatvec=self.vjp,
+            dtype=np.float64,
+        )
+
     def normal_equations(self):
         """``(J^T J, J^T r)`` of Kaufman's Jacobian, without forming ``J``.
 
@@ -249,20 +256,9 @@ def _step(point, damping, normal):
         if info != 0:
             return None, 0
         return _POTRS(factor, -gradient, lower=False)[0], 0
-    residual = point.residual
-    operator = scipy.sparse.linalg.LinearOperator(
-        (residual.size, point.x.size),
-        matvec=point.jvp,
-        rmatvec=point.vjp,
-        dtype=np.float64,
-    )
     result = scipy.sparse.linalg.lsmr(
-        operator,
-        -residual,
-        damp=np.sqrt(damping),
-        atol=1e-10,
-        btol=1e-10,
-        maxiter=LSMR_ITER,
+        point.jacobian(), -point.residual, damp=np.sqrt(damping), atol=1e-10,
+        btol=1e-10, maxiter=LSMR_ITER,
     )
     return result[0], 2 * result[2] + 2
 
@@ -425,8 +421,6 @@ def _orthonormal_columns(matrix):
 def _orthonormal(query_rows):
     """Orthonormal rows with the same span (the head features' row space, hence
     the fit, is the same)."""
-    if not query_rows.size:
-        return query_rows
     return _orthonormal_columns(query_rows.T).T
 
 
@@ -520,14 +514,8 @@ def linearized_refit(design, query_rows, budget=None):
             step = -scipy.linalg.lstsq(normal, gradient, check_finite=False)[0]
         budget.spend(point.normal_flops() + len(normal) ** 3 / 3)
     else:
-        operator = scipy.sparse.linalg.LinearOperator(
-            (point.residual.size, point.x.size),
-            matvec=point.jvp,
-            rmatvec=point.vjp,
-            dtype=np.float64,
-        )
         step, _, n_iter = scipy.sparse.linalg.lsmr(
-            operator, -point.residual, atol=LINEARIZED_TOL, btol=LINEARIZED_TOL,
+            point.jacobian(), -point.residual, atol=LINEARIZED_TOL, btol=LINEARIZED_TOL,
             maxiter=min(point.x.size, LINEARIZED_ITER),
         )[:3]
         budget.spend((2 * n_iter + 2) * point.product_flops)
@@ -587,12 +575,6 @@ class _Isotropy:
         first = np.einsum("ts,eru->eturs", identity, self.moved)
         second = np.einsum("us,ert->eturs", identity, self.moved)
         return (first + second).reshape(-1, d * j)
-
-    def jvp(self, step):
-        return self.jacobian() @ step
-
-    def vjp(self, residual):
-        return self.jacobian().T @ residual
 
     def normal_equations(self):
         jacobian = self.jacobian()
