@@ -600,21 +600,22 @@ class _Search:
         self.budget.spend(rounds + (4.0 * large + 8.0 * small) * small**2)
         return completion_queries(self.coef, self.d, k, COMPLETION_ITER)
 
-    def fit(self, k, refine=False, stage="refits", bound=True):
+    def fit(self, k, stage="refits", asked=False):
         """The k-head fit and its verdict (cached), tested up to ``stage``:
         ``"training"`` (``tol``, the training error and, near interpolation,
         generalized cross-validation), ``"linearized"`` (and the linearized
         refits) or ``"refits"`` (and the folds' own refits). A count no test
         has failed is left with the criterion of the last it passed
-        (undecided); without ``bound``, neither its training error nor its
-        linearized refits decide, and every fold is refitted (a count asked
-        for reports its held-out errors)."""
+        (undecided). A count ``asked`` for (``n_heads=k``) is refined in the
+        training metric where it fails ``tol``, neither its training error nor
+        its linearized refits decide, and every fold is refitted (it reports
+        its held-out errors)."""
         if k not in self.fits:
-            self.fits[k] = self._fit(k, refine, bound)
+            self.fits[k] = self._fit(k, asked)
         value_rows, query_rows, count = self.fits[k]
         tests = {
-            "training": functools.partial(self.linearized_refits, decide=bound),
-            "linearized": functools.partial(self.refits, stop_early=bound),
+            "training": functools.partial(self.linearized_refits, asked=asked),
+            "linearized": functools.partial(self.refits, asked=asked),
         }
         order = ("training", "linearized", "refits")
         while (
@@ -627,14 +628,14 @@ class _Search:
         self.fits[k] = value_rows, query_rows, count
         return self.fits[k]
 
-    def _fit(self, k, refine, bound):
+    def _fit(self, k, asked=False):
         """``(value_rows, query_rows, CountFit)``: the best start by training
         loss (on noisy fits after ``SCREEN_ITER`` steps), the first within tol
         ending the starts; noisy fits polished before the verdict, as
         ``n_heads=k`` returns them. On exact fits the starts
         are refined in the Frobenius metric (where the count's question,
         reproducing the lifted fit, is posed, and which is well conditioned),
-        and with ``refine`` then in the training metric when they fail."""
+        and, ``asked``, then in the training metric when they fail."""
         design = self.frobenius if self.frobenius_fits else self.design
         accept, resolution = self.stop_rules(design)
         starts = self.starts(k)
@@ -682,7 +683,7 @@ class _Search:
         if not self.exact:  # judged as n_heads=k returns them: polished
             value_rows, query_rows = self.polish(value_rows, query_rows)
             loss = design_loss(self.design, value_rows, query_rows)
-        if design is self.frobenius and refine:
+        if design is self.frobenius and asked:
             if self.distance(value_rows, query_rows) > self.tol:
                 value_rows, query_rows = fit_heads(
                     self.design, query_rows, FIT_ITER, budget=self.budget
@@ -705,11 +706,11 @@ class _Search:
                 count, criterion="training", training_error=training_error,
                 gcv_error=gcv_error, threshold=self.threshold_of(k),
             )
-            if bound and training_error > count.threshold:
+            if not asked and training_error > count.threshold:
                 count = replace(
                     count, passes=False, criterion="cv", failed_on="training"
                 )
-            elif bound and self.gcv_fails(k, gcv_error):
+            elif not asked and self.gcv_fails(k, gcv_error):
                 count = replace(count, passes=False, criterion="cv", failed_on="gcv")
         self.log(f"{k} heads: {self.reported(count)}")
         return value_rows, query_rows, count
@@ -958,7 +959,7 @@ class _Search:
         squared_error = self.residual_sum_of_squares / self.folds.squared_weight
         return self.generalized_cv(squared_error, self.lifted_dof)
 
-    def linearized_refits(self, k, value_rows, query_rows, count, decide=True):
+    def linearized_refits(self, k, value_rows, query_rows, count, asked=False):
         """The first held-out test of k heads: each fold's refit linearized at the full
         fit (:func:`linearized_refit`, one Gauss-Newton step); above the threshold
         (for misclassification by more than a held-out row's weight: a linearization
@@ -966,8 +967,8 @@ class _Search:
         (:meth:`linearized_verdict`). Both only beyond the linearized errors'
         precision, ``LINEARIZED_TOL`` (relative), so that rounding decides no tie with
         the threshold (where a count's linearized refits reproduce the folds' lifted
-        fits): a tie goes to the folds' own refits. Without ``decide`` (a count asked
-        for) the error is only reported, and the folds' own refits decide."""
+        fits): a tie goes to the folds' own refits. For a count ``asked`` for the
+        error is only reported, and the folds' own refits decide."""
         folds, errors, output_errors = self.folds, [], []
         for fold in range(folds.n_folds):
             design, coef = folds.design(fold), folds.coef(fold)
@@ -982,7 +983,7 @@ class _Search:
             return count
         error = folds.summary(errors)[0]
         count = replace(count, linearized_cv_error=error)
-        if not decide:
+        if asked:
             return replace(count, criterion="linearized")
         decided = self.linearized_verdict(k, count, errors, output_errors or None)
         if decided is not None:
@@ -1024,13 +1025,13 @@ class _Search:
         weights = np.asarray(self.folds.weights)
         return (weights > 0) & (weights < np.sum(weights))
 
-    def refits(self, k, value_rows, query_rows, count, stop_early=True):
+    def refits(self, k, value_rows, query_rows, count, asked=False):
         """The held-out verdict on k heads: each fold refitted as ``n_heads=k`` fits
         it, from the fold's own starts (those of its lifted fit, on its design), so
         that their cross-validated error is that of ``n_heads=k`` itself; the count
         passes when it is within the threshold, and no worse than the lifted fit
-        on a majority of the folds. The folds are refitted in order, and with
-        ``stop_early`` the count fails as soon as those refitted fail it
+        on a majority of the folds. The folds are refitted in order, and unless
+        ``asked`` for the count fails as soon as those refitted fail it
         (:meth:`fails_whatever_follows`; ``CountFit.folds_refitted``). Not
         from the full fit, which has seen the fold: such refits are optimistic
         where a count has about as many parameters as there are rows, or
@@ -1041,14 +1042,14 @@ class _Search:
                 folds.coef(fold), self.d, self.tol, folds.design(fold), None,
                 self.budget, 0, False, None,
             )
-            refit = search._fit(k, refine=False, bound=False)[:2]  # polished
+            refit = search._fit(k)[:2]  # polished
             errors.append(folds.error(fold, *refit))
             if self.by_output:
                 output_errors.append(folds.output_errors(fold, *refit))
             if self.budget.exhausted:  # undecided: the linearized test its last passed
                 return count
             left = folds.n_folds - 1 - fold
-            failed_on = stop_early and left and self.fails_whatever_follows(
+            failed_on = not asked and left and self.fails_whatever_follows(
                 k, count, errors
             )
             if failed_on:
@@ -1297,7 +1298,7 @@ def _search(search, n_heads):
         k = int(n_heads)
         if k >= paper_count:
             return search.split, paper_count, "fixed", True
-        value_rows, query_rows, count = search.fit(k, refine=True, bound=False)
+        value_rows, query_rows, count = search.fit(k, asked=True)
         if search.exact:  # (noisy fits are polished before their verdict)
             value_rows, query_rows = search.polish(value_rows, query_rows)
         folded = value_rows.T @ query_rows
