@@ -475,7 +475,7 @@ class _Search:
         self.signal = 1.0 if design is None else _explained_energy(design)
         self.fits = {}  # count -> (value_rows, query_rows, CountFit)
         self.anchored = set()  # counts whose fits drifted (polished with a penalty)
-        # the generalized cross-validation's inputs (None: no such test)
+        # the generalized cross-validation's inputs (given with the folds)
         self.degrees_of_freedom = degrees_of_freedom
         self.n_observations, self.fit_intercept = n_observations, fit_intercept
         self.residual_sum_of_squares = residual_sum_of_squares
@@ -820,14 +820,9 @@ class _Search:
         misclassification, but without it counts that classified worse than
         the lifted fit passed on its folds' error (benchmarks/README.md). Not
         where the lifted fit is near interpolation (for squared errors its
-        generalized cross-validated error decides, :attr:`threshold`)
-        nor without degrees of freedom."""
+        generalized cross-validated error decides, :attr:`threshold`)."""
         held = np.sum(self.held_folds)
-        if (
-            self.degrees_of_freedom is None
-            or self.near_interpolation(self.lifted_dof)
-            or not held
-        ):
+        if self.near_interpolation(self.lifted_dof) or not held:
             return 1.0
         equations = self.n_observations * self.outputs
         trained = equations * (1 - 1 / held)
@@ -847,8 +842,6 @@ class _Search:
         than fitted to all the rows, and its cross-validated error, inflated
         and carried by a fold or two, no longer tells its error (theory page,
         "Near interpolation")."""
-        if self.degrees_of_freedom is None:
-            return False
         trained = self.n_observations * self.outputs * (1 - 1 / self.folds.n_folds)
         return trained < INTERPOLATION_MARGIN * dof
 
@@ -899,15 +892,13 @@ class _Search:
         With few left it is a poor estimate, but it only ever lowers a
         threshold or fails a count: it can only return more heads than needed."""
         equations = self.n_observations * self.outputs
-        if self.degrees_of_freedom is None or dof >= equations:
+        if dof >= equations:
             return np.inf
         return squared_error / (1 - dof / equations) ** 2
 
     def fewest_interpolating(self):
         """The fewest heads whose models have as many dimensions as the training
         rows have equations (they fail, :meth:`gcv_fails`)."""
-        if self.degrees_of_freedom is None:
-            return np.inf
         equations = self.n_observations * self.outputs
         return next(
             (k for k in range(1, self.d * self.d + 1)
@@ -924,11 +915,7 @@ class _Search:
         and that cannot reproduce the lifted fit within ``tol`` either
         (:func:`fewest_heads_bound`). Empty on exact data, where counts are
         judged by ``tol`` alone (and the folds are not built)."""
-        if (
-            self.exact
-            or self.degrees_of_freedom is None
-            or self.residual_sum_of_squares is None
-        ):
+        if self.exact:
             return range(0)
         training_error = self.residual_sum_of_squares / self.folds.squared_weight
         floor = TRAINING_FLOOR * training_error
@@ -943,8 +930,6 @@ class _Search:
     def lifted_dof(self):
         """The lifted fit's degrees of freedom, all outputs (with the intercept)."""
         dof = self.degrees_of_freedom
-        if dof is None:
-            return np.nan
         return ((dof() if callable(dof) else dof) + self.fit_intercept) * self.outputs
 
     @functools.cached_property
@@ -954,8 +939,6 @@ class _Search:
         Unlike the 5 folds' error, which is of fits to 80% of the rows, it is
         of the fit to all of them, which near interpolation predicts much
         better."""
-        if self.degrees_of_freedom is None or self.residual_sum_of_squares is None:
-            return np.inf
         squared_error = self.residual_sum_of_squares / self.folds.squared_weight
         return self.generalized_cv(squared_error, self.lifted_dof)
 
@@ -1007,11 +990,7 @@ class _Search:
         near its full fit). Never misclassification, whose counts of a few
         held-out rows tie (theory page)."""
         p = self.d * self.d * (self.d + 1) // 2
-        if (
-            self.folds.loss != "squared"
-            or self.n_observations is None
-            or self.n_observations < REFIT_MARGIN * p
-        ):
+        if self.folds.loss != "squared" or self.n_observations < REFIT_MARGIN * p:
             return None
         verdict = self.verdict(k, count, errors, 1 + LINEARIZED_TOL, output_errors)
         if verdict.passes and verdict.folds_within == np.sum(self.held_folds):
@@ -1183,17 +1162,17 @@ def read_out_heads(
         units), None without residual degrees of freedom: a residual within
         ``tol`` of the targets makes the data exact (0: the coefficients are the
         function to reproduce).
-    degrees_of_freedom : callable, float or None, default=None
+    degrees_of_freedom : callable or float, optional
         The trace of the lifted fit's hat matrix for one output (without the
-        intercept), or a function that returns it; with ``n_observations`` (the
-        training rows) it gives the generalized cross-validation test of noisy
-        counts. None: no such test.
-    n_observations : int, optional
+        intercept), or a function that returns it. It, ``n_observations`` (the
+        training rows) and ``residual_sum_of_squares`` (the lifted fit's
+        training residual, as ``residual`` but whatever its degrees of freedom)
+        are needed with ``folds``: the held-out tests' sizes and generalized
+        cross-validation.
+    n_observations : float, optional
     fit_intercept : bool, default=False
         Whether an intercept was fitted (a degree of freedom per output).
     residual_sum_of_squares : float, optional
-        The lifted fit's training residual, as ``residual`` but whatever its
-        degrees of freedom (for generalized cross-validation).
     work_limit : float, optional
         Flops the read-out may spend (:class:`~sklearn_linattn._low_rank.Budget`);
         None: no limit.
