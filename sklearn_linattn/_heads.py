@@ -1,5 +1,5 @@
 """Reading attention heads out of lifted coefficients (Algorithm 1, step 3, of
-Yau et al. 2025, and the fewest-heads read-out of the theory page).
+Yau et al. 2025, and the fewest-heads read-out: theory page, "How many heads").
 
 The lifted coefficients fix only the part of ``W[a,b,c,e]`` symmetric in ``(b, c)``;
 heads are a factorization ``W[(a,b),(c,e)] = sum_h V_h[a,b] Q_h[c,e]`` of any ``W``
@@ -7,24 +7,14 @@ with that symmetric part, so the number of heads is the rank of the chosen ``W``
 
 - :func:`paper_heads`: the paper's read-out, the SVD of the symmetric split.
 - :func:`read_out_heads`: what the estimators call. A count ``k`` is judged by one
-  fit, the same for the search and for ``n_heads=k`` (:meth:`_Search.fit`: seeded
-  starts refined by variable projection and Levenberg-Marquardt,
-  :mod:`sklearn_linattn._low_rank`). The ``k`` heads *pass* when they reproduce
-  the lifted fit within ``tol`` (exact data), or when their cross-validated error
-  over 5 interleaved folds, each fold refitted as ``n_heads=k`` fits it, is at
-  most the lifted fit's, as is their error on a majority of the folds
-  (:mod:`sklearn_linattn._folds`; theory page, "How many heads"). Cheaper tests
-  come first and fail a count without its refits: its training error,
-  generalized cross-validation near interpolation, and refits linearized at the
-  full fit (which also pass it, with many rows). ``"auto"`` finds the fewest
-  passing heads: on exact data galloping down from the paper's count, on noisy
-  data galloping up from one head, then bisecting.
+  fit, the same for the search and for ``n_heads=k`` (:meth:`_Search.fit`,
+  :mod:`sklearn_linattn._low_rank`): it passes when it reproduces the lifted fit
+  within ``tol`` (exact data) or by the held-out tests of
+  :mod:`sklearn_linattn._folds` (noisy data), cheapest first.
 
 No clock is read: every loop is bounded by counts of iterations and a work limit
-in flops, so the heads are a function of the data and the parameters. Heads come
-in one canonical form: sorted by strength (singular value of ``W``), scale
-balanced (``||V_h||_F = ||Q_h||_F``), signs fixed so that the entry of largest
-magnitude in each ``V_h`` is positive.
+in flops, so the heads are a function of the data and the parameters, returned
+in one canonical form (theory page, "Heads in canonical form").
 """
 
 import functools
@@ -251,9 +241,10 @@ class CountFit:
     """One head count fitted by the read-out (a row of ``head_search_.counts``).
 
     A row describes the count's fit as it was judged: on noisy data the heads
-    ``n_heads=k`` returns (polished before the verdict); on exact data the
-    heads returned are then polished on to rounding, so that their distance
-    (``head_search_.relative_distance``) can be below their row's.
+    ``n_heads=k`` returns; on exact data the heads returned are then polished
+    on to rounding, so that their distance can be below their row's. Errors
+    are NaN, and ``folds_within`` and ``folds_refitted`` None, where not
+    computed (theory page, "How many heads", for the tests).
 
     Attributes
     ----------
@@ -264,78 +255,45 @@ class CountFit:
         The training objective's excess over the lifted fit's, relative to the
         lifted fit's training-metric energy.
     cv_error : float
-        Cross-validated error per unit weight, the count refitted on each fold
-        as ``n_heads=k`` fits it, from the fold's own starts (NaN when not
-        computed). For squared errors with at least 10 training rows per lifted
-        feature, a count whose linearized refits pass on every fold is decided
-        by them, and this is their error.
+        Cross-validated error per unit weight, each fold refitted as
+        ``n_heads=k`` fits it; with at least 10 training rows per lifted
+        feature, of the linearized refits where they pass on every fold.
     training_error : float
-        The same error of these heads on the training rows, where the criterion
-        is squared error (NaN otherwise). When it is above the count's
-        ``threshold``, the count fails without refitting the folds (and
-        ``cv_error`` is NaN): a held-out error is at least the training error.
+        The same error of these heads on the training rows (squared errors
+        only): above ``threshold`` the count fails without held-out refits.
     gcv_error : float
         Generalized cross-validation of these heads: their training squared
         error over ``(1 - D / (rows outputs))^2``, ``D`` the dimension of the
-        k-head models (inf from ``D`` on; NaN when not computed). Where the
-        count, fitted to a fold's 80% of the rows, has fewer than two equations
-        (rows times outputs) per degree of freedom, it fails when this is above
-        the lower of the lifted fit's cross-validated and generalized
-        cross-validated squared errors (theory page, "Near interpolation").
-        Elsewhere it is reported only.
+        k-head models (inf from ``D`` on); it decides near interpolation only.
     folds_within : int or None
-        The folds on whose held-out rows the refitted heads' error is at most
-        the lifted fit's, lowered by the factor of ``threshold`` (None when not
-        refitted; folds whose rows all have
-        zero weight are not counted). A count passes only on a majority of the
-        folds as well: a mean of heavy-tailed errors can rest on one fold.
+        The folds whose refitted heads' error is at most the lifted fit's
+        (lowered by the factor of ``threshold``); a count passes only on a
+        majority of the folds that hold rows.
     folds_refitted : int or None
-        The folds refitted, in order (None when they were not, or the work
-        limit stopped their refits): in the search, fewer than all when those
-        already fail the count whatever the others' errors (their errors' sum
-        above the threshold, or too many of them worse than the lifted fit's
-        for a majority); ``cv_error`` and ``folds_within`` are then NaN and
-        None. A count asked for (``n_heads=k``) is refitted on every fold.
+        The folds refitted, in order: fewer than all where those already fail
+        the count whatever the others hold (``n_heads=k`` refits every fold).
     linearized_cv_error : float
-        The cross-validated error of the heads' refits linearized at this fit
-        (one Gauss-Newton step on each fold; NaN when not computed): above the
-        count's ``threshold``, the count fails without its refits from the folds' own
-        starts (``cv_error`` NaN). Optimistic where the count has about as many
-        parameters as there are rows: the full fit has seen every fold.
+        The cross-validated error of the refits linearized at this fit (one
+        Gauss-Newton step a fold): above ``threshold`` the count fails.
     threshold : float
         The cross-validated error a count must not exceed (a misclassification
-        rate must be below it: a tie with the lifted fit does not show heads as
-        good; theory page): the lifted
-        fit's (``head_search_.cv_error``); for squared errors lowered by the
-        factor by which the lifted fit, with more degrees of freedom, gains
-        more than k heads from being fitted to all the rows instead of a fold's
-        80% (theory page; NaN when not computed).
+        rate must be below it): the lifted fit's (``head_search_.cv_error``),
+        for squared errors lowered by the factor by which the lifted fit gains
+        more than k heads from all the rows instead of a fold's 80%.
     passes : bool or None
         The verdict; None when it was not reached (a count above the one
         returned, or the work limit stopped its test first).
     failed_on : str or None
-        The test that failed the count (None when it passes or is undecided):
-        ``"tol"`` (exact data: not within ``tol``), ``"training"`` (its
-        training error above ``threshold``), ``"gcv"`` (near interpolation,
-        ``gcv_error`` above the lifted fit's squared error), ``"linearized"``
-        (its linearized refits' error above ``threshold``; a misclassified
-        share by more than a held-out row's weight), ``"refits"`` (its
-        folds' refits' error above ``threshold``, or, for misclassification,
-        not below it), ``"majority"`` (worse than the lifted fit on a
-        majority of the folds) or ``"output"`` (several outputs: worse than the
-        lifted fit on one output, by more than ``OUTPUT_SPREAD`` standard errors
-        of the per-fold differences, theory page); where the first folds'
-        refits already fail it (``folds_refitted`` below 5), the test they
-        fail it on (the folds not refitted could have failed it on another as
-        well).
+        The test that failed the count: ``"tol"`` (exact data),
+        ``"training"``, ``"gcv"``, ``"linearized"``, ``"refits"`` (the
+        refits' error above ``threshold``), ``"majority"`` (worse than the
+        lifted fit on a majority of the folds) or ``"output"`` (several
+        outputs: worse than the lifted fit on one of them by more than
+        ``OUTPUT_SPREAD`` standard errors of the per-fold differences).
     criterion : str or None
-        ``"tol"`` or ``"cv"``: which test it passed or failed last (``"cv"``:
-        the held-out tests, training error, linearized refits and refits on
-        the folds); for a count left undecided the last test it passed:
-        ``"training"`` (its training error is within the threshold) or
-        ``"linearized"`` (so are its linearized refits; its folds' refits
-        were not finished); None when the work limit stopped its fit or its
-        training test first.
+        ``"tol"`` or ``"cv"``: which test it passed or failed last; for a count
+        left undecided the last test it passed (``"training"`` or
+        ``"linearized"``), None when the work limit stopped its fit first.
     """
 
     n_heads: int
@@ -363,14 +321,12 @@ class HeadReadout:
     query_matrices : ndarray of shape (n_heads, token_dim, token_dim)
     criterion : str
         Why this count: ``"tol"`` (the heads reproduce the lifted fit within
-        ``tol``), ``"cv"`` (the cross-validated error of ``n_heads=k``, each fold
-        refitted from its own lifted fit, is at most the lifted fit's),
-        ``"lifted"`` (no fewer heads passed: the
-        paper's read-out of the lifted fit), ``"fixed"`` (``n_heads=k``: the best
-        model found with at most ``k`` heads), ``"paper"`` (``n_heads=None``).
+        ``tol``), ``"cv"`` (they pass the held-out tests), ``"lifted"`` (no
+        fewer heads passed: the paper's read-out of the lifted fit),
+        ``"fixed"`` (``n_heads=k``: the best model found with at most ``k``
+        heads), ``"paper"`` (``n_heads=None``).
     passes : bool
-        Whether the returned heads pass (``"tol"``, ``"cv"`` and ``"lifted"``
-        always do; for ``"fixed"`` the verdict on ``k``).
+        Whether the returned heads pass (for ``"fixed"`` the verdict on ``k``).
     complete : bool
         False when the work limit cut the search short: the count returned is
         the fewest that passed before (or the lifted fit's).
@@ -380,20 +336,13 @@ class HeadReadout:
         Of the returned heads, as in :class:`CountFit`.
     cv_error, cv_standard_error : float
         The lifted fit's cross-validated error and its standard error across
-        the folds (NaN without folds); a count passes "cv" at or below its
-        ``threshold`` (:class:`CountFit`; misclassification below it), at most
-        ``cv_error``. Squared errors
-        are in the targets' units squared, per unit of sample weight and per
-        output, each output's weighted by ``output_weights`` squared.
+        the folds (NaN without folds). Squared errors are in the targets'
+        units squared, per unit of sample weight and per output, each output's
+        weighted by ``output_weights`` squared.
     gcv_error : float
         The lifted fit's generalized cross-validated squared error (its
-        training error over ``(1 - dof / rows)^2``, ``dof`` the trace of its hat
-        matrix; inf without degrees of freedom left, NaN without folds). Near
-        interpolation (fewer than two equations per degree of freedom in the
-        folds' fits) it can lower the threshold, and a count there passes "cv"
-        only when its own
-        (:class:`CountFit`) is at most the lower of the lifted fit's
-        cross-validated and generalized cross-validated squared errors too.
+        training error over ``(1 - dof / rows)^2``, ``dof`` the trace of its
+        hat matrix; NaN without folds).
     work, work_limit : float
         Flops the read-out spent, and its limit.
     seconds : float
@@ -401,22 +350,13 @@ class HeadReadout:
     output_weights : ndarray of shape (n_outputs,) or None
         A multi-output regression's weights of its outputs in the search: the
         power of two nearest the largest output's noise over each output's
-        (the root of the lifted fit's training residual, at least 1e-6 of the
-        output's sum of squared, centered with an intercept, targets; that
-        floor alone near interpolation), so that the heads' fit and the
-        held-out errors weigh each output's errors against its own noise,
-        whatever its units (theory page, "Several outputs"); the folds use the
-        same weights. Distances and squared errors are of the weighted
-        outputs. None: not weighted (one output, classifiers, ``n_heads=None``,
-        outputs within a factor sqrt(2) of one noise).
+        (theory page, "Several outputs"). Distances and squared errors are of
+        the weighted outputs. None: not weighted.
     effective_outputs : float
         The outputs counted as independent ones in the held-out tests'
         equations and degrees of freedom: ``m^2 / trace(R^2)``, ``R`` the
         correlations of the lifted fit's training residuals across the ``m``
-        outputs that have noise (those it fits to rounding do not count;
-        theory page, "Several outputs"); ``m`` below two rows per degree of
-        freedom, where the correlations are not known to rounding, and for
-        ``n_heads=None``.
+        outputs (theory page, "Several outputs").
 
     Examples
     --------
@@ -497,9 +437,9 @@ class _Search:
 
     @property
     def exact(self):
-        """Whether the lifted fit is exact: its training residual is within
-        ``tol`` of the targets (relative root mean square) with residual degrees
-        of freedom left (without them every fit interpolates, noisy or not)."""
+        """Whether the lifted fit is exact: its training residual is within ``tol``
+        of the targets (relative root mean square), with residual degrees of
+        freedom left."""
         if self.residual is None:
             return False
         return self.residual <= self.tol**2 * (self.residual + self.signal)
@@ -519,9 +459,7 @@ class _Search:
         return self.error_scale
 
     def reported(self, count):
-        """A count's errors in the data's units, as ``head_search_`` reports
-        them (:attr:`held_out_scale`; generalized cross-validation, a squared
-        error, times ``error_scale``)."""
+        """A count's errors in the data's units, as ``head_search_`` reports them."""
         held_out = self.held_out_scale
         return replace(
             count,
@@ -565,13 +503,8 @@ class _Search:
         return starts
 
     def subspace_start(self, k):
-        """A last start of a noisy k-head fit of one output below d / 2 heads
-        (None elsewhere), refined only where its loss is already below the
-        minimum the other starts reached: the nearest common isotropic subspace
-        of the slices, from ``FEW_HEADS_SEEDS`` seeds. The completion and the
-        paper's heads can both end such a fit in a minimum above the generating
-        model's (benchmarks/README.md); screened with them, subspace starts
-        displaced the completion."""
+        """A last start of a noisy k-head fit of one output with ``2 <= k < d / 2``
+        (None elsewhere): the nearest common isotropic subspace of the slices."""
         if self.exact or self.one_output is None or not 2 <= k < self.d / 2:
             return None
         found = isotropic_queries(
@@ -582,10 +515,8 @@ class _Search:
 
     @functools.cached_property
     def one_output(self):
-        """The lifted coefficients as one output where they are one (rows
-        proportional within ``tol``: outputs that repeat one another, in any
-        units), else None. k heads of the outputs are then k heads of it, with
-        the same queries, and its subspace starts are theirs."""
+        """The lifted coefficients as one output where their rows are proportional
+        within ``tol`` (outputs that repeat one another), else None."""
         if self.m == 1:
             return self.coef
         _, singular, right_t = svd(self.coef)
@@ -602,14 +533,10 @@ class _Search:
 
     def fit(self, k, stage="refits", asked=False):
         """The k-head fit and its verdict (cached), tested up to ``stage``:
-        ``"training"`` (``tol``, the training error and, near interpolation,
-        generalized cross-validation), ``"linearized"`` (and the linearized
-        refits) or ``"refits"`` (and the folds' own refits). A count no test
-        has failed is left with the criterion of the last it passed
-        (undecided). A count ``asked`` for (``n_heads=k``) is refined in the
-        training metric where it fails ``tol``, neither its training error nor
-        its linearized refits decide, and every fold is refitted (it reports
-        its held-out errors)."""
+        ``"training"``, ``"linearized"`` or ``"refits"``; a count no test has
+        failed keeps the criterion of the last it passed (undecided). A count
+        ``asked`` for (``n_heads=k``) is refined in the training metric where it
+        fails ``tol``, and only its folds' own refits, all of them, decide."""
         if k not in self.fits:
             self.fits[k] = self._fit(k, asked)
         value_rows, query_rows, count = self.fits[k]
@@ -629,13 +556,10 @@ class _Search:
         return self.fits[k]
 
     def _fit(self, k, asked=False):
-        """``(value_rows, query_rows, CountFit)``: the best start by training
-        loss (on noisy fits after ``SCREEN_ITER`` steps), the first within tol
-        ending the starts; noisy fits polished before the verdict, as
-        ``n_heads=k`` returns them. On exact fits the starts
-        are refined in the Frobenius metric (where the count's question,
-        reproducing the lifted fit, is posed, and which is well conditioned),
-        and, ``asked``, then in the training metric when they fail."""
+        """``(value_rows, query_rows, CountFit)``: the best start by training loss
+        (on noisy data screened by ``SCREEN_ITER`` steps, and polished), the
+        first within tol ending the starts; exact data that identify the function
+        are fitted in the Frobenius metric."""
         design = self.frobenius if self.frobenius_fits else self.design
         accept, resolution = self.stop_rules(design)
         starts = self.starts(k)
@@ -716,10 +640,9 @@ class _Search:
         return value_rows, query_rows, count
 
     def stop_rules(self, design):
-        """``(accept_below, resolution)`` of a fit on ``design``: a loss within
-        ``ACCURACY * tol`` of the targets' energy above the baseline ends it, and
-        on noisy data so do steps that gain less than ``RESOLUTION`` of the
-        explained energy (the targets' less the baseline)."""
+        """``(accept_below, resolution)`` of a fit on ``design``: within
+        ``ACCURACY * tol`` of the targets' energy above the baseline, and on noisy
+        data steps that gain less than ``RESOLUTION`` of the explained energy."""
         energy = float(np.vdot(design.targets, design.targets))
         accept = design.baseline + (ACCURACY * self.tol) ** 2 * energy
         explained = max(energy - design.baseline, 0.0)
@@ -731,16 +654,13 @@ class _Search:
 
     @property
     def frobenius_fits(self):
-        """Whether counts are fitted in the Frobenius metric: on exact data that
-        identify the function (then the question is posed there, and it is well
-        conditioned)."""
+        """Whether counts are fitted in the Frobenius metric (exact identified data)."""
         return self.identifiable and self.exact
 
     def within(self, value_rows, query_rows, loss, design):
         """Whether heads reproduce the lifted fit within ``tol``: in lifted
-        coefficients (the paper's model distance), or, on exact data that do not
-        identify the function (other coefficients fit them as well), on the
-        training data (the training objective within ``tol^2`` of the signal)."""
+        coefficients, or, on exact data that do not identify the function, on
+        the training objective (within ``tol^2`` of the signal)."""
         if self.distance(value_rows, query_rows) <= self.tol:
             return True
         if self.identifiable or not self.exact or design is not self.design:
@@ -748,10 +668,8 @@ class _Search:
         return loss - design.baseline <= self.tol**2 * self.signal
 
     def polish(self, value_rows, query_rows):
-        """The returned heads, refined to a minimum (to rounding; on noisy data
-        until they stall, as fits do): in the Frobenius metric when they
-        reproduce the lifted fit of exact data that identify it, else in the
-        training metric."""
+        """The returned heads refined to a minimum (to rounding; on noisy data until
+        they stall), with the drift penalty where they drift."""
         within = (
             self.frobenius_fits and self.distance(value_rows, query_rows) <= self.tol
         )
@@ -780,47 +698,30 @@ class _Search:
 
     @property
     def max_norm(self):
-        """The norm beyond which noisy heads have drifted (``DRIFT``): a fit
-        stops there, and its heads are polished with the drift penalty."""
+        """The norm at which noisy fits stop (``DRIFT`` times the lifted fit's)."""
         return np.inf if self.exact else DRIFT * self.norm
 
     def drifted(self, value_rows, query_rows):
-        """Whether noisy heads have drifted along the null space of a singular
-        training metric (``DRIFT``): the objective does not see the drift, but
-        held-out rows, and the training rows' own squared error, do."""
+        """Whether noisy heads have drifted beyond ``DRIFT`` times the lifted norm."""
         return not self.exact and _drifted(value_rows, query_rows, self.coef, self.d)
 
     @property
     def threshold(self):
-        """The cross-validated error at or below which a count passes (for
-        misclassification, below which): the lifted fit's, or for squared
-        errors its generalized cross-validated error where that is lower and
-        the lifted fit is near interpolation (:meth:`near_interpolation`)."""
+        """The lifted fit's cross-validated error, near interpolation at most its
+        generalized cross-validated one (squared errors)."""
         threshold = self.lifted_cv[0] + SLACK * self.lifted_cv[1]
         if self.folds.loss == "squared" and self.near_interpolation(self.lifted_dof):
             return min(threshold, self.lifted_gcv)
         return threshold
 
     def threshold_of(self, k):
-        """The cross-validated error at or below which k heads pass: the
-        threshold times :meth:`size_ratio`."""
+        """The threshold of k heads: :attr:`threshold` times :meth:`size_ratio`."""
         return float(self.threshold * self.size_ratio(k))
 
     def size_ratio(self, k):
-        """The lifted fit's and k heads' cross-validated errors, each rescaled
-        from the folds' training rows to all of them, compared (at most 1). A
-        least-squares fit of ``D`` degrees of freedom to ``E`` equations
-        predicts with an expected squared error proportional to ``1 / (1 - D /
-        E)`` (random design), so an error of fits to the folds' ``E_f = (K - 1)
-        / K E`` equations is rescaled by ``(1 - D / E_f) / (1 - D / E)``: the
-        more degrees of freedom, the more a model gains from all the rows, and
-        the lifted fit has more than heads (theory page). A classifier's
-        misclassified share is lowered by the same ratio (that of its
-        least-squares fit's squared errors): the formula does not describe
-        misclassification, but without it counts that classified worse than
-        the lifted fit passed on its folds' error (benchmarks/README.md). Not
-        where the lifted fit is near interpolation (for squared errors its
-        generalized cross-validated error decides, :attr:`threshold`)."""
+        """The folds' size factor ``r_k = rho(D) / rho(D_k)`` (at most 1), ``rho(D) =
+        (1 - D / E_f) / (1 - D / E)``, for squared errors and misclassification
+        alike; 1 near interpolation (theory page, "How many heads")."""
         held = np.sum(self.held_folds)
         if self.near_interpolation(self.lifted_dof) or not held:
             return 1.0
@@ -837,31 +738,21 @@ class _Search:
 
     def near_interpolation(self, dof):
         """Whether a model of ``dof`` degrees of freedom, fitted to the folds'
-        training rows (80% of them), has fewer than ``INTERPOLATION_MARGIN``
-        equations (rows times outputs) each: there it predicts much worse
-        than fitted to all the rows, and its cross-validated error, inflated
-        and carried by a fold or two, no longer tells its error (theory page,
-        "Near interpolation")."""
+        training rows, has fewer than ``INTERPOLATION_MARGIN`` equations each."""
         trained = self.n_observations * self.outputs * (1 - 1 / self.folds.n_folds)
         return trained < INTERPOLATION_MARGIN * dof
 
     def gcv_fails(self, k, gcv_error):
         """Whether k heads near interpolation have a generalized cross-validated
-        error above the lifted fit's squared error (the lower of its
-        cross-validated and generalized cross-validated errors): they fail, as
-        their refits on 80% of the rows can predict much better than they do."""
+        error above the lower of the lifted fit's cross-validated and generalized
+        cross-validated squared errors."""
         dof = self.head_dof(k)
         lifted = np.sum(self.folds.lifted_squared) / self.folds.squared_weight
         return self.near_interpolation(dof) and gcv_error > min(lifted, self.lifted_gcv)
 
     def training_squared_error(self, value_rows, query_rows):
-        """The heads' squared error on the training rows, per unit weight and
-        output (the cross-validated error's units for the squared loss). A count
-        whose training error is above the threshold fails: a least-squares (or
-        ridge) refit without fold f leaves it the residual ``(I - H_ff)^-1
-        e_f``, with ``H_ff`` its block of the hat matrix (eigenvalues in [0, 1))
-        and ``e_f`` its residual in the full fit, so the cross-validated error
-        is at least the training error (for heads, linearized at their fit)."""
+        """The heads' squared error on the training rows, per unit weight and output
+        (a lower bound of their cross-validated squared error)."""
         folds = self.folds
         errors = [
             folds.squared_error(fold, value_rows, query_rows)
@@ -870,13 +761,9 @@ class _Search:
         return float(np.sum(errors)) / folds.squared_weight
 
     def head_dof(self, k):
-        """The k-head models' degrees of freedom: the dimension of their lifted
-        coefficients, ``k (m d + d^2) - k^2`` (``V_h``, ``Q_h``, less ``Q -> G
-        Q``), at most ``m p``, or with one output ``p - d (d - k) (d - k + 1) / 2
-        + k (d - k)`` (the slices vanish on a (d - k)-dimensional subspace, theory
-        page); plus one per output with an intercept. Several outputs count as
-        their effective number (:attr:`outputs`), and as one output where
-        that is 1 (to rounding: outputs that repeat one another)."""
+        """The k-head models' dimension: ``k (m d + d^2) - k^2`` (at most ``m p``), with
+        one output ``p - d (d - k) (d - k + 1) / 2 + k (d - k)``; plus one per output
+        with an intercept; ``m`` the effective outputs."""
         d, m = self.d, self.outputs
         p = d * d * (d + 1) // 2
         if m <= 1 + 1e-9:
@@ -886,11 +773,8 @@ class _Search:
         return dimension + m * self.fit_intercept
 
     def generalized_cv(self, squared_error, dof):
-        """Generalized cross-validation (Golub, Heath and Wahba): a training
-        squared error over ``(1 - dof / equations)^2``, the equations the
-        training rows times the outputs; inf without degrees of freedom left.
-        With few left it is a poor estimate, but it only ever lowers a
-        threshold or fails a count: it can only return more heads than needed."""
+        """Generalized cross-validation: a training squared error over ``(1 - dof /
+        equations)^2`` (inf from ``dof = equations`` on)."""
         equations = self.n_observations * self.outputs
         if dof >= equations:
             return np.inf
@@ -908,13 +792,9 @@ class _Search:
 
     @functools.cached_property
     def hopeless(self):
-        """The counts not fitted although below :meth:`fewest_interpolating`
-        (a range): those that fail generalized cross-validation
-        (:meth:`gcv_fails`) even at ``TRAINING_FLOOR`` times the lifted fit's
-        training error (so do the counts above them, with more dimensions),
-        and that cannot reproduce the lifted fit within ``tol`` either
-        (:func:`fewest_heads_bound`). Empty on exact data, where counts are
-        judged by ``tol`` alone (and the folds are not built)."""
+        """The counts not fitted: from the first that fails generalized
+        cross-validation even at ``TRAINING_FLOOR`` times the lifted fit's training
+        error, up to the slices' lower bound (:func:`fewest_heads_bound`)."""
         if self.exact:
             return range(0)
         training_error = self.residual_sum_of_squares / self.folds.squared_weight
@@ -934,24 +814,15 @@ class _Search:
 
     @functools.cached_property
     def lifted_gcv(self):
-        """The lifted fit's generalized cross-validated error (each output its
-        own regression on the same rows); at or below it a count's passes.
-        Unlike the 5 folds' error, which is of fits to 80% of the rows, it is
-        of the fit to all of them, which near interpolation predicts much
-        better."""
+        """The lifted fit's generalized cross-validated error."""
         squared_error = self.residual_sum_of_squares / self.folds.squared_weight
         return self.generalized_cv(squared_error, self.lifted_dof)
 
     def linearized_refits(self, k, value_rows, query_rows, count, asked=False):
-        """The first held-out test of k heads: each fold's refit linearized at the full
-        fit (:func:`linearized_refit`, one Gauss-Newton step); above the threshold
-        (for misclassification by more than a held-out row's weight: a linearization
-        can err by a row), the count fails; with many rows a pass on every fold passes
-        (:meth:`linearized_verdict`). Both only beyond the linearized errors'
-        precision, ``LINEARIZED_TOL`` (relative), so that rounding decides no tie with
-        the threshold (where a count's linearized refits reproduce the folds' lifted
-        fits): a tie goes to the folds' own refits. For a count ``asked`` for the
-        error is only reported, and the folds' own refits decide."""
+        """The linearized test of k heads: each fold's refit linearized at the full
+        fit (:func:`linearized_refit`); beyond ``LINEARIZED_TOL`` above the threshold
+        (a misclassified share by more than a row's weight) the count fails, and
+        with many rows a pass on every fold passes (:meth:`linearized_verdict`)."""
         folds, errors, output_errors = self.folds, [], []
         for fold in range(folds.n_folds):
             design, coef = folds.design(fold), folds.coef(fold)
@@ -983,12 +854,9 @@ class _Search:
         return replace(count, criterion="linearized")
 
     def linearized_verdict(self, k, count, errors, output_errors=None):
-        """The linearized refits' verdict where it stands, else None: a pass of
-        squared errors, no worse than the lifted fit on every fold, with at
-        least ``REFIT_MARGIN`` training rows per lifted feature (each fold's
-        lifted fit is then near the full one, and a count's refit on a fold
-        near its full fit). Never misclassification, whose counts of a few
-        held-out rows tie (theory page)."""
+        """The linearized refits' pass where it stands, else None: squared errors,
+        no worse than the lifted fit on every fold, with at least ``REFIT_MARGIN``
+        training rows per lifted feature."""
         p = self.d * self.d * (self.d + 1) // 2
         if self.folds.loss != "squared" or self.n_observations < REFIT_MARGIN * p:
             return None
@@ -1006,15 +874,9 @@ class _Search:
 
     def refits(self, k, value_rows, query_rows, count, asked=False):
         """The held-out verdict on k heads: each fold refitted as ``n_heads=k`` fits
-        it, from the fold's own starts (those of its lifted fit, on its design), so
-        that their cross-validated error is that of ``n_heads=k`` itself; the count
-        passes when it is within the threshold, and no worse than the lifted fit
-        on a majority of the folds. The folds are refitted in order, and unless
-        ``asked`` for the count fails as soon as those refitted fail it
-        (:meth:`fails_whatever_follows`; ``CountFit.folds_refitted``). Not
-        from the full fit, which has seen the fold: such refits are optimistic
-        where a count has about as many parameters as there are rows, or
-        competing minima (theory page)."""
+        it, from its own lifted fit's starts, in order; unless ``asked`` for, the
+        count fails as soon as the folds refitted fail it
+        (:meth:`fails_whatever_follows`)."""
         folds, errors, output_errors = self.folds, [], []
         for fold in range(folds.n_folds):
             search = _Search(
@@ -1040,10 +902,8 @@ class _Search:
         return replace(verdict, folds_refitted=folds.n_folds)
 
     def fails_whatever_follows(self, k, count, errors):
-        """The test that the errors of the first folds' refits fail k heads on
-        whatever errors the other folds hold (``CountFit.failed_on``; None when
-        they could pass it): taken as 0 (errors are not negative), the others
-        would pass the count if any errors of theirs could."""
+        """The test the first folds' errors fail k heads on whatever the others hold
+        (their errors taken as 0), or None."""
         padded = list(errors) + [0.0] * (self.folds.n_folds - len(errors))
         return self.verdict(k, count, padded).failed_on
 
@@ -1054,9 +914,9 @@ class _Search:
         return self.folds.loss == "squared" and self.m > 1 and self.outputs > 1 + 1e-9
 
     def worse_output(self, k, output_errors):
-        """Whether an output's refits are worse than the lifted fit's on it, by
-        more than ``OUTPUT_SPREAD`` standard errors of the per-fold differences
-        (the lifted fit's errors lowered by :meth:`size_ratio`)."""
+        """Whether an output's refits are worse than the lifted fit's on it (times
+        :meth:`size_ratio`) by more than ``OUTPUT_SPREAD`` standard errors of the
+        per-fold differences, and beyond rounding."""
         folds = self.folds
         held = self.held_folds
         if np.sum(held) < 2:
@@ -1078,11 +938,10 @@ class _Search:
         return bool(np.any((mean > floor) & (mean > OUTPUT_SPREAD * spread)))
 
     def verdict(self, k, count, errors, margin=1.0, output_errors=None):
-        """The held-out verdict on k heads from their refits' errors on the
-        folds: their cross-validated error within the threshold (for
-        misclassification strictly below it), and no worse than the lifted fit
-        on a majority of the folds; errors known only within a relative
-        ``margin - 1`` pass only with that margin."""
+        """The held-out verdict on k heads from their refits' errors on the folds:
+        within the threshold (misclassification strictly below it), no worse than
+        the lifted fit on a majority of the folds, and per output; errors known
+        only within a relative ``margin - 1`` pass only with that margin."""
         folds = self.folds
         cv_error = folds.summary(errors)[0]
         if folds.loss == "squared":
@@ -1134,11 +993,9 @@ def read_out_heads(
 ):
     """Heads of a fitted lifted model: the estimators' read-out.
 
-    - ``n_heads=None``: the paper's SVD read-out (:func:`paper_heads`).
-    - ``n_heads="auto"``: the fewest heads that pass (module docstring).
-    - An int ``k``: the best model found with at most ``k`` heads (the lifted fit's
-      own heads when ``k`` is at least the paper's count); heads that are zero
-      within ``tol`` of the lifted coefficients' norm are dropped.
+    ``n_heads=None``: the paper's read-out (:func:`paper_heads`); ``"auto"``: the
+    fewest heads that pass; an int ``k``: the best model found with at most ``k``
+    heads (heads zero within ``tol`` of the lifted coefficients' norm dropped).
 
     Parameters
     ----------
@@ -1154,14 +1011,11 @@ def read_out_heads(
         The held-out folds (:mod:`sklearn_linattn._folds`), or a function that
         builds them when first needed; without them only ``tol`` decides.
     identifiable : bool, default=True
-        Whether the training data identify the function (the certificate): where
-        they do not, heads that fit the training data as well as the lifted fit
-        (within ``tol``) reproduce it.
+        Whether the training data identify the function (the certificate).
     residual : float or None, default=0.0
         The lifted fit's training residual (sum of squares, in the design's
-        units), None without residual degrees of freedom: a residual within
-        ``tol`` of the targets makes the data exact (0: the coefficients are the
-        function to reproduce).
+        units), None without residual degrees of freedom: within ``tol`` of the
+        targets the data are exact.
     degrees_of_freedom : callable or float, optional
         The trace of the lifted fit's hat matrix for one output (without the
         intercept), or a function that returns it. It, ``n_observations`` (the
@@ -1177,18 +1031,14 @@ def read_out_heads(
         Flops the read-out may spend (:class:`~sklearn_linattn._low_rank.Budget`);
         None: no limit.
     error_scale : float, default=1.0
-        Multiplies the squared errors reported (the estimators pass
-        ``1 / s^2``, ``s`` the targets' rescaling, to report them in the data's
-        units); misclassification is reported as is.
+        Multiplies the squared errors reported (to the data's units).
     output_weights : ndarray of shape (n_outputs,), optional
-        When the problem (``lifted_coef``, ``design``, ``folds``, the residuals)
-        is of output ``j``'s targets multiplied by ``output_weights[j]``: the
-        heads returned are for the outputs as given (their ``W`` with each
-        output's rows divided by its weight, in canonical form); distances and
-        errors are reported in the weighted units.
+        When the problem is of output ``j``'s targets multiplied by
+        ``output_weights[j]``: the heads returned are for the outputs as given;
+        distances and errors are reported in the weighted units.
     effective_outputs : float, optional
-        How many independent outputs the outputs count as in the equations and
-        degrees of freedom of the held-out tests (default: all of them).
+        How many independent outputs the outputs count as in the held-out
+        tests (default: all of them).
     verbose : int
         Print each count fitted and its verdict.
 
