@@ -301,33 +301,27 @@ def levenberg_marquardt(
 ):
     """Minimize ``||r(x)||^2`` by Levenberg-Marquardt.
 
-    ``evaluate(x)`` returns a point with ``x`` (normalized: the problem's
-    invariances taken out), ``residual`` (flat), ``loss``, Jacobian products
-    ``jvp``/``vjp`` and, with ``structured``, ``normal_equations()``. Each step
-    solves ``min ||J s + r||^2 + lambda ||s||^2`` (from the normal equations, else by
-    LSMR) and is taken when it lowers the loss; ``lambda`` follows Nielsen's rule.
-    It stops after ``max_iter`` steps, at a loss at most ``accept_below``, when
-    ``stall[0]`` steps taken lowered the loss beyond ``baseline`` by less than a
-    fraction ``stall[1]`` (or by less than ``resolution``), when no damping gives
-    descent or (without ``rounding``, from the normal equations) no step gains
-    more by the linear model than the loss's rounding, when
-    ``budget`` (a :class:`Budget` charged with the flops of every evaluation and
-    step) runs out, or at a point taken where ``astray(point)`` is true. The
-    loss's rounding is eps times the larger of the loss and ``target_norm``
-    times the residual's norm: a residual formed as a difference from targets
-    of norm ``target_norm`` carries their rounding.
-    With ``rounding`` (a loss change indistinguishable from rounding), steps that
-    the linear model says gain no more than that are taken unless they raise the
-    loss by more: near a minimum the loss cannot tell steps apart, but the
-    Gauss-Newton steps still converge to it; ``FLAT_STEPS`` of them end the fit.
+    ``evaluate(x)`` returns a point with ``x`` (normalized), ``residual``,
+    ``loss``, ``flops``, ``product_flops``, and ``jvp`` and ``jacobian()`` or,
+    with ``structured``, ``normal_equations()`` and ``normal_flops()``. Each
+    step solves ``min ||J s + r||^2 + lambda ||s||^2`` and is taken when it
+    lowers the loss; ``lambda`` follows Nielsen's rule. It stops after
+    ``max_iter`` steps; at a loss at most ``accept_below``; when ``stall[0]``
+    steps lowered the loss beyond ``baseline`` by less than a fraction
+    ``stall[1]`` or less than ``resolution``; when no damping gives descent;
+    (without ``rounding``, from the normal equations) when no step gains more
+    than the loss's rounding (eps times the larger of the loss and
+    ``target_norm`` times the residual's norm); when ``budget`` runs out; or at
+    a point where ``astray(point)``. With ``rounding``, steps that gain no
+    more than it are taken unless they raise the loss by more, and
+    ``FLAT_STEPS`` of them end the fit.
 
     Returns
     -------
     point
         The last point taken.
     n_steps : int
-        Steps computed.
-    """
+        Steps computed."""
     budget = Budget() if budget is None else budget
     point = evaluate(x)
     budget.spend(point.flops)
@@ -437,11 +431,9 @@ def fit_heads(
     """The best heads with these many query matrices, from a start.
 
     Variable projection: for fixed ``Q`` the values are the least-squares
-    solution (:class:`_Values`), and the reduced loss ``min_V ||V X(Q) - T||^2`` is
-    minimized over ``Q`` by :func:`levenberg_marquardt` with Kaufman's Jacobian;
-    the query rows are kept orthonormal (the model does not change). With
-    ``polish`` no stall rule applies: it runs until no damping gives descent (a
-    minimum to rounding) or ``max_iter``; else it has also stalled when
+    solution (:class:`_Values`), and the reduced loss is minimized over ``Q``
+    (kept orthonormal) by :func:`levenberg_marquardt`. With ``polish`` no stall
+    rule applies (a minimum to rounding); else it has also stalled when
     ``STALL_STEPS`` steps lowered the loss by less than ``resolution``. It stops
     at heads whose lifted coefficients exceed ``max_norm``.
 
@@ -449,8 +441,7 @@ def fit_heads(
     -------
     value_rows, query_rows : ndarray of shape (k, n_outputs * d) and (k, d * d)
     loss : float
-    n_steps : int
-    """
+    n_steps : int"""
     k = len(query_rows)
 
     def evaluate(flat):
@@ -489,21 +480,15 @@ def _beyond(max_norm, point):
 
 
 def linearized_refit(design, query_rows, budget=None):
-    """Heads refitted on ``design`` to first order: the model linearized at
-    ``query_rows`` and their best values ``V``, ``V' X(Q) + V X(dQ)``, fitted by
-    least squares in ``(V', dQ)`` (minimum norm in ``dQ``).
-
-    With ``V'`` eliminated this is one Gauss-Newton step of the reduced problem
-    (:func:`fit_heads`; Kaufman's Jacobian), undamped: from the normal
-    equations (damped at rounding level), or by LSMR for at most as many
-    iterations as there are unknowns.
+    """Heads refitted on ``design`` to first order: ``V' X(Q) + V X(dQ)`` fitted by
+    least squares in ``(V', dQ)``, one undamped Gauss-Newton step of the reduced
+    problem (from the normal equations, else by LSMR).
 
     Returns
     -------
     value_rows, query_rows : ndarray of shape (2 k, n_outputs * d) and (2 k, d * d)
         The linear model as ``2 k`` terms of heads: values ``[V'; V]``, queries
-        ``[Q; dQ]``.
-    """
+        ``[Q; dQ]``."""
     budget = Budget() if budget is None else budget
     point = _Values(design, _orthonormal(np.asarray(query_rows, dtype=np.float64)))
     budget.spend(point.flops)
@@ -530,13 +515,10 @@ def linearized_refit(design, query_rows, budget=None):
 
 
 def completion_queries(lifted_coef, token_dim, n_heads, n_iter):
-    """Query rows of a rank-``n_heads`` completion of the symmetric split: from it,
-    ``n_iter`` rounds of alternating projections between the rank-``k`` matrices
-    and the ``W`` with the fitted symmetric part (the split of the residual added
-    back). The rank-``k`` projection follows ``W``'s leading left singular
-    subspace by one step of subspace iteration a round, from the split's. A start
-    for :func:`fit_heads` nearer the best ``k`` heads than the split's own
-    truncation."""
+    """Query rows of a rank-``n_heads`` completion of the symmetric split:
+    ``n_iter`` rounds of alternating projections between the rank-``k``
+    matrices (one step of subspace iteration a round) and the ``W`` with the
+    fitted symmetric part."""
     d, n_outputs = token_dim, lifted_coef.shape[0]
     split = folded = fold_lifted_coef(lifted_coef, d)
     basis = svd(folded)[0][:, :n_heads]
@@ -591,17 +573,14 @@ def isotropic_queries(
     metric, one per start, nearest first.
 
     With one output, ``k`` heads compute exactly the coefficients whose slices
-    ``S_e = W_sym[:, :, e]`` vanish on a common ``(d - k)``-dimensional subspace
-    ``N`` (``N^T S_e N = 0``); for a given ``N`` the nearest such model zeroes those
-    blocks, ``W_e = 2 P S_e - P S_e P`` with ``P = I - N N^T``, at distance
-    ``sum_e ||N^T S_e N||^2``, minimized here over ``N`` by
-    :func:`levenberg_marquardt` from seeded random starts, stopping at the first
-    within ``tol`` (relative).
+    ``S_e`` vanish on a common ``(d - k)``-dimensional subspace ``N``; for a
+    given ``N`` the nearest such model is ``W_e = 2 P S_e - P S_e P``, ``P = I -
+    N N^T``, at distance ``sum_e ||N^T S_e N||^2``, minimized over ``N`` from
+    seeded random starts, stopping at the first within ``tol`` (relative).
 
     Returns
     -------
-    list of (relative distance, query_rows)
-    """
+    list of (relative distance, query_rows)"""
     d, k = token_dim, n_heads
     slices = fold_lifted_coef(lifted_coef, d).reshape(d, d, d).transpose(2, 0, 1)
     norm = np.linalg.norm(lifted_coef)
