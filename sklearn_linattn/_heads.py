@@ -648,10 +648,6 @@ class _Search:
         explained = max(energy - design.baseline, 0.0)
         return accept, 0.0 if self.exact else RESOLUTION * explained
 
-    def passes(self, k):
-        """The verdict on k heads (None: the work limit stopped it first)."""
-        return self.fit(k)[2].passes
-
     @property
     def frobenius_fits(self):
         """Whether counts are fitted in the Frobenius metric (exact identified data)."""
@@ -1137,19 +1133,16 @@ def _search(search, n_heads):
         reference = np.linalg.norm(search.split_svd[1])
         kept = min(k, n_heads_within(svd(folded)[1], search.tol, reference))
         return folded, kept, "fixed", bool(count.passes)
-    # The fewest passing heads in [low, high): every count below `low` fails, and
-    # `high` passes (the paper's count does). On exact fits, where a failing count
-    # costs every start (ten times a passing one, which the first start usually
-    # finds), gallop down (P - 1, P - 2, P - 4, ..., down to a lower bound, which
-    # is fitted first when at most P / 3) until a count fails, then bisect. Noisy
-    # fits first find the fewest count their training error does not reject
-    # (galloping up, 1, 2, 4, 8, ..., then bisecting; full fits only), then go
-    # up from it one count at a time to the fewest that the linearized refits
-    # pass, and from that to the fewest that the folds' own refits pass (a fit
-    # on each fold; going up one at a time does not overshoot to costly counts).
+    # The fewest passing heads (the paper's count passes): on exact fits, where a
+    # failing count costs every start, galloping down from it; on noisy fits the
+    # fewest the training error does not reject (galloping up), then one count at
+    # a time the fewest the linearized refits pass, then the folds' own refits.
     if search.frobenius_fits:
         low = min(fewest_heads_bound(search.coef, search.d, search.tol), paper_count)
-        high = _fewest(search, low, paper_count, search.passes, "down")
+        def passes(k):
+            return search.fit(k)[2].passes
+
+        high = _fewest(search, low, paper_count, passes, "down")
     elif not search.exact and search.folds is None:
         warnings.warn(
             "n_heads='auto' decides the head count of noisy data on held-out folds, "
