@@ -540,18 +540,16 @@ class _Search:
         if k not in self.fits:
             self.fits[k] = self._fit(k, asked)
         value_rows, query_rows, count = self.fits[k]
-        tests = {
-            "training": functools.partial(self.linearized_refits, asked=asked),
-            "linearized": functools.partial(self.refits, asked=asked),
-        }
-        order = ("training", "linearized", "refits")
-        while (
-            count.criterion in tests
-            and order.index(count.criterion) < order.index(stage)
-            and not self.budget.exhausted
-        ):
-            count = tests[count.criterion](k, value_rows, query_rows, count)
-            self.log(f"{k} heads: {self.reported(count)}")
+        stages = ("training", "linearized", "refits")
+        for passed, test in (("training", self.linearized_refits),
+                             ("linearized", self.refits)):
+            if (
+                count.criterion == passed
+                and stages.index(passed) < stages.index(stage)
+                and not self.budget.exhausted
+            ):
+                count = test(k, value_rows, query_rows, count, asked=asked)
+                self.log(f"{k} heads: {self.reported(count)}")
         self.fits[k] = value_rows, query_rows, count
         return self.fits[k]
 
