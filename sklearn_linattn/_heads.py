@@ -241,10 +241,9 @@ class CountFit:
     """One head count fitted by the read-out (a row of ``head_search_.counts``).
 
     A row describes the count's fit as it was judged: on noisy data the heads
-    ``n_heads=k`` returns; on exact data the heads returned are then polished
-    on to rounding, so that their distance can be below their row's. Errors
-    are NaN, and ``folds_within`` and ``folds_refitted`` None, where not
-    computed (theory page, "How many heads", for the tests).
+    ``n_heads=k`` returns (polished before the verdict); on exact data the
+    heads returned are then polished on to rounding, so that their distance
+    (``head_search_.relative_distance``) can be below their row's.
 
     Attributes
     ----------
@@ -255,45 +254,79 @@ class CountFit:
         The training objective's excess over the lifted fit's, relative to the
         lifted fit's training-metric energy.
     cv_error : float
-        Cross-validated error per unit weight, each fold refitted as
-        ``n_heads=k`` fits it; with at least 10 training rows per lifted
-        feature, of the linearized refits where they pass on every fold.
+        Cross-validated error per unit weight, the count refitted on each fold
+        as ``n_heads=k`` fits it, from the fold's own starts (NaN when not
+        computed). For squared errors with at least 10 training rows per lifted
+        feature, a count whose linearized refits pass on every fold is decided
+        by them, and this is their error.
     training_error : float
-        The same error of these heads on the training rows (squared errors
-        only): above ``threshold`` the count fails without held-out refits.
+        The same error of these heads on the training rows, where the criterion
+        is squared error (NaN otherwise). When it is above the count's
+        ``threshold``, the count fails without refitting the folds (and
+        ``cv_error`` is NaN): a held-out error is at least the training error.
     gcv_error : float
         Generalized cross-validation of these heads: their training squared
         error over ``(1 - D / (rows outputs))^2``, ``D`` the dimension of the
-        k-head models (inf from ``D`` on); it decides near interpolation only.
+        k-head models (inf from ``D`` on; NaN when not computed). Where the
+        count, fitted to a fold's 80% of the rows, has fewer than two equations
+        (rows times outputs) per degree of freedom, it fails when this is above
+        the lower of the lifted fit's cross-validated and generalized
+        cross-validated squared errors (theory page, "Near interpolation").
+        Elsewhere it is reported only.
     folds_within : int or None
-        The folds whose refitted heads' error is at most the lifted fit's
-        (lowered by the factor of ``threshold``); a count passes only on a
-        majority of the folds that hold rows.
+        The folds on whose held-out rows the refitted heads' error is at most
+        the lifted fit's, lowered by the factor of ``threshold`` (None when not
+        refitted; folds whose rows all have
+        zero weight are not counted). A count passes only on a majority of the
+        folds as well: a mean of heavy-tailed errors can rest on one fold.
     folds_refitted : int or None
-        The folds refitted, in order: fewer than all where those already fail
-        the count whatever the others hold (``n_heads=k`` refits every fold).
+        The folds refitted, in order (None when they were not, or the work
+        limit stopped their refits): in the search, fewer than all when those
+        already fail the count whatever the others' errors (their errors' sum
+        above the threshold, or too many of them worse than the lifted fit's
+        for a majority); ``cv_error`` and ``folds_within`` are then NaN and
+        None. A count asked for (``n_heads=k``) is refitted on every fold.
     linearized_cv_error : float
-        The cross-validated error of the refits linearized at this fit (one
-        Gauss-Newton step a fold): above ``threshold`` the count fails.
+        The cross-validated error of the heads' refits linearized at this fit
+        (one Gauss-Newton step on each fold; NaN when not computed): above the
+        count's ``threshold``, the count fails without its refits from the folds' own
+        starts (``cv_error`` NaN). Optimistic where the count has about as many
+        parameters as there are rows: the full fit has seen every fold.
     threshold : float
         The cross-validated error a count must not exceed (a misclassification
-        rate must be below it): the lifted fit's (``head_search_.cv_error``),
-        for squared errors lowered by the factor by which the lifted fit gains
-        more than k heads from all the rows instead of a fold's 80%.
+        rate must be below it: a tie with the lifted fit does not show heads as
+        good; theory page): the lifted
+        fit's (``head_search_.cv_error``) lowered by the factor by which the
+        lifted fit, with more degrees of freedom, gains more than k heads from
+        being fitted to all the rows instead of a fold's 80% (the factor of
+        least-squares fits' squared errors, for misclassification too; theory
+        page; NaN when not computed).
     passes : bool or None
         The verdict; None when it was not reached (a count above the one
         returned, or the work limit stopped its test first).
     failed_on : str or None
-        The test that failed the count: ``"tol"`` (exact data),
-        ``"training"``, ``"gcv"``, ``"linearized"``, ``"refits"`` (the
-        refits' error above ``threshold``), ``"majority"`` (worse than the
-        lifted fit on a majority of the folds) or ``"output"`` (several
-        outputs: worse than the lifted fit on one of them by more than
-        ``OUTPUT_SPREAD`` standard errors of the per-fold differences).
+        The test that failed the count (None when it passes or is undecided):
+        ``"tol"`` (exact data: not within ``tol``), ``"training"`` (its
+        training error above ``threshold``), ``"gcv"`` (near interpolation,
+        ``gcv_error`` above the lifted fit's squared error), ``"linearized"``
+        (its linearized refits' error above ``threshold``; a misclassified
+        share by more than a held-out row's weight), ``"refits"`` (its
+        folds' refits' error above ``threshold``, or, for misclassification,
+        not below it), ``"majority"`` (worse than the lifted fit on a
+        majority of the folds) or ``"output"`` (several outputs: worse than the
+        lifted fit on one output, by more than ``OUTPUT_SPREAD`` standard errors
+        of the per-fold differences, theory page); where the first folds'
+        refits already fail it (``folds_refitted`` below 5), the test they
+        fail it on (the folds not refitted could have failed it on another as
+        well).
     criterion : str or None
-        ``"tol"`` or ``"cv"``: which test it passed or failed last; for a count
-        left undecided the last test it passed (``"training"`` or
-        ``"linearized"``), None when the work limit stopped its fit first.
+        ``"tol"`` or ``"cv"``: which test it passed or failed last (``"cv"``:
+        the held-out tests, training error, linearized refits and refits on
+        the folds); for a count left undecided the last test it passed:
+        ``"training"`` (its training error is within the threshold) or
+        ``"linearized"`` (so are its linearized refits; its folds' refits
+        were not finished); None when the work limit stopped its fit or its
+        training test first.
     """
 
     n_heads: int
@@ -321,12 +354,14 @@ class HeadReadout:
     query_matrices : ndarray of shape (n_heads, token_dim, token_dim)
     criterion : str
         Why this count: ``"tol"`` (the heads reproduce the lifted fit within
-        ``tol``), ``"cv"`` (they pass the held-out tests), ``"lifted"`` (no
-        fewer heads passed: the paper's read-out of the lifted fit),
-        ``"fixed"`` (``n_heads=k``: the best model found with at most ``k``
-        heads), ``"paper"`` (``n_heads=None``).
+        ``tol``), ``"cv"`` (the cross-validated error of ``n_heads=k``, each fold
+        refitted from its own lifted fit, is at most the lifted fit's),
+        ``"lifted"`` (no fewer heads passed: the
+        paper's read-out of the lifted fit), ``"fixed"`` (``n_heads=k``: the best
+        model found with at most ``k`` heads), ``"paper"`` (``n_heads=None``).
     passes : bool
-        Whether the returned heads pass (for ``"fixed"`` the verdict on ``k``).
+        Whether the returned heads pass (``"tol"``, ``"cv"`` and ``"lifted"``
+        always do; for ``"fixed"`` the verdict on ``k``).
     complete : bool
         False when the work limit cut the search short: the count returned is
         the fewest that passed before (or the lifted fit's).
@@ -336,13 +371,20 @@ class HeadReadout:
         Of the returned heads, as in :class:`CountFit`.
     cv_error, cv_standard_error : float
         The lifted fit's cross-validated error and its standard error across
-        the folds (NaN without folds). Squared errors are in the targets'
-        units squared, per unit of sample weight and per output, each output's
-        weighted by ``output_weights`` squared.
+        the folds (NaN without folds); a count passes "cv" at or below its
+        ``threshold`` (:class:`CountFit`; misclassification below it), at most
+        ``cv_error``. Squared errors
+        are in the targets' units squared, per unit of sample weight and per
+        output, each output's weighted by ``output_weights`` squared.
     gcv_error : float
         The lifted fit's generalized cross-validated squared error (its
-        training error over ``(1 - dof / rows)^2``, ``dof`` the trace of its
-        hat matrix; NaN without folds).
+        training error over ``(1 - dof / rows)^2``, ``dof`` the trace of its hat
+        matrix; inf without degrees of freedom left, NaN without folds). Near
+        interpolation (fewer than two equations per degree of freedom in the
+        folds' fits) it can lower the threshold, and a count there passes "cv"
+        only when its own
+        (:class:`CountFit`) is at most the lower of the lifted fit's
+        cross-validated and generalized cross-validated squared errors too.
     work, work_limit : float
         Flops the read-out spent, and its limit.
     seconds : float
@@ -350,13 +392,22 @@ class HeadReadout:
     output_weights : ndarray of shape (n_outputs,) or None
         A multi-output regression's weights of its outputs in the search: the
         power of two nearest the largest output's noise over each output's
-        (theory page, "Several outputs"). Distances and squared errors are of
-        the weighted outputs. None: not weighted.
+        (the root of the lifted fit's training residual, at least 1e-6 of the
+        output's sum of squared, centered with an intercept, targets; that
+        floor alone near interpolation), so that the heads' fit and the
+        held-out errors weigh each output's errors against its own noise,
+        whatever its units (theory page, "Several outputs"); the folds use the
+        same weights. Distances and squared errors are of the weighted
+        outputs. None: not weighted (one output, classifiers, ``n_heads=None``,
+        outputs within a factor sqrt(2) of one noise).
     effective_outputs : float
         The outputs counted as independent ones in the held-out tests'
         equations and degrees of freedom: ``m^2 / trace(R^2)``, ``R`` the
         correlations of the lifted fit's training residuals across the ``m``
-        outputs (theory page, "Several outputs").
+        outputs that have noise (those it fits to rounding do not count;
+        theory page, "Several outputs"); ``m`` below two rows per degree of
+        freedom, where the correlations are not known to rounding, and for
+        ``n_heads=None``.
 
     Examples
     --------

@@ -217,9 +217,9 @@ class HeadSearchDisplay:
         ``"counts"`` (the cross-validated errors of counts refitted on each
         fold from its own start, or with many rows decided by their linearized
         refits), ``"lifted"`` (the lifted fit's cross-validated error),
-        ``"threshold"`` (each count's threshold: the lifted fit's error, for
-        squared errors lowered by how much more it gains from all the rows than
-        from a fold's 80%) and
+        ``"threshold"`` (each count's threshold: the lifted fit's error,
+        lowered by how much more it gains from all the rows than from a fold's
+        80%) and
         ``"chosen"``; where the
         search had such counts, ``"linearized"``, the errors of counts that
         failed on their refits linearized at the full fit (above the
