@@ -805,16 +805,40 @@ class _Search:
         ]
         return float(np.sum(errors)) / folds.squared_weight
 
+    @functools.cached_property
+    def token_ranks(self):
+        """``(r, q)``: the dimensions of the tokens' and of the queries' spans that
+        the lifted coefficients use, their ranks within ``tol`` along a token
+        index of ``S`` and along the query's (``d`` and ``d`` for tokens in
+        general position; fewer where the tokens are linearly dependent, e.g.
+        one-hot positions that sum to the constant feature). The lifted fit
+        (least squares, ridge) lies in the span of its features, which the
+        tokens' spans bound."""
+        d = self.d
+        cube = self.split.reshape(self.m, d, d, d)  # [a, b, c, e]
+
+        def rank(matrix):
+            singular = svd(matrix)[1]
+            if not singular.size or singular[0] == 0:
+                return d
+            return int(np.sum(singular > self.tol * singular[0]))
+
+        tokens = rank(cube.transpose(1, 0, 2, 3).reshape(d, -1))
+        queries = rank(cube.transpose(3, 0, 1, 2).reshape(d, -1))
+        return tokens, queries
+
     def head_dof(self, k):
-        """The k-head models' dimension: ``k (m d + d^2) - k^2`` (at most ``m p``), with
-        one output ``p - d (d - k) (d - k + 1) / 2 + k (d - k)``; plus one per output
+        """The k-head models' dimension on tokens of ``r`` and queries of ``q``
+        dimensions (:attr:`token_ranks`): ``k (m r + r q) - k^2`` (at most ``m
+        p``, ``p = q r (r + 1) / 2``), with one output ``p - q (r - k) (r - k +
+        1) / 2 + k (r - k)`` (theory page, "How many heads"); plus one per output
         with an intercept; ``m`` the effective outputs."""
-        d, m = self.d, self.outputs
-        p = d * d * (d + 1) // 2
+        (r, q), m = self.token_ranks, self.outputs
+        p = q * r * (r + 1) // 2
         if m <= 1 + 1e-9:
-            dimension = p - d * (d - k) * (d - k + 1) // 2 + k * (d - k) if k < d else p
+            dimension = p - q * (r - k) * (r - k + 1) // 2 + k * (r - k) if k < r else p
         else:
-            dimension = min(k * (m * d + d * d) - k * k, m * p)
+            dimension = min(k * (m * r + r * q) - k * k, m * p)
         return dimension + m * self.fit_intercept
 
     def generalized_cv(self, squared_error, dof):

@@ -38,6 +38,7 @@ from sklearn_linattn import (
     LinearAttentionClassifierCV,
     LinearAttentionRegressor,
     LinearAttentionRegressorCV,
+    LiftedAttentionFeatures,
     MultiHeadLinearAttention,
     certify,
 )
@@ -225,6 +226,93 @@ def test_a_counts_threshold_corrects_for_the_folds_size(n_outputs, fit_intercept
         expected = search.cv_error * rho(lifted_dof) / rho(head_dof)
         assert count.threshold == pytest.approx(expected, rel=1e-12)
         assert (count.threshold < search.cv_error) == (head_dof < lifted_dof)
+
+
+def head_dimension(k, n_outputs, token_rank, query_rank):
+    """The k-head models' dimension on tokens of rank r and queries of rank q
+    (theory page): k (m r + r q) - k^2 (at most m p, p = q r (r + 1) / 2), with
+    one output p - q (r - k) (r - k + 1) / 2 + k (r - k)."""
+    r, q, m = token_rank, query_rank, n_outputs
+    p = q * r * (r + 1) // 2
+    if m == 1:
+        return p - q * (r - k) * (r - k + 1) // 2 + k * (r - k) if k < r else p
+    return min(k * (m * r + r * q) - k * k, m * p)
+
+
+def sequences_in_subspaces(rng, n_samples, kind):
+    """Tokens of d = 4 in a 3-dimensional span ("tokens": the last feature is
+    the sum of the first two), or queries in one ("queries": the query's third
+    feature is 0)."""
+    X = random_sequences(rng, n_samples, 6, 4)
+    if kind == "tokens":
+        X[..., 3] = X[..., 0] + X[..., 1]
+    else:
+        X[:, -1, 2] = 0.0
+    return X
+
+
+@pytest.mark.parametrize("kind", ["tokens", "queries"])
+@pytest.mark.parametrize("n_outputs", [1, 2])
+@pytest.mark.parametrize("n_heads", [1, 2, 3])
+def test_head_dimension_is_the_rank_of_the_heads_jacobian(kind, n_outputs, n_heads):
+    """The dimension of k-head models as functions on sequences whose tokens
+    or queries lie in a subspace: the rank of the Jacobian of their predictions
+    on many such sequences with respect to (V, Q), at random heads."""
+    rng = np.random.default_rng(n_heads + 10 * n_outputs)
+    X = sequences_in_subspaces(rng, 400, kind)
+    features = LiftedAttentionFeatures().fit_transform(X)
+    d, k, m = 4, n_heads, n_outputs
+    values, queries = rng.normal(size=(k, m * d)), rng.normal(size=(k, d * d))
+    columns = []
+    for i in range(values.size):
+        step = np.zeros(values.size)
+        step[i] = 1.0  # the map is bilinear: its derivative is the map itself
+        columns.append(features @ head_coef(step.reshape(values.shape), queries, d).T)
+    for i in range(queries.size):
+        step = np.zeros(queries.size)
+        step[i] = 1.0
+        columns.append(features @ head_coef(values, step.reshape(queries.shape), d).T)
+    jacobian = np.stack([column.ravel() for column in columns], axis=1)
+    singular = np.linalg.svd(jacobian, compute_uv=False)
+    rank = int(np.sum(singular > 1e-9 * singular[0]))
+    token_rank = np.linalg.matrix_rank(X.reshape(-1, d))
+    query_rank = np.linalg.matrix_rank(X[:, -1])
+    assert (token_rank, query_rank) == ((3, 3) if kind == "tokens" else (4, 3))
+    assert rank == head_dimension(k, m, token_rank, query_rank)
+
+
+@pytest.mark.parametrize("kind", ["tokens", "queries"])
+@pytest.mark.parametrize("n_outputs", [1, 2])
+def test_counts_are_charged_their_dimension_in_the_tokens_span(kind, n_outputs):
+    """Where the tokens or the queries lie in a subspace (one-hot positions that
+    sum to the constant feature, a query's fixed position), the lifted fit uses
+    only their span, and so do k heads: the folds' size factor and generalized
+    cross-validation charge a count its dimension there (test above), not
+    k (m d + d^2) - k^2 (which left El Nino's lags to 9 heads where 2 pass)."""
+    rng = np.random.default_rng(5)
+    X = sequences_in_subspaces(rng, 200, kind)
+    truth = random_attention(rng, 4, 2, n_outputs)
+    y = truth.predict(X).reshape(len(X), -1)
+    y = y + 0.1 * y.std(axis=0) * rng.normal(size=y.shape)
+    search = LinearAttentionRegressor().fit(X, y).head_search_
+    d, m = 4, search.effective_outputs
+    token_rank = np.linalg.matrix_rank(X.reshape(-1, d))
+    query_rank = np.linalg.matrix_rank(X[:, -1])
+    lifted_dof = query_rank * token_rank * (token_rank + 1) // 2 * m  # alpha = 0
+    equations, trained = len(X) * m, 0.8 * len(X) * m
+
+    def rho(dof):
+        return (1 - dof / trained) / (1 - dof / equations)
+
+    judged = [count for count in search.counts if np.isfinite(count.threshold)]
+    assert judged
+    for count in judged:
+        dimension = head_dimension(
+            count.n_heads, 1 if n_outputs == 1 else m, token_rank, query_rank
+        )
+        head_dof = min(dimension, lifted_dof)
+        expected = search.cv_error * rho(lifted_dof) / rho(head_dof)
+        assert count.threshold == pytest.approx(expected, rel=1e-9)
 
 
 @pytest.mark.parametrize("solver", ["normal", "dual"])
