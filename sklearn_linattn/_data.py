@@ -317,6 +317,23 @@ def _size(n_bytes):
     return f"{n_bytes / 1e3:.3g} kB"
 
 
+def check_features_memory(n_samples, token_dim, memory=None):
+    """A ValueError before lifted features that cannot fit in memory
+    (:func:`available_memory`, or ``memory`` bytes) are allocated."""
+    n_lifted = n_lifted_features(token_dim)
+    needed = 8.0 * n_samples * n_lifted
+    memory = available_memory() if memory is None else memory
+    if needed > memory:
+        raise ValueError(
+            f"The lifted features of {n_samples:,} sequences are a {n_samples:,} x "
+            f"{n_lifted:,} array ({_size(needed)}), more than the {_size(memory)} "
+            f"of memory available: token dimension d = {token_dim} gives p = d^2 "
+            "(d + 1) / 2 lifted features. Transform fewer sequences at a time (or "
+            "a Dask array), or reduce the token dimension first, e.g. "
+            "make_pipeline(PCA(n_components=64), LiftedAttentionFeatures())."
+        )
+
+
 def check_fit_cost(data, solver, memory=None):
     """A ValueError before a fit that cannot run: its peak memory
     (:func:`fit_cost`) beyond the available memory (:func:`available_memory`,

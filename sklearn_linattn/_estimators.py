@@ -32,6 +32,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 from ._attention import MultiHeadLinearAttention
 from ._data import (
     StatisticsSource,
+    check_features_memory,
     check_fit_cost,
     effective_observations,
     features_dask,
@@ -51,6 +52,7 @@ from ._solvers import HELDOUT_FOLDS, SOLVERS, resolve_solver, solve_normal
 from ._validation import (
     input_precision,
     reject_boolean_parameters,
+    validate_class_weight,
     validate_sample_weight,
     validate_sequences,
     validate_targets,
@@ -581,6 +583,23 @@ class _LinearAttentionBase(BaseEstimator):
                 "no normal-equation statistics, so partial_fit cannot continue from "
                 "that fit. Fit with solver='normal' (or start with partial_fit) to "
                 "add batches later."
+            )
+        # the statistics are of earlier batches' rows: parameters that define
+        # the rows cannot change between batches
+        layout = self._layout
+        changed = []
+        if self.positions != layout.positions:
+            changed.append(f"positions={self.positions!r} ({layout.positions!r})")
+        if self.causal != layout.causal and "all" in (self.positions, layout.positions):
+            changed.append(f"causal={self.causal!r} ({layout.causal!r})")
+        if self.token_dim is not None and self.token_dim != layout.token_dim:
+            changed.append(f"token_dim={self.token_dim!r} ({layout.token_dim!r})")
+        if changed:
+            raise ValueError(
+                "partial_fit adds batches to the statistics of earlier ones, which "
+                f"were fitted with other parameters: {', '.join(changed)} (earlier "
+                "batches' values in parentheses). Set them back, or call fit to "
+                "start over."
             )
         return False
 
@@ -1185,7 +1204,7 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
             first_call = self._check_partial_fit()
             sequences = self._sequences(X, reset=first_call)
             targets, single_output = self._targets(y, sequences)
-            weights = validate_sample_weight(sample_weight, sequences)
+            weights = validate_sample_weight(sample_weight, sequences, first_call)
             return self._partial_fit_rows(
                 sequences, targets, weights, single_output, first_call
             )
@@ -1457,25 +1476,36 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         self.classes_ = binarizer.classes_
         return labels, binarizer.transform(labels).astype(np.float64)
 
-    def _row_weights(self, labels, sample_weight, sequences):
+    def _row_weights(self, labels, sample_weight, sequences, require_positive=True):
         """Sample weights times class weights: per sample, or per row when class
-        weights differ between the positions of a sequence."""
-        weights = validate_sample_weight(sample_weight, sequences)
+        weights differ between the positions of a sequence (not all zero, with
+        ``require_positive``)."""
+        weights = validate_sample_weight(sample_weight, sequences, require_positive)
         if is_dask_array(weights):  # small: checked and computed once, read twice
             weights = np.asarray(weights.compute())
         if self.class_weight is None:
             return weights
+        validate_class_weight(self.class_weight)
         if self.positions == "last":
             class_weights = compute_sample_weight(self.class_weight, labels)
-            return class_weights if weights is None else weights * class_weights
-        # Per position: "balanced" counts the real positions only (left padding has
-        # no label and weight zero).
-        real = ~padding_row_mask(sequences).ravel()
-        class_weights = np.zeros(labels.shape[0])
-        if real.any():
-            class_weights[real] = compute_sample_weight(self.class_weight, labels[real])
-        base = 1.0 if weights is None else np.repeat(weights, sequences.shape[1])
-        return base * class_weights
+            row_weights = class_weights if weights is None else weights * class_weights
+        else:
+            # Per position: "balanced" counts the real positions only (left
+            # padding has no label and weight zero).
+            real = ~padding_row_mask(sequences).ravel()
+            class_weights = np.zeros(labels.shape[0])
+            if real.any():
+                class_weights[real] = compute_sample_weight(
+                    self.class_weight, labels[real]
+                )
+            base = 1.0 if weights is None else np.repeat(weights, sequences.shape[1])
+            row_weights = base * class_weights
+        if require_positive and row_weights.size and not np.any(row_weights):
+            raise ValueError(
+                f"class_weight={self.class_weight!r} (times sample_weight) gives every "
+                "training row weight zero: at least one must be positive."
+            )
+        return row_weights
 
     def _note_present_classes(self, labels, weights, first):
         """Record the classes with training rows of positive weight (a class
@@ -1586,7 +1616,7 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
             binarizer = LabelBinarizer(pos_label=1, neg_label=-1).fit(known)
             self.classes_ = binarizer.classes_
             targets = binarizer.transform(labels).astype(np.float64)
-            weights = self._row_weights(labels, sample_weight, sequences)
+            weights = self._row_weights(labels, sample_weight, sequences, first_call)
             first = first_call or "_present_classes" not in vars(self)
             self._note_present_classes(labels, weights, first=first)
             return self._partial_fit_rows(
@@ -1740,6 +1770,8 @@ class LiftedAttentionFeatures(TransformerMixin, BaseEstimator):
             X, token_dim=self.token_dim, estimator=self, reset=True
         )
         self.token_dim_ = sequences.shape[2]
+        if not is_dask_array(sequences):  # as transform will allocate them
+            check_features_memory(sequences.shape[0], self.token_dim_)
         return self
 
     def transform(self, X):
@@ -1762,6 +1794,7 @@ class LiftedAttentionFeatures(TransformerMixin, BaseEstimator):
         )
         if is_dask_array(sequences):
             return features_dask(sequences)
+        check_features_memory(sequences.shape[0], self.token_dim_)
         return lifted_features(sequences, n_threads=effective_n_jobs(self.n_jobs))
 
     def get_feature_names_out(self, input_features=None):

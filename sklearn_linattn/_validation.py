@@ -9,6 +9,7 @@ where they are computed. Dask is imported only when a Dask array is passed
 (:func:`require_dask`). This module imports no other module of the package.
 """
 
+import inspect
 import sys
 import warnings
 
@@ -25,6 +26,7 @@ __all__ = [
     "is_dask_array",
     "reject_boolean_parameters",
     "require_dask",
+    "validate_class_weight",
     "validate_sample_weight",
     "validate_sequences",
     "validate_targets",
@@ -337,6 +339,13 @@ def _checked_target_block(y, ensure_min_samples=0):
 
 
 _NO_POSITIVE_WEIGHT = "Sample weights must contain at least one non-zero number."
+# scikit-learn >= 1.7 refuses all-zero weights unless told otherwise (1.6 lets
+# them through): they are checked here, where a later partial_fit batch may have them
+_ALL_ZERO_WEIGHTS_CHECKED_HERE = (
+    {"allow_all_zero_weights": True}
+    if "allow_all_zero_weights" in inspect.signature(_check_sample_weight).parameters
+    else {}
+)
 
 
 def _checked_weight_block(weights):
@@ -378,10 +387,11 @@ def _checked_dask_weights(sample_weight):
     )
 
 
-def validate_sample_weight(sample_weight, sequences):
+def validate_sample_weight(sample_weight, sequences, require_positive=True):
     """Sample weights as a float64 array of shape ``(n_samples,)`` (None stays None).
 
-    Weights must be finite and non-negative, and not all zero; a scalar is
+    Weights must be finite and non-negative, and (with ``require_positive``; a
+    later batch of ``partial_fit`` may weigh nothing) not all zero; a scalar is
     broadcast. A Dask array, while the sequences are a Dask array too, is checked
     for its shape here and for its values, with the same messages, block by block
     in the passes that read it (no pass of its own over the sequences); with
@@ -404,10 +414,28 @@ def validate_sample_weight(sample_weight, sequences):
         np.empty((n_samples, 0)),
         dtype=np.float64,
         ensure_non_negative=True,
+        **_ALL_ZERO_WEIGHTS_CHECKED_HERE,
     )
-    if n_samples and not np.any(weights):  # scikit-learn 1.6 lets these through
-        raise ValueError(_NO_POSITIVE_WEIGHT)
+    if require_positive and n_samples and not np.any(weights):
+        raise ValueError(_NO_POSITIVE_WEIGHT)  # (scikit-learn 1.6 lets these through)
     return weights
+
+
+def validate_class_weight(class_weight):
+    """A dict of class weights must map classes to finite non-negative numbers."""
+    if not isinstance(class_weight, dict):
+        return
+    for label, weight in class_weight.items():
+        if (
+            isinstance(weight, (bool, np.bool_))
+            or not isinstance(weight, (int, float, np.integer, np.floating))
+            or not np.isfinite(weight)
+            or weight < 0
+        ):
+            raise ValueError(
+                "class_weight must map each class to a finite non-negative number, "
+                f"got class_weight[{label!r}] = {weight!r}."
+            )
 
 
 def reject_boolean_parameters(estimator, names, kind="an int or None"):

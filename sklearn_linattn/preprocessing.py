@@ -40,6 +40,7 @@ from ._validation import (
     as_array,
     caller_stacklevel,
     is_dask_array,
+    reject_boolean_parameters,
     validate_sequences,
 )
 
@@ -325,6 +326,8 @@ class SeriesToTokens(TransformerMixin, BaseEstimator):
         -------
         self : SeriesToTokens
         """
+        reject_boolean_parameters(self, ("window",), "an int")
+        reject_boolean_parameters(self, ("max_len",))
         series = self._checked_series(X)
         self.n_features_in_ = self.n_channels_ = series[0].shape[0]
         self.token_dim_out_ = self.window * self.n_channels_
@@ -652,6 +655,7 @@ class PositionalEncoding(_TokenTransformerMixin, TransformerMixin, BaseEstimator
         -------
         self : PositionalEncoding
         """
+        reject_boolean_parameters(self, ("n_positions", "token_dim"))
         sequences, _ = self._validate_tokens(X, reset=True)
         self._fitted_layout(sequences)
         self.n_positions_ = (
@@ -863,6 +867,7 @@ class TokenwiseTransformer(_TokenTransformerMixin, TransformerMixin, BaseEstimat
         -------
         self : TokenwiseTransformer
         """
+        reject_boolean_parameters(self, ("token_dim",))
         sequences, _ = self._validate_tokens(X, reset=True)
         self._fitted_layout(sequences)
         tokens = sequences[_padding_mask(sequences, self.padding)]

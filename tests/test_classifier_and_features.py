@@ -256,3 +256,46 @@ def test_features_reject_bad_n_jobs_at_fit(rng, n_jobs):
         ValueError, match="'n_jobs' parameter of LiftedAttentionFeatures"
     ):
         LiftedAttentionFeatures(n_jobs=n_jobs).fit(random_sequences(rng, 4, 3, 2))
+
+
+@pytest.mark.parametrize(
+    "Estimator", [LinearAttentionClassifier, LinearAttentionClassifierCV]
+)
+@pytest.mark.parametrize(
+    "class_weight, message",
+    [
+        ({0: -1.0, 1: 1.0}, r"class_weight\[0\] = -1.0"),
+        ({0: np.nan, 1: 1.0}, r"class_weight\[0\] = nan"),
+        ({0: np.inf, 1: 1.0}, r"class_weight\[0\] = inf"),
+        ({0: "1", 1: 1.0}, r"class_weight\[0\] = '1'"),
+        ({0: 0.0, 1: 0.0}, "every training row weight zero"),
+    ],
+)
+def test_class_weights_must_be_finite_non_negative_and_not_all_zero(
+    rng, Estimator, class_weight, message
+):
+    """Negative, NaN or infinite class weights crashed in LAPACK, and all-zero
+    ones fitted a zero model silently (sample_weight=0 is refused)."""
+    X = random_sequences(rng, 60, 5, 2)
+    y = (X[:, :, 0].sum(axis=1) * X[:, -1, 1] > 0).astype(int)
+    with pytest.raises(ValueError, match=message):
+        Estimator(n_heads=None, class_weight=class_weight).fit(X, y)
+
+
+def test_lifted_features_beyond_memory_are_refused_before_allocation(
+    rng, monkeypatch
+):
+    """fit and transform name the array's size and the memory available
+    instead of numpy's MemoryError (or the system killing the process): here
+    with 1 MB available, 300 sequences of d = 8 need 300 x 288 x 8 bytes."""
+    import sklearn_linattn._data as data
+
+    X = random_sequences(rng, 300, 4, 8)
+    features = LiftedAttentionFeatures().fit(X[:10])
+    monkeypatch.setattr(data, "available_memory", lambda: 500_000)
+    message = r"300 x 288 array \(691 kB\), more than the 500 kB"
+    with pytest.raises(ValueError, match=message):
+        features.transform(X)
+    with pytest.raises(ValueError, match=message):
+        LiftedAttentionFeatures().fit(X)
+    assert features.transform(X[:100]).shape == (100, 288)

@@ -34,11 +34,11 @@ from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 from sklearn_linattn import (
+    LiftedAttentionFeatures,
     LinearAttentionClassifier,
     LinearAttentionClassifierCV,
     LinearAttentionRegressor,
     LinearAttentionRegressorCV,
-    LiftedAttentionFeatures,
     MultiHeadLinearAttention,
     certify,
 )

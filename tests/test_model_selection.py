@@ -1020,3 +1020,13 @@ def test_identical_sequences_with_intercept_give_the_mean(cv, n_samples, token_d
         loo = (w @ y - w * y) / (w.sum() - w)
         expected = -np.average((y - loo) ** 2, weights=w)
         np.testing.assert_allclose(model.cv_scores_, expected, rtol=1e-10)
+
+
+def test_a_boolean_alphas_is_refused(rng):
+    """alphas=True was taken as the grid [1.0]."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError, match="'alphas' parameter .*not a bool"):
+        LinearAttentionRegressorCV(alphas=True).fit(
+            rng.normal(size=(20, 3, 2)), rng.normal(size=20)
+        )

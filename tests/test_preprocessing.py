@@ -965,3 +965,27 @@ def test_partial_fit_batches_do_not_warn_about_their_size(rng):
         model.partial_fit(X, X[:, -1, 0])
     with pytest.warns(UserWarning, match="13,950"):
         LinearAttentionRegressor(n_heads=None).fit(X, X[:, -1, 0])
+
+
+@pytest.mark.parametrize(
+    "transformer, name",
+    [
+        (PositionalEncoding(token_dim=True), "token_dim"),
+        (PositionalEncoding(n_positions=True), "n_positions"),
+        (TokenwiseTransformer(StandardScaler(), token_dim=True), "token_dim"),
+        (SeriesToTokens(window=True), "window"),
+        (SeriesToTokens(max_len=True), "max_len"),
+    ],
+)
+def test_a_boolean_for_a_number_is_refused_naming_the_parameter(transformer, name):
+    """scikit-learn's checks take True for the integer 1: PositionalEncoding's
+    token_dim=True gave a message about a shape of "(n_samples, n_tokens,
+    True)", and window=True or n_positions=True were taken as 1."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    X = np.random.default_rng(0).normal(size=(6, 1, 8))
+    if not isinstance(transformer, SeriesToTokens):
+        X = X.reshape(6, 4, 2)
+    message = f"'{name}' parameter .*not a bool"
+    with pytest.raises(InvalidParameterError, match=message):
+        transformer.fit(X)

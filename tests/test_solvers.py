@@ -423,6 +423,57 @@ def test_partial_fit_rejects_inconsistent_batches(rng):
     assert not hasattr(model, "_lifted_statistics")
 
 
+@pytest.mark.parametrize(
+    "first, changed, named",
+    [
+        ({"positions": "all"}, {"causal": False}, "causal=False (True)"),
+        ({}, {"positions": "all"}, "positions='all' ('last')"),
+        ({}, {"token_dim": 1}, "token_dim=1 (3)"),
+    ],
+)
+def test_partial_fit_refuses_parameters_that_change_the_rows(
+    rng, first, changed, named
+):
+    """The kept statistics are of the earlier batches' rows: a parameter that
+    defines the rows (every position, causal, the token dimension) cannot
+    change between batches (the statistics were silently mixed), and a
+    refused call leaves the estimator as it was."""
+    X = random_sequences(rng, 20, 4, 3)
+    y = np.ones((20, 4)) if first.get("positions") == "all" else np.ones(20)
+    model = LinearAttentionRegressor(n_heads=None, **first).partial_fit(X, y)
+    coef = model.coef_.copy()
+    model.set_params(**changed)
+    with pytest.raises(ValueError, match=re.escape(named)):
+        model.partial_fit(X, y)
+    np.testing.assert_array_equal(model.coef_, coef)
+
+
+@pytest.mark.parametrize(
+    "Estimator", [LinearAttentionRegressor, LinearAttentionClassifier]
+)
+def test_partial_fit_takes_a_later_batch_of_zero_weight(rng, Estimator):
+    """A later batch whose rows all weigh zero adds nothing (fit on all the
+    batches with the same weights gives the same model); a first batch needs
+    a positive weight, as fit does."""
+    X = random_sequences(rng, 80, 5, 2)
+    y = rng.normal(size=80)
+    if Estimator is LinearAttentionClassifier:
+        y = y > 0
+    weights = np.r_[np.ones(40), np.zeros(40)]
+    classes = {}
+    if Estimator is LinearAttentionClassifier:
+        classes = {"classes": [False, True]}
+    full = Estimator(n_heads=None).fit(X, y, sample_weight=weights)
+    streamed = Estimator(n_heads=None)
+    streamed.partial_fit(X[:40], y[:40], sample_weight=weights[:40], **classes)
+    streamed.partial_fit(X[40:], y[40:], sample_weight=weights[40:])
+    np.testing.assert_allclose(streamed.coef_, full.coef_, rtol=1e-9, atol=1e-12)
+    with pytest.raises(ValueError, match="at least one non-zero"):
+        Estimator(n_heads=None).partial_fit(
+            X[40:], y[40:], sample_weight=weights[40:], **classes
+        )
+
+
 def test_auto_picks_by_size_and_memory():
     gib = 2**30
     assert choose_solver(100, 288, memory=8 * gib) == "dual"
