@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ._attention import MultiHeadLinearAttention
+from ._estimators import _LinearAttentionBase
 
 
 def _pyplot(caller):
@@ -17,6 +18,18 @@ def _pyplot(caller):
         ) from error
     return plt
 
+
+
+def _attention_estimator(estimator, display):
+    """The estimator (a pipeline's last step) a display reads: one of the
+    package's attention estimators, else a TypeError naming what it got."""
+    final = estimator[-1] if hasattr(estimator, "steps") else estimator
+    if not isinstance(final, _LinearAttentionBase):
+        raise TypeError(
+            f"{display.__name__}.from_estimator takes a LinearAttention* estimator "
+            f"(or a pipeline ending in one), got {type(final).__name__}."
+        )
+    return final
 
 class AttentionHeadsDisplay:
     r"""Heatmaps of the value and query matrices of each attention head.
@@ -97,7 +110,7 @@ class AttentionHeadsDisplay:
         -------
         display : AttentionHeadsDisplay
         """
-        final = estimator[-1] if hasattr(estimator, "steps") else estimator
+        final = _attention_estimator(estimator, cls)
         check_is_fitted(final, "attention_")
         attention = final.attention_
         display = cls(
@@ -278,7 +291,7 @@ class HeadSearchDisplay:
         -------
         display : HeadSearchDisplay
         """
-        final = estimator[-1] if hasattr(estimator, "steps") else estimator
+        final = _attention_estimator(estimator, cls)
         check_is_fitted(final, "head_search_")
         return cls(final.head_search_, tol=getattr(final, "tol", None)).plot(ax=ax)
 

@@ -446,6 +446,9 @@ def generate_pipeline(pipeline, X, n_steps, to_token=None):
             f"The final step of the pipeline, {type(final).__name__}, has no "
             "generate method; it must be an attention estimator of sklearn_linattn."
         )
+    for _, step in pipeline.steps:  # (the steps' checks read fitted attributes)
+        if step not in (None, "passthrough"):
+            check_is_fitted(step)
     steps, reasons = _token_steps(pipeline.steps[:-1])
     if reasons:
         raise ValueError(
@@ -455,7 +458,6 @@ def generate_pipeline(pipeline, X, n_steps, to_token=None):
             "pipeline.predict on the grown sequence instead (each step then "
             "transforms the whole sequence at every step)."
         )
-    check_is_fitted(final)
     n_steps = _check_n_steps(n_steps)
     _check_to_token(to_token)
     sequences = X

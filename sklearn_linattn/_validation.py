@@ -116,8 +116,8 @@ def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
         )
     if is_dask_array(X):
         return _validate_dask_sequences(X, token_dim, estimator, reset)
-    if not hasattr(X, "ndim"):  # lists, or objects that only offer __array__
-        X = as_array(X)
+    if not hasattr(X, "ndim") or _is_array_of_sequences(X):
+        X = as_array(X)  # lists, objects that only offer __array__
     if X.ndim == 3:
         sequences = check_array(
             X,
@@ -142,10 +142,23 @@ def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
     return rows.reshape(n_samples, n_features // token_dim, token_dim)
 
 
+def _is_array_of_sequences(X):
+    """Whether ``X`` is a 1-D object array holding one array per sequence."""
+    return (
+        isinstance(X, np.ndarray)
+        and X.dtype == object
+        and X.ndim == 1
+        and X.size > 0
+        and all(np.ndim(item) >= 1 for item in X)
+    )
+
+
 def as_array(X, dtype=None):
     """``numpy.asarray(X, dtype)``; a list of sequences of different lengths gets an
     error that names the two ways to pad it (numpy only says "inhomogeneous")."""
     ragged_warning = getattr(np, "exceptions", np).VisibleDeprecationWarning
+    if _is_array_of_sequences(X):  # (a pandas Series of arrays) read as their list
+        X = list(X)
     try:
         with warnings.catch_warnings():
             # numpy < 1.24 makes an object array of a ragged list, with this warning
@@ -321,6 +334,11 @@ def validate_targets(y, n_samples, estimator_name="estimator", n_tokens=None):
     dims = (2, 3) if per_position else (1, 2)
     if targets.ndim not in dims or (per_position and targets.shape[1] != n_tokens):
         raise ValueError(f"y must have shape {expected}, got shape {targets.shape}.")
+    if targets.ndim == dims[1] and targets.shape[-1] == 0:
+        raise ValueError(
+            f"y must have shape {expected} and at least one output, got shape "
+            f"{targets.shape}."
+        )
     single_output = targets.ndim == dims[0]
     n_rows = n_samples * (n_tokens if per_position else 1)
     return targets.reshape(n_rows, -1), single_output

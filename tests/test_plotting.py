@@ -94,6 +94,16 @@ def test_unfitted_estimator_raises():
         AttentionHeadsDisplay.from_estimator(LinearAttentionRegressor())
 
 
+@pytest.mark.parametrize("Display", [AttentionHeadsDisplay, HeadSearchDisplay])
+def test_an_estimator_that_is_not_attention_is_a_type_error(rng, Display):
+    """A fitted Ridge was "not fitted yet" (it has no attention_)."""
+    from sklearn.linear_model import Ridge
+
+    ridge = Ridge().fit(rng.normal(size=(20, 4)), rng.normal(size=20))
+    with pytest.raises(TypeError, match="takes a LinearAttention.* got Ridge"):
+        Display.from_estimator(make_pipeline(ridge))
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [

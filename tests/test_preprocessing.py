@@ -989,3 +989,10 @@ def test_a_boolean_for_a_number_is_refused_naming_the_parameter(transformer, nam
     message = f"'{name}' parameter .*not a bool"
     with pytest.raises(InvalidParameterError, match=message):
         transformer.fit(X)
+
+
+def test_pad_sequences_refuses_complex_sequences():
+    """The imaginary parts were dropped with numpy's ComplexWarning only (the
+    estimators refuse complex data)."""
+    with pytest.raises(ValueError, match="sequence 1 is complex"):
+        pad_sequences([np.ones((2, 2)), np.ones((3, 2)) * 1j])

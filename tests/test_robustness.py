@@ -30,6 +30,16 @@ from sklearn_linattn import (
 from sklearn_linattn._lift import lifted_features
 
 GOOD = np.random.default_rng(0).normal(size=(12, 4, 2))
+
+
+def object_array(items):
+    """A 1-D object array holding the items (one array per sequence)."""
+    array = np.empty(len(items), dtype=object)
+    for i, item in enumerate(items):
+        array[i] = item
+    return array
+
+
 BAD_X = {
     "NaN": (np.where(np.arange(96).reshape(12, 4, 2) == 5, np.nan, GOOD), "NaN"),
     "+inf": (np.where(np.arange(96).reshape(12, 4, 2) == 5, np.inf, GOOD), "infinity"),
@@ -45,6 +55,10 @@ BAD_X = {
     "complex": (GOOD + 1j, "Complex data not supported"),
     "strings": (np.full((12, 4, 2), "a"), "could not convert|dtype='numeric'"),
     "objects": (np.full((12, 4, 2), None, dtype=object), "NaN"),
+    "ragged object array": (
+        object_array([np.ones((4, 2))] * 11 + [np.ones((3, 2))]),
+        "list of sequences of different lengths",
+    ),
 }
 
 
@@ -92,6 +106,16 @@ def test_bad_sequences_get_a_clear_error(case, entry):
         entry_points(X)[entry]()
     if copy.dtype.kind not in "OU":
         np.testing.assert_array_equal(X, copy)  # never modified
+
+
+def test_an_object_array_of_sequences_is_read_as_their_list(rng):
+    """One array per sequence in a 1-D object array (what a pandas Series of
+    arrays holds) is the list of them: the same predictions as the 3-D array
+    (it was refused as "1 dimension(s)", advising Z[None])."""
+    X = rng.normal(size=(12, 4, 2))
+    fitted = LinearAttentionRegressor().fit(X, rng.normal(size=12))
+    held = object_array(list(X))
+    np.testing.assert_array_equal(fitted.predict(held), fitted.predict(X))
 
 
 def test_sparse_input_is_a_type_error():
@@ -419,3 +443,12 @@ def test_pure_python_kernels_pass_the_kernel_tests():
         cwd=os.path.dirname(tests),
     )
     assert result.returncode == 0, result.stdout[-2000:]
+
+
+def test_targets_without_outputs_are_a_clear_error(rng):
+    """positions="all" with y of shape (n_samples, n_tokens, 0) raised numpy's
+    "attempt to get argmax of an empty sequence"."""
+    X = rng.normal(size=(20, 5, 2))
+    message = r"at least one output, got shape \(20, 5, 0\)"
+    with pytest.raises(ValueError, match=message):
+        LinearAttentionRegressor(positions="all").fit(X, np.ones((20, 5, 0)))

@@ -765,3 +765,14 @@ def test_generate_pipeline_needs_a_pipeline_ending_in_generate():
         generate_pipeline(pipe, X[:2], 3, to_token=lambda o, s: np.ones((2, 3)))
     with pytest.raises(TypeError, match="to_token must be None or a callable"):
         generate_pipeline(pipe, X[:2], 3, to_token=np.eye(2))
+
+
+@pytest.mark.parametrize(
+    "step", [TokenwiseTransformer(StandardScaler()), PositionalEncoding(origin="start")]
+)
+def test_generate_pipeline_of_an_unfitted_pipeline_is_not_fitted_error(step):
+    """The steps' token-by-token checks read fitted attributes: an unfitted
+    pipeline raised AttributeError ('transformer_', 'n_positions_')."""
+    pipe = make_pipeline(step, LinearAttentionRegressor())
+    with pytest.raises(NotFittedError, match="not fitted yet"):
+        generate_pipeline(pipe, np.ones((3, 6, 2)), 2)
