@@ -7,6 +7,7 @@ chosen once, read out heads, set fitted attributes. Every path (in memory or Das
 
 import dataclasses
 import functools
+import inspect
 import time
 import warnings
 from numbers import Integral, Real
@@ -26,6 +27,7 @@ from sklearn.metrics import accuracy_score, r2_score
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.class_weight import compute_sample_weight
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
@@ -102,6 +104,24 @@ class _AtomicUpdate:
             self.estimator.__dict__.clear()
             self.estimator.__dict__.update(self.saved)
         return False
+
+
+def _partial_fit_available(estimator):
+    """``partial_fit`` exists where it can run (as scikit-learn's MLPClassifier
+    offers it for its stochastic solvers only): it accumulates the normal
+    equations, and class weights must be known batch by batch. Else an
+    AttributeError that says why."""
+    if estimator.solver not in ("auto", "normal"):
+        raise AttributeError(
+            "partial_fit accumulates the normal equations; use solver='normal' or "
+            f"'auto', got solver={estimator.solver!r}."
+        )
+    if isinstance(getattr(estimator, "class_weight", None), str):
+        raise AttributeError(
+            "class_weight='balanced' needs the class counts of all the data, which "
+            "partial_fit does not see; pass a dict of class weights."
+        )
+    return True
 
 
 def _warn_search_cut_short(readout, head_work_limit):
@@ -361,6 +381,9 @@ class _LinearAttentionBase(BaseEstimator):
         if name in _MODEL_ATTRIBUTES and state.get("_model_pending"):
             self._solve_pending()
             return state[name]
+        descriptor = inspect.getattr_static(type(self), name, None)
+        if descriptor is not None:  # a method offered only where it can run:
+            return descriptor.__get__(self, type(self))  # its error says why
         raise AttributeError(
             f"{type(self).__name__!r} object has no attribute {name!r}"
         )
@@ -570,11 +593,6 @@ class _LinearAttentionBase(BaseEstimator):
     def _check_partial_fit(self):
         """Whether this is the first batch; a clear error when the estimator was
         fitted by a solver that keeps no statistics."""
-        if self.solver not in ("auto", "normal"):
-            raise ValueError(
-                "partial_fit accumulates the normal equations; use solver='normal' or "
-                f"'auto', got solver={self.solver!r}."
-            )
         if "_statistics" not in self.__dict__:
             return True
         if self._statistics is None:
@@ -1167,6 +1185,7 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
             self._warn_about_fit_data(sequences, weights)
             return self._fit_rows(sequences, targets, weights, single_output)
 
+    @available_if(_partial_fit_available)
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y, sample_weight=None):
         """Add a batch of sequences to the normal equations.
@@ -1550,6 +1569,7 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
             self._warn_about_fit_data(sequences, weights)
             return self._fit_rows(sequences, targets, weights, single_output=False)
 
+    @available_if(_partial_fit_available)
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """Add a batch of labelled sequences to the normal equations.
@@ -1583,11 +1603,6 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         self._check_parameters()
         with _AtomicUpdate(self):
             first_call = self._check_partial_fit()
-            if self.class_weight == "balanced":
-                raise ValueError(
-                    "class_weight='balanced' needs the class counts of all the data, "
-                    "which partial_fit does not see; pass a dict of class weights."
-                )
             if first_call and classes is None:
                 raise ValueError(
                     "classes must be passed on the first call to partial_fit: every "

@@ -386,16 +386,18 @@ def _with_a_positive_weight(weights, any_positive):
     return weights
 
 
-def _checked_dask_weights(sample_weight):
+def _checked_dask_weights(sample_weight, require_positive=True):
     """Dask sample weights whose blocks are checked like numpy weights wherever a
     pass reads them: each block finite and non-negative, and (through a
     dependency of every block on the reduction ``any(w > 0)``, over the weights
-    only) not all zero."""
+    only) not all zero, with ``require_positive``."""
     _, da = require_dask()
     meta = np.empty((0,))
     weights = sample_weight.map_blocks(
         _checked_weight_block, dtype=np.float64, meta=meta
     )
+    if not require_positive:
+        return weights
     return da.map_blocks(
         _with_a_positive_weight,
         weights,
@@ -426,7 +428,7 @@ def validate_sample_weight(sample_weight, sequences, require_positive=True):
                 f"sample_weight must have shape ({n_samples},), got "
                 f"{sample_weight.shape}."
             )
-        return _checked_dask_weights(sample_weight)
+        return _checked_dask_weights(sample_weight, require_positive)
     weights = _check_sample_weight(
         sample_weight,
         np.empty((n_samples, 0)),
