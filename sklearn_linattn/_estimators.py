@@ -596,11 +596,14 @@ class _LinearAttentionBase(BaseEstimator):
         if "_statistics" not in self.__dict__:
             return True
         if self._statistics is None:
+            chosen = " (solver='auto' chose it for that fit's size)" if (
+                self.solver == "auto"
+            ) else ""
             raise ValueError(
-                f"This estimator was fitted with solver={self.solver_!r}, which keeps "
-                "no normal-equation statistics, so partial_fit cannot continue from "
-                "that fit. Fit with solver='normal' (or start with partial_fit) to "
-                "add batches later."
+                f"This estimator was fitted with solver={self.solver_!r}{chosen}, "
+                "which keeps no normal-equation statistics, so partial_fit cannot "
+                "continue from that fit. Fit with solver='normal' (or start with "
+                "partial_fit) to add batches later."
             )
         # the statistics are of earlier batches' rows: parameters that define
         # the rows cannot change between batches

@@ -1255,7 +1255,17 @@ def _search(search, n_heads):
         low = _fewest(search, 1, limit, undecided_or_passes("training"), "double")
         for stage in ("linearized", "refits"):  # one count at a time
             low = _fewest(search, low, limit, undecided_or_passes(stage), "up")
-        high = paper_count if low == limit else low
+        high = low
+        if low == limit < paper_count:
+            # from the limit on, a count passes only by reproducing the lifted fit
+            # within tol (rank-deficient tokens leave the paper's count above the
+            # fewest that do): galloping down from the paper's count
+            bound = max(limit, fewest_heads_bound(search.coef, search.d, search.tol))
+
+            def reproduces(k):
+                return search.fit(k, stage="training")[2].criterion == "tol"
+
+            high = _fewest(search, bound, paper_count, reproduces, "down")
     if search.budget.exhausted:  # cut short: the fewest that passed so far
         passed = [k for k, fit in search.fits.items() if fit[2].passes]
         high = min(passed, default=paper_count)
