@@ -827,19 +827,33 @@ class _Search:
         queries = rank(cube.transpose(3, 0, 1, 2).reshape(d, -1))
         return tokens, queries
 
-    def head_dof(self, k):
-        """The k-head models' dimension on tokens of ``r`` and queries of ``q``
-        dimensions (:attr:`token_ranks`): ``k (m r + r q) - k^2`` (at most ``m
-        p``, ``p = q r (r + 1) / 2``), with one output ``p - q (r - k) (r - k +
-        1) / 2 + k (r - k)`` (theory page, "How many heads"); plus one per output
-        with an intercept; ``m`` the effective outputs."""
-        (r, q), m = self.token_ranks, self.outputs
+    def head_dimension(self, k, m):
+        """The dimension of k-head models of ``m`` outputs on tokens of ``r`` and
+        queries of ``q`` dimensions (:attr:`token_ranks`): ``k (m r + r q) -
+        k^2`` (at most ``m p``, ``p = q r (r + 1) / 2``), with one output ``p - q
+        (r - k) (r - k + 1) / 2 + k (r - k)`` (theory page, "How many heads")."""
+        r, q = self.token_ranks
         p = q * r * (r + 1) // 2
         if m <= 1 + 1e-9:
-            dimension = p - q * (r - k) * (r - k + 1) // 2 + k * (r - k) if k < r else p
-        else:
-            dimension = min(k * (m * r + r * q) - k * k, m * p)
-        return dimension + m * self.fit_intercept
+            return p - q * (r - k) * (r - k + 1) // 2 + k * (r - k) if k < r else p
+        return min(k * (m * r + r * q) - k * k, m * p)
+
+    def head_dof(self, k):
+        """The k-head models' degrees of freedom: their dimension, the outputs
+        counted as their effective number, plus one per output with an
+        intercept."""
+        return self.head_dimension(k, self.outputs) + self.outputs * self.fit_intercept
+
+    def fewest_filling(self):
+        """The fewest heads whose models have the dimension of the lifted
+        coefficients (``m p``, in the tokens' span): fewer cannot reproduce
+        coefficients fitted to noise."""
+        r, q = self.token_ranks
+        filled = self.m * q * r * (r + 1) // 2
+        return next(
+            k for k in range(1, self.d * self.d + 1)
+            if self.head_dimension(k, self.m) >= filled
+        )
 
     def generalized_cv(self, squared_error, dof):
         """Generalized cross-validation: a training squared error over ``(1 - dof /
@@ -1255,17 +1269,14 @@ def _search(search, n_heads):
         low = _fewest(search, 1, limit, undecided_or_passes("training"), "double")
         for stage in ("linearized", "refits"):  # one count at a time
             low = _fewest(search, low, limit, undecided_or_passes(stage), "up")
-        high = low
-        if low == limit < paper_count:
+        high = paper_count if low == limit else low
+        filling = max(limit, search.fewest_filling())
+        if low == limit and filling < paper_count:
             # from the limit on, a count passes only by reproducing the lifted fit
-            # within tol (rank-deficient tokens leave the paper's count above the
-            # fewest that do): galloping down from the paper's count
-            bound = max(limit, fewest_heads_bound(search.coef, search.d, search.tol))
-
-            def reproduces(k):
-                return search.fit(k, stage="training")[2].criterion == "tol"
-
-            high = _fewest(search, bound, paper_count, reproduces, "down")
+            # within tol: with rank-deficient tokens the paper's count can exceed
+            # the fewest heads whose models have the coefficients' dimension
+            if search.fit(filling, stage="training")[2].criterion == "tol":
+                high = filling
     if search.budget.exhausted:  # cut short: the fewest that passed so far
         passed = [k for k, fit in search.fits.items() if fit[2].passes]
         high = min(passed, default=paper_count)
