@@ -1788,8 +1788,6 @@ class LiftedAttentionFeatures(TransformerMixin, BaseEstimator):
             X, token_dim=self.token_dim, estimator=self, reset=True
         )
         self.token_dim_ = sequences.shape[2]
-        if not is_dask_array(sequences):  # as transform will allocate them
-            check_features_memory(sequences.shape[0], self.token_dim_)
         return self
 
     def transform(self, X):

@@ -844,17 +844,6 @@ class _Search:
         intercept."""
         return self.head_dimension(k, self.outputs) + self.outputs * self.fit_intercept
 
-    def fewest_filling(self):
-        """The fewest heads whose models have the dimension of the lifted
-        coefficients (``m p``, in the tokens' span): fewer cannot reproduce
-        coefficients fitted to noise."""
-        r, q = self.token_ranks
-        filled = self.m * q * r * (r + 1) // 2
-        return next(
-            k for k in range(1, self.d * self.d + 1)
-            if self.head_dimension(k, self.m) >= filled
-        )
-
     def generalized_cv(self, squared_error, dof):
         """Generalized cross-validation: a training squared error over ``(1 - dof /
         equations)^2`` (inf from ``dof = equations`` on)."""
@@ -1270,13 +1259,6 @@ def _search(search, n_heads):
         for stage in ("linearized", "refits"):  # one count at a time
             low = _fewest(search, low, limit, undecided_or_passes(stage), "up")
         high = paper_count if low == limit else low
-        filling = max(limit, search.fewest_filling())
-        if low == limit and filling < paper_count:
-            # from the limit on, a count passes only by reproducing the lifted fit
-            # within tol: with rank-deficient tokens the paper's count can exceed
-            # the fewest heads whose models have the coefficients' dimension
-            if search.fit(filling, stage="training")[2].criterion == "tol":
-                high = filling
     if search.budget.exhausted:  # cut short: the fewest that passed so far
         passed = [k for k, fit in search.fits.items() if fit[2].passes]
         high = min(passed, default=paper_count)

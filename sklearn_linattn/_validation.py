@@ -157,7 +157,7 @@ def as_array(X, dtype=None):
     """``numpy.asarray(X, dtype)``; a list of sequences of different lengths gets an
     error that names the two ways to pad it (numpy only says "inhomogeneous")."""
     ragged_warning = getattr(np, "exceptions", np).VisibleDeprecationWarning
-    if _is_array_of_sequences(X):  # (a pandas Series of arrays) read as their list
+    if _is_array_of_sequences(X):  # one array per sequence: read as their list
         X = list(X)
     try:
         with warnings.catch_warnings():
@@ -446,12 +446,11 @@ def validate_class_weight(class_weight):
     if not isinstance(class_weight, dict):
         return
     for label, weight in class_weight.items():
-        if (
-            isinstance(weight, (bool, np.bool_))
-            or not isinstance(weight, (int, float, np.integer, np.floating))
-            or not np.isfinite(weight)
-            or weight < 0
-        ):
+        try:
+            value = None if isinstance(weight, (bool, np.bool_, str)) else float(weight)
+        except (TypeError, ValueError):
+            value = None
+        if value is None or not np.isfinite(value) or value < 0:
             raise ValueError(
                 "class_weight must map each class to a finite non-negative number, "
                 f"got class_weight[{label!r}] = {weight!r}."

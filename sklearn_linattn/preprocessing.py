@@ -129,7 +129,9 @@ def pad_sequences(sequences, max_len=None, truncating="pre", dtype=float):
     for i, sequence in enumerate(sequences):
         if sp.issparse(sequence):
             raise TypeError(f"sequence {i} is a sparse matrix; pass a dense array.")
-        if np.iscomplexobj(sequence) and not np.issubdtype(dtype, np.complexfloating):
+        if np.iscomplexobj(sequence) and np.issubdtype(dtype, np.number) and not (
+            np.issubdtype(dtype, np.complexfloating)
+        ):
             raise ValueError(
                 f"sequence {i} is complex; complex data is not supported (the "
                 "estimators refuse it): pass the real parts, or real and "

@@ -268,6 +268,7 @@ def test_features_reject_bad_n_jobs_at_fit(rng, n_jobs):
         ({0: np.nan, 1: 1.0}, r"class_weight\[0\] = nan"),
         ({0: np.inf, 1: 1.0}, r"class_weight\[0\] = inf"),
         ({0: "1", 1: 1.0}, r"class_weight\[0\] = '1'"),
+        ({0: True, 1: 1.0}, r"class_weight\[0\] = True"),
         ({0: 0.0, 1: 0.0}, "every training row weight zero"),
     ],
 )
@@ -285,17 +286,32 @@ def test_class_weights_must_be_finite_non_negative_and_not_all_zero(
 def test_lifted_features_beyond_memory_are_refused_before_allocation(
     rng, monkeypatch
 ):
-    """fit and transform name the array's size and the memory available
-    instead of numpy's MemoryError (or the system killing the process): here
-    with 1 MB available, 300 sequences of d = 8 need 300 x 288 x 8 bytes."""
+    """transform names the array's size and the memory available instead of
+    numpy's MemoryError (or the system killing the process): here with 500 kB
+    available, 300 sequences of d = 8 need 300 x 288 x 8 bytes; fit, which
+    allocates none, takes them (to transform in chunks)."""
     import sklearn_linattn._data as data
 
     X = random_sequences(rng, 300, 4, 8)
-    features = LiftedAttentionFeatures().fit(X[:10])
     monkeypatch.setattr(data, "available_memory", lambda: 500_000)
+    features = LiftedAttentionFeatures().fit(X)  # fit allocates none
     message = r"300 x 288 array \(691 kB\), more than the 500 kB"
     with pytest.raises(ValueError, match=message):
         features.transform(X)
     with pytest.raises(ValueError, match=message):
-        LiftedAttentionFeatures().fit(X)
+        LiftedAttentionFeatures().fit_transform(X)
     assert features.transform(X[:100]).shape == (100, 288)
+
+
+def test_class_weights_take_any_real_number(rng):
+    """Numbers numpy and the standard library hold (a 0-d array, a Fraction,
+    float32, an int) are weights as compute_sample_weight takes them."""
+    from fractions import Fraction
+
+    X = random_sequences(rng, 60, 5, 2)
+    y = (X[:, :, 0].sum(axis=1) * X[:, -1, 1] > 0).astype(int)
+    reference = LinearAttentionClassifier(n_heads=None, class_weight={0: 1.5, 1: 2})
+    reference.fit(X, y)
+    for weight in (np.array(1.5), Fraction(3, 2), np.float32(1.5)):
+        model = LinearAttentionClassifier(n_heads=None, class_weight={0: weight, 1: 2})
+        np.testing.assert_allclose(model.fit(X, y).coef_, reference.coef_, rtol=1e-12)

@@ -315,27 +315,6 @@ def test_counts_are_charged_their_dimension_in_the_tokens_span(kind, n_outputs):
         assert count.threshold == pytest.approx(expected, rel=1e-9)
 
 
-def test_counts_beyond_interpolation_pass_by_reproducing_the_lifted_fit():
-    """One-hot positions that sum to the constant feature (tokens of rank 5 of
-    d = 6), 40 sequences (p = 126), ridge: every count of fewer heads than the
-    paper's 5 has as many dimensions as equations, and none was fitted (5 heads
-    returned, while n_heads=4 reproduces the lifted fit within tol). From there
-    a count passes by tol alone: 4 heads, and 3 fail."""
-    rng = np.random.default_rng(0)
-    X = PositionalEncoding().fit_transform(rng.normal(size=(40, 3, 2)))
-    y = rng.normal(size=40)
-    model = LinearAttentionRegressor(alpha=0.01).fit(X, y)
-    lifted = LinearAttentionRegressor(alpha=0.01, n_heads=None).fit(X, y)
-    search = model.head_search_
-    assert lifted.n_heads_ == 5 and model.n_heads_ == 4
-    assert search.criterion == "tol" and search.relative_distance <= model.tol
-    assert np.linalg.norm(model.coef_ - lifted.coef_) <= 10 * model.tol * (
-        np.linalg.norm(lifted.coef_)
-    )
-    three = LinearAttentionRegressor(alpha=0.01, n_heads=3).fit(X, y)
-    assert not three.head_search_.passes
-
-
 @pytest.mark.parametrize("solver", ["normal", "dual"])
 @pytest.mark.parametrize("fit_intercept", [False, True])
 @pytest.mark.parametrize("outputs", ["independent", "repeated", "near"])
