@@ -42,7 +42,11 @@ from sklearn.metrics import (
     get_scorer_names,
 )
 from sklearn.model_selection import check_cv
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import (
+    Interval,
+    InvalidParameterError,
+    StrOptions,
+)
 
 from ._certificate import (
     GramSpectrum,
@@ -679,6 +683,17 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
             )
         if isinstance(self.alphas, str):  # "auto", as the constraints checked
             return None
+        given = self.alphas
+        items = (
+            given.ravel().tolist() if isinstance(given, np.ndarray)
+            else list(given) if isinstance(given, (list, tuple)) else [given]
+        )
+        if any(isinstance(alpha, (bool, np.bool_)) for alpha in items):
+            raise InvalidParameterError(
+                "The 'alphas' parameter of "
+                f"{type(self).__name__} must be 'auto', a float or an array of "
+                f"floats (not bools). Got {self.alphas!r} instead."
+            )
         alphas = np.atleast_1d(np.asarray(self.alphas, dtype=np.float64))
         if alphas.ndim != 1 or alphas.size == 0:
             raise ValueError(

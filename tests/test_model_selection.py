@@ -1022,11 +1022,13 @@ def test_identical_sequences_with_intercept_give_the_mean(cv, n_samples, token_d
         np.testing.assert_allclose(model.cv_scores_, expected, rtol=1e-10)
 
 
-def test_a_boolean_alphas_is_refused(rng):
-    """alphas=True was taken as the grid [1.0]."""
+@pytest.mark.parametrize("alphas", [True, [True, 1.0], np.array([True, False])])
+def test_a_boolean_alphas_is_refused(rng, alphas):
+    """alphas=True was taken as the grid [1.0], [True, 1.0] as [1.0, 1.0]."""
     from sklearn.utils._param_validation import InvalidParameterError
 
-    with pytest.raises(InvalidParameterError, match="'alphas' parameter .*not a bool"):
-        LinearAttentionRegressorCV(alphas=True).fit(
+    message = "'alphas' parameter .*not (a )?bool"
+    with pytest.raises(InvalidParameterError, match=message):
+        LinearAttentionRegressorCV(alphas=alphas).fit(
             rng.normal(size=(20, 3, 2)), rng.normal(size=20)
         )
