@@ -543,7 +543,10 @@ class IdentifiabilityCertificate:
         :math:`\Lambda = \Phi^\top W \Phi / \sum_i w_i`, the second moment of
         the lifted features :math:`\Phi` (centered when the estimator fits an
         intercept; :math:`W` the diagonal of sample weights, all ones by
-        default).
+        default), in the data's units: they scale as :math:`|X|^6`, and beyond
+        about :math:`|X| \sim 10^{51}` (below :math:`10^{-51}`) they overflow to
+        inf (underflow to 0), while ``identifiable``, ``rank`` and ``covers``,
+        computed on the data rescaled by a power of two, stay right.
     rank : int or None
         Number of eigenvalues above ``tol * max_eigenvalue``; None when only
         estimates of the extreme eigenvalues are known (``exact=False``) and they
