@@ -941,13 +941,14 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           objective from seeded starts (variable projection, Levenberg-Marquardt).
           On exact data the fewest heads that reproduce the lifted solution within
           ``tol``; on noisy data the fewest whose cross-validated error over 5
-          interleaved folds of the sequences is at most the lifted fit's
-          (squared error, lowered by how much more the lifted fit, with more
-          degrees of freedom, gains from all the rows than from a fold's 80%;
-          for the classifier, misclassified rows), each fold
+          interleaved folds of the sequences (squared error; for the
+          classifier, misclassified rows, strictly below) is at most the lifted
+          fit's lowered by how much more the lifted fit, with more degrees of
+          freedom, gains from all the rows than from a fold's 80%, each fold
           refitted as ``n_heads=k`` fits it (for squared errors with ten rows
           per lifted feature or more, a count whose refits linearized at the
-          full fit are no worse on every fold passes on them), as is its error
+          full fit are within 1% of the lifted fit on every fold passes on
+          them), as is its error
           on a majority of the folds, and, where a model fitted to a fold's 80%
           of the rows has fewer than two equations per degree of freedom, whose
           generalized cross-validated error is at most the lifted fit's too,
@@ -1112,9 +1113,9 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     ``H <= d``) and in all 220 single-output fits with ``d`` up to 12 (``H``
     from 1 to ``d``). Where the data have about as many sequences as lifted
     features, or fewer, few heads rarely pass the generalized cross-validation
-    check, and the lifted fit's heads are returned (13 of the 14 real data sets
-    of ``benchmarks/bench_real_sequences.py``; on the El Nino temperatures 3 of
-    its 9 heads pass).
+    check, and the lifted fit's heads are returned (11 of the 14 real data sets
+    of ``benchmarks/bench_real_sequences.py``; sunspots, El Nino and co2 return
+    2, 2 and 6 heads).
 
     Reference: Yau, Akyürek, Mao, Tenenbaum, Jegelka, Andreas, "Learning Linear
     Attention in Polynomial Time", NeurIPS 2025 (arXiv:2410.10101).
@@ -1194,8 +1195,10 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         """Add a batch of sequences to the normal equations.
 
         The sufficient statistics (``Phi^T W Phi``, ``Phi^T W y``, sums, counts) add
-        up over batches, so after any sequence of calls the model equals ``fit`` on
-        all the batches together; after ``fit`` (with solver ``"normal"``, which
+        up over batches, so after any sequence of calls the lifted fit equals
+        ``fit`` on all the batches together, to rounding (and so do the heads,
+        but where a count has two near-equal minima rounding can choose between
+        them, theory page); after ``fit`` (with solver ``"normal"``, which
         ``"auto"`` picks for at least ``p`` samples) the batches add to the fitted
         data. A call only updates the statistics: the solve, the heads and the
         certificate are computed when one of ``coef_``, ``intercept_``,
@@ -1203,8 +1206,12 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         ``predict``), so that they always describe all batches so far, with the
         parameters (``alpha``, ``fit_intercept``, ``n_heads``, ``tol``) in force at
         the last call: as after ``fit``, ``set_params`` changes the model only at
-        the next ``fit`` or ``partial_fit``. A call that raises leaves the
-        estimator as it was.
+        the next ``fit`` or ``partial_fit``; the parameters that define the rows
+        (``positions``, ``token_dim``, and ``causal`` with ``positions="all"``)
+        cannot change between batches. A later batch may have weights that are
+        all zero (it adds nothing). The method exists only with solver
+        ``"auto"`` or ``"normal"`` (the others keep no statistics). A call that
+        raises leaves the estimator as it was.
 
         Parameters
         ----------
@@ -1295,7 +1302,8 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
     n_heads : "auto", int or None, default="auto"
         Head read-out: the fewest heads that pass (within ``tol`` of the lifted
         fit on exact data; else with a cross-validated misclassification rate
-        at most the lifted fit's), the best model with at most that many heads,
+        below the lifted fit's, lowered by the folds' size factor:
+        :class:`CountFit` ``threshold``), the best model with at most that many heads,
         or the paper's SVD read-out (see
         :class:`LinearAttentionRegressor`).
     fit_intercept : bool, default=False
@@ -1585,7 +1593,9 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         differ: ``fit`` judges counts by the misclassified held-out rows, which
         it has in memory, ``partial_fit`` keeps only the statistics and judges
         them by the held-out squared error of the encoded labels (the theory
-        page, "How many heads").
+        page, "How many heads"). It exists only where it can run: not with
+        ``class_weight="balanced"``, which needs the class counts of all the
+        data (pass a dict of class weights).
 
         Parameters
         ----------

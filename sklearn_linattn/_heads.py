@@ -93,8 +93,10 @@ INTERPOLATION_MARGIN = 2.0
 # (and the slices keep it from tol).
 TRAINING_FLOOR = 0.5
 # With REFIT_MARGIN training rows per lifted feature, linearized refits that pass
-# on every fold stand for the folds' own refits.
+# and are within LINEARIZED_FOLD_SLACK of the lifted fit on every fold stand for the
+# folds' own refits.
 REFIT_MARGIN = 10.0
+LINEARIZED_FOLD_SLACK = 0.01
 # Noisy fits stop at heads whose lifted coefficients exceed DRIFT times the lifted
 # fit's norm, and are polished (and judged) with the penalty DRIFT_PENALTY * signal
 # * ||theta_k - theta||^2 / ||theta||^2 (drift along a singular training metric's
@@ -355,7 +357,8 @@ class HeadReadout:
     criterion : str
         Why this count: ``"tol"`` (the heads reproduce the lifted fit within
         ``tol``), ``"cv"`` (the cross-validated error of ``n_heads=k``, each fold
-        refitted from its own lifted fit, is at most the lifted fit's),
+        refitted from its own lifted fit, is within its threshold,
+        :class:`CountFit`),
         ``"lifted"`` (no fewer heads passed: the
         paper's read-out of the lifted fit), ``"fixed"`` (``n_heads=k``: the best
         model found with at most ``k`` heads), ``"paper"`` (``n_heads=None``).
@@ -933,7 +936,10 @@ class _Search:
         if self.folds.loss != "squared" or self.n_observations < REFIT_MARGIN * p:
             return None
         verdict = self.verdict(k, count, errors, 1 + LINEARIZED_TOL, output_errors)
-        if verdict.passes and verdict.folds_within == np.sum(self.held_folds):
+        held = self.held_folds
+        lifted = self.size_ratio(k) * np.asarray(self.folds.lifted_errors)[held]
+        near = np.asarray(errors)[held] <= (1 + LINEARIZED_FOLD_SLACK) * lifted
+        if verdict.passes and np.all(near):
             return verdict
         return None
 
