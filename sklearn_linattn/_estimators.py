@@ -7,7 +7,6 @@ chosen once, read out heads, set fitted attributes. Every path (in memory or Das
 
 import dataclasses
 import functools
-import inspect
 import time
 import warnings
 from numbers import Integral, Real
@@ -381,9 +380,10 @@ class _LinearAttentionBase(BaseEstimator):
         if name in _MODEL_ATTRIBUTES and state.get("_model_pending"):
             self._solve_pending()
             return state[name]
-        descriptor = inspect.getattr_static(type(self), name, None)
-        if descriptor is not None:  # a method offered only where it can run:
-            return descriptor.__get__(self, type(self))  # its error says why
+        if name == "partial_fit":  # offered only where it can run: say why not
+            for owner in type(self).__mro__:
+                if name in vars(owner):
+                    return vars(owner)[name].__get__(self, type(self))
         raise AttributeError(
             f"{type(self).__name__!r} object has no attribute {name!r}"
         )

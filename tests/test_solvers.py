@@ -422,6 +422,7 @@ def test_partial_fit_rejects_inconsistent_batches(rng):
         (LinearAttentionRegressor(solver="cg"), "accumulates the normal equations"),
         (LinearAttentionClassifier(class_weight="balanced"), "needs the class counts"),
     ]
+    assert not hasattr(LinearAttentionRegressorCV(), "partial_fit")  # none at all
     for estimator, reason in unavailable:
         assert not hasattr(estimator, "partial_fit")
         with pytest.raises(AttributeError, match="partial_fit") as raised:
