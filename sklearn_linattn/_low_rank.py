@@ -16,6 +16,7 @@ clock, and charges its flops to a :class:`Budget`.
 """
 
 import functools
+import math
 
 import numpy as np
 import scipy.linalg
@@ -405,10 +406,13 @@ def _orthonormal_columns(matrix):
     """An orthonormal basis of the columns' span (one column: normalized, where
     a QR factorization's fixed cost was a tenth of a one-head read-out)."""
     if matrix.shape[1] == 1:
-        scale = np.max(np.abs(matrix))  # against the norm's overflow and underflow
+        # against the norm's overflow and underflow; the methods and math.sqrt
+        # give np.max and np.linalg.norm's bits, without their wrappers
+        scale = float(np.abs(matrix).max())
         if 0 < scale < np.inf:
             column = matrix / scale
-            return column / np.linalg.norm(column)
+            flat = column.ravel()
+            return column / math.sqrt(flat @ flat)
     return np.linalg.qr(matrix)[0]
 
 
@@ -553,10 +557,12 @@ class _Isotropy:
         """``d(N^T S_e N)[t, u] / dN[r, s]``: ``[t = s] (S_e N)[r, u] + [u = s]
         (S_e N)[r, t]``."""
         d, j = self.basis.shape
-        identity = np.eye(j)
-        first = np.einsum("ts,eru->eturs", identity, self.moved)
-        second = np.einsum("us,ert->eturs", identity, self.moved)
-        return (first + second).reshape(-1, d * j)
+        moved = self.moved.transpose(0, 2, 1)  # [e, u, r] = (S_e N)[r, u]
+        jacobian = np.zeros((len(moved), j, j, d, j))
+        for s in range(j):
+            jacobian[:, s, :, :, s] += moved  # [t = s]
+            jacobian[:, :, s, :, s] += moved  # [u = s]
+        return jacobian.reshape(-1, d * j)
 
     def normal_equations(self):
         jacobian = self.jacobian()
