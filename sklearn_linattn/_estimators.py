@@ -592,13 +592,14 @@ class _LinearAttentionBase(BaseEstimator):
 
     def _check_partial_fit(self):
         """Whether this is the first batch; a clear error when the estimator was
-        fitted by a solver that keeps no statistics."""
+        fitted by a solver that keeps no statistics, or when a parameter that
+        defines the rows differs from the earlier batches'."""
         if "_statistics" not in self.__dict__:
             return True
         if self._statistics is None:
-            chosen = " (solver='auto' chose it for that fit's size)" if (
-                self.solver == "auto"
-            ) else ""
+            chosen = ""
+            if self.solver == "auto":
+                chosen = " (solver='auto' chose it for that fit's size)"
             raise ValueError(
                 f"This estimator was fitted with solver={self.solver_!r}{chosen}, "
                 "which keeps no normal-equation statistics, so partial_fit cannot "

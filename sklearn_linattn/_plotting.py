@@ -19,7 +19,6 @@ def _pyplot(caller):
     return plt
 
 
-
 def _attention_estimator(estimator, display):
     """The estimator (a pipeline's last step) a display reads: one of the
     package's attention estimators, else a TypeError naming what it got."""
@@ -30,6 +29,7 @@ def _attention_estimator(estimator, display):
             f"(or a pipeline ending in one), got {type(final).__name__}."
         )
     return final
+
 
 class AttentionHeadsDisplay:
     r"""Heatmaps of the value and query matrices of each attention head.

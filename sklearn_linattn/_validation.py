@@ -357,8 +357,8 @@ def _checked_target_block(y, ensure_min_samples=0):
 
 
 _NO_POSITIVE_WEIGHT = "Sample weights must contain at least one non-zero number."
-# scikit-learn >= 1.7 refuses all-zero weights unless told otherwise (1.6 lets
-# them through): they are checked here, where a later partial_fit batch may have them
+# Newer scikit-learn refuses all-zero weights unless allowed (1.6 has no such
+# check): they are checked here, where a later partial_fit batch may have them
 _ALL_ZERO_WEIGHTS_CHECKED_HERE = (
     {"allow_all_zero_weights": True}
     if "allow_all_zero_weights" in inspect.signature(_check_sample_weight).parameters
