@@ -948,8 +948,7 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           freedom, gains from all the rows than from a fold's 80%, each fold
           refitted as ``n_heads=k`` fits it (for squared errors with ten rows
           per lifted feature or more, a count whose refits linearized at the
-          full fit are within 1% of the lifted fit on every fold passes on
-          them), as is its error
+          full fit are no worse on every fold passes on them), as is its error
           on a majority of the folds, and, where a model fitted to a fold's 80%
           of the rows has fewer than two equations per degree of freedom, whose
           generalized cross-validated error is at most the lifted fit's too,

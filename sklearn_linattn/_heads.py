@@ -93,10 +93,8 @@ INTERPOLATION_MARGIN = 2.0
 # (and the slices keep it from tol).
 TRAINING_FLOOR = 0.5
 # With REFIT_MARGIN training rows per lifted feature, linearized refits that pass
-# and are within LINEARIZED_FOLD_SLACK of the lifted fit on every fold stand for the
-# folds' own refits.
+# on every fold stand for the folds' own refits.
 REFIT_MARGIN = 10.0
-LINEARIZED_FOLD_SLACK = 0.01
 # Noisy fits stop at heads whose lifted coefficients exceed DRIFT times the lifted
 # fit's norm, and are polished (and judged) with the penalty DRIFT_PENALTY * signal
 # * ||theta_k - theta||^2 / ||theta||^2 (drift along a singular training metric's
@@ -936,10 +934,7 @@ class _Search:
         if self.folds.loss != "squared" or self.n_observations < REFIT_MARGIN * p:
             return None
         verdict = self.verdict(k, count, errors, 1 + LINEARIZED_TOL, output_errors)
-        held = self.held_folds
-        lifted = self.size_ratio(k) * np.asarray(self.folds.lifted_errors)[held]
-        near = np.asarray(errors)[held] <= (1 + LINEARIZED_FOLD_SLACK) * lifted
-        if verdict.passes and np.all(near):
+        if verdict.passes and verdict.folds_within == np.sum(self.held_folds):
             return verdict
         return None
 

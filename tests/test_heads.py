@@ -1573,29 +1573,24 @@ def test_with_many_rows_linearized_refits_passing_on_every_fold_decide(
     np.testing.assert_array_equal(refitted.query_matrices, search.query_matrices)
 
 
-@pytest.mark.parametrize("split, refitted", [(0, False), (2, True)])
-def test_with_many_rows_linearized_refits_within_a_percent_on_every_fold_decide(
-    split, refitted
-):
-    """A fold whose linearized refit is worse than the lifted fit by less than
-    LINEARIZED_FOLD_SLACK (1%) does not send the count to its folds' own
-    refits (800 sequences of d = 3, 44 per lifted feature, one head, 10% noise:
-    one fold 0.04% worse cost every fit of a GridSearchCV five fold refits);
-    a fold 1.9% worse does (its own refits then decide, on the majority)."""
+def test_with_many_rows_a_fold_slightly_worse_sends_the_count_to_its_refits():
+    """800 sequences of d = 3 (44 per lifted feature), one head, 10% noise:
+    one fold's linearized refit is 0.04% worse than the lifted fit, so the
+    count is refitted on every fold, and its verdict is the one n_heads=1
+    reports (a 1% allowance passed counts on linearized refits that the
+    folds' own refits failed: the search and n_heads=k disagreed)."""
     from sklearn.model_selection import KFold
 
-    from sklearn_linattn._heads import LINEARIZED_FOLD_SLACK
-
-    assert LINEARIZED_FOLD_SLACK == 0.01
     X, y, _ = make_random_mhla(1000, 16, 3, n_heads=1, random_state=0)
     y = y + 0.1 * y.std() * np.random.default_rng(1).normal(size=y.shape)
-    train = list(KFold(5).split(X))[split][0]
-    search = LinearAttentionRegressor(alpha=1e-3).fit(X[train], y[train]).head_search_
-    one = search.counts[0]
-    assert search.n_heads == 1 and one.passes
-    assert (one.folds_refitted == 5) == refitted
-    if not refitted:
-        assert one.cv_error == one.linearized_cv_error and one.folds_within == 4
+    train = next(iter(KFold(5).split(X)))[0]
+    model = LinearAttentionRegressor(alpha=1e-3).fit(X[train], y[train])
+    one = model.head_search_.counts[0]
+    assert model.n_heads_ == 1 and one.passes
+    assert one.folds_refitted == 5 and one.folds_within == 4
+    asked = LinearAttentionRegressor(alpha=1e-3, n_heads=1).fit(X[train], y[train])
+    assert asked.head_search_.passes
+    assert asked.head_search_.counts[0].cv_error == pytest.approx(one.cv_error)
 
 
 def test_with_many_rows_a_classifiers_counts_are_still_refitted(monkeypatch):
