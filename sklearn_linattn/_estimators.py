@@ -7,6 +7,7 @@ chosen once, read out heads, set fitted attributes. Every path (in memory or Das
 
 import dataclasses
 import functools
+import inspect
 import time
 import warnings
 from numbers import Integral, Real
@@ -381,9 +382,9 @@ class _LinearAttentionBase(BaseEstimator):
             self._solve_pending()
             return state[name]
         if name == "partial_fit":  # offered only where it can run: say why not
-            for owner in type(self).__mro__:
-                if name in vars(owner):
-                    return vars(owner)[name].__get__(self, type(self))
+            descriptor = inspect.getattr_static(type(self), name, None)
+            if descriptor is not None:
+                return descriptor.__get__(self, type(self))
         raise AttributeError(
             f"{type(self).__name__!r} object has no attribute {name!r}"
         )

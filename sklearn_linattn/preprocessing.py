@@ -448,6 +448,8 @@ class _TokenTransformerMixin:
 
     def _validate_tokens(self, X, reset):
         """Return ``(sequences, was_2d)``, sequences of shape (n, n_tokens, d)."""
+        if reset:
+            reject_boolean_parameters(self, ("token_dim",))
         if sp.issparse(X):
             raise TypeError(
                 f"Sparse input is not supported by {type(self).__name__}: sequences "
@@ -663,7 +665,7 @@ class PositionalEncoding(_TokenTransformerMixin, TransformerMixin, BaseEstimator
         -------
         self : PositionalEncoding
         """
-        reject_boolean_parameters(self, ("n_positions", "token_dim"))
+        reject_boolean_parameters(self, ("n_positions",))
         sequences, _ = self._validate_tokens(X, reset=True)
         self._fitted_layout(sequences)
         self.n_positions_ = (
@@ -875,7 +877,6 @@ class TokenwiseTransformer(_TokenTransformerMixin, TransformerMixin, BaseEstimat
         -------
         self : TokenwiseTransformer
         """
-        reject_boolean_parameters(self, ("token_dim",))
         sequences, _ = self._validate_tokens(X, reset=True)
         self._fitted_layout(sequences)
         tokens = sequences[_padding_mask(sequences, self.padding)]
