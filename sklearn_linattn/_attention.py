@@ -216,11 +216,20 @@ class MultiHeadLinearAttention:
         if not isinstance(causal, (bool, np.bool_)):
             raise ValueError(f"causal must be True or False, got {causal!r}.")
         sequences = validate_sequences(X, token_dim=self.token_dim)
+        # The output is cubic in the tokens: scale each sequence by a power of two
+        # to unit size and the outputs back by its cube (exact), so that large or
+        # tiny tokens do not overflow in S = Z^T Z when the output is a float.
+        largest = np.abs(sequences).max(axis=(1, 2), initial=0.0)
+        exponents = np.frexp(largest)[1]
+        sequences = np.ldexp(sequences, -exponents[:, None, None])
         if positions == "last":
             gram = np.matmul(sequences.transpose(0, 2, 1), sequences)  # S = Z^T Z
             readout = heads_readout(self.value_matrices, self.query_matrices)
-            return readout(gram, sequences[:, -1, :])
-        return self._predict_positions(sequences, causal)
+            outputs = readout(gram, sequences[:, -1, :])
+        else:
+            outputs = self._predict_positions(sequences, causal)
+        cube = 3 * exponents.reshape((-1,) + (1,) * (outputs.ndim - 1))
+        return np.ldexp(outputs, cube)  # beyond the float range: +-inf, a warning
 
     def _predict_positions(self, sequences, causal):
         """``y_t = sum_h V_h S_t Q_h z_t`` for every position, in chunks of samples
@@ -311,7 +320,7 @@ class MultiHeadLinearAttention:
         """
         sequences = validate_sequences(X, token_dim=self.token_dim)
         readout = heads_readout(self.value_matrices, self.query_matrices)
-        return rollout(sequences, n_steps, readout, to_token)
+        return rollout(sequences, n_steps, readout, to_token, rescale=True)
 
     def lifted_coef(self):
         """Non-redundant lifted coefficients of the function this model computes.

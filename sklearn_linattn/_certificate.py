@@ -564,10 +564,14 @@ class IdentifiabilityCertificate:
         True when the rank comes from a decomposition (``certify``, solvers
         ``"normal"`` and ``"dual"``, and ``"cg"`` for ``p <= 64``); False for the
         Lanczos estimates of solver ``"cg"``, accurate to about ``tol`` of
-        ``max_eigenvalue``. With ``certify`` and ``"normal"`` above ``p = 300``
-        (and ``"dual"`` above 300 rows, fewer than ``p``), a matrix whose Cholesky
-        factorization succeeds has its extreme eigenvalues estimated by block
-        Lanczos from the factor, within about ``1e-2`` relative
+        ``max_eigenvalue``, and for a ``"cg"`` fit whose LSQR stopped at
+        ``max_iter`` (a ``ConvergenceWarning``): its certificate claims no
+        identifiability (``identifiable=False``, ``rank=None`` unless the
+        spectrum shows a deficient rank), since the fitted model is not a
+        minimizer; ``certify(X)`` gives the data's. With ``certify`` and
+        ``"normal"`` above ``p = 300`` (and ``"dual"`` above 300 rows, fewer than
+        ``p``), a matrix whose Cholesky factorization succeeds has its extreme
+        eigenvalues estimated by block Lanczos from the factor, within about ``1e-2`` relative
         (``min_eigenvalue`` from above), and full rank established by the
         factorization and those estimates; every other case computes the whole
         spectrum.

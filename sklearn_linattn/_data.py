@@ -27,6 +27,7 @@ dense linear algebra on matrices of an order) and :func:`choose_solver` (the sol
 
 import contextlib
 import copy
+import math
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -315,6 +316,20 @@ def _size(n_bytes):
         if n_bytes >= size:
             return f"{n_bytes / size:.3g} {unit}"
     return f"{n_bytes / 1e3:.3g} kB"
+
+
+def check_allocation(caller, shapes, memory=None):
+    """A ValueError before ``caller`` allocates float64 arrays of ``shapes``
+    (a dict, description -> shape) beyond the available memory
+    (:func:`available_memory`, or ``memory`` bytes), naming them."""
+    needed = 8.0 * sum(math.prod(shape) for shape in shapes.values())
+    memory = available_memory() if memory is None else memory
+    if needed > memory:
+        arrays = ", ".join(f"{name} of shape {shape}" for name, shape in shapes.items())
+        raise ValueError(
+            f"{caller} would allocate {arrays} ({_size(needed)}), more than the "
+            f"{_size(memory)} of memory available: reduce these sizes."
+        )
 
 
 def check_features_memory(n_samples, token_dim, memory=None):

@@ -29,7 +29,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, column_or_1d
+from sklearn.utils.validation import (
+    _check_feature_names_in,
+    check_is_fitted,
+    column_or_1d,
+)
 
 from ._attention import MultiHeadLinearAttention
 from ._data import (
@@ -1829,14 +1833,17 @@ class LiftedAttentionFeatures(TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        input_features : None
-            Ignored (the names describe the attention features, not the columns).
+        input_features : array-like of str, default=None
+            Names of the ``n_features_in_`` input columns; only checked against
+            ``feature_names_in_`` and ``n_features_in_`` (the names describe the
+            attention features, not the columns).
 
         Returns
         -------
         names : ndarray of str, shape (n_lifted_features,)
         """
         check_is_fitted(self)
+        _check_feature_names_in(self, input_features)
         b, c, e = lifted_feature_pairs(self.token_dim_)
         return np.asarray(
             [f"S[{i},{j}]*q[{k}]" for i, j, k in zip(b, c, e, strict=True)],

@@ -18,6 +18,7 @@ import scipy.sparse as sp
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
+from ._data import check_allocation
 from .preprocessing import (
     PositionalEncoding,
     SeriesToTokens,
@@ -186,6 +187,7 @@ def rollout(
     n_steps = _check_n_steps(n_steps)
     _check_to_token(to_token)
     n_samples, _, token_dim = sequences.shape
+    check_allocation("generate", {"tokens": (n_samples, n_steps, token_dim)})
     # The state in scaled units: tokens times 2**-exponent (exponent 0 unscaled).
     exponent = np.zeros(n_samples, dtype=int)
     if rescale:
@@ -205,7 +207,9 @@ def rollout(
             output = output[:, 0]
         _check_outputs(output, step)
         if outputs is None:
-            outputs = np.empty((n_samples, n_steps) + output.shape[1:])
+            shape = (n_samples, n_steps, *output.shape[1:])
+            check_allocation("generate", {"tokens": tokens.shape, "outputs": shape})
+            outputs = np.empty(shape)
         outputs[:, step] = output
         token = _next_tokens(to_token, output, step, n_samples, token_dim)
         tokens[:, step] = token

@@ -13,6 +13,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from ._attention import MultiHeadLinearAttention, fold_lifted_coef
+from ._data import check_allocation
 
 __all__ = [
     "associative_recall_attention",
@@ -128,6 +129,16 @@ def make_random_mhla(
     n_outputs = _check_int("n_outputs", n_outputs)
     noise = _check_nonnegative("noise", noise)
     positions, causal = _check_positions(positions, causal)
+    per_sample = (n_tokens,) if positions == "all" else ()
+    check_allocation(
+        "make_random_mhla",
+        {
+            "X": (n_samples, n_tokens, token_dim),
+            "y": (n_samples, *per_sample, n_outputs),
+            "value matrices": (n_heads, n_outputs, token_dim),
+            "query matrices": (n_heads, token_dim, token_dim),
+        },
+    )
     rng = _generator(random_state)
     scale = 1.0 / np.sqrt(token_dim)
     model = MultiHeadLinearAttention(
@@ -172,6 +183,10 @@ def associative_recall_attention(key_dim):
     array([[7., 8.]])
     """
     key_dim = _check_int("key_dim", key_dim)
+    check_allocation(
+        "associative_recall_attention",
+        {"value matrix": (key_dim, 2 * key_dim), "query matrix": (2 * key_dim,) * 2},
+    )
     identity = np.eye(key_dim)
     zeros = np.zeros((key_dim, key_dim))
     value = np.hstack([zeros, identity])[None]
@@ -279,6 +294,10 @@ def make_associative_recall(
         or not 0 <= p_orth <= 1
     ):
         raise ValueError(f"p_orth must be a real number in [0, 1], got {p_orth!r}.")
+    check_allocation(
+        "make_associative_recall",
+        {"X": (n_samples, n_pairs + 1, 2 * key_dim), "y": (n_samples, key_dim)},
+    )
     rng = _generator(random_state)
     scale = 1.0 / np.sqrt(key_dim)
     if distribution == "paper":
@@ -339,6 +358,7 @@ def make_automaton(n_states, n_symbols, random_state=None):
     """
     n_states = _check_int("n_states", n_states)
     n_symbols = _check_int("n_symbols", n_symbols)
+    check_allocation("make_automaton", {"transitions": (n_states, n_symbols)})
     rng = _generator(random_state)
     return rng.integers(0, n_states, size=(n_states, n_symbols))
 
@@ -412,6 +432,10 @@ def automaton_lookup_attention(n_states, n_symbols):
     n_symbols = _check_int("n_symbols", n_symbols)
     n_keys = n_states * n_symbols
     d = n_keys + n_states
+    check_allocation(
+        "automaton_lookup_attention",
+        {"value matrix": (n_states, d), "query matrix": (d, d)},
+    )
     value = np.zeros((1, n_states, d))
     value[0, :, n_keys:] = np.eye(n_states)
     query = np.zeros((1, d, d))
@@ -531,8 +555,12 @@ def make_automaton_lookups(
     n_states = _check_int("n_states", n_states)
     n_symbols = _check_int("n_symbols", n_symbols)
     token_noise = _check_nonnegative("token_noise", token_noise)
-    rng = _generator(random_state)
     n_keys = n_states * n_symbols
+    check_allocation(
+        "make_automaton_lookups",
+        {"X": (n_samples, n_keys + 1, n_keys + n_states), "y": (n_samples, n_states)},
+    )
+    rng = _generator(random_state)
     X = np.empty((n_samples, n_keys + 1, n_keys + n_states))
     labels = np.empty(n_samples, dtype=int)
     for i in range(n_samples):
@@ -634,8 +662,16 @@ def make_automaton_traces(
     n_states = _check_int("n_states", n_states)
     n_symbols = _check_int("n_symbols", n_symbols)
     token_noise = _check_nonnegative("token_noise", token_noise)
-    rng = _generator(random_state)
     n_keys = n_states * n_symbols
+    n_tokens = n_keys + word_length
+    check_allocation(
+        "make_automaton_traces",
+        {
+            "X": (n_samples, n_tokens, n_keys + n_states),
+            "y": (n_samples, n_tokens, n_states),
+        },
+    )
+    rng = _generator(random_state)
     X = np.empty((n_samples, n_keys + word_length, n_keys + n_states))
     labels = np.empty((n_samples, n_keys + word_length), dtype=int)
     every = np.indices((n_states, n_symbols)).reshape(2, -1).T
@@ -718,8 +754,15 @@ def make_automaton_transitions(
     n_symbols = _check_int("n_symbols", n_symbols)
     history = _check_int("history", history)
     token_noise = _check_nonnegative("token_noise", token_noise)
-    rng = _generator(random_state)
     n_keys = n_states * n_symbols
+    check_allocation(
+        "make_automaton_transitions",
+        {
+            "X": (n_samples, n_keys + history, n_keys + n_states),
+            "y": (n_samples, n_states),
+        },
+    )
+    rng = _generator(random_state)
     X = np.empty((n_samples, n_keys + history, n_keys + n_states))
     labels = np.empty(n_samples, dtype=int)
     every = np.indices((n_states, n_symbols)).reshape(2, -1).T
@@ -780,8 +823,15 @@ def make_automaton_rollout(
     word_length = _check_int("word_length", word_length)
     n_states = _check_int("n_states", n_states)
     n_symbols = _check_int("n_symbols", n_symbols)
-    rng = _generator(random_state)
     n_keys = n_states * n_symbols
+    check_allocation(
+        "make_automaton_rollout",
+        {
+            "prompts": (n_words, n_keys + 1, n_keys + n_states),
+            "words and states": (2, n_words, word_length),
+        },
+    )
+    rng = _generator(random_state)
     prompts = np.empty((n_words, n_keys + 1, n_keys + n_states))
     words = np.empty((n_words, word_length), dtype=int)
     states = np.empty((n_words, word_length), dtype=int)
@@ -1083,6 +1133,14 @@ default=None
         n_tasks = _check_int("n_tasks", n_tasks)
     if not isinstance(return_tasks, (bool, np.bool_)):
         raise ValueError(f"return_tasks must be True or False, got {return_tasks!r}.")
+    check_allocation(
+        "make_incontext_regression",
+        {
+            "X": (n_samples, n_context + 1, x_dim + 1),
+            "tasks": (n_samples if n_tasks is None else n_tasks, x_dim),
+            "covariance": (x_dim, x_dim),
+        },
+    )
     cov = _check_covariance(covariance, x_dim, n_samples)
     rng = _generator(random_state)
     if n_tasks is None:

@@ -237,3 +237,23 @@ def test_distance_in_the_papers_basis(rng):
     assert first.distance(first, convention="paper") == 0.0
     with pytest.raises(ValueError, match='convention must be "isometric" or "paper"'):
         first.distance(second, convention="unscaled")
+
+
+@pytest.mark.parametrize("positions", ["last", "all"])
+def test_outputs_near_the_float_range_are_exact_cubes(rng, positions):
+    # y(c Z) = c^3 y(Z): tokens scaled by a power of two give the outputs scaled by
+    # its cube, bit for bit, up to outputs near the largest float. The second head
+    # cancels 90% of the first, whose output alone would overflow there.
+    first = random_attention(rng, 3, n_heads=1, n_outputs=2)
+    model = MultiHeadLinearAttention(
+        np.concatenate([first.value_matrices, -first.value_matrices]),
+        np.concatenate([first.query_matrices, 0.9 * first.query_matrices]),
+    )
+    Z = rng.normal(size=(5, 6, 3))
+    outputs = model.predict(Z, positions=positions)
+    exponent = (1023 - int(np.frexp(np.abs(outputs).max())[1])) // 3
+    large = model.predict(np.ldexp(Z, exponent), positions=positions)
+    np.testing.assert_array_equal(large, np.ldexp(outputs, 3 * exponent))
+    assert np.abs(large).max() > np.finfo(np.float64).max / 16
+    small = model.predict(np.ldexp(Z, -100), positions=positions)
+    np.testing.assert_array_equal(small, np.ldexp(outputs, -300))

@@ -219,6 +219,20 @@ def test_feature_names_describe_the_columns(rng):
         np.testing.assert_allclose(values[:, column], weight * S[:, b, c] * q[:, e])
 
 
+def test_feature_names_check_the_input_names(rng):
+    pd = pytest.importorskip("pandas")
+    rows = random_sequences(rng, 6, 4, 2).reshape(6, -1)
+    X = pd.DataFrame(rows, columns=list("abcdefgh"))
+    features = LiftedAttentionFeatures(token_dim=2).fit(X)
+    names = features.get_feature_names_out()
+    assert list(features.get_feature_names_out(list("abcdefgh"))) == list(names)
+    with pytest.raises(ValueError, match="input_features is not equal to"):
+        features.get_feature_names_out(list("zzzzzzzz"))
+    unnamed = LiftedAttentionFeatures(token_dim=2).fit(X.to_numpy())
+    with pytest.raises(ValueError, match="input_features should have length equal"):
+        unnamed.get_feature_names_out(["a", "b"])
+
+
 def test_pandas_output(rng):
     pytest.importorskip("pandas")
     X = random_sequences(rng, 6, 3, 2).reshape(6, -1)

@@ -260,6 +260,40 @@ def test_bad_arguments(call, match):
         call()
 
 
+@pytest.mark.parametrize(
+    "call, shape",
+    [
+        (lambda: make_random_mhla(10**12, 4, 2), "X of shape (1000000000000, 4, 2)"),
+        (
+            lambda: make_random_mhla(3, 4, 2, n_heads=10**12),
+            "query matrices of shape (1000000000000, 2, 2)",
+        ),
+        (lambda: associative_recall_attention(10**7), "(20000000, 20000000)"),
+        (
+            lambda: make_associative_recall(10**12, 2, 2),
+            "X of shape (1000000000000, 3, 4)",
+        ),
+        (lambda: make_automaton(10**7, 10**6), "transitions of shape (10000000,"),
+        (lambda: automaton_lookup_attention(10**4, 10), "(110000, 110000)"),
+        (lambda: make_automaton_lookups(10**11, 2, 2), "X of shape (100000000000,"),
+        (lambda: make_automaton_traces(10**11, 4, 2, 2), "X of shape (100000000000,"),
+        (
+            lambda: make_automaton_transitions(10**11, 2, 2),
+            "X of shape (100000000000,",
+        ),
+        (lambda: make_automaton_rollout(10**11, 4, 2, 2), "prompts of shape (1000"),
+        (
+            lambda: make_incontext_regression(5, 3, 10**12),
+            "covariance of shape (1000000000000, 1000000000000)",
+        ),
+    ],
+)
+def test_sizes_beyond_memory_are_refused_naming_the_arrays(call, shape):
+    with pytest.raises(ValueError, match="more than the .* of memory available") as e:
+        call()
+    assert shape in str(e.value)
+
+
 def test_rows_in_range_still_encode_and_empty_word_runs():
     table = [[1, 0], [0, 1]]
     sequence = encode_automaton_lookup(table, 1, 1, rows=[[1, 1], [0, 0]])

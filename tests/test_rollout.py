@@ -317,6 +317,14 @@ def test_a_diverging_rollout_is_reported(rng):
         model.generate(np.full((1, 2, 1), 10.0), 50)
 
 
+@pytest.mark.parametrize("which", ["estimator", "model"])
+def test_rollouts_beyond_memory_are_refused_naming_the_sizes(which):
+    X, y, truth = make_random_mhla(100, 4, 2, n_heads=1, random_state=0)
+    model = LinearAttentionRegressor().fit(X, y) if which == "estimator" else truth
+    with pytest.raises(ValueError, match=r"tokens of shape \(2, 1000000000000, 2\)"):
+        model.generate(X[:2], 10**12, to_token=lambda outputs, step: X[:2, -1])
+
+
 def test_prompt_shapes_are_checked(rng):
     model = random_attention(rng, 3, 1, n_outputs=3)
     with pytest.raises(ValueError, match="token_dim=3 was expected"):
@@ -444,6 +452,22 @@ def test_generate_is_the_rollout_by_predict_at_every_scale(kind, positions, scal
         model.predict, prompts, 20, to_token, per_position=positions == "all"
     )
     assert np.all(np.abs(expected_outputs) > 0)  # no underflow in the reference
+    assert_close(tokens, expected_tokens)
+    assert_close(outputs, expected_outputs)
+
+
+@pytest.mark.parametrize("scale", [1e-90, 1e-60, 1.0, 1e60, 1e102])
+def test_model_generate_is_the_rollout_by_predict_at_every_scale(scale):
+    _, _, truth = make_random_mhla(10, 6, 3, n_heads=2, n_outputs=3, random_state=0)
+    prompts = make_random_mhla(4, 6, 3, random_state=1)[0] * scale
+
+    def to_token(outputs, step):  # largest entry the prompts' scale (outputs: its cube)
+        return outputs / np.abs(outputs).max(axis=1, keepdims=True) * scale
+
+    tokens, outputs = truth.generate(prompts, 20, to_token=to_token)
+    expected_tokens, expected_outputs = naive_rollout(
+        truth.predict, prompts, 20, to_token
+    )
     assert_close(tokens, expected_tokens)
     assert_close(outputs, expected_outputs)
 

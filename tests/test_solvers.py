@@ -311,6 +311,11 @@ def test_cg_warns_when_it_stops_early(rng):
             X, rng.normal(size=100)
         )
     assert model.n_iter_ == 2
+    # the data pin the function down, the unconverged fit claims nothing
+    assert certify(X).identifiable
+    certificate = model.certificate_
+    assert not certificate.identifiable
+    assert (certificate.rank, certificate.exact) == (None, False)
 
 
 def test_partial_fit_equals_fit_on_all_batches(rng):
