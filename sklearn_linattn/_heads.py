@@ -364,8 +364,10 @@ class HeadReadout:
         Whether the returned heads pass (``"tol"``, ``"cv"`` and ``"lifted"``
         always do; for ``"fixed"`` the verdict on ``k``).
     complete : bool
-        False when the work limit cut the search short: the count returned is
-        the fewest that passed before (or the lifted fit's).
+        False when the work limit left a verdict the search needed undecided:
+        the count returned is the fewest that passed before (or the lifted
+        fit's). A search whose last fit runs out of work but is decided (passes
+        by ``tol``, or fails) is complete.
     counts : tuple of CountFit
         Every count fitted, in the order fitted.
     relative_distance : float
@@ -466,6 +468,8 @@ class _Search:
         self.split = fold_lifted_coef(coef, d)
         self.signal = 1.0 if design is None else _explained_energy(design)
         self.fits = {}  # count -> (value_rows, query_rows, CountFit)
+        # whether the work limit left a verdict the search needed undecided
+        self.undecided = False
         self.anchored = set()  # counts whose fits drifted (polished with a penalty)
         # the generalized cross-validation's inputs (given with the folds)
         self.degrees_of_freedom = degrees_of_freedom
@@ -595,11 +599,12 @@ class _Search:
         stages = ("training", "linearized", "refits")
         for passed, test in (("training", self.linearized_refits),
                              ("linearized", self.refits)):
-            if (
-                count.criterion == passed
-                and stages.index(passed) < stages.index(stage)
-                and not self.budget.exhausted
+            if count.criterion == passed and stages.index(passed) < stages.index(
+                stage
             ):
+                if self.budget.exhausted:
+                    self.undecided = True
+                    break
                 count = test(k, value_rows, query_rows, count, asked=asked)
                 self.log(f"{k} heads: {self.reported(count)}")
         self.fits[k] = value_rows, query_rows, count
@@ -669,7 +674,7 @@ class _Search:
         if self.within(value_rows, query_rows, loss, self.design):
             count = replace(count, passes=True, criterion="tol")
         elif self.budget.exhausted:
-            pass
+            self.undecided = True
         elif self.exact or self.folds is None:
             count = replace(count, passes=False, criterion="tol", failed_on="tol")
         else:
@@ -907,6 +912,7 @@ class _Search:
             if self.by_output:
                 output_errors.append(folds.output_errors(fold, *refit))
         if self.budget.exhausted:  # undecided: the training test its last passed
+            self.undecided = True
             return count
         error = folds.summary(errors)[0]
         count = replace(count, linearized_cv_error=error)
@@ -961,6 +967,7 @@ class _Search:
             if self.by_output:
                 output_errors.append(folds.output_errors(fold, *refit))
             if self.budget.exhausted:  # undecided: the linearized test its last passed
+                self.undecided = True
                 return count
             left = folds.n_folds - 1 - fold
             failed_on = not asked and left and self.fails_whatever_follows(
@@ -1176,7 +1183,7 @@ def read_out_heads(
         query,
         criterion,
         bool(passes),
-        not budget.exhausted,
+        not search.undecided,
         counts,
         distance,
         *lifted_cv,
@@ -1260,7 +1267,7 @@ def _search(search, n_heads):
         for stage in ("linearized", "refits"):  # one count at a time
             low = _fewest(search, low, limit, undecided_or_passes(stage), "up")
         high = paper_count if low == limit else low
-    if search.budget.exhausted:  # cut short: the fewest that passed so far
+    if search.undecided:  # cut short: the fewest that passed so far
         passed = [k for k, fit in search.fits.items() if fit[2].passes]
         high = min(passed, default=paper_count)
     if high == paper_count:
@@ -1296,6 +1303,7 @@ def _fewest(search, low, high, verdict, order):
             k = max(high - step, low)
         passes = verdict(k)
         if passes is None:
+            search.undecided = True
             return high
         if not probed:
             step *= 2
@@ -1305,4 +1313,5 @@ def _fewest(search, low, high, verdict, order):
         else:
             low = k + 1
             galloping = galloping and (order != "down" or probed)
+    search.undecided = search.undecided or low < high
     return high

@@ -1156,6 +1156,36 @@ def test_the_work_limit_cuts_the_search_short_and_says_so(monkeypatch):
         np.testing.assert_allclose(cut.coef_, lifted.coef_, rtol=1e-8, atol=1e-12)
 
 
+def test_a_search_is_complete_when_it_decided_the_count_within_its_work(monkeypatch):
+    """Limits from 90% to 100% of the unlimited search's work: a search that
+    decided its count (the last fit passes by tol as the budget runs out) is
+    complete, returns the unlimited search's count and does not warn; one left
+    undecided warns."""
+    truth, X, y = noisy_sequences(0, 3, 2, 2, 0.1)
+    full = LinearAttentionRegressor(head_work_limit=None).fit(X, y).head_search_
+    assert full.complete and full.criterion == "tol"
+    monkeypatch.setattr("sklearn_linattn._estimators.WORK_FLOOR", 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        per_unit = LinearAttentionRegressor(head_work_limit=1.0).fit(X, y)
+    flops = per_unit.head_search_.work_limit  # of head_work_limit=1
+    decided_at_the_limit = 0
+    for fraction in np.linspace(0.9, 1.0, 41)[:-1]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            model = LinearAttentionRegressor(
+                head_work_limit=fraction * full.work / flops
+            ).fit(X, y)
+        search = model.head_search_
+        assert search.work > search.work_limit
+        warned = any(issubclass(w.category, ConvergenceWarning) for w in caught)
+        assert warned == (not search.complete)
+        if search.complete:
+            assert (search.n_heads, search.criterion) == (full.n_heads, "tol")
+            decided_at_the_limit += 1
+    assert decided_at_the_limit, "no limit ran out as the last count passed"
+
+
 def test_counts_left_undecided_name_the_last_test_they_passed(monkeypatch):
     """A count whose next test the work limit stopped keeps the criterion of the
     last it passed: "training" (its training error within the threshold) or
