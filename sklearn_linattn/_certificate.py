@@ -571,8 +571,9 @@ class IdentifiabilityCertificate:
         minimizer; ``certify(X)`` gives the data's. With ``certify`` and
         ``"normal"`` above ``p = 300`` (and ``"dual"`` above 300 rows, fewer than
         ``p``), a matrix whose Cholesky factorization succeeds has its extreme
-        eigenvalues estimated by block Lanczos from the factor, within about ``1e-2`` relative
-        (``min_eigenvalue`` from above), and full rank established by the
+        eigenvalues estimated by block Lanczos from the factor, within about
+        ``1e-2`` relative (``min_eigenvalue`` from above), and full rank
+        established by the
         factorization and those estimates; every other case computes the whole
         spectrum.
 
