@@ -573,9 +573,8 @@ class IdentifiabilityCertificate:
         ``p``), a matrix whose Cholesky factorization succeeds has its extreme
         eigenvalues estimated by block Lanczos from the factor, within about
         ``1e-2`` relative (``min_eigenvalue`` from above), and full rank
-        established by the
-        factorization and those estimates; every other case computes the whole
-        spectrum.
+        established by the factorization and those estimates; every other case
+        computes the whole spectrum.
 
     See Also
     --------
