@@ -232,11 +232,8 @@ class HeadSearchDisplay:
         refits), ``"lifted"`` (the lifted fit's cross-validated error),
         ``"threshold"`` (each count's threshold: the lifted fit's error,
         lowered by how much more it gains from all the rows than from a fold's
-        80%) and
-        ``"chosen"``; where the
-        search had such counts, ``"linearized"``, the errors of counts that
-        failed on their refits linearized at the full fit (above the
-        threshold), ``"stopped"``, the linearized refits' errors of counts that
+        80%) and ``"chosen"``; where the search had such counts,
+        ``"stopped"``, the linearized refits' errors of counts that
         the first folds' own refits failed whatever the others' (the search
         refitted no more), ``"training"``, the training errors of counts that
         failed on them (above the threshold: a held-out error is at least the
@@ -363,7 +360,6 @@ class HeadSearchDisplay:
             stopped = [c for c in unrefitted if c.folds_refitted is not None]
             linearized = [c for c in unrefitted if c.folds_refitted is None]
             undecided = [c for c in linearized + bounded if c.passes is None]
-            failed_linearized = [c for c in linearized if c.passes is False]
             failed_training = [c for c in bounded if c.failed_on == "training"]
             # near interpolation: drawn at their generalized cross-validated
             # squared error, or, for misclassification (other units), at their
@@ -385,13 +381,6 @@ class HeadSearchDisplay:
                     "x",
                     "k heads failing on their first folds' refits "
                     "(linearized refits shown)",
-                ),
-                (
-                    "linearized",
-                    failed_linearized,
-                    [c.linearized_cv_error for c in failed_linearized],
-                    "v",
-                    "k heads, linearized refits only (above threshold: fails)",
                 ),
                 (
                     "training",
