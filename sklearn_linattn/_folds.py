@@ -106,7 +106,6 @@ class _Folds:
 
     n_folds = 0
     loss = "squared"
-    largest_row_weight = 0.0  # of a held-out row (misclassification)
 
     def summary(self, errors):
         """glmnet's cross-validated error and its standard error, from per-fold
@@ -120,22 +119,10 @@ class _Folds:
         spread = float(share @ (means - mean) ** 2) / max(used.sum() - 1, 1)
         return mean, float(np.sqrt(spread))
 
-    def _note_largest_row(self, row_scale):
-        if row_scale.size:
-            largest = float(np.max(row_scale) ** 2)
-            self.largest_row_weight = max(self.largest_row_weight, largest)
-
     @property
     def lifted(self):
         """``(cv_error, standard_error)`` of the lifted fit."""
         return self.summary(self.lifted_errors)
-
-    @property
-    def row_resolution(self):
-        """The step in which a misclassified share moves: the largest held-out
-        row's weight over all the rows' (0 for squared errors)."""
-        total = float(np.sum(self.weights))
-        return self.largest_row_weight / total if total > 0 else 0.0
 
     @property
     def squared_weight(self):
@@ -218,7 +205,6 @@ class StatisticsFolds(_Folds):
             predictions += np.outer(held[3], target_mean - coef @ feature_mean)
             self.weights.append(float(held[3] @ held[3]))
             self.lifted_errors.append(_misclassified(predictions, held[2], held[3]))
-            self._note_largest_row(held[3])
 
     def _row_data(self):
         """``(pairs, moments, queries, targets, row_scale, row_folds)`` of every
@@ -400,7 +386,6 @@ class RowFolds(_Folds):
             if classify:
                 self.weights.append(float(held[3] @ held[3]))
                 self.lifted_errors.append(_misclassified(predictions, *held[2:]))
-                self._note_largest_row(held[3])
             else:
                 self.weights.append(float(held[3] @ held[3]) * targets.shape[1])
                 self.lifted_errors.append(self.lifted_squared[-1])
