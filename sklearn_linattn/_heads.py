@@ -285,12 +285,15 @@ class CountFit:
         already fail the count whatever the others' errors (their errors' sum
         above the threshold, or too many of them worse than the lifted fit's
         for a majority); ``cv_error`` and ``folds_within`` are then NaN and
-        None. A count asked for (``n_heads=k``) is refitted on every fold.
+        None. A count asked for (``n_heads=k``) that its folds' refits decide
+        is refitted on every fold.
     linearized_cv_error : float
         The cross-validated error of the heads' refits linearized at this fit
-        (one Gauss-Newton step on each fold; NaN when not computed): above the
-        count's ``threshold``, the count fails without its refits from the folds' own
-        starts (``cv_error`` NaN). Optimistic where the count has about as many
+        (one Gauss-Newton step on each fold; NaN when not computed): with at
+        least 10 rows per lifted feature, a count they find within its
+        ``threshold`` and no worse than the lifted fit on every fold passes
+        without the folds' own refits (``cv_error`` is then theirs); every other
+        count goes to those refits. Optimistic where the count has about as many
         parameters as there are rows: the full fit has seen every fold.
     threshold : float
         The cross-validated error a count must not exceed (a misclassification
@@ -917,10 +920,9 @@ class _Search:
             return count
         self.linearized_errors[k] = errors
         count = replace(count, linearized_cv_error=folds.summary(errors)[0])
-        if not asked:
-            decided = self.linearized_verdict(k, count, errors, output_errors or None)
-            if decided is not None:
-                return decided
+        decided = self.linearized_verdict(k, count, errors, output_errors or None)
+        if decided is not None:  # as for n_heads=k (asked) as in the search
+            return decided
         return replace(count, criterion="linearized")
 
     def linearized_verdict(self, k, count, errors, output_errors=None):
