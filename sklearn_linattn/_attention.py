@@ -74,6 +74,39 @@ def unfold_lifted_coef(folded, token_dim):
     return (flat[:, first] + flat[:, second]) * (0.5 / scales)
 
 
+def _unit(array, axes=None):
+    """``array`` scaled by powers of two to entries below 1 in absolute value
+    over ``axes`` (all of them by default), and the exponents that scale it
+    back (exact: ``array == ldexp(scaled, exponents)``)."""
+    exponents = np.frexp(np.abs(array).max(axis=axes, initial=0.0))[1]
+    if axes is None:
+        return np.ldexp(array, -exponents), int(exponents)
+    return np.ldexp(array, -np.expand_dims(exponents, axes)), exponents
+
+
+def _outputs_at_every_position(tokens, queries, value, query, causal):
+    """``y_t = sum_h V_h S_t Q_h q_t`` for every position, ``S_t`` the second
+    moment of ``tokens`` (prefix or whole), ``q_t`` the row of ``queries``; in
+    chunks of samples so that the prefix moments (``n_tokens * d^2`` per sample)
+    stay small."""
+    n_samples, n_tokens, d = tokens.shape
+    n_heads, n_outputs = value.shape[:2]
+    out = np.empty((n_samples, n_tokens, n_outputs))
+    per_sample = max(1, n_tokens * (d * d + 2 * n_heads * d))
+    chunk = max(1, (1 << 22) // per_sample)
+    for start in range(0, n_samples, chunk):
+        Z = tokens[start : start + chunk]
+        outer = np.einsum("ntb,ntc->ntbc", Z, Z)
+        if causal:
+            moments = np.cumsum(outer, axis=1)  # S_t, prefix by prefix
+        else:  # one S for every position
+            moments = np.broadcast_to(outer.sum(axis=1, keepdims=True), outer.shape)
+        keyed = np.einsum("hce,nte->nthc", query, queries[start : start + chunk])
+        attended = np.einsum("ntbc,nthc->nthb", moments, keyed)  # S_t Q_h q_t
+        out[start : start + chunk] = np.einsum("hab,nthb->nta", value, attended)
+    return out
+
+
 class MultiHeadLinearAttention:
     """A single layer of multi-head linear attention.
 
@@ -216,42 +249,26 @@ class MultiHeadLinearAttention:
         if not isinstance(causal, (bool, np.bool_)):
             raise ValueError(f"causal must be True or False, got {causal!r}.")
         sequences = validate_sequences(X, token_dim=self.token_dim)
-        # The output is cubic in the tokens: scale each sequence by a power of two
-        # to unit size and the outputs back by its cube (exact), so that large or
-        # tiny tokens do not overflow in S = Z^T Z when the output is a float.
-        largest = np.abs(sequences).max(axis=(1, 2), initial=0.0)
-        exponents = np.frexp(largest)[1]
-        sequences = np.ldexp(sequences, -exponents[:, None, None])
+        # Every factor of V_h S Q_h z_t at unit size, scaled by powers of two
+        # (exact): the heads, each sequence (for S) and each query token, so that
+        # large or tiny numbers overflow or underflow only in an output beyond
+        # the float range, not on the way to it.
+        tokens, token_exponents = _unit(sequences, (1, 2))
+        queries, query_exponents = _unit(sequences, 2)
+        value, value_exponent = _unit(self.value_matrices)
+        query, query_exponent = _unit(self.query_matrices)
+        exponents = (
+            2 * token_exponents[:, None] + query_exponents
+            + value_exponent + query_exponent
+        )
         if positions == "last":
-            gram = np.matmul(sequences.transpose(0, 2, 1), sequences)  # S = Z^T Z
-            readout = heads_readout(self.value_matrices, self.query_matrices)
-            outputs = readout(gram, sequences[:, -1, :])
+            gram = np.matmul(tokens.transpose(0, 2, 1), tokens)  # S = Z^T Z
+            outputs = heads_readout(value, query)(gram, queries[:, -1, :])
+            exponents = exponents[:, -1]
         else:
-            outputs = self._predict_positions(sequences, causal)
-        cube = 3 * exponents.reshape((-1,) + (1,) * (outputs.ndim - 1))
-        return np.ldexp(outputs, cube)  # beyond the float range: +-inf, a warning
-
-    def _predict_positions(self, sequences, causal):
-        """``y_t = sum_h V_h S_t Q_h z_t`` for every position, in chunks of samples
-        so that the prefix moments ``S_t`` (``n_tokens * d^2`` per sample) stay
-        small."""
-        n_samples, n_tokens, d = sequences.shape
-        out = np.empty((n_samples, n_tokens, self.n_outputs))
-        per_sample = max(1, n_tokens * (d * d + 2 * self.n_heads * d))
-        chunk = max(1, (1 << 22) // per_sample)
-        for start in range(0, n_samples, chunk):
-            Z = sequences[start : start + chunk]
-            outer = np.einsum("ntb,ntc->ntbc", Z, Z)
-            if causal:
-                moments = np.cumsum(outer, axis=1)  # S_t, prefix by prefix
-            else:  # one S for every position
-                moments = np.broadcast_to(outer.sum(axis=1, keepdims=True), outer.shape)
-            keyed = np.einsum("hce,nte->nthc", self.query_matrices, Z)  # Q_h z_t
-            attended = np.einsum("ntbc,nthc->nthb", moments, keyed)  # S_t Q_h z_t
-            out[start : start + chunk] = np.einsum(
-                "hab,nthb->nta", self.value_matrices, attended
-            )
-        return out
+            outputs = _outputs_at_every_position(tokens, queries, value, query, causal)
+        # beyond the float range: +-inf, and numpy's overflow warning
+        return np.ldexp(outputs, exponents[..., None])
 
     def generate(self, X, n_steps, to_token=None):
         """Run the layer forward: append one token per step to each prompt.
@@ -319,8 +336,12 @@ class MultiHeadLinearAttention:
                [ 0., -1.]])
         """
         sequences = validate_sequences(X, token_dim=self.token_dim)
-        readout = heads_readout(self.value_matrices, self.query_matrices)
-        return rollout(sequences, n_steps, readout, to_token, rescale=True)
+        value, value_exponent = _unit(self.value_matrices)  # as in predict
+        query, query_exponent = _unit(self.query_matrices)
+        return rollout(
+            sequences, n_steps, heads_readout(value, query), to_token, rescale=True,
+            readout_exponent=value_exponent + query_exponent,
+        )
 
     def lifted_coef(self):
         """Non-redundant lifted coefficients of the function this model computes.

@@ -318,16 +318,29 @@ def _size(n_bytes):
     return f"{n_bytes / 1e3:.3g} kB"
 
 
-def check_allocation(caller, shapes, memory=None):
+def _dimension(n):
+    """A size as digits, or as a power of two beyond 1e18 (Python prints no
+    integer of more than 4300 digits)."""
+    return str(n) if n < 10**18 else f"~2**{int(n).bit_length() - 1}"
+
+
+def check_allocation(caller, shapes, memory=None, peak=1):
     """A ValueError before ``caller`` allocates float64 arrays of ``shapes``
-    (a dict, description -> shape) beyond the available memory
-    (:func:`available_memory`, or ``memory`` bytes), naming them."""
-    needed = 8.0 * sum(math.prod(shape) for shape in shapes.values())
+    (a dict, description -> shape) whose ``peak`` times (the working copies at
+    its peak) exceed the available memory (:func:`available_memory`, or
+    ``memory`` bytes), naming them. Sizes are Python integers: any size, even
+    beyond the float range, is compared exactly."""
+    needed = 8 * sum(math.prod(int(n) for n in shape) for shape in shapes.values())
     memory = available_memory() if memory is None else memory
-    if needed > memory:
-        arrays = ", ".join(f"{name} of shape {shape}" for name, shape in shapes.items())
+    if peak * needed > memory:
+        arrays = ", ".join(
+            f"{name} of shape ({', '.join(map(_dimension, shape))})"
+            for name, shape in shapes.items()
+        )
+        size = _size(needed) if needed < 1e18 else "more than 1e18 bytes"
+        at_peak = f", about {peak} times that at its peak" if peak > 1 else ""
         raise ValueError(
-            f"{caller} would allocate {arrays} ({_size(needed)}), more than the "
+            f"{caller} would allocate {arrays} ({size}{at_peak}), more than the "
             f"{_size(memory)} of memory available: reduce these sizes."
         )
 

@@ -151,6 +151,7 @@ def rollout(
     intercept=0.0,
     rescale=False,
     single_column=False,
+    readout_exponent=0,
 ):
     """Append ``n_steps`` tokens to each sequence, one per step.
 
@@ -170,13 +171,17 @@ def rollout(
         Added to the readout.
     rescale : bool, default=False
         Keep the state of each sequence in units where its largest token entry so
-        far is in [1/2, 1) (a power of two, so exact), as the estimators'
-        ``predict`` lifts each chunk: then ``S`` and the cubic features neither
-        overflow nor underflow at any scale of the tokens.
+        far is in [1/2, 1) (a power of two, so exact), and the query in its own
+        such units, as ``MultiHeadLinearAttention.predict`` scales them: then
+        ``S`` and the cubic features neither overflow nor underflow at any scale
+        of the tokens.
     single_column : bool, default=False
         Hand the outputs to ``to_token`` and return them without their single
         column, (n_samples,) per step, as ``predict`` of a model with 1-D
         targets (or ``decision_function`` of two classes) returns them.
+    readout_exponent : int, default=0
+        The readout's outputs are those of the model times
+        ``2**-readout_exponent`` (its matrices scaled to unit size).
 
     Returns
     -------
@@ -188,20 +193,27 @@ def rollout(
     _check_to_token(to_token)
     n_samples, _, token_dim = sequences.shape
     check_allocation("generate", {"tokens": (n_samples, n_steps, token_dim)})
-    # The state in scaled units: tokens times 2**-exponent (exponent 0 unscaled).
-    exponent = np.zeros(n_samples, dtype=int)
-    if rescale:
-        exponent = np.frexp(np.abs(sequences).max(axis=(1, 2), initial=0.0))[1]
-        sequences = np.ldexp(sequences, -exponent[:, None, None])
+    # The state in scaled units: tokens times 2**-exponent in S, the query
+    # times 2**-query_exponent (its own scale: far smaller than the context, it
+    # would underflow in the context's); both 0 unscaled.
+    def own_exponent(array, axes):
+        if not rescale:
+            return np.zeros(n_samples, dtype=int)
+        return np.frexp(np.abs(array).max(axis=axes, initial=0.0))[1]
+
+    exponent = own_exponent(sequences, (1, 2))
+    query_exponent = own_exponent(sequences[:, -1], 1)
+    query = np.ldexp(sequences[:, -1, :], -query_exponent[:, None])
+    sequences = np.ldexp(sequences, -exponent[:, None, None])
     moment = np.matmul(sequences.transpose(0, 2, 1), sequences)  # S = Z^T Z
-    query = sequences[:, -1, :].copy()
     tokens = np.empty((n_samples, n_steps, token_dim))
     outputs = None
     quiet = {"over": "ignore", "invalid": "ignore"}  # checked after each step
     for step in range(n_steps):
         with np.errstate(**quiet):
-            # the cubic scales by 2**(3 * exponent) back to the data's units
-            output = np.ldexp(readout(moment, query), 3 * exponent[:, None])
+            # back to the data's units: S by 2**(2 exponent), q by its own
+            scale = 2 * exponent + query_exponent + readout_exponent
+            output = np.ldexp(readout(moment, query), scale[:, None])
             output = output + intercept
         if single_column:
             output = output[:, 0]
@@ -217,9 +229,11 @@ def rollout(
             grown = np.maximum(exponent, np.frexp(np.abs(token).max(axis=1))[1])
             moment = np.ldexp(moment, -2 * (grown - exponent)[:, None, None])
             exponent = grown
-        query = np.ldexp(token, -exponent[:, None])
+        scaled = np.ldexp(token, -exponent[:, None])
         with np.errstate(**quiet):
-            moment += query[:, :, None] * query[:, None, :]  # S + z z^T
+            moment += scaled[:, :, None] * scaled[:, None, :]  # S + z z^T
+        query_exponent = own_exponent(token, 1)
+        query = np.ldexp(token, -query_exponent[:, None])
     return GeneratedSequences(tokens, outputs)
 
 

@@ -15,6 +15,11 @@ import numpy as np
 from ._attention import MultiHeadLinearAttention, fold_lifted_coef
 from ._data import check_allocation
 
+# The generators' peak memory, in multiples of the arrays they return: 2.5 to 4
+# (random targets, recall, automata and in-context prompts; tracemalloc), from
+# the noise and products formed before the arrays are returned.
+PEAK_COPIES = 4
+
 __all__ = [
     "associative_recall_attention",
     "automaton_lookup_attention",
@@ -138,6 +143,7 @@ def make_random_mhla(
             "value matrices": (n_heads, n_outputs, token_dim),
             "query matrices": (n_heads, token_dim, token_dim),
         },
+        peak=PEAK_COPIES,
     )
     rng = _generator(random_state)
     scale = 1.0 / np.sqrt(token_dim)
@@ -186,6 +192,7 @@ def associative_recall_attention(key_dim):
     check_allocation(
         "associative_recall_attention",
         {"value matrix": (key_dim, 2 * key_dim), "query matrix": (2 * key_dim,) * 2},
+        peak=PEAK_COPIES,
     )
     identity = np.eye(key_dim)
     zeros = np.zeros((key_dim, key_dim))
@@ -297,6 +304,7 @@ def make_associative_recall(
     check_allocation(
         "make_associative_recall",
         {"X": (n_samples, n_pairs + 1, 2 * key_dim), "y": (n_samples, key_dim)},
+        peak=PEAK_COPIES,
     )
     rng = _generator(random_state)
     scale = 1.0 / np.sqrt(key_dim)
@@ -358,7 +366,9 @@ def make_automaton(n_states, n_symbols, random_state=None):
     """
     n_states = _check_int("n_states", n_states)
     n_symbols = _check_int("n_symbols", n_symbols)
-    check_allocation("make_automaton", {"transitions": (n_states, n_symbols)})
+    check_allocation(
+        "make_automaton", {"transitions": (n_states, n_symbols)}, peak=PEAK_COPIES
+    )
     rng = _generator(random_state)
     return rng.integers(0, n_states, size=(n_states, n_symbols))
 
@@ -435,6 +445,7 @@ def automaton_lookup_attention(n_states, n_symbols):
     check_allocation(
         "automaton_lookup_attention",
         {"value matrix": (n_states, d), "query matrix": (d, d)},
+        peak=PEAK_COPIES,
     )
     value = np.zeros((1, n_states, d))
     value[0, :, n_keys:] = np.eye(n_states)
@@ -559,6 +570,7 @@ def make_automaton_lookups(
     check_allocation(
         "make_automaton_lookups",
         {"X": (n_samples, n_keys + 1, n_keys + n_states), "y": (n_samples, n_states)},
+        peak=PEAK_COPIES,
     )
     rng = _generator(random_state)
     X = np.empty((n_samples, n_keys + 1, n_keys + n_states))
@@ -670,6 +682,7 @@ def make_automaton_traces(
             "X": (n_samples, n_tokens, n_keys + n_states),
             "y": (n_samples, n_tokens, n_states),
         },
+        peak=PEAK_COPIES,
     )
     rng = _generator(random_state)
     X = np.empty((n_samples, n_keys + word_length, n_keys + n_states))
@@ -761,6 +774,7 @@ def make_automaton_transitions(
             "X": (n_samples, n_keys + history, n_keys + n_states),
             "y": (n_samples, n_states),
         },
+        peak=PEAK_COPIES,
     )
     rng = _generator(random_state)
     X = np.empty((n_samples, n_keys + history, n_keys + n_states))
@@ -830,6 +844,7 @@ def make_automaton_rollout(
             "prompts": (n_words, n_keys + 1, n_keys + n_states),
             "words and states": (2, n_words, word_length),
         },
+        peak=PEAK_COPIES,
     )
     rng = _generator(random_state)
     prompts = np.empty((n_words, n_keys + 1, n_keys + n_states))
@@ -1140,6 +1155,7 @@ default=None
             "tasks": (n_samples if n_tasks is None else n_tasks, x_dim),
             "covariance": (x_dim, x_dim),
         },
+        peak=PEAK_COPIES,
     )
     cov = _check_covariance(covariance, x_dim, n_samples)
     rng = _generator(random_state)

@@ -257,3 +257,30 @@ def test_outputs_near_the_float_range_are_exact_cubes(rng, positions):
     assert np.abs(large).max() > np.finfo(np.float64).max / 16
     small = model.predict(np.ldexp(Z, -100), positions=positions)
     np.testing.assert_array_equal(small, np.ldexp(outputs, -300))
+
+
+@pytest.mark.parametrize(
+    "heads, tokens, positions, expected",
+    [
+        # a query far smaller than the context: y = (1e400 + 1e-400) 1e-200
+        (1.0, [1e200, 1e-200], "last", [1e200]),
+        # a position far smaller than a later token: (1e-20) 1e-10, (1e200) 1e100
+        (1.0, [1e-10, 1e100], "all", [1e-30, 1e300]),
+        # heads and tokens at opposite ends of the float range
+        (1e160, [1e-110, 1e-110], "last", [2e-10]),
+        (1e-200, [1e200, 1e200], "last", [2e200]),
+    ],
+)
+def test_outputs_in_the_float_range_whatever_the_factors(
+    heads, tokens, positions, expected
+):
+    """y = V (sum_s z_s^2) Q z for one head of d = 1: every factor is scaled to
+    unit size on its own, so an output within the float range comes out right
+    whatever the magnitudes of the heads, the context and the query."""
+    model = MultiHeadLinearAttention([[[heads]]], [[[heads]]])
+    Z = np.array(tokens)[None, :, None]
+    outputs = model.predict(Z, positions=positions).ravel()
+    np.testing.assert_allclose(outputs, expected, rtol=1e-14)
+    if positions == "last":
+        generated = model.generate(Z, 1, to_token=lambda outputs, step: Z[:, 0])
+        np.testing.assert_allclose(generated.outputs.ravel(), expected, rtol=1e-14)

@@ -264,6 +264,7 @@ def test_bad_arguments(call, match):
     "call, shape",
     [
         (lambda: make_random_mhla(10**12, 4, 2), "X of shape (1000000000000, 4, 2)"),
+        (lambda: make_random_mhla(10**400, 4, 2), "X of shape (~2**1328, 4, 2)"),
         (
             lambda: make_random_mhla(3, 4, 2, n_heads=10**12),
             "query matrices of shape (1000000000000, 2, 2)",
@@ -292,6 +293,16 @@ def test_sizes_beyond_memory_are_refused_naming_the_arrays(call, shape):
     with pytest.raises(ValueError, match="more than the .* of memory available") as e:
         call()
     assert shape in str(e.value)
+
+
+def test_the_memory_check_counts_the_generators_peak(monkeypatch):
+    """The generators' peak is up to 4 times the arrays they return: arrays of
+    a third of the available memory are refused, a fifth of it are made."""
+    memory = 5 * 2**20
+    monkeypatch.setattr("sklearn_linattn._data.available_memory", lambda: memory)
+    make_random_mhla(2**12, 16, 2)  # X and y: 2**20 + 2**15 bytes, 4 times: 4.1 MiB
+    with pytest.raises(ValueError, match="about 4 times that at its peak"):
+        make_random_mhla(2**13, 16, 2)  # 2**21 + 2**16 bytes, 4 times: 8.3 MiB
 
 
 def test_rows_in_range_still_encode_and_empty_word_runs():

@@ -323,6 +323,8 @@ def test_rollouts_beyond_memory_are_refused_naming_the_sizes(which):
     model = LinearAttentionRegressor().fit(X, y) if which == "estimator" else truth
     with pytest.raises(ValueError, match=r"tokens of shape \(2, 1000000000000, 2\)"):
         model.generate(X[:2], 10**12, to_token=lambda outputs, step: X[:2, -1])
+    with pytest.raises(ValueError, match=r"tokens of shape \(2, ~2\*\*1328, 2\)"):
+        model.generate(X[:2], 10**400, to_token=lambda outputs, step: X[:2, -1])
 
 
 def test_prompt_shapes_are_checked(rng):
