@@ -12,7 +12,7 @@ import functools
 
 import numpy as np
 
-from ._rollout import heads_readout, rollout
+from ._rollout import heads_readout, rollout, sum_heads, unit_heads
 from ._validation import validate_sequences
 
 __all__ = ["MultiHeadLinearAttention", "fold_lifted_coef", "unfold_lifted_coef"]
@@ -74,25 +74,24 @@ def unfold_lifted_coef(folded, token_dim):
     return (flat[:, first] + flat[:, second]) * (0.5 / scales)
 
 
-def _unit(array, axes=None):
+def _unit(array, axes):
     """``array`` scaled by powers of two to entries below 1 in absolute value
-    over ``axes`` (all of them by default), and the exponents that scale it
-    back (exact: ``array == ldexp(scaled, exponents)``)."""
+    over ``axes``, and the exponents that scale it back (exact)."""
     exponents = np.frexp(np.abs(array).max(axis=axes, initial=0.0))[1]
-    if axes is None:
-        return np.ldexp(array, -exponents), int(exponents)
     return np.ldexp(array, -np.expand_dims(exponents, axes)), exponents
 
 
-def _outputs_at_every_position(tokens, queries, value, query, causal):
-    """``y_t = sum_h V_h S_t Q_h q_t`` for every position, ``S_t`` the second
-    moment of ``tokens`` (prefix or whole), ``q_t`` the row of ``queries``; in
-    chunks of samples so that the prefix moments (``n_tokens * d^2`` per sample)
-    stay small."""
+def _outputs_at_every_position(tokens, queries, exponents, value, query, causal):
+    """``y_t = 2**e_t sum_h V_h S_t Q_h q_t`` for every position, ``S_t`` the
+    second moment of ``tokens`` (prefix or whole), ``q_t`` the row of
+    ``queries``, ``e_t`` of ``exponents``, each head at unit size
+    (:func:`unit_heads`); in chunks of samples so that the prefix moments
+    (``n_tokens * d^2`` per sample) stay small."""
+    value, query, head_exponents = unit_heads(value, query)
     n_samples, n_tokens, d = tokens.shape
     n_heads, n_outputs = value.shape[:2]
     out = np.empty((n_samples, n_tokens, n_outputs))
-    per_sample = max(1, n_tokens * (d * d + 2 * n_heads * d))
+    per_sample = max(1, n_tokens * (d * d + 2 * n_heads * d + n_heads * n_outputs))
     chunk = max(1, (1 << 22) // per_sample)
     for start in range(0, n_samples, chunk):
         Z = tokens[start : start + chunk]
@@ -103,7 +102,10 @@ def _outputs_at_every_position(tokens, queries, value, query, causal):
             moments = np.broadcast_to(outer.sum(axis=1, keepdims=True), outer.shape)
         keyed = np.einsum("hce,nte->nthc", query, queries[start : start + chunk])
         attended = np.einsum("ntbc,nthc->nthb", moments, keyed)  # S_t Q_h q_t
-        out[start : start + chunk] = np.einsum("hab,nthb->nta", value, attended)
+        per_head = np.einsum("hab,nthb->ntha", value, attended)
+        out[start : start + chunk] = sum_heads(
+            per_head, head_exponents, exponents[start : start + chunk]
+        )
     return out
 
 
@@ -250,25 +252,20 @@ class MultiHeadLinearAttention:
             raise ValueError(f"causal must be True or False, got {causal!r}.")
         sequences = validate_sequences(X, token_dim=self.token_dim)
         # Every factor of V_h S Q_h z_t at unit size, scaled by powers of two
-        # (exact): the heads, each sequence (for S) and each query token, so that
+        # (exact): each head, each sequence (for S) and each query token, so that
         # large or tiny numbers overflow or underflow only in an output beyond
-        # the float range, not on the way to it.
+        # the float range (+-inf and numpy's warning), not on the way to it.
         tokens, token_exponents = _unit(sequences, (1, 2))
         queries, query_exponents = _unit(sequences, 2)
-        value, value_exponent = _unit(self.value_matrices)
-        query, query_exponent = _unit(self.query_matrices)
-        exponents = (
-            2 * token_exponents[:, None] + query_exponents
-            + value_exponent + query_exponent
-        )
+        exponents = 2 * token_exponents[:, None] + query_exponents
         if positions == "last":
             gram = np.matmul(tokens.transpose(0, 2, 1), tokens)  # S = Z^T Z
-            outputs = heads_readout(value, query)(gram, queries[:, -1, :])
-            exponents = exponents[:, -1]
-        else:
-            outputs = _outputs_at_every_position(tokens, queries, value, query, causal)
-        # beyond the float range: +-inf, and numpy's overflow warning
-        return np.ldexp(outputs, exponents[..., None])
+            readout = heads_readout(self.value_matrices, self.query_matrices)
+            return readout(gram, queries[:, -1, :], exponents[:, -1])
+        return _outputs_at_every_position(
+            tokens, queries, exponents, self.value_matrices, self.query_matrices,
+            causal,
+        )
 
     def generate(self, X, n_steps, to_token=None):
         """Run the layer forward: append one token per step to each prompt.
@@ -336,12 +333,8 @@ class MultiHeadLinearAttention:
                [ 0., -1.]])
         """
         sequences = validate_sequences(X, token_dim=self.token_dim)
-        value, value_exponent = _unit(self.value_matrices)  # as in predict
-        query, query_exponent = _unit(self.query_matrices)
-        return rollout(
-            sequences, n_steps, heads_readout(value, query), to_token, rescale=True,
-            readout_exponent=value_exponent + query_exponent,
-        )
+        readout = heads_readout(self.value_matrices, self.query_matrices)
+        return rollout(sequences, n_steps, readout, to_token, rescale=True)
 
     def lifted_coef(self):
         """Non-redundant lifted coefficients of the function this model computes.

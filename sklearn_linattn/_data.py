@@ -1316,8 +1316,10 @@ def lifted_predict(
 ):
     """``phi(sequences) @ coef.T + intercept``, chunk by chunk.
 
-    Each chunk is scaled by a power of two before lifting and the products scaled
-    back, so that the cubic features neither overflow nor underflow.
+    Each sequence is scaled by a power of two before lifting and its products
+    scaled back (as ``MultiHeadLinearAttention.predict`` and ``generate`` scale
+    it), so that the cubic features neither overflow nor underflow, whatever the
+    other sequences of the batch hold.
 
     Parameters
     ----------
@@ -1343,18 +1345,18 @@ def lifted_predict(
     for start in range(0, n_samples, batch_size):
         stop = min(start + batch_size, n_samples)
         chunk = sequences[start:stop]
-        scale = power_of_two_scale(largest_magnitude(chunk))
-        if scale != 1.0:
-            chunk = chunk * scale
+        exponents = np.frexp(np.abs(chunk).max(axis=(1, 2), initial=0.0))[1]
+        scaled = np.any(exponents != 0)
+        if scaled:
+            chunk = np.ldexp(chunk, -exponents[:, None, None])
         rows = slice(start * per_sample, stop * per_sample)
         features = layout.features(
             chunk, out=buffer[: (stop - start) * per_sample], n_threads=n_threads
         )
         np.matmul(features, coef.T, out=predictions[rows])
-        if scale != 1.0:
-            predictions[rows] = np.ldexp(
-                predictions[rows], -3 * Rescaling._exponent(scale)
-            )
+        if scaled:  # the cube of each sequence's scale, row by row
+            cubes = np.repeat(3 * exponents, per_sample)[:, None]
+            predictions[rows] = np.ldexp(predictions[rows], cubes)
     return predictions + intercept
 
 

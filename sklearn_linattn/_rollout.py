@@ -51,14 +51,45 @@ class GeneratedSequences(NamedTuple):
     outputs: np.ndarray
 
 
-def heads_readout(value_matrices, query_matrices):
-    """``(S, q) -> sum_h V_h S Q_h q`` for a batch: O(n_heads d^2) per sequence."""
+def unit_heads(value_matrices, query_matrices):
+    """Each head's ``V_h`` and ``Q_h`` scaled by powers of two to entries below 1
+    in absolute value, and the exponents ``e_h`` that scale ``V_h ... Q_h`` back
+    (exact), so that heads of any magnitudes keep their digits."""
+    largest = [np.abs(m).max(axis=(1, 2)) for m in (value_matrices, query_matrices)]
+    value_exponents, query_exponents = (np.frexp(x)[1] for x in largest)
+    value = np.ldexp(value_matrices, -value_exponents[:, None, None])
+    query = np.ldexp(query_matrices, -query_exponents[:, None, None])
+    return value, query, value_exponents + query_exponents
 
-    def readout(moment, query):
+
+def sum_heads(per_head, head_exponents, exponents):
+    """``2**exponents sum_h 2**e_h per_head[..., h, :]``, summed in the scale of
+    the largest term (each output's own): heads that cancel do so before the
+    sum is scaled up, and a head far smaller than another (or beside one that
+    contributes nothing) keeps its digits. ``exponents`` broadcasts against
+    ``per_head`` without its last two axes."""
+    magnitude = np.abs(per_head).max(axis=-1, initial=0.0)
+    none = -(2**20)  # below any exponent (float64: +-1100): a term that is 0
+    terms = np.where(magnitude > 0, np.frexp(magnitude)[1] + head_exponents, none)
+    common = terms.max(axis=-1, initial=none)
+    common = np.where(common == none, 0, common)  # every term 0
+    shifts = head_exponents - common[..., None]
+    summed = np.ldexp(per_head, shifts[..., None]).sum(axis=-2)
+    return np.ldexp(summed, (common + exponents)[..., None])
+
+
+def heads_readout(value_matrices, query_matrices):
+    """``(S, q, e) -> 2**e sum_h V_h S Q_h q`` for a batch: O(n_heads d^2) per
+    sequence, each head computed at unit size (:func:`unit_heads`,
+    :func:`sum_heads`)."""
+    value, query, head_exponents = unit_heads(value_matrices, query_matrices)
+
+    def readout(moment, query_tokens, exponents):
         # Q_h q for every head, then S (Q_h q), then V_h (S Q_h q), summed over h.
-        keyed = np.einsum("hce,ne->nhc", query_matrices, query)  # Q_h q
+        keyed = np.einsum("hce,ne->nhc", query, query_tokens)  # Q_h q
         attended = np.einsum("nbc,nhc->nhb", moment, keyed)  # S Q_h q
-        return np.einsum("hab,nhb->na", value_matrices, attended)
+        per_head = np.einsum("hab,nhb->nha", value, attended)
+        return sum_heads(per_head, head_exponents, np.reshape(exponents, -1))
 
     return readout
 
@@ -70,10 +101,10 @@ def lifted_readout(coef, token_dim):
     rows, cols = np.triu_indices(token_dim)
     weights = np.where(rows == cols, 1.0, np.sqrt(2.0))
 
-    def readout(moment, query):
+    def readout(moment, query, exponents):
         pairs = moment[:, rows, cols] * weights  # (n, n_pairs)
         features = (pairs[:, :, None] * query[:, None, :]).reshape(len(query), -1)
-        return features @ coef.T
+        return np.ldexp(features @ coef.T, np.reshape(exponents, (-1, 1)))
 
     return readout
 
@@ -151,7 +182,6 @@ def rollout(
     intercept=0.0,
     rescale=False,
     single_column=False,
-    readout_exponent=0,
 ):
     """Append ``n_steps`` tokens to each sequence, one per step.
 
@@ -161,9 +191,10 @@ def rollout(
         The prompts (left zero padding changes nothing).
     n_steps : int
     readout : callable
-        ``readout(S, q)`` with ``S`` of shape (n_samples, d, d) and ``q`` of shape
-        (n_samples, d): the homogeneous cubic part of the model's output at the
-        last token, (n_samples, n_outputs).
+        ``readout(S, q, e)`` with ``S`` of shape (n_samples, d, d), ``q`` of shape
+        (n_samples, d) and ``e`` integer exponents (n_samples,): the homogeneous
+        cubic part of the model's output at the last token times ``2**e``,
+        (n_samples, n_outputs).
     to_token : callable or None
         ``to_token(outputs, step)`` -> (n_samples, token_dim); None appends the
         outputs themselves.
@@ -179,9 +210,6 @@ def rollout(
         Hand the outputs to ``to_token`` and return them without their single
         column, (n_samples,) per step, as ``predict`` of a model with 1-D
         targets (or ``decision_function`` of two classes) returns them.
-    readout_exponent : int, default=0
-        The readout's outputs are those of the model times
-        ``2**-readout_exponent`` (its matrices scaled to unit size).
 
     Returns
     -------
@@ -212,8 +240,7 @@ def rollout(
     for step in range(n_steps):
         with np.errstate(**quiet):
             # back to the data's units: S by 2**(2 exponent), q by its own
-            scale = 2 * exponent + query_exponent + readout_exponent
-            output = np.ldexp(readout(moment, query), scale[:, None])
+            output = readout(moment, query, 2 * exponent + query_exponent)
             output = output + intercept
         if single_column:
             output = output[:, 0]

@@ -284,3 +284,22 @@ def test_outputs_in_the_float_range_whatever_the_factors(
     if positions == "last":
         generated = model.generate(Z, 1, to_token=lambda outputs, step: Z[:, 0])
         np.testing.assert_allclose(generated.outputs.ravel(), expected, rtol=1e-14)
+
+
+def test_heads_of_opposite_magnitudes_keep_their_digits():
+    """Each head is scaled to unit size on its own: heads whose V_h and Q_h are
+    1e150 and 1e-150 (either way round) give an output of 1e300 exactly, in
+    predict and generate, where S Q_h q alone is 1e450; and a head of 1e-150
+    survives beside two of 1e150 that cancel."""
+    model = MultiHeadLinearAttention(
+        [[[1e150, 0.0]], [[0.0, 1e-150]]],
+        [np.diag([1e-150, 0.0]), np.diag([0.0, 1e150])],
+    )
+    Z = np.array([[[0.0, 1e100]]])  # only the second head sees it: 1e300 * 1
+    np.testing.assert_allclose(model.predict(Z).ravel(), [1e300], rtol=1e-14)
+    generated = model.generate(Z, 1, to_token=lambda outputs, step: Z[:, 0])
+    np.testing.assert_allclose(generated.outputs.ravel(), [1e300], rtol=1e-14)
+    cancel = MultiHeadLinearAttention(
+        [[[1e150]], [[-1e150]], [[1e-150]]], np.ones((3, 1, 1))
+    )
+    np.testing.assert_allclose(cancel.predict([[[1.0]]]).ravel(), [1e-150], rtol=1e-14)

@@ -474,6 +474,20 @@ def test_model_generate_is_the_rollout_by_predict_at_every_scale(scale):
     assert_close(outputs, expected_outputs)
 
 
+@pytest.mark.parametrize("kind", [LinearAttentionRegressor, LinearAttentionClassifier])
+def test_predict_of_a_batch_of_mixed_scales_is_that_of_each_sequence(kind):
+    """Each sequence is lifted in its own power-of-two scale: a prompt 1e-25
+    predicted beside one 1e100 (outputs 1e-75 and 1e300) gets its own output,
+    as generate's first step does."""
+    X, y, _ = make_random_mhla(300, 6, 3, n_heads=2, random_state=0)
+    model = kind().fit(X, y if kind is LinearAttentionRegressor else y > 0)
+    predict = getattr(model, "decision_function", model.predict)
+    alone = predict(1e-25 * X[:1])
+    batch = predict(np.concatenate([1e-25 * X[:1], 1e100 * X[1:2]]))
+    np.testing.assert_allclose(batch[:1], alone, rtol=1e-12)
+    assert np.all(np.abs(alone) > 1e-80)
+
+
 def test_prompts_of_different_scales_roll_out_each_at_its_own_scale():
     # One call, prompts 1e-110, 1e-60 and 1e-10 (outputs 1e-110 to 1e190 from a
     # model fitted at 1e-110): each rolls out as predict on it alone
