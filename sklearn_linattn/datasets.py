@@ -919,6 +919,16 @@ def execute_automaton(model, transitions, word, start=0, positions="last"):
     symbols = _check_word(word, n_symbols)
     start = _check_index("start", start, n_states)
     positions, _ = _check_positions(positions, True)
+    encoded = n_states * n_symbols + n_states
+    token_dim = getattr(model, "token_dim", getattr(model, "token_dim_", None))
+    if isinstance(token_dim, Integral) and token_dim != encoded:
+        raise ValueError(
+            f"The model reads tokens of dimension {token_dim}, but an automaton of "
+            f"{n_states} states and {n_symbols} symbols is encoded in tokens of "
+            f"n_states * n_symbols + n_states = {encoded}: use a model of its "
+            f"lookups (automaton_lookup_attention({n_states}, {n_symbols}), or one "
+            "fitted to make_automaton_lookups of these sizes)."
+        )
     rows = np.indices(table.shape).reshape(2, -1).T
     states = [int(start)]
     if positions == "all":

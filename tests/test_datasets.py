@@ -214,6 +214,13 @@ def test_execute_automaton_with_models_and_estimators():
             ),
             'positions must be "last" or "all"',
         ),
+        (
+            lambda: execute_automaton(
+                automaton_lookup_attention(3, 2), [[1, 0], [0, 1]], [0, 1]
+            ),
+            r"tokens of dimension 9, but an automaton of 2 states and 2 symbols is "
+            r"encoded in tokens of n_states \* n_symbols \+ n_states = 6",
+        ),
         (lambda: make_random_mhla(5, 3, 2, positions="every"), "positions must be"),
         (lambda: make_random_mhla(5, 3, 2, causal=None), "causal must be True"),
         (
