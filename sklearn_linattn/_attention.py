@@ -12,6 +12,7 @@ import functools
 
 import numpy as np
 
+from ._data import to_unit
 from ._rollout import heads_readout, rollout, sum_heads, unit_heads
 from ._validation import validate_sequences
 
@@ -72,13 +73,6 @@ def unfold_lifted_coef(folded, token_dim):
     flat = folded.reshape(-1, token_dim**3)
     # theta = (W[a,b,c,e] + W[a,c,b,e]) * w_bc / 2, i.e. W[a,b,b,e] on the diagonal.
     return (flat[:, first] + flat[:, second]) * (0.5 / scales)
-
-
-def _unit(array, axes):
-    """``array`` scaled by powers of two to entries below 1 in absolute value
-    over ``axes``, and the exponents that scale it back (exact)."""
-    exponents = np.frexp(np.abs(array).max(axis=axes, initial=0.0))[1]
-    return np.ldexp(array, -np.expand_dims(exponents, axes)), exponents
 
 
 def _outputs_at_every_position(tokens, queries, exponents, value, query, causal):
@@ -255,13 +249,14 @@ class MultiHeadLinearAttention:
         # (exact): each head, each sequence (for S) and each query token, so that
         # large or tiny numbers overflow or underflow only in an output beyond
         # the float range (+-inf and numpy's warning), not on the way to it.
-        tokens, token_exponents = _unit(sequences, (1, 2))
-        queries, query_exponents = _unit(sequences, 2)
-        exponents = 2 * token_exponents[:, None] + query_exponents
+        tokens, token_exponents = to_unit(sequences, (1, 2))
         if positions == "last":
             gram = np.matmul(tokens.transpose(0, 2, 1), tokens)  # S = Z^T Z
+            query, query_exponent = to_unit(sequences[:, -1], 1)
             readout = heads_readout(self.value_matrices, self.query_matrices)
-            return readout(gram, queries[:, -1, :], exponents[:, -1])
+            return readout(gram, query, 2 * token_exponents + query_exponent)
+        queries, query_exponents = to_unit(sequences, 2)
+        exponents = 2 * token_exponents[:, None] + query_exponents
         return _outputs_at_every_position(
             tokens, queries, exponents, self.value_matrices, self.query_matrices,
             causal,
@@ -334,7 +329,7 @@ class MultiHeadLinearAttention:
         """
         sequences = validate_sequences(X, token_dim=self.token_dim)
         readout = heads_readout(self.value_matrices, self.query_matrices)
-        return rollout(sequences, n_steps, readout, to_token, rescale=True)
+        return rollout(sequences, n_steps, readout, to_token)
 
     def lifted_coef(self):
         """Non-redundant lifted coefficients of the function this model computes.

@@ -409,6 +409,15 @@ def check_fit_cost(data, solver, memory=None):
     )
 
 
+def to_unit(array, axes):
+    """``array`` scaled by powers of two to entries below 1 in absolute value
+    over ``axes`` (each slice in [1/2, 1) at its largest; zeros kept), and the
+    integer exponents that scale it back, exactly: ``ldexp(scaled, exponents)``.
+    """
+    exponents = np.frexp(np.abs(array).max(axis=axes, initial=0.0))[1]
+    return np.ldexp(array, -np.expand_dims(exponents, axes)), exponents
+
+
 def power_of_two_scale(largest, name="X"):
     """The power of two ``c`` with ``c * largest`` in [1/2, 1) (1 for 0 or inf).
 
@@ -1345,18 +1354,15 @@ def lifted_predict(
     for start in range(0, n_samples, batch_size):
         stop = min(start + batch_size, n_samples)
         chunk = sequences[start:stop]
-        exponents = np.frexp(np.abs(chunk).max(axis=(1, 2), initial=0.0))[1]
-        scaled = np.any(exponents != 0)
-        if scaled:
-            chunk = np.ldexp(chunk, -exponents[:, None, None])
+        chunk, exponents = to_unit(chunk, (1, 2))
         rows = slice(start * per_sample, stop * per_sample)
         features = layout.features(
             chunk, out=buffer[: (stop - start) * per_sample], n_threads=n_threads
         )
         np.matmul(features, coef.T, out=predictions[rows])
-        if scaled:  # the cube of each sequence's scale, row by row
-            cubes = np.repeat(3 * exponents, per_sample)[:, None]
-            predictions[rows] = np.ldexp(predictions[rows], cubes)
+        # the cube of each sequence's scale, row by row
+        cubes = np.repeat(3 * exponents, per_sample)[:, None]
+        predictions[rows] = np.ldexp(predictions[rows], cubes)
     return predictions + intercept
 
 

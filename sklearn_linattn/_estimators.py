@@ -895,15 +895,14 @@ class _LinearAttentionBase(BaseEstimator):
         sequences = validate_sequences(
             X, token_dim=self.token_dim_, estimator=self, reset=False
         )
-        # Rescaled per sequence as predict rescales each chunk, so that the
-        # rollout is predict's at every scale of the tokens.
+        # Each sequence in its own scale, as predict lifts it: the rollout is
+        # predict's at every scale of the tokens.
         return rollout(
             sequences,
             n_steps,
             lifted_readout(np.atleast_2d(self.coef_), self.token_dim_),
             to_token,
             intercept=np.atleast_1d(self.intercept_),
-            rescale=True,
             single_column=self._single_column(),
         )
 

@@ -18,7 +18,7 @@ import scipy.sparse as sp
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
-from ._data import check_allocation
+from ._data import check_allocation, to_unit
 from .preprocessing import (
     PositionalEncoding,
     SeriesToTokens,
@@ -55,10 +55,8 @@ def unit_heads(value_matrices, query_matrices):
     """Each head's ``V_h`` and ``Q_h`` scaled by powers of two to entries below 1
     in absolute value, and the exponents ``e_h`` that scale ``V_h ... Q_h`` back
     (exact), so that heads of any magnitudes keep their digits."""
-    largest = [np.abs(m).max(axis=(1, 2)) for m in (value_matrices, query_matrices)]
-    value_exponents, query_exponents = (np.frexp(x)[1] for x in largest)
-    value = np.ldexp(value_matrices, -value_exponents[:, None, None])
-    query = np.ldexp(query_matrices, -query_exponents[:, None, None])
+    value, value_exponents = to_unit(value_matrices, (1, 2))
+    query, query_exponents = to_unit(query_matrices, (1, 2))
     return value, query, value_exponents + query_exponents
 
 
@@ -180,7 +178,6 @@ def rollout(
     readout,
     to_token=None,
     intercept=0.0,
-    rescale=False,
     single_column=False,
 ):
     """Append ``n_steps`` tokens to each sequence, one per step.
@@ -200,12 +197,6 @@ def rollout(
         outputs themselves.
     intercept : float or ndarray of shape (n_outputs,), default=0.0
         Added to the readout.
-    rescale : bool, default=False
-        Keep the state of each sequence in units where its largest token entry so
-        far is in [1/2, 1) (a power of two, so exact), and the query in its own
-        such units, as ``MultiHeadLinearAttention.predict`` scales them: then
-        ``S`` and the cubic features neither overflow nor underflow at any scale
-        of the tokens.
     single_column : bool, default=False
         Hand the outputs to ``to_token`` and return them without their single
         column, (n_samples,) per step, as ``predict`` of a model with 1-D
@@ -221,18 +212,13 @@ def rollout(
     _check_to_token(to_token)
     n_samples, _, token_dim = sequences.shape
     check_allocation("generate", {"tokens": (n_samples, n_steps, token_dim)})
-    # The state in scaled units: tokens times 2**-exponent in S, the query
-    # times 2**-query_exponent (its own scale: far smaller than the context, it
-    # would underflow in the context's); both 0 unscaled.
-    def own_exponent(array, axes):
-        if not rescale:
-            return np.zeros(n_samples, dtype=int)
-        return np.frexp(np.abs(array).max(axis=axes, initial=0.0))[1]
-
-    exponent = own_exponent(sequences, (1, 2))
-    query_exponent = own_exponent(sequences[:, -1], 1)
-    query = np.ldexp(sequences[:, -1, :], -query_exponent[:, None])
-    sequences = np.ldexp(sequences, -exponent[:, None, None])
+    # The state in units of powers of two (exact), as
+    # MultiHeadLinearAttention.predict scales it: S in those where the largest
+    # token entry so far is in [1/2, 1), the query in its own (far smaller than
+    # the context, it would underflow in the context's), so that neither
+    # overflows nor underflows at any scale of the tokens.
+    query, query_exponent = to_unit(sequences[:, -1], 1)
+    sequences, exponent = to_unit(sequences, (1, 2))
     moment = np.matmul(sequences.transpose(0, 2, 1), sequences)  # S = Z^T Z
     tokens = np.empty((n_samples, n_steps, token_dim))
     outputs = None
@@ -252,15 +238,14 @@ def rollout(
         outputs[:, step] = output
         token = _next_tokens(to_token, output, step, n_samples, token_dim)
         tokens[:, step] = token
-        if rescale:  # a larger token moves the state to coarser units
-            grown = np.maximum(exponent, np.frexp(np.abs(token).max(axis=1))[1])
-            moment = np.ldexp(moment, -2 * (grown - exponent)[:, None, None])
-            exponent = grown
+        query, query_exponent = to_unit(token, 1)
+        # a larger token moves the state to coarser units
+        grown = np.maximum(exponent, query_exponent)
+        moment = np.ldexp(moment, -2 * (grown - exponent)[:, None, None])
+        exponent = grown
         scaled = np.ldexp(token, -exponent[:, None])
         with np.errstate(**quiet):
             moment += scaled[:, :, None] * scaled[:, None, :]  # S + z z^T
-        query_exponent = own_exponent(token, 1)
-        query = np.ldexp(token, -query_exponent[:, None])
     return GeneratedSequences(tokens, outputs)
 
 
