@@ -21,6 +21,12 @@ from ._data import check_allocation
 # the products formed before the arrays are returned.
 PEAK_COPIES = 8
 
+
+def _check_memory(generator, shapes):
+    """A ValueError naming the arrays before a generator whose peak would not
+    fit in memory allocates them (:func:`check_allocation`)."""
+    check_allocation(generator, shapes, peak=PEAK_COPIES)
+
 __all__ = [
     "associative_recall_attention",
     "automaton_lookup_attention",
@@ -136,7 +142,7 @@ def make_random_mhla(
     noise = _check_nonnegative("noise", noise)
     positions, causal = _check_positions(positions, causal)
     per_sample = (n_tokens,) if positions == "all" else ()
-    check_allocation(
+    _check_memory(
         "make_random_mhla",
         {
             "X": (n_samples, n_tokens, token_dim),
@@ -144,7 +150,6 @@ def make_random_mhla(
             "value matrices": (n_heads, n_outputs, token_dim),
             "query matrices": (n_heads, token_dim, token_dim),
         },
-        peak=PEAK_COPIES,
     )
     rng = _generator(random_state)
     scale = 1.0 / np.sqrt(token_dim)
@@ -190,10 +195,9 @@ def associative_recall_attention(key_dim):
     array([[7., 8.]])
     """
     key_dim = _check_int("key_dim", key_dim)
-    check_allocation(
+    _check_memory(
         "associative_recall_attention",
         {"value matrix": (key_dim, 2 * key_dim), "query matrix": (2 * key_dim,) * 2},
-        peak=PEAK_COPIES,
     )
     identity = np.eye(key_dim)
     zeros = np.zeros((key_dim, key_dim))
@@ -302,10 +306,9 @@ def make_associative_recall(
         or not 0 <= p_orth <= 1
     ):
         raise ValueError(f"p_orth must be a real number in [0, 1], got {p_orth!r}.")
-    check_allocation(
+    _check_memory(
         "make_associative_recall",
         {"X": (n_samples, n_pairs + 1, 2 * key_dim), "y": (n_samples, key_dim)},
-        peak=PEAK_COPIES,
     )
     rng = _generator(random_state)
     scale = 1.0 / np.sqrt(key_dim)
@@ -367,9 +370,7 @@ def make_automaton(n_states, n_symbols, random_state=None):
     """
     n_states = _check_int("n_states", n_states)
     n_symbols = _check_int("n_symbols", n_symbols)
-    check_allocation(
-        "make_automaton", {"transitions": (n_states, n_symbols)}, peak=PEAK_COPIES
-    )
+    _check_memory("make_automaton", {"transitions": (n_states, n_symbols)})
     rng = _generator(random_state)
     return rng.integers(0, n_states, size=(n_states, n_symbols))
 
@@ -443,10 +444,9 @@ def automaton_lookup_attention(n_states, n_symbols):
     n_symbols = _check_int("n_symbols", n_symbols)
     n_keys = n_states * n_symbols
     d = n_keys + n_states
-    check_allocation(
+    _check_memory(
         "automaton_lookup_attention",
         {"value matrix": (n_states, d), "query matrix": (d, d)},
-        peak=PEAK_COPIES,
     )
     value = np.zeros((1, n_states, d))
     value[0, :, n_keys:] = np.eye(n_states)
@@ -568,10 +568,9 @@ def make_automaton_lookups(
     n_symbols = _check_int("n_symbols", n_symbols)
     token_noise = _check_nonnegative("token_noise", token_noise)
     n_keys = n_states * n_symbols
-    check_allocation(
+    _check_memory(
         "make_automaton_lookups",
         {"X": (n_samples, n_keys + 1, n_keys + n_states), "y": (n_samples, n_states)},
-        peak=PEAK_COPIES,
     )
     rng = _generator(random_state)
     X = np.empty((n_samples, n_keys + 1, n_keys + n_states))
@@ -677,13 +676,12 @@ def make_automaton_traces(
     token_noise = _check_nonnegative("token_noise", token_noise)
     n_keys = n_states * n_symbols
     n_tokens = n_keys + word_length
-    check_allocation(
+    _check_memory(
         "make_automaton_traces",
         {
             "X": (n_samples, n_tokens, n_keys + n_states),
             "y": (n_samples, n_tokens, n_states),
         },
-        peak=PEAK_COPIES,
     )
     rng = _generator(random_state)
     X = np.empty((n_samples, n_keys + word_length, n_keys + n_states))
@@ -769,13 +767,12 @@ def make_automaton_transitions(
     history = _check_int("history", history)
     token_noise = _check_nonnegative("token_noise", token_noise)
     n_keys = n_states * n_symbols
-    check_allocation(
+    _check_memory(
         "make_automaton_transitions",
         {
             "X": (n_samples, n_keys + history, n_keys + n_states),
             "y": (n_samples, n_states),
         },
-        peak=PEAK_COPIES,
     )
     rng = _generator(random_state)
     X = np.empty((n_samples, n_keys + history, n_keys + n_states))
@@ -839,13 +836,12 @@ def make_automaton_rollout(
     n_states = _check_int("n_states", n_states)
     n_symbols = _check_int("n_symbols", n_symbols)
     n_keys = n_states * n_symbols
-    check_allocation(
+    _check_memory(
         "make_automaton_rollout",
         {
             "prompts": (n_words, n_keys + 1, n_keys + n_states),
             "words and states": (2, n_words, word_length),
         },
-        peak=PEAK_COPIES,
     )
     rng = _generator(random_state)
     prompts = np.empty((n_words, n_keys + 1, n_keys + n_states))
@@ -1159,14 +1155,13 @@ default=None
         n_tasks = _check_int("n_tasks", n_tasks)
     if not isinstance(return_tasks, (bool, np.bool_)):
         raise ValueError(f"return_tasks must be True or False, got {return_tasks!r}.")
-    check_allocation(
+    _check_memory(
         "make_incontext_regression",
         {
             "X": (n_samples, n_context + 1, x_dim + 1),
             "tasks": (n_samples if n_tasks is None else n_tasks, x_dim),
             "covariance": (x_dim, x_dim),
         },
-        peak=PEAK_COPIES,
     )
     cov = _check_covariance(covariance, x_dim, n_samples)
     rng = _generator(random_state)
