@@ -124,6 +124,27 @@ class _Folds:
         """``(cv_error, standard_error)`` of the lifted fit."""
         return self.summary(self.lifted_errors)
 
+    def learning_ratio(self, budget):
+        """The lifted fit's held-out misclassification on all the rows over its
+        folds' (at most 1), extrapolated along its learning curve, or 1 for
+        squared errors: with ``e`` its cross-validated error trained on ``K -
+        1`` folds and ``e'`` on ``K - 2`` (:meth:`lifted_errors_on_fewer_rows`),
+        an error ``a + b / n`` in the training rows ``n`` is ``e - (K - 2) / K
+        (e' - e)`` on all of them (theory page, "How many heads"). Computed
+        once, its fits charged to ``budget``."""
+        if self.loss == "squared":
+            return 1.0
+        if self._learning_ratio is None:
+            spent = self.flops
+            now = self.lifted[0]
+            fewer = self.summary(self.lifted_errors_on_fewer_rows())[0]
+            budget.spend(self.flops - spent)
+            fall = (self.n_folds - 2) / self.n_folds * max(fewer - now, 0.0)
+            self._learning_ratio = max(1 - fall / now, 0.0) if now > 0 else 1.0
+        return self._learning_ratio
+
+    _learning_ratio = None
+
     @property
     def squared_weight(self):
         """The weight of every row times the outputs: squared errors per unit of
@@ -159,7 +180,7 @@ class StatisticsFolds(_Folds):
         self.n_folds = len(folds)
         self.n_outputs = folds[0].moment.shape[1]
         self.token_dim = token_dim
-        self.alpha, self.fit_intercept = alpha, fit_intercept
+        self.alpha, self.fit_intercept, self.tol = alpha, fit_intercept, tol
         self.flops = 0.0
         self._parts, self._rows, self._designs = [], [], {}
         self._rows_source, self._all = rows, None
@@ -205,6 +226,30 @@ class StatisticsFolds(_Folds):
             predictions += np.outer(held[3], target_mean - coef @ feature_mean)
             self.weights.append(float(held[3] @ held[3]))
             self.lifted_errors.append(_misclassified(predictions, held[2], held[3]))
+        # the folds' statistics, for the classifier's learning curve
+        self._statistics = folds if self.loss != "squared" else None
+
+    def lifted_errors_on_fewer_rows(self):
+        """Misclassified rows of each fold under the lifted fit trained without it
+        and without the next fold (``K - 2`` folds)."""
+        errors, pairs, row_folds = [], self._row_data()[0], self._row_data()[-1]
+        for fold in range(self.n_folds):
+            left_out = (fold, (fold + 1) % self.n_folds)
+            training = sum_statistics(
+                part for index, part in enumerate(self._statistics)
+                if index not in left_out
+            )
+            gram, moment, _, feature_mean, target_mean = training.normal_equations(
+                self.fit_intercept
+            )
+            _, solve, flops = metric_factor(gram, self.alpha, self.tol)
+            coef = solve(moment)
+            _, queries, targets, scale = self._rows[fold]
+            predictions = lifted_matvec(pairs[row_folds == fold], queries, coef)
+            predictions += np.outer(scale, target_mean - coef @ feature_mean)
+            errors.append(_misclassified(predictions, targets, scale))
+            self.flops += flops + 4.0 * len(gram) ** 2 * (1 + moment.shape[1])
+        return errors
 
     def _row_data(self):
         """``(pairs, moments, queries, targets, row_scale, row_folds)`` of every
@@ -353,6 +398,7 @@ class RowFolds(_Folds):
         self.loss = "misclassified" if classify else "squared"
         self.flops = 0.0
         self._all = moments, queries, targets, row_scale
+        self._kernel = (kernel, kernel_solve, row_folds, alpha) if classify else None
         self._parts, self._coefs = [], {}
         self.lifted_errors, self.lifted_squared, self.weights = [], [], []
         self.lifted_output_squared = []
@@ -389,6 +435,27 @@ class RowFolds(_Folds):
             else:
                 self.weights.append(float(held[3] @ held[3]) * targets.shape[1])
                 self.lifted_errors.append(self.lifted_squared[-1])
+
+    def lifted_errors_on_fewer_rows(self):
+        """Misclassified rows of each fold under the lifted fit trained without it
+        and without the next fold (``K - 2`` folds)."""
+        kernel, kernel_solve, row_folds, alpha = self._kernel
+        errors = []
+        for fold in range(self.n_folds):
+            heldout = row_folds == fold
+            train = ~heldout & (row_folds != (fold + 1) % self.n_folds)
+            predictions = self._lifted_predictions(
+                kernel, train, heldout, alpha, kernel_solve
+            )[0]
+            n_train = int(train.sum())
+            self.flops += n_train**3 / 3 + 2.0 * n_train * len(kernel) * (
+                predictions.shape[1]
+            )
+            _, _, targets, scale = self._all
+            errors.append(
+                _misclassified(predictions, targets[heldout], scale[heldout])
+            )
+        return errors
 
     def _lifted_predictions(self, kernel, train, heldout, alpha, kernel_solve):
         """Weighted predictions on the held-out rows of the lifted fit without

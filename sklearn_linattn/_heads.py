@@ -768,8 +768,11 @@ class _Search:
         return threshold
 
     def threshold_of(self, k):
-        """The threshold of k heads: :attr:`threshold` times :meth:`size_ratio`."""
-        return float(self.threshold * self.size_ratio(k))
+        """The threshold of k heads: :attr:`threshold` times :meth:`size_ratio`, for
+        misclassification at most the lifted fit's learning ratio
+        (``_Folds.learning_ratio``)."""
+        learning = self.folds.learning_ratio(self.budget)
+        return float(self.threshold * min(self.size_ratio(k), learning))
 
     def size_ratio(self, k):
         """The folds' size factor ``r_k = rho(D) / rho(D_k)`` (at most 1), ``rho(D) =
