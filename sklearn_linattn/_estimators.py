@@ -133,19 +133,30 @@ def _warn_search_cut_short(readout, head_work_limit):
     decided the count (as scikit-learn warns of an iterative solver at its
     ``max_iter``)."""
     undecided = [count.n_heads for count in readout.counts if count.passes is None]
+    failed = [count.n_heads for count in readout.counts if count.passes is False]
     returned = (
         "the lifted fit's own heads"
         if readout.criterion == "lifted"
         else "the fewest heads that passed so far"
     )
+    # how far it got: each further count costs more than the last (more heads,
+    # and their folds' refits), which head_work_limit=None would all pay for
+    progress = (
+        f"{len(failed)} counts failed (up to {max(failed)} heads) in "
+        f"{readout.work:.2g} flops; "
+        if failed
+        else ""
+    )
     warnings.warn(
         f"The head search stopped at its work limit (head_work_limit="
         f"{head_work_limit}: {readout.work_limit:.2g} flops) before it decided the "
-        f"head count (undecided: {undecided or 'the counts not yet fitted'}); "
+        f"head count ({progress}undecided: "
+        f"{undecided or 'the counts not yet fitted'}); "
         f"it returns {returned}, {readout.n_heads} heads "
-        "(head_search_.complete is False). Set head_work_limit=None (or higher) "
-        "to let the search finish, or set n_heads to a number of heads (None: "
-        "the paper's read-out, no search).",
+        "(head_search_.complete is False). Set head_work_limit higher (None: no "
+        "limit; the counts left up to the returned one each cost more than the "
+        "last) to let the search finish, or set n_heads to a number of heads "
+        "(None: the paper's read-out, no search).",
         ConvergenceWarning,
         stacklevel=4,
     )
