@@ -57,6 +57,7 @@ __all__ = [
     "DaskLiftedData",
     "FitCost",
     "InMemoryLiftedData",
+    "KeptRows",
     "LiftedStatistics",
     "Rescaling",
     "StatisticsSource",
@@ -1245,7 +1246,7 @@ class StatisticsSource:
 
     is_distributed = False
 
-    def __init__(self, statistics, layout, rescaling, folds=None):
+    def __init__(self, statistics, layout, rescaling, folds=None, rows=None):
         self._statistics = statistics
         self._folds = folds
         self.layout = layout
@@ -1255,9 +1256,12 @@ class StatisticsSource:
         self.n_observations = statistics.n_observations
         self.n_rows = statistics.n_observations
         self.rescaling = rescaling
-        # the in-memory data the statistics were accumulated from, if any: the
-        # head read-out fits and judges heads on their rows
-        self.rows = folds if hasattr(folds, "compact_rows") else None
+        # the rows the statistics were accumulated from, if at hand (the
+        # in-memory data, or rows kept by partial_fit): the head read-out fits
+        # and judges heads on them
+        if rows is None and hasattr(folds, "compact_rows"):
+            rows = folds
+        self.rows = rows
 
     def statistics(self, progress=None):
         return self._statistics
@@ -1270,6 +1274,51 @@ class StatisticsSource:
         if self._folds is None or len(self._folds) != n_folds:
             raise ValueError(f"no statistics of {n_folds} folds were kept")
         return self._folds
+
+
+class KeptRows:
+    """Compact rows kept across ``partial_fit`` calls, where the head read-out
+    judges counts on rows (a classifier's misclassified held-out rows), so that
+    batches read out heads as ``fit`` on all of them does.
+
+    Offers what the solvers read of in-memory data for the head read-out:
+    ``compact_rows()``, ``targets``, ``row_scale``, ``n_rows``, ``token_dim``,
+    ``n_lifted`` and each row's held-out fold, ``row_folds``.
+    """
+
+    def __init__(self, pairs, queries, targets, row_scale, row_folds, token_dim):
+        self._pairs, self._queries = pairs, queries
+        self.targets, self.row_scale, self.row_folds = targets, row_scale, row_folds
+        self.token_dim = token_dim
+        self.n_lifted = token_dim * token_dim * (token_dim + 1) // 2
+        self.n_rows = len(row_scale)
+
+    @classmethod
+    def of(cls, data, n_folds, first_sample=0):
+        """The rows of in-memory ``data`` (None for data that are not), their
+        sequences in folds counted from ``first_sample`` (:func:`sequence_folds`)."""
+        if not hasattr(data, "compact_rows"):
+            return None
+        per_sample = data.layout.rows_per_sample(data.sequences.shape[1])
+        folds = np.repeat(data.sequence_folds(n_folds, first_sample), per_sample)
+        return cls(
+            *data.compact_rows(), data.targets, data.row_scale, folds, data.token_dim
+        )
+
+    def merge(self, other):
+        """These rows followed by ``other``'s."""
+        return KeptRows(
+            np.concatenate([self._pairs, other._pairs]),
+            np.concatenate([self._queries, other._queries]),
+            np.concatenate([self.targets, other.targets]),
+            np.concatenate([self.row_scale, other.row_scale]),
+            np.concatenate([self.row_folds, other.row_folds]),
+            self.token_dim,
+        )
+
+    def compact_rows(self):
+        """``(sqrt(w) pairs, queries)`` of every row."""
+        return self._pairs, self._queries
 
 
 def lifted_data(

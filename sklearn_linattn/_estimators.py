@@ -37,6 +37,7 @@ from sklearn.utils.validation import (
 
 from ._attention import MultiHeadLinearAttention
 from ._data import (
+    KeptRows,
     StatisticsSource,
     check_features_memory,
     check_fit_cost,
@@ -90,6 +91,10 @@ _INTEGER_PARAMETERS = ("token_dim", "max_iter", "batch_size", "n_jobs")
 # The parameters the solve after partial_fit reads: their values at the last
 # partial_fit call are kept for it, as fit uses those at its call.
 _SOLVE_PARAMETERS = ("alpha", "fit_intercept", "n_heads", "tol", "head_work_limit")
+# partial_fit keeps a classifier's rows (for misclassified held-out rows) up to
+# KEPT_ROWS_FLOATS floats (8 MiB: 87000 rows of d = 3, two classes) or the
+# size of the fold statistics it keeps (5 p^2 floats), whichever is larger.
+KEPT_ROWS_FLOATS = 2**20
 
 
 class _AtomicUpdate:
@@ -510,6 +515,7 @@ class _LinearAttentionBase(BaseEstimator):
         # kept where the read-out uses them.
         self._statistics = solution.statistics
         self._fold_statistics = solution.fold_statistics
+        self._kept_rows = self._rows_to_keep(data, 0, solution.fold_statistics)
         # the sequences of positive weight so far: they take the folds in turn
         self._positive_sequences = _positive_sequences(data)
         self._rescaling = data.rescaling
@@ -574,6 +580,10 @@ class _LinearAttentionBase(BaseEstimator):
             self._check_batch_scale(statistics)
         self._statistics = statistics
         self._fold_statistics = folds
+        kept = None if first_call else self._kept_rows
+        self._kept_rows = self._rows_to_keep(data, first_sample, folds, kept)
+        if self._kept_rows is False:  # (shown once: the same message and line)
+            self._warn_rows_dropped()
         self._positive_sequences = first_sample + _positive_sequences(data)
         if first_call:
             self._rescaling, self._layout = data.rescaling, data.layout
@@ -588,6 +598,35 @@ class _LinearAttentionBase(BaseEstimator):
             name: getattr(self, name) for name in _SOLVE_PARAMETERS
         }
         return self
+
+    def _rows_to_keep(self, data, first_sample, fold_statistics, kept=None):
+        """The compact rows a classifier's head read-out judges counts on
+        (misclassified held-out rows), kept for later ``partial_fit`` batches
+        where the folds are kept: ``kept`` (those of earlier batches) followed by
+        ``data``'s; None where none are needed, False where the rows are beyond
+        ``KEPT_ROWS_FLOATS`` (or the kept folds' size) and were dropped."""
+        if not is_classifier(self) or fold_statistics is None or kept is False:
+            return False if kept is False else None
+        n_rows = data.n_rows + (0 if kept is None else kept.n_rows)
+        d, p = data.token_dim, data.n_lifted
+        floats = n_rows * (p // d + d + data.n_outputs + 2)  # pairs, query, ...
+        if floats <= max(KEPT_ROWS_FLOATS, HELDOUT_FOLDS * p * p):
+            rows = KeptRows.of(data, HELDOUT_FOLDS, first_sample)
+            if kept is None or rows is None:  # (a batch not in memory: none)
+                return rows if kept is None else False
+            return kept.merge(rows)
+        return False
+
+    def _warn_rows_dropped(self):
+        warnings.warn(
+            "partial_fit no longer keeps the training rows (beyond the size of "
+            "the statistics it keeps, or a batch not in memory): the head count "
+            "is judged on the squared errors of the class scores from now on, not "
+            "on misclassified held-out rows as fit judges it. Set n_heads to a "
+            "number of heads to fix the count.",
+            UserWarning,
+            stacklevel=4,
+        )
 
     def _check_batch_scale(self, statistics):
         """A clear error when the statistics with a new batch overflow in the
@@ -649,7 +688,7 @@ class _LinearAttentionBase(BaseEstimator):
         try:
             source = StatisticsSource(
                 self._statistics, self._layout, self._rescaling,
-                folds=self._fold_statistics,
+                folds=self._fold_statistics, rows=self._kept_rows or None,
             )
             start = time.perf_counter()
             solution = solve_normal(
@@ -1607,11 +1646,15 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         labels: after any sequence of calls the lifted fit equals ``fit`` on all
         the batches together (and continues a ``fit`` made with solver
         ``"normal"``), and so do a fixed count's heads, to the precision at
-        which their fit stops. With ``n_heads="auto"`` the head count can
-        differ: ``fit`` judges counts by the misclassified held-out rows, which
-        it has in memory, ``partial_fit`` keeps only the statistics and judges
-        them by the held-out squared error of the encoded labels (the theory
-        page, "How many heads"). It exists only where it can run: not with
+        which their fit stops. With ``n_heads="auto"`` counts are judged, as
+        ``fit`` judges them, by the misclassified held-out rows: ``fit`` and
+        ``partial_fit`` keep the batches' compact rows (``d (d + 1) / 2 + d``
+        floats each, plus the labels) up to 8 MiB or the size of the kept
+        statistics (``5 p^2`` floats), whichever is larger; beyond that, and
+        after a batch not in memory (Dask), they keep only the statistics and
+        judge counts by the held-out squared error of the encoded labels, with
+        a warning (the theory page, "How many heads"). It exists only where it
+        can run: not with
         ``class_weight="balanced"``, which needs the class counts of all the
         data (pass a dict of class weights).
 

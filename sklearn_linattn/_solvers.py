@@ -553,7 +553,10 @@ def solve_dual(
 
 def _row_folds(data):
     """The held-out fold of each row of an in-memory data source (its
-    sequence's, :func:`~sklearn_linattn._data.sequence_folds`)."""
+    sequence's, :func:`~sklearn_linattn._data.sequence_folds`), or of rows kept
+    by ``partial_fit`` (:class:`~sklearn_linattn._data.KeptRows`)."""
+    if hasattr(data, "row_folds"):
+        return data.row_folds
     per_sample = data.layout.rows_per_sample(data.sequences.shape[1])
     folds = sequence_folds(data.row_scale, per_sample, HELDOUT_FOLDS)
     return np.repeat(folds, per_sample)
