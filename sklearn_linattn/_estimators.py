@@ -1356,11 +1356,11 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
     n_heads : "auto", int or None, default="auto"
         Head read-out: the fewest heads that pass (within ``tol`` of the lifted
         fit on exact data; else with a cross-validated misclassification rate
-        below the lifted fit's, lowered by the folds' size factor and at least
-        as much as the lifted fit's own misclassification falls from ``K - 2``
-        to ``K - 1`` folds' rows, extrapolated to all of them (theory page,
-        "How many heads"): :class:`CountFit` ``threshold``), the best model
-        with at most that many heads,
+        below the lifted fit's, lowered by the folds' size factor and by the
+        lifted fit's own learning curve from ``K - 2`` to ``K - 1`` folds' rows,
+        extrapolated to all of them (theory page, "How many heads"):
+        :class:`CountFit` ``threshold``), the best model with at most that many
+        heads,
         or the paper's SVD read-out (see
         :class:`LinearAttentionRegressor`).
     fit_intercept : bool, default=False

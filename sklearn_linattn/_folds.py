@@ -126,12 +126,14 @@ class _Folds:
 
     def learning_ratio(self, budget):
         """The lifted fit's held-out misclassification on all the rows over its
-        folds' (at most 1), extrapolated along its learning curve, or 1 for
-        squared errors: with ``e`` its cross-validated error trained on ``K -
-        1`` folds and ``e'`` on ``K - 2`` (:meth:`lifted_errors_on_fewer_rows`),
-        an error ``a + b / n`` in the training rows ``n`` is ``e - (K - 2) / K
-        (e' - e)`` on all of them (theory page, "How many heads"). Computed
-        once, its fits charged to ``budget``."""
+        folds' (at most 1), estimated from its learning curve, or 1 for squared
+        errors: with ``e`` its cross-validated error trained on ``K - 1`` folds
+        and ``e'`` on ``K - 2`` (:meth:`lifted_errors_on_fewer_rows`), an error
+        ``a + b / n`` in the training rows ``n`` is ``e - (K - 2) / K (e' -
+        e)`` on all of them; an error that rises with the rows (``e' < e``: the
+        folds near the lifted fit's interpolation peak, where it fits the noise)
+        is taken at ``e'`` (theory page, "How many heads"). Computed once, its
+        fits charged to ``budget``."""
         if self.loss == "squared":
             return 1.0
         if self._learning_ratio is None:
@@ -139,7 +141,10 @@ class _Folds:
             now = self.lifted[0]
             fewer = self.summary(self.lifted_errors_on_fewer_rows())[0]
             budget.spend(self.flops - spent)
-            fall = (self.n_folds - 2) / self.n_folds * max(fewer - now, 0.0)
+            if fewer >= now:
+                fall = (self.n_folds - 2) / self.n_folds * (fewer - now)
+            else:
+                fall = now - fewer
             self._learning_ratio = max(1 - fall / now, 0.0) if now > 0 else 1.0
         return self._learning_ratio
 
