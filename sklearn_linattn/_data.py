@@ -27,6 +27,7 @@ dense linear algebra on matrices of an order) and :func:`choose_solver` (the sol
 
 import contextlib
 import copy
+import functools
 import math
 import os
 import threading
@@ -1283,15 +1284,15 @@ class KeptRows:
 
     Offers what the solvers read of in-memory data for the head read-out:
     ``compact_rows()``, ``targets``, ``row_scale``, ``n_rows``, ``token_dim``,
-    ``n_lifted`` and each row's held-out fold, ``row_folds``.
+    ``n_lifted`` and each row's held-out fold, ``row_folds``. The batches are
+    kept apart and joined when first read (a merge copies no rows).
     """
 
-    def __init__(self, pairs, queries, targets, row_scale, row_folds, token_dim):
-        self._pairs, self._queries = pairs, queries
-        self.targets, self.row_scale, self.row_folds = targets, row_scale, row_folds
+    def __init__(self, batches, token_dim):
+        self._batches = tuple(batches)  # (pairs, queries, targets, scale, folds)
         self.token_dim = token_dim
         self.n_lifted = token_dim * token_dim * (token_dim + 1) // 2
-        self.n_rows = len(row_scale)
+        self.n_rows = sum(len(batch[3]) for batch in self._batches)
 
     @classmethod
     def of(cls, data, n_folds, first_sample=0):
@@ -1301,24 +1302,37 @@ class KeptRows:
             return None
         per_sample = data.layout.rows_per_sample(data.sequences.shape[1])
         folds = np.repeat(data.sequence_folds(n_folds, first_sample), per_sample)
-        return cls(
-            *data.compact_rows(), data.targets, data.row_scale, folds, data.token_dim
-        )
+        batch = (*data.compact_rows(), data.targets, data.row_scale, folds)
+        return cls([batch], data.token_dim)
 
     def merge(self, other):
         """These rows followed by ``other``'s."""
-        return KeptRows(
-            np.concatenate([self._pairs, other._pairs]),
-            np.concatenate([self._queries, other._queries]),
-            np.concatenate([self.targets, other.targets]),
-            np.concatenate([self.row_scale, other.row_scale]),
-            np.concatenate([self.row_folds, other.row_folds]),
-            self.token_dim,
-        )
+        return KeptRows(self._batches + other._batches, self.token_dim)
+
+    def __getstate__(self):  # the batches, not their joined copy
+        state = dict(self.__dict__)
+        state.pop("_joined", None)
+        return state
+
+    @functools.cached_property
+    def _joined(self):
+        return [np.concatenate(arrays) for arrays in zip(*self._batches, strict=True)]
 
     def compact_rows(self):
         """``(sqrt(w) pairs, queries)`` of every row."""
-        return self._pairs, self._queries
+        return self._joined[0], self._joined[1]
+
+    @property
+    def targets(self):
+        return self._joined[2]
+
+    @property
+    def row_scale(self):
+        return self._joined[3]
+
+    @property
+    def row_folds(self):
+        return self._joined[4]
 
 
 def lifted_data(
