@@ -612,9 +612,9 @@ class _LinearAttentionBase(BaseEstimator):
         floats = n_rows * (p // d + d + data.n_outputs + 2)  # pairs, query, ...
         if floats <= max(KEPT_ROWS_FLOATS, HELDOUT_FOLDS * p * p):
             rows = KeptRows.of(data, HELDOUT_FOLDS, first_sample)
-            if kept is None or rows is None:  # (a batch not in memory: none)
-                return rows if kept is None else False
-            return kept.merge(rows)
+            if rows is None:  # a batch not in memory (Dask): no rows from now on
+                return False
+            return rows if kept is None else kept.merge(rows)
         return False
 
     def _warn_rows_dropped(self):

@@ -136,6 +136,27 @@ def test_flat_rows_and_partial_fit(client, data):
         streamed.partial_fit(X_dask[:100], y[:100, 0])
 
 
+def test_a_classifiers_dask_batch_ends_its_kept_rows(client, data):
+    """partial_fit keeps a classifier's rows to judge misclassified held-out
+    rows as fit does; a Dask batch has none at hand, so from it on the count is
+    judged on squared errors, with a warning, not on the later batches' rows
+    alone."""
+    X, y = data
+    labels = (y[:, 0] > np.median(y[:, 0])).astype(int)
+    model = LinearAttentionClassifier()
+    with pytest.warns(UserWarning, match="no longer keeps the training rows"):
+        model.partial_fit(
+            da.from_array(X[:300], chunks=(100, 6, 4)), labels[:300], classes=[0, 1]
+        )
+    with pytest.warns(UserWarning, match="no longer keeps the training rows"):
+        model.partial_fit(X[300:], labels[300:])
+    assert np.isfinite(model.head_search_.counts[0].training_error)  # squared
+    local = LinearAttentionClassifier()
+    local.partial_fit(X[:300], labels[:300], classes=[0, 1])
+    local.partial_fit(X[300:], labels[300:])
+    assert np.isnan(local.head_search_.counts[0].training_error)  # misclassified
+
+
 def test_bad_dask_input_is_a_clear_error(client, data):
     X, y = data
     X_dask = da.from_array(X, chunks=(300, 6, 4))
