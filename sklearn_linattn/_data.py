@@ -1074,6 +1074,11 @@ class InMemoryLiftedData:
         per_sample = self.layout.rows_per_sample(self.sequences.shape[1])
         return sequence_folds(self.row_scale, per_sample, n_folds, first_sample)
 
+    def folds_of_rows(self, n_folds, first_sample=0):
+        """The fold of each row: its sequence's (:meth:`sequence_folds`)."""
+        per_sample = self.layout.rows_per_sample(self.sequences.shape[1])
+        return np.repeat(self.sequence_folds(n_folds, first_sample), per_sample)
+
     def fold_statistics(self, n_folds, first_sample=0, progress=None):
         """The statistics of ``n_folds`` interleaved folds of the sequences
         (:func:`sequence_folds`; all positions of a sequence in one fold). They
@@ -1300,8 +1305,7 @@ class KeptRows:
         sequences in folds counted from ``first_sample`` (:func:`sequence_folds`)."""
         if not hasattr(data, "compact_rows"):
             return None
-        per_sample = data.layout.rows_per_sample(data.sequences.shape[1])
-        folds = np.repeat(data.sequence_folds(n_folds, first_sample), per_sample)
+        folds = data.folds_of_rows(n_folds, first_sample)
         batch = (*data.compact_rows(), data.targets, data.row_scale, folds)
         return cls([batch], data.token_dim)
 

@@ -193,15 +193,10 @@ class StatisticsFolds(_Folds):
         self.lifted_output_squared = []
         if rows is not None and classify:
             self.loss = "misclassified"
+        self._statistics = folds
         for left_out, heldout in enumerate(folds):
-            training = sum_statistics(
-                fold for index, fold in enumerate(folds) if index != left_out
-            )
-            gram, moment, squares, feature_mean, target_mean = (
-                training.normal_equations(fit_intercept)
-            )
-            factor, solve, flops = metric_factor(gram, alpha, tol)
-            coef = solve(moment)
+            training, equations, factor, coef = self._lifted_fit_without((left_out,))
+            gram, moment, squares, feature_mean, target_mean = equations
             # the training objective of the fold's lifted fit (a rows design's
             # baseline: its heads' losses are measured above it)
             baseline = max(
@@ -216,44 +211,55 @@ class StatisticsFolds(_Folds):
             self._parts.append(
                 (coef, factor, form, feature_mean, target_mean, baseline, on_rows)
             )
-            self.flops += flops + 4.0 * len(gram) ** 2 * (1 + moment.shape[1])
             self.lifted_squared.append(self._squared(form, coef))
             self.lifted_output_squared.append(self._squared_by_output(form, coef))
             if self.loss == "squared":
                 self.weights.append(heldout.weight_sum * moment.shape[1])
                 self.lifted_errors.append(self.lifted_squared[-1])
                 continue
-            pairs, moments, queries, targets, scale, row_folds = self._row_data()
+            _, moments, queries, targets, scale, row_folds = self._row_data()
             mask = row_folds == left_out
             held = (moments[mask], queries[mask], targets[mask], scale[mask])
             self._rows.append(held)
-            predictions = lifted_matvec(pairs[mask], held[1], coef)
-            predictions += np.outer(held[3], target_mean - coef @ feature_mean)
             self.weights.append(float(held[3] @ held[3]))
-            self.lifted_errors.append(_misclassified(predictions, held[2], held[3]))
-        # the folds' statistics, for the classifier's learning curve
-        self._statistics = folds if self.loss != "squared" else None
+            self.lifted_errors.append(
+                self._misclassified_by(left_out, coef, feature_mean, target_mean)
+            )
+        if self.loss == "squared":  # kept for the classifier's learning curve
+            self._statistics = None
+
+    def _lifted_fit_without(self, left_out):
+        """The lifted fit on the folds not in ``left_out`` (its flops counted):
+        ``(training statistics, normal equations, metric factor, coef)``."""
+        training = sum_statistics(
+            part for index, part in enumerate(self._statistics)
+            if index not in left_out
+        )
+        equations = training.normal_equations(self.fit_intercept)
+        gram, moment = equations[:2]
+        factor, solve, flops = metric_factor(gram, self.alpha, self.tol)
+        self.flops += flops + 4.0 * len(gram) ** 2 * (1 + moment.shape[1])
+        return training, equations, factor, solve(moment)
+
+    def _misclassified_by(self, fold, coef, feature_mean, target_mean):
+        """Misclassified rows of ``fold`` under lifted coefficients fitted to
+        targets centered at ``target_mean`` (features at ``feature_mean``)."""
+        pairs, *_, row_folds = self._row_data()
+        _, queries, targets, scale = self._rows[fold]
+        predictions = lifted_matvec(pairs[row_folds == fold], queries, coef)
+        predictions += np.outer(scale, target_mean - coef @ feature_mean)
+        return _misclassified(predictions, targets, scale)
 
     def lifted_errors_on_fewer_rows(self):
         """Misclassified rows of each fold under the lifted fit trained without it
         and without the next fold (``K - 2`` folds)."""
-        errors, pairs, row_folds = [], self._row_data()[0], self._row_data()[-1]
+        errors = []
         for fold in range(self.n_folds):
-            left_out = (fold, (fold + 1) % self.n_folds)
-            training = sum_statistics(
-                part for index, part in enumerate(self._statistics)
-                if index not in left_out
+            _, equations, _, coef = self._lifted_fit_without(
+                (fold, (fold + 1) % self.n_folds)
             )
-            gram, moment, _, feature_mean, target_mean = training.normal_equations(
-                self.fit_intercept
-            )
-            _, solve, flops = metric_factor(gram, self.alpha, self.tol)
-            coef = solve(moment)
-            _, queries, targets, scale = self._rows[fold]
-            predictions = lifted_matvec(pairs[row_folds == fold], queries, coef)
-            predictions += np.outer(scale, target_mean - coef @ feature_mean)
-            errors.append(_misclassified(predictions, targets, scale))
-            self.flops += flops + 4.0 * len(gram) ** 2 * (1 + moment.shape[1])
+            feature_mean, target_mean = equations[3:]
+            errors.append(self._misclassified_by(fold, coef, feature_mean, target_mean))
         return errors
 
     def _row_data(self):
@@ -445,6 +451,7 @@ class RowFolds(_Folds):
         """Misclassified rows of each fold under the lifted fit trained without it
         and without the next fold (``K - 2`` folds)."""
         kernel, kernel_solve, row_folds, alpha = self._kernel
+        _, _, targets, scale = self._all
         errors = []
         for fold in range(self.n_folds):
             heldout = row_folds == fold
@@ -456,7 +463,6 @@ class RowFolds(_Folds):
             self.flops += n_train**3 / 3 + 2.0 * n_train * len(kernel) * (
                 predictions.shape[1]
             )
-            _, _, targets, scale = self._all
             errors.append(
                 _misclassified(predictions, targets[heldout], scale[heldout])
             )

@@ -48,7 +48,6 @@ from ._certificate import (
 from ._data import (
     CenteredOperator,
     choose_solver,
-    sequence_folds,
     sum_statistics,
 )
 from ._data import dense_threads as _dense_threads
@@ -557,9 +556,7 @@ def _row_folds(data):
     by ``partial_fit`` (:class:`~sklearn_linattn._data.KeptRows`)."""
     if hasattr(data, "row_folds"):
         return data.row_folds
-    per_sample = data.layout.rows_per_sample(data.sequences.shape[1])
-    folds = sequence_folds(data.row_scale, per_sample, HELDOUT_FOLDS)
-    return np.repeat(folds, per_sample)
+    return data.folds_of_rows(HELDOUT_FOLDS)
 
 
 def _weights_or_one(output_weights):
