@@ -102,7 +102,7 @@ REFIT_MARGIN = 10.0
 DRIFT = 1e3
 DRIFT_PENALTY = 1e-6
 # The estimators' work limit: head_work_limit times the lifted fit's flops plus
-# WORK_FLOOR (about ten seconds of one core).
+# WORK_FLOOR (4 to 7 seconds of one core, benchmarks/README.md).
 WORK_FLOOR = 5e10
 
 
