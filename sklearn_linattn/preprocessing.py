@@ -270,6 +270,9 @@ class SeriesToTokens(TransformerMixin, BaseEstimator):
         the series' length.
     token_dim_out_ : int
         ``window * n_channels_``, the token dimension of the output.
+    n_tokens_ : int
+        Number of tokens of the output for the data seen in ``fit``
+        (``max_len``, if set); :meth:`get_feature_names_out` names that many.
 
     See Also
     --------
@@ -339,6 +342,11 @@ class SeriesToTokens(TransformerMixin, BaseEstimator):
         series = self._checked_series(X)
         self.n_features_in_ = self.n_channels_ = series[0].shape[0]
         self.token_dim_out_ = self.window * self.n_channels_
+        self.n_tokens_ = (
+            max(s.shape[1] // self.window for s in series)
+            if self.max_len is None
+            else self.max_len
+        )
         return self
 
     def transform(self, X):
@@ -356,10 +364,63 @@ class SeriesToTokens(TransformerMixin, BaseEstimator):
         X_tokens : ndarray of shape (n_cases, n_tokens, `token_dim_out_`)
         """
         check_is_fitted(self)
+        _refuse_dataframe_output(
+            self,
+            " (n_cases, n_tokens, token_dim)",
+            "make the tokens before the steps that return DataFrames (Z = "
+            "SeriesToTokens().fit_transform(X)) and pass those steps rows "
+            "Z.reshape(len(Z), -1) with token_dim=Z.shape[2]",
+        )
         series = self._checked_series(X, self.n_channels_)
         k = self.window
         tokens = [s[:, s.shape[1] % k :].T.reshape(-1, k * s.shape[0]) for s in series]
         return pad_sequences(tokens, max_len=self.max_len)
+
+    def get_feature_names_out(self, input_features=None):
+        """Names of the output features, token by token as in the flattened output.
+
+        For ``n_tokens_`` tokens (the output length of the data seen in ``fit``):
+        ``token{t}_{channel}`` for ``window=1``; with ``window=k > 1``,
+        ``token{t}_{channel}_step{j}``, time step ``j`` (0 to ``k - 1``, oldest
+        first) of the token, in the order of the output features (steps, and
+        within a step the channels). These are the names the next step of a
+        pipeline receives (its input is ``n_tokens_ * token_dim_out_`` features).
+
+        Parameters
+        ----------
+        input_features : array-like of str, default=None
+            Names of the ``n_features_in_`` channels, checked as scikit-learn
+            does; None uses ``x0, x1, ...``.
+
+        Returns
+        -------
+        names : ndarray of str, shape (`n_tokens_` * `token_dim_out_`,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_linattn.preprocessing import SeriesToTokens
+        >>> X = np.zeros((4, 2, 4))  # 4 cases, 2 channels, 4 time points
+        >>> SeriesToTokens().fit(X).get_feature_names_out()[:4].tolist()
+        ['token0_x0', 'token0_x1', 'token1_x0', 'token1_x1']
+        >>> encoder = SeriesToTokens(window=2).fit(X)
+        >>> encoder.get_feature_names_out(["temp", "wind"]).tolist()
+        ['token0_temp_step0', 'token0_wind_step0', 'token0_temp_step1',
+         'token0_wind_step1', 'token1_temp_step0', 'token1_wind_step0',
+         'token1_temp_step1', 'token1_wind_step1']
+        """
+        check_is_fitted(self)
+        channels = _check_feature_names_in(self, input_features)
+        steps = [""] if self.window == 1 else [f"_step{j}" for j in range(self.window)]
+        return np.asarray(
+            [
+                f"token{t}_{channel}{step}"
+                for t in range(self.n_tokens_)
+                for step in steps
+                for channel in channels
+            ],
+            dtype=object,
+        )
 
     def _checked_series(self, X, n_channels=None):
         """The series as a list of arrays (n_channels, n_timepoints_i), each with
@@ -489,15 +550,12 @@ class _TokenTransformerMixin:
     def _output(self, sequences, was_2d):
         if was_2d:
             return sequences.reshape(len(sequences), -1)
-        container = _get_output_config("transform", self)["dense"]
-        if container != "default":
-            raise ValueError(
-                f"{type(self).__name__} returns 3-D sequences for 3-D input, which a "
-                f"{container} DataFrame cannot hold. With set_output(transform="
-                f"'{container}'), pass the sequences as rows of shape (n_samples, "
-                "n_tokens * token_dim) and set token_dim; or use set_output("
-                "transform='default')."
-            )
+        _refuse_dataframe_output(
+            self,
+            " for 3-D input",
+            "pass the sequences as rows of shape (n_samples, n_tokens * token_dim) "
+            "and set token_dim",
+        )
         return sequences
 
     def __sklearn_tags__(self):
@@ -506,12 +564,41 @@ class _TokenTransformerMixin:
         return tags
 
     def _token_names(self, input_features):
-        """Input column names grouped by token, and the prefix of each token."""
+        """The names of each token's features, one list per token (in this
+        module's names ``token{t}_{feature}``, the ``{feature}`` part).
+
+        Input names are checked as scikit-learn does (``_check_feature_names_in``);
+        a ``token{t}_`` prefix that all of token ``t``'s names carry (the names of
+        a previous step of this module) is dropped, so that names do not grow
+        along a pipeline. Without names, a token's features are ``x0, x1, ...``.
+        """
         names = _check_feature_names_in(self, input_features)
+        d = self.token_dim_
+        if input_features is None and not hasattr(self, "feature_names_in_"):
+            return [[f"x{j}" for j in range(d)]] * self.n_tokens_
         return [
-            (f"token{t}", names[t * self.token_dim_ : (t + 1) * self.token_dim_])
+            _without_token_prefix(names[t * d : (t + 1) * d], t)
             for t in range(self.n_tokens_)
         ]
+
+
+def _without_token_prefix(names, t):
+    """``names`` without the prefix ``token{t}_``, if every one of them has it."""
+    prefix = f"token{t}_"
+    if all(str(name).startswith(prefix) for name in names):
+        return [str(name)[len(prefix) :] for name in names]
+    return [str(name) for name in names]
+
+
+def _refuse_dataframe_output(estimator, when, fix):
+    """Raise when ``set_output`` asks for a DataFrame and the output is 3-D."""
+    container = _get_output_config("transform", estimator)["dense"]
+    if container != "default":
+        raise ValueError(
+            f"{type(estimator).__name__} returns 3-D sequences{when}, which a "
+            f"{container} DataFrame cannot hold. With set_output(transform="
+            f"'{container}'), {fix}; or use set_output(transform='default')."
+        )
 
 
 class PositionalEncoding(_TokenTransformerMixin, TransformerMixin, BaseEstimator):
@@ -727,29 +814,68 @@ class PositionalEncoding(_TokenTransformerMixin, TransformerMixin, BaseEstimator
         out[~real] = 0.0
         return self._output(out, was_2d)
 
+    def _extra_names(self):
+        """Names of the position and constant features of a token."""
+        if self.kind == "onehot":
+            names = [f"position{k}" for k in range(self.n_positions_)]
+        else:
+            names = [
+                f"position_{'sin' if i % 2 == 0 else 'cos'}{i // 2}"
+                for i in range(self.n_positions_)
+            ]
+        return names + ["constant"] * int(self.constant)
+
     def get_feature_names_out(self, input_features=None):
         """Names of the output columns, token by token as in the flattened output.
 
-        For the layout seen in ``fit``: each token's input columns, then
-        ``token{t}_position{k}`` and ``token{t}_constant``.
+        For the layout seen in ``fit`` (``n_tokens_`` tokens), token ``t`` has
+        ``token{t}_{name}`` for each of its input features, then its position
+        features, ``token{t}_position{k}`` (one-hot: the token is at position
+        ``k``, counted from ``origin``) or ``token{t}_position_sin{i}`` and
+        ``token{t}_position_cos{i}`` (sinusoidal, frequency ``i``), then
+        ``token{t}_constant``.
 
         Parameters
         ----------
         input_features : array-like of str, default=None
-            Names of the ``n_features_in_`` input columns; None uses
-            ``feature_names_in_`` or ``x0, x1, ...``.
+            Names of the ``n_features_in_`` input columns, checked as scikit-learn
+            does: None uses ``feature_names_in_``, or ``x0, x1, ...`` for each
+            token's features. A ``token{t}_`` prefix on all of token ``t``'s names
+            (those of a previous step of this module) is not repeated.
 
         Returns
         -------
         names : ndarray of str, shape (`n_tokens_` * `token_dim_out_`,)
+
+        Raises
+        ------
+        ValueError
+            When an input name is one of the names of the appended features (the
+            input already has a ``constant`` feature, say, from another
+            ``PositionalEncoding``): the names would not be unique.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_linattn.preprocessing import PositionalEncoding
+        >>> encoder = PositionalEncoding(n_positions=1).fit(np.ones((3, 2, 1)))
+        >>> encoder.get_feature_names_out().tolist()
+        ['token0_x0', 'token0_position0', 'token0_constant',
+         'token1_x0', 'token1_position0', 'token1_constant']
         """
         check_is_fitted(self)
+        extra = self._extra_names()
         names = []
-        for prefix, token_names in self._token_names(input_features):
-            names.extend(token_names)
-            names.extend(f"{prefix}_position{k}" for k in range(self.n_positions_))
-            if self.constant:
-                names.append(f"{prefix}_constant")
+        for t, features in enumerate(self._token_names(input_features)):
+            clash = sorted(set(features) & set(extra))
+            if clash:
+                raise ValueError(
+                    f"The input features of token {t} include {clash}, names of "
+                    f"the features {type(self).__name__} appends, so the output "
+                    "names would not be unique. Rename them, or drop the repeated "
+                    "features (a second constant, say) from the earlier step."
+                )
+            names.extend(f"token{t}_{name}" for name in features + extra)
         return np.asarray(names, dtype=object)
 
 
@@ -966,21 +1092,45 @@ class TokenwiseTransformer(_TokenTransformerMixin, TransformerMixin, BaseEstimat
     def get_feature_names_out(self, input_features=None):
         """Names of the output columns: ``token{t}_`` and the transformer's names.
 
+        For the layout seen in ``fit`` (``n_tokens_`` tokens), token ``t`` has
+        ``token{t}_{name}`` for each name the fitted transformer gives the features
+        of token ``t``: the input names themselves for a one-to-one transformer
+        (``StandardScaler``), its own names for others (``pca0, pca1, ...``).
+
         Parameters
         ----------
         input_features : array-like of str, default=None
-            Names of the ``n_features_in_`` input columns; only checked (the
-            transformer names the features of one token).
+            Names of the ``n_features_in_`` input columns, checked as scikit-learn
+            does: None uses ``feature_names_in_``, or ``x0, x1, ...`` for each
+            token's features. A ``token{t}_`` prefix on all of token ``t``'s names
+            (those of a previous step of this module) is not repeated.
 
         Returns
         -------
         names : ndarray of str, shape (`n_tokens_` * `token_dim_out_`,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.decomposition import PCA
+        >>> from sklearn.preprocessing import StandardScaler
+        >>> from sklearn_linattn.preprocessing import TokenwiseTransformer
+        >>> X = np.random.default_rng(0).normal(size=(5, 2, 3))  # 2 tokens of 3
+        >>> scaler = TokenwiseTransformer(StandardScaler()).fit(X)
+        >>> scaler.get_feature_names_out().tolist()
+        ['token0_x0', 'token0_x1', 'token0_x2', 'token1_x0', 'token1_x1', 'token1_x2']
+        >>> TokenwiseTransformer(PCA(2)).fit(X).get_feature_names_out().tolist()
+        ['token0_pca0', 'token0_pca1', 'token1_pca0', 'token1_pca1']
+
+        Names of the input columns (a DataFrame's, say) carry through:
+
+        >>> names = ["a0", "b0", "c0", "a1", "b1", "c1"]
+        >>> scaler.get_feature_names_out(names).tolist()
+        ['token0_a0', 'token0_b0', 'token0_c0', 'token1_a1', 'token1_b1', 'token1_c1']
         """
         check_is_fitted(self)
-        inner = self.transformer_.get_feature_names_out(
-            [f"x{j}" for j in range(self.token_dim_)]
-        )
         names = []
-        for prefix, _ in self._token_names(input_features):
-            names.extend(f"{prefix}_{name}" for name in inner)
+        for t, features in enumerate(self._token_names(input_features)):
+            inner = self.transformer_.get_feature_names_out(features)
+            names.extend(f"token{t}_{name}" for name in inner)
         return np.asarray(names, dtype=object)
