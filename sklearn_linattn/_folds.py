@@ -79,13 +79,25 @@ def moments_of_pairs(pairs, token_dim):
     return moments
 
 
+# A held-out row is classified right only when its class's score leads every
+# other (or its sign is right, two classes) by more than SCORE_TIE times the
+# fold's largest score: classes absent from a training set get the same scores
+# to rounding, and the rounding of the BLAS in use would otherwise decide them.
+SCORE_TIE = np.sqrt(np.finfo(float).eps)
+
+
 def _misclassified(predictions, targets, row_scale):
-    """Weight of the rows whose predicted class differs from the target's
-    (weighted rows: the scale ``c_i > 0`` changes no sign or largest score)."""
+    """Weight of the rows whose target class does not have the largest score by
+    more than ``SCORE_TIE`` (weighted rows: the scale ``c_i > 0`` changes no sign
+    or largest score; ties count as misclassified)."""
+    tie = SCORE_TIE * float(np.max(np.abs(predictions), initial=0.0))
     if predictions.shape[1] == 1:
-        wrong = np.sign(predictions[:, 0]) != np.sign(targets[:, 0])
+        wrong = predictions[:, 0] * np.sign(targets[:, 0]) <= tie
     else:
-        wrong = np.argmax(predictions, axis=1) != np.argmax(targets, axis=1)
+        rows, classes = np.arange(len(targets)), np.argmax(targets, axis=1)
+        others = predictions.copy()
+        others[rows, classes] = -np.inf
+        wrong = predictions[rows, classes] <= np.max(others, axis=1) + tie
     return float(row_scale**2 @ wrong)
 
 

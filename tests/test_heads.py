@@ -45,6 +45,7 @@ from sklearn_linattn import (
 )
 from sklearn_linattn._data import lifted_data
 from sklearn_linattn._designs import LiftedDesign, SequenceDesign, design_loss
+from sklearn_linattn._folds import _misclassified
 from sklearn_linattn._heads import (
     DRIFT,
     HeadReadout,
@@ -1301,13 +1302,41 @@ def naive_fold_errors(
                 target_mean - theta @ np.atleast_1d(mean) if fit_intercept else 0
             )
             predictions = features[held] @ theta.T + intercept
-            if classify:
-                wrong = np.argmax(predictions, 1) != np.argmax(y[held], 1)
-                store.append(weights[held] @ wrong)
+            if classify:  # a tie within sqrt(eps) of the largest score is wrong
+                true = np.argmax(y[held], 1)
+                own = predictions[np.arange(len(true)), true]
+                tie = np.sqrt(np.finfo(float).eps) * np.abs(predictions).max(
+                    initial=0.0
+                )
+                wrong = [
+                    own[i] <= max(np.delete(row, true[i])) + tie
+                    for i, row in enumerate(predictions)
+                ]
+                store.append(weights[held] @ np.asarray(wrong, dtype=float))
             else:
                 store.append(weights[held] @ np.sum((y[held] - predictions) ** 2, 1))
         fold_weights.append(weights[held].sum() * (1 if classify else y.shape[1]))
     return np.array(lifted), np.array(heads), np.array(fold_weights)
+
+
+def test_held_out_rows_tied_to_rounding_are_misclassified_whichever_way_it_goes():
+    """Classes absent from a training set get equal scores up to rounding, which
+    the BLAS in use decides: a held-out row whose class ties another within
+    sqrt(eps) of the fold's largest score counts as misclassified on either
+    side of the tie, and a clear lead counts as right."""
+    ulp = np.spacing(0.8)
+    for tied in (-0.8, -0.8 + ulp, -0.8 - ulp):
+        predictions = np.array([[-1.2, -0.8, tied], [0.9, -1.0, -1.1]])
+        for true in (1, 2):
+            targets = -np.ones((2, 3))
+            targets[0, true] = targets[1, 0] = 1.0
+            weight = _misclassified(predictions, targets, np.array([1.0, 2.0]))
+            assert weight == 1.0  # the first row (weight 1^2), not the second
+    # two classes: a score at rounding level of the fold's scale has no sign
+    predictions = np.array([[1e-17], [0.7], [-0.4]])
+    targets = np.array([[1.0], [1.0], [1.0]])
+    assert _misclassified(predictions, targets, np.ones(3)) == 2.0
+    assert _misclassified(predictions, -targets, np.ones(3)) == 2.0
 
 
 @pytest.mark.parametrize("solver", ["normal", "dual"])
