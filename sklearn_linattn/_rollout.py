@@ -137,7 +137,10 @@ def _next_tokens(to_token, outputs, step, n_samples, token_dim):
         tokens = outputs.reshape(n_samples, token_dim)
         source = "the model's output"
     else:
-        tokens = np.asarray(to_token(outputs.copy(), step))
+        tokens = to_token(outputs.copy(), step)
+        if sp.issparse(tokens):  # e.g. a OneHotEncoder's output
+            tokens = tokens.toarray()
+        tokens = np.asarray(tokens)
         if tokens.ndim == 1 and token_dim == 1 and tokens.shape[0] == n_samples:
             tokens = tokens[:, None]
         if tokens.shape != (n_samples, token_dim):
@@ -152,6 +155,8 @@ def _next_tokens(to_token, outputs, step, n_samples, token_dim):
                 f"dtype {tokens.dtype}."
             )
         source = "to_token"
+        with np.errstate(over="ignore"):  # beyond float64 (long double): checked
+            tokens = tokens.astype(np.float64)
     if not np.all(np.isfinite(tokens)):
         raise ValueError(
             f"The next token at step {step} is not finite (from {source}): the "
@@ -500,11 +505,13 @@ def generate_pipeline(pipeline, X, n_steps, to_token=None):
         getattr(final, "token_dim_", None),
     )
     n_samples = len(sequences)
+    check_allocation(
+        "generate_pipeline", {"raw tokens": (n_samples, n_steps, raw_token_dim)}
+    )
     raw_tokens = np.empty((n_samples, n_steps, raw_token_dim))
 
     def preprocessed_token(outputs, step):
         token = _next_tokens(to_token, outputs, step, n_samples, raw_token_dim)
-        token = np.asarray(token, dtype=np.float64)
         raw_tokens[:, step] = token
         for token_step, _ in steps:
             token = token_step(token)

@@ -879,8 +879,9 @@ def execute_automaton(model, transitions, word, start=0, positions="last"):
     far, each carrying the state the model predicted at the position before; the
     model's output at the newest position is the next state. The answer is the
     predicted label of a classifier, else the largest output of a regressor or a
-    :class:`~sklearn_linattn.MultiHeadLinearAttention` (read with the same
-    ``positions``; an estimator must have been fitted with it).
+    :class:`~sklearn_linattn.MultiHeadLinearAttention`, read at the last token
+    (an estimator fitted with ``positions="all"``, on traces, reads lookups too,
+    and one fitted with ``positions="last"``, on lookups, reads traces).
 
     Parameters
     ----------
@@ -930,29 +931,49 @@ def execute_automaton(model, transitions, word, start=0, positions="last"):
     if positions == "all":
         for t in range(len(symbols)):
             trace = _encode_trace(table, rows, states, symbols[: t + 1])
-            states.append(_state_at_last_position(model, trace[None]))
+            states.append(_state_at_last_token(model, trace[None], n_states))
         return np.asarray(states)
     for symbol in symbols:
         sequence = encode_automaton_lookup(table, states[-1], symbol, rows=rows)
-        states.append(_next_state(model, sequence[None]))
+        states.append(_state_at_last_token(model, sequence[None], n_states))
     return np.asarray(states)
 
 
-def _state_at_last_position(model, sequence):
-    if isinstance(model, MultiHeadLinearAttention):
-        output = model.predict(sequence, positions="all")
-    else:
-        output = np.asarray(model.predict(sequence))
-    if hasattr(model, "classes_"):  # labels per position
-        return int(output.reshape(-1)[-1])
-    return int(np.argmax(output.reshape(sequence.shape[1], -1)[-1]))
+def _state_at_last_token(model, sequence, n_states):
+    """The state a model predicts at the last token of one sequence, whichever
+    ``positions`` an estimator was fitted with (its ``predict`` returns the
+    output at every position, ``(1, n_tokens, ...)``, or at the last token).
 
-
-def _next_state(model, sequence):
-    if hasattr(model, "classes_"):
-        return int(model.predict(sequence)[0])
-    output = np.asarray(model.predict(sequence)).reshape(-1)
-    return int(np.argmax(output))
+    A classifier's label is the state; otherwise the largest of the
+    ``n_states`` outputs at the last token."""
+    output = np.asarray(model.predict(sequence))
+    if hasattr(model, "classes_"):  # a label per sequence, or per position
+        label = output.reshape(-1)[-1]
+        is_state = (
+            isinstance(label, Real)
+            and not isinstance(label, (bool, np.bool_))
+            and float(label).is_integer()
+            and 0 <= label < n_states
+        )
+        if not is_state:
+            shown = label.item() if isinstance(label, np.generic) else label
+            raise ValueError(
+                f"execute_automaton reads a classifier's predicted label as the next "
+                f"state, an integer in [0, {n_states}); the model predicted "
+                f"{shown!r}. Fit it on the next states' indices."
+            )
+        return int(label)
+    last = output[0, -1] if output.ndim == 3 else output[0]
+    if np.size(last) != n_states:
+        raise ValueError(
+            f"execute_automaton reads the next state as the largest of the model's "
+            f"{n_states} outputs at the last token (one per state, as "
+            f"automaton_lookup_attention({n_states}, ...) has), but the model "
+            f"returned {np.size(last)} output(s) there (predict returned shape "
+            f"{output.shape}). Fit it on one-hot next states (y of "
+            "make_automaton_lookups or make_automaton_traces), or use a classifier."
+        )
+    return int(np.argmax(last))
 
 
 def _check_covariance(covariance, x_dim, n_samples):

@@ -45,6 +45,107 @@ def test_random_mhla_targets_are_the_model_output():
     assert abs(np.std(noisy - clean) - 0.5) < 0.05
 
 
+def mhla_by_hand(model, X, positions="last", causal=True):
+    """sum_h V_h S Q_h z_t (PAPER.md) with numpy alone: at the last token, or at
+    every position t with S the prefix's (causal) or the whole sequence's."""
+    V, Q = model.value_matrices, model.query_matrices
+    if positions == "last":
+        S = np.einsum("ntb,ntc->nbc", X, X)
+        return np.einsum("hab,nbc,hce,ne->na", V, S, Q, X[:, -1])
+    out = np.empty((X.shape[0], X.shape[1], V.shape[1]))
+    for t in range(X.shape[1]):
+        seen = X[:, : t + 1] if causal else X
+        S = np.einsum("ntb,ntc->nbc", seen, seen)
+        out[:, t] = np.einsum("hab,nbc,hce,ne->na", V, S, Q, X[:, t])
+    return out
+
+
+@pytest.mark.parametrize(
+    "shape, n_heads, n_outputs, positions, causal",
+    [
+        ((1, 5, 3), 1, 1, "last", True),  # one sample
+        ((4, 1, 3), 2, 1, "last", True),  # one token
+        ((4, 5, 2), 7, 3, "last", True),  # more heads than the token dimension
+        ((4, 5, 3), 2, 1, "all", True),
+        ((4, 5, 3), 2, 2, "all", False),
+    ],
+)
+def test_random_mhla_targets_are_the_formula(
+    shape, n_heads, n_outputs, positions, causal
+):
+    X, y, model = make_random_mhla(
+        *shape,
+        n_heads=n_heads,
+        n_outputs=n_outputs,
+        random_state=0,
+        positions=positions,
+        causal=causal,
+    )
+    assert X.shape == shape and X.dtype == y.dtype == np.float64
+    assert model.value_matrices.shape == (n_heads, n_outputs, shape[2])
+    assert model.query_matrices.shape == (n_heads, shape[2], shape[2])
+    expected = mhla_by_hand(model, X, positions, causal)
+    if n_outputs == 1:
+        expected = expected[..., 0]
+    assert y.shape == expected.shape
+    np.testing.assert_allclose(y, expected, rtol=1e-12, atol=1e-15)
+
+
+def test_random_mhla_parameters_are_normal_with_variance_one_over_d():
+    # entries N(0, 1/d): the sample variance of m entries has standard error
+    # sqrt(2/m)/d; within 8 of them
+    _, _, model = make_random_mhla(2, 3, 8, n_heads=40, n_outputs=10, random_state=0)
+    for matrices in (model.value_matrices, model.query_matrices):
+        assert abs(matrices.var() - 1 / 8) < 8 * np.sqrt(2 / matrices.size) / 8
+
+
+GENERATORS = {
+    "random_mhla": lambda rs: make_random_mhla(5, 3, 2, random_state=rs),
+    "associative_recall": lambda rs: make_associative_recall(5, 2, 2, random_state=rs),
+    "paper_recall": lambda rs: make_associative_recall(
+        5, 2, 2, "paper", random_state=rs, p_orth=0.5
+    ),
+    "automaton": lambda rs: make_automaton(3, 2, random_state=rs),
+    "automaton_lookups": lambda rs: make_automaton_lookups(
+        5, 2, 2, token_noise=0.1, random_state=rs
+    ),
+    "automaton_traces": lambda rs: make_automaton_traces(5, 3, 2, 2, random_state=rs),
+    "automaton_transitions": lambda rs: make_automaton_transitions(
+        5, 2, 2, history=2, random_state=rs
+    ),
+    "automaton_rollout": lambda rs: make_automaton_rollout(5, 3, 2, 2, random_state=rs),
+    "incontext": lambda rs: make_incontext_regression(
+        5, 3, 2, noise=0.1, random_state=rs, return_tasks=True
+    ),
+}
+
+
+def _arrays(result):
+    result = result if isinstance(result, tuple) else (result,)
+    return [value for value in result if isinstance(value, np.ndarray)]
+
+
+def _same(first, second):
+    return all(
+        np.array_equal(a, b)
+        for a, b in zip(_arrays(first), _arrays(second), strict=True)
+    )
+
+
+@pytest.mark.parametrize("generate", GENERATORS.values(), ids=GENERATORS)
+def test_generators_are_reproducible_for_every_kind_of_random_state(generate):
+    for seed in (
+        lambda: 3,
+        lambda: np.int64(3),
+        lambda: np.random.default_rng(3),
+        lambda: np.random.RandomState(3),
+    ):
+        assert _same(generate(seed()), generate(seed()))
+    # a shared Generator or RandomState moves on between calls, as does None
+    for shared in (np.random.default_rng(3), np.random.RandomState(3), None):
+        assert not _same(generate(shared), generate(shared))
+
+
 def recall_by_hand(X, key_dim):
     """sum_j <q, k_j> v_j over every token (the query's own value is zeta)."""
     keys, values = X[:, :, :key_dim], X[:, :, key_dim:]
@@ -131,6 +232,59 @@ def test_execute_automaton_with_models_and_estimators():
         expected = run_by_hand(table, word, start=1)
         for runner in (model, regressor, classifier):
             assert execute_automaton(runner, table, word, start=1).tolist() == expected
+
+
+def test_execute_automaton_reads_the_last_token_whichever_positions_were_fitted():
+    """An estimator fitted at every position (on traces) runs lookups, and one
+    fitted at the last token (on lookups) runs traces: predict's output at the
+    last token is the next state either way. Before, these crashed with
+    unrelated errors ("state must lie in [0, 2)", "cannot reshape", "only
+    length-1 arrays")."""
+    X, y, labels, _ = make_automaton_traces(
+        200, 6, 2, 2, token_noise=0.05, random_state=0
+    )
+    Xl, yl, labels_l, _ = make_automaton_lookups(
+        200, 2, 2, token_noise=0.05, random_state=0
+    )
+    # (model, the positions it runs): a classifier of lookups is fitted to the
+    # labels, not to the generating layer's outputs on noisy tokens, so it is
+    # not that layer exactly and drifts on long traces; it runs lookups only
+    fitted = [
+        (LinearAttentionRegressor(n_heads=None, positions="all").fit(X, y), "both"),
+        (
+            LinearAttentionClassifier(n_heads=None, positions="all").fit(X, labels),
+            "both",
+        ),
+        (LinearAttentionRegressor(n_heads=None).fit(Xl, yl), "both"),
+        (LinearAttentionClassifier(n_heads=None).fit(Xl, labels_l), "last"),
+    ]
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        table = make_automaton(2, 2, rng)
+        word = rng.integers(0, 2, size=12)
+        expected = run_by_hand(table, word, start=1)
+        for model, runs in fitted:
+            for positions in ("last", "all") if runs == "both" else (runs,):
+                states = execute_automaton(model, table, word, 1, positions)
+                assert states.tolist() == expected
+
+
+def test_execute_automaton_refuses_models_that_do_not_predict_states():
+    X, y, labels, _ = make_automaton_lookups(
+        200, 2, 2, token_noise=0.05, random_state=0
+    )
+    table, word = [[1, 0], [0, 1]], [0, 1, 0]
+    one_score = LinearAttentionRegressor(n_heads=None).fit(X, y[:, 1] - y[:, 0])
+    with pytest.raises(ValueError, match=r"largest of the model's 2 outputs.*1 output"):
+        execute_automaton(one_score, table, word)
+    named = LinearAttentionClassifier(n_heads=None).fit(
+        X, np.array(["even", "odd"])[labels]
+    )
+    with pytest.raises(ValueError, match=r"\[0, 2\).*predicted '(even|odd)'"):
+        execute_automaton(named, table, word)
+    shifted = LinearAttentionClassifier(n_heads=None).fit(X, labels + 5)
+    with pytest.raises(ValueError, match=r"integer in \[0, 2\).*predicted [56]"):
+        execute_automaton(shifted, table, word)
 
 
 @pytest.mark.parametrize(

@@ -82,6 +82,53 @@ def test_model_generate_is_the_naive_rollout(rng, token_dim, n_heads):
     assert_close(outputs, expected_outputs)
 
 
+def mhla_by_hand(model, sequences):
+    """sum_h V_h (Z^T Z) Q_h q (PAPER.md), q the last token, with numpy alone."""
+    moment = np.einsum("ntb,ntc->nbc", sequences, sequences)
+    return np.einsum(
+        "hab,nbc,hce,ne->na",
+        model.value_matrices,
+        moment,
+        model.query_matrices,
+        sequences[:, -1],
+    )
+
+
+@pytest.mark.parametrize(
+    "n_samples, n_tokens, token_dim, n_heads, n_outputs, dtype",
+    [
+        (3, 1, 3, 2, 3, np.float64),  # a prompt of one token
+        (1, 4, 2, 2, 2, np.float64),  # a single prompt
+        (3, 4, 2, 7, 2, np.float64),  # more heads than the token dimension
+        (3, 4, 3, 2, 3, np.float32),  # float32 prompts
+        (2, 3, 3, 2, 4, np.float64),  # n_outputs > token_dim, mapped by to_token
+    ],
+)
+def test_model_generate_is_the_formula_applied_to_the_grown_sequence(
+    rng, n_samples, n_tokens, token_dim, n_heads, n_outputs, dtype
+):
+    model = random_attention(rng, token_dim, n_heads, n_outputs=n_outputs)
+    prompts = rng.normal(size=(n_samples, n_tokens, token_dim)).astype(dtype)
+    before = prompts.copy()
+
+    def to_token(outputs, step):
+        return np.tanh(outputs[:, :token_dim] + step)
+
+    tokens, outputs = model.generate(prompts, 6, to_token=to_token)
+    assert tokens.shape == (n_samples, 6, token_dim)
+    assert outputs.shape == (n_samples, 6, n_outputs)
+    assert tokens.dtype == outputs.dtype == np.float64
+    sequences = prompts.astype(np.float64)
+    for step in range(6):
+        expected = mhla_by_hand(model, sequences)
+        np.testing.assert_allclose(outputs[:, step], expected, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(
+            tokens[:, step], to_token(expected, step), rtol=1e-12, atol=1e-14
+        )
+        sequences = append_token(sequences, tokens[:, step])
+    np.testing.assert_array_equal(prompts, before)
+
+
 def test_model_generate_without_to_token_appends_the_outputs(rng):
     model = random_attention(rng, 3, 2, n_outputs=3)
     prompts = 0.3 * rng.normal(size=(3, 4, 3))
@@ -311,6 +358,38 @@ def test_to_token_return_is_checked(rng, returned, match):
         model.generate(rng.normal(size=(2, 3, 2)), 3, to_token=lambda o, s: returned)
 
 
+def test_to_token_may_return_a_sparse_matrix(rng):
+    """A sparse matrix (e.g. a OneHotEncoder's output) is the same tokens as its
+    dense array; it was refused as an array of shape ()."""
+    import scipy.sparse as sp
+
+    model = random_attention(rng, 3, 2, n_outputs=3)
+    prompts = rng.normal(size=(4, 3, 3))
+
+    def one_hot(outputs, step):
+        return np.eye(3)[outputs.argmax(axis=1)]
+
+    dense = model.generate(prompts, 5, to_token=one_hot)
+    sparse = model.generate(
+        prompts, 5, to_token=lambda o, s: sp.csr_matrix(one_hot(o, s))
+    )
+    np.testing.assert_array_equal(sparse.tokens, dense.tokens)
+    np.testing.assert_array_equal(sparse.outputs, dense.outputs)
+
+
+@pytest.mark.skipif(
+    np.finfo(np.longdouble).max <= np.finfo(np.float64).max,
+    reason="long double is float64 here",
+)
+def test_tokens_beyond_the_float64_range_are_refused_at_the_last_step(rng):
+    """A long double token finite as long double but beyond float64 was stored
+    as inf without an error when it was the last one."""
+    model = random_attention(rng, 2, 1, n_outputs=2)
+    huge = np.full((2, 2), np.longdouble(10) ** 400)
+    with pytest.raises(ValueError, match="next token at step 0 is not finite"):
+        model.generate(rng.normal(size=(2, 3, 2)), 1, to_token=lambda o, s: huge)
+
+
 def test_a_diverging_rollout_is_reported(rng):
     model = MultiHeadLinearAttention([[[1.0]]], [[[1.0]]])  # y = (sum z^2) q
     with pytest.raises(ValueError, match="not finite .*rollout diverged"):
@@ -325,6 +404,16 @@ def test_rollouts_beyond_memory_are_refused_naming_the_sizes(which):
         model.generate(X[:2], 10**12, to_token=lambda outputs, step: X[:2, -1])
     with pytest.raises(ValueError, match=r"tokens of shape \(2, ~2\*\*1328, 2\)"):
         model.generate(X[:2], 10**400, to_token=lambda outputs, step: X[:2, -1])
+
+
+def test_pipeline_rollouts_beyond_memory_are_refused_naming_the_sizes():
+    """generate_pipeline allocated its raw tokens first: a numpy MemoryError."""
+    X, y, _ = make_random_mhla(100, 4, 2, n_outputs=2, random_state=0)
+    pipe = make_pipeline(
+        TokenwiseTransformer(StandardScaler()), LinearAttentionRegressor(n_heads=None)
+    ).fit(X, y)
+    with pytest.raises(ValueError, match=r"raw tokens of shape \(2, 10+, 2\)"):
+        generate_pipeline(pipe, X[:2], 10**12, to_token=unit)
 
 
 def test_prompt_shapes_are_checked(rng):
