@@ -548,13 +548,61 @@ def _loo_dual(data, kernel, targets, alphas, fit_intercept):
 # --- folds -------------------------------------------------------------------------
 
 
+def _split_indices(indices, n_samples, number, name):
+    """The sample indices of one side of a split, as ``GridSearchCV`` reads them
+    (``X[indices]``): integers in ``[-n_samples, n_samples)``, negative ones
+    counted from the end, or a boolean mask of length ``n_samples``. Anything
+    else is an error naming the split: the folds index row blocks directly, where
+    a negative, out-of-range or boolean index would select the wrong rows."""
+    indices = np.asarray(indices)
+    what = f"The {name} set of split {number} of cv"
+    if indices.dtype.kind == "b":
+        if indices.shape != (n_samples,):
+            raise ValueError(
+                f"{what} is a boolean mask of shape {indices.shape}; a mask needs "
+                f"one entry per sample, shape ({n_samples},)."
+            )
+        return np.flatnonzero(indices)
+    if indices.size == 0:
+        return np.zeros(0, dtype=np.intp)
+    if indices.ndim != 1 or indices.dtype.kind not in "iu":
+        raise ValueError(
+            f"{what} must be a 1-D array of integer sample indices (or a boolean "
+            f"mask), got an array of dtype {indices.dtype} and shape "
+            f"{indices.shape}."
+        )
+    outside = (indices < -n_samples) | (indices >= n_samples)
+    if outside.any():
+        raise ValueError(
+            f"{what} holds the index {indices[outside][0]}, out of range for "
+            f"n_samples={n_samples}."
+        )
+    return np.where(indices < 0, indices + n_samples, indices).astype(np.intp)
+
+
 class _Folds:
     """The splits of the samples, whether the test folds partition them, and
     whether each training set is the complement of its test fold (each sample
     once: a bootstrap-style training set that repeats samples is not)."""
 
     def __init__(self, splits, n_samples):
-        self.splits = [(np.sort(train), np.sort(test)) for train, test in splits]
+        self.splits = []
+        for number, split in enumerate(splits, start=1):
+            try:
+                train, test = split
+            except (TypeError, ValueError) as error:
+                raise ValueError(
+                    f"cv must yield (train, test) pairs of sample indices; split "
+                    f"{number} is {type(split).__name__} {split!r:.80}."
+                ) from error
+            self.splits.append(
+                (
+                    np.sort(_split_indices(train, n_samples, number, "training")),
+                    np.sort(_split_indices(test, n_samples, number, "test")),
+                )
+            )
+        if not self.splits:
+            raise ValueError("cv yielded no (train, test) split.")
         tests = np.concatenate([test for _, test in self.splits])
         self.partition = tests.size == n_samples and np.array_equal(
             np.sort(tests), np.arange(n_samples)
@@ -693,7 +741,23 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                 f"{type(self).__name__} must be 'auto', a float or an array of "
                 f"floats (not bools). Got {self.alphas!r} instead."
             )
-        alphas = np.atleast_1d(np.asarray(self.alphas, dtype=np.float64))
+        # Real numbers only: numpy would read ["1", "2"] as floats, and a set, a
+        # complex or a ragged list would fail inside numpy without naming alphas.
+        message = (
+            "alphas must be 'auto', a float or a 1-D array of real numbers, got "
+            f"{self.alphas!r}"
+        )
+        try:
+            raw = np.asarray(given)
+        except (TypeError, ValueError) as error:
+            raise TypeError(f"{message} ({error}).") from error
+        if raw.dtype.kind == "O":
+            real = all(isinstance(alpha, Real) for alpha in raw.ravel())
+        else:
+            real = raw.dtype.kind in "biuf"
+        if not real:
+            raise TypeError(f"{message}.")
+        alphas = np.atleast_1d(raw.astype(np.float64))
         if alphas.ndim != 1 or alphas.size == 0:
             raise ValueError(
                 "alphas must be a non-empty 1-D sequence of non-negative floats, "
@@ -778,6 +842,8 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         alphas,
     ):
         """Choose alpha, then set the model for it; returns ``self``."""
+        if not self.store_cv_results:  # not a previous fit's
+            self.__dict__.pop("cv_results_", None)
         distributed = is_dask_array(sequences)
         if distributed and self.gcv_mode == "dual":
             raise ValueError(
@@ -816,6 +882,14 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         order = data.n_lifted if mode == "normal" else data.n_rows
         with dense_threads(order):
             if self.cv is None:
+                if groups is not None:
+                    warnings.warn(
+                        "groups is ignored with cv=None: leave-one-out leaves out "
+                        "single sequences, not groups; pass cv=LeaveOneGroupOut() "
+                        "or GroupKFold(n_splits) to keep the groups apart.",
+                        UserWarning,
+                        stacklevel=5,
+                    )
                 if self.positions == "all":
                     raise ValueError(
                         "cv=None (leave-one-out) is defined for positions='last'; "
@@ -871,6 +945,7 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                     alphas,
                     scorer,
                 )
+        self._warn_about_scores(scores)
         scores = np.where(np.isfinite(scores), scores, -np.inf)
         best = int(np.argmax(scores))
         self.alpha_ = float(self.alphas_[best])
@@ -883,6 +958,30 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         self._warn_at_an_edge(scores, scaled, data.rescaling)
         self._fit_final(data, statistics, mode, single_output, scaled[best])
         return self
+
+    def _warn_about_scores(self, scores):
+        """A ``UserWarning`` when a score is NaN (a scorer's undefined value, e.g.
+        R^2 of a one-sample test set; taken as ``-inf``, as ``GridSearchCV`` warns
+        of non-finite scores) or when no alpha scored a finite number: then the
+        choice, the first alpha of the grid, says nothing."""
+        undefined = np.isnan(scores)
+        if undefined.any():
+            warnings.warn(
+                f"The cross-validation score of {np.count_nonzero(undefined)} of the "
+                f"{scores.size} alphas is NaN (scoring={self.scoring!r} returned NaN "
+                "on a test set, e.g. R^2 of a single sample); they count as -inf.",
+                UserWarning,
+                stacklevel=5,
+            )
+        if not np.isfinite(scores).any():
+            warnings.warn(
+                "No alpha got a finite cross-validation score: alpha_ is the first "
+                "of the grid, not a choice by the data. Use test sets the scoring "
+                "is defined on, or see LinearAttentionRegressorCV's Notes on -inf "
+                "scores.",
+                UserWarning,
+                stacklevel=5,
+            )
 
     def _kfold(
         self,
@@ -952,6 +1051,8 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                 train_rows = rows(row_index, train)
                 self._check_training_rows(fold, np.any(data.row_scale[train_rows]))
             else:
+                if train.size == 0:
+                    self._check_training_rows(fold, 0)
                 # Training statistics as a sum, never as the total minus the test
                 # fold: Gram entries grow as |x|^6, and a fold holding a much larger
                 # sequence would leave the others below the rounding of the total.
@@ -1141,9 +1242,11 @@ class LinearAttentionRegressorCV(RegressorMixin, _LinearAttentionCVBase):
         folds, ``KFold`` for the regressor (``StratifiedKFold`` for the classifier),
         as ``GridSearchCV``; or any splitter or iterable of ``(train, test)``
         sample indices (a training set may repeat samples, bootstrap-style: each
-        counts as often as listed). When the test sets are not a partition of the
-        samples or a training set is not the complement of its test set, the
-        missing statistics are computed by extra passes. A test set with nothing
+        counts as often as listed; negative indices and boolean masks select
+        what ``X[indices]`` selects, as in ``GridSearchCV``). When the test sets
+        are not a partition of the samples or a training set is not the
+        complement of its test set, the missing statistics are computed by extra
+        passes. A test set with nothing
         to score (left padding only, or, for the default score, weights summing
         to zero) is left out of the mean over the folds; a training set without
         a positive weight is an error.
@@ -1323,7 +1426,8 @@ certificate_, head_search_, token_dim_, n_features_in_, feature_names_in_
             Non-negative weight of each sequence, in the fits and in the default
             score.
         groups : array-like of shape (n_samples,), default=None
-            Group labels for a group splitter passed as ``cv``.
+            Group labels for a group splitter passed as ``cv`` (ignored, with a
+            warning, by leave-one-out, ``cv=None``).
 
         Returns
         -------
@@ -1525,7 +1629,8 @@ feature_names_in_
             Non-negative weight of each sequence (multiplied by ``class_weight``),
             in the fits and in the default score.
         groups : array-like of shape (n_samples,), default=None
-            Group labels for a group splitter passed as ``cv``.
+            Group labels for a group splitter passed as ``cv`` (ignored, with a
+            warning, by leave-one-out, ``cv=None``).
 
         Returns
         -------

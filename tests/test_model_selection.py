@@ -1032,3 +1032,242 @@ def test_a_boolean_alphas_is_refused(rng, alphas):
         LinearAttentionRegressorCV(alphas=alphas).fit(
             rng.normal(size=(20, 3, 2)), rng.normal(size=20)
         )
+
+
+# --- splits as scikit-learn reads them: X[train], X[test] ---------------------------
+
+
+def negative_and_mask_splits(n_samples):
+    """Splits that index like ``X[indices]``: negative indices counted from the
+    end (a test set that wraps around), and boolean masks."""
+    mask = np.zeros(n_samples, dtype=bool)
+    mask[::3] = True
+    wrapped = np.r_[-3:0, 0:4]  # the last three and the first four samples
+    rest = np.setdiff1d(np.arange(n_samples), wrapped % n_samples)
+    return [(rest, wrapped), (~mask, mask), (list(rest - n_samples), list(mask))]
+
+
+@pytest.mark.parametrize("n_samples", [12, 40])  # kernel (n < p = 18) and Gram paths
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_negative_indices_and_boolean_masks_select_what_numpy_selects(
+    rng, n_samples, fit_intercept
+):
+    """A wrapped test set [-3, ..., 3] was read as the empty slice X[-3:4] ("no
+    test set holds a row"), a boolean mask crashed with a numpy TypeError; both
+    select what X[indices] selects in GridSearchCV."""
+    X = random_sequences(rng, n_samples, 4, 3)
+    y = rng.normal(size=(n_samples, 1))
+    alphas = [0.0, 1e-2, 1.0, 1e2]
+    splits = negative_and_mask_splits(n_samples)
+    model = LinearAttentionRegressorCV(
+        alphas, cv=splits, n_heads=None, fit_intercept=fit_intercept
+    ).fit(X, y)
+    expected = naive_kfold_scores(
+        naive_lifted_features(X), y, np.ones(n_samples), splits, alphas, fit_intercept
+    )
+    np.testing.assert_allclose(model.cv_scores_, expected, rtol=1e-8)
+
+
+class TripletSplitter:
+    """A splitter whose split yields (train, test, extra) triples."""
+
+    def split(self, X, y=None, groups=None):
+        yield np.arange(10), np.arange(10, 20), None
+
+    def get_n_splits(self, X=None, y=None, groups=None):
+        return 1
+
+
+@pytest.mark.parametrize(
+    "splits, message",
+    [
+        ([(np.arange(15), np.arange(15, 21))], "test set of split 1.*index 20.*out of"),
+        ([(np.arange(15), np.arange(-21, -15))], "index -21, out of range"),
+        ([(np.arange(15.0), np.arange(15, 20))], "training set of split 1.*integer"),
+        ([(np.arange(10).reshape(2, 5), np.arange(15, 20))], r"shape \(2, 5\)"),
+        ([(np.ones(5, bool), np.arange(15, 20))], r"boolean mask of shape \(5,\)"),
+        ([(np.array([], int), np.arange(20))], "training set of split 1.*no row"),
+        ([], "no .*split"),
+        (TripletSplitter(), r"\(train, test\) pairs.*split 1 is tuple"),
+    ],
+)
+@pytest.mark.parametrize("gcv_mode", ["normal", "dual"])
+def test_malformed_splits_are_named(rng, splits, message, gcv_mode):
+    """Out-of-range, float, 2-D or mis-sized mask indices, an empty training set
+    (a StopIteration) or no split at all gave IndexError, numpy errors or wrong
+    errors; now a ValueError naming the split."""
+    X, y = random_sequences(rng, 20, 4, 2), rng.normal(size=20)
+    model = LinearAttentionRegressorCV([0.0, 1.0], cv=splits, gcv_mode=gcv_mode)
+    with pytest.raises(ValueError, match=message):
+        model.fit(X, y)
+
+
+# --- alphas that are not real numbers -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "alphas",
+    [["1", "2"], np.array(["0.5"]), ["a"], {1.0, 2.0}, [1 + 1j], [1.0, [2.0, 3.0]]],
+)
+def test_alphas_that_are_not_real_numbers_are_named(rng, alphas):
+    """["1", "2"] was read as [1.0, 2.0] and np.array(["0.5"]) as [0.5]; a set,
+    a complex or a ragged list failed inside numpy without naming alphas."""
+    X, y = random_sequences(rng, 20, 3, 2), rng.normal(size=20)
+    with pytest.raises(TypeError, match="alphas must be 'auto', a float or a 1-D"):
+        LinearAttentionRegressorCV(alphas, n_heads=None).fit(X, y)
+
+
+def test_alphas_of_any_real_type_are_their_float_values(rng):
+    """Integers, unsigned integers, a range, a pandas Series and Python ints beyond
+    int64 are real numbers: the same grid as the floats."""
+    pd = pytest.importorskip("pandas")
+    X, y = random_sequences(rng, 20, 3, 2), rng.normal(size=20)
+    expected = LinearAttentionRegressorCV([0.0, 1.0, 2.0], n_heads=None).fit(X, y)
+    for alphas in (
+        [0, 1, 2],
+        np.array([0, 1, 2], dtype=np.uint8),
+        range(3),
+        pd.Series([0.0, 1.0, 2.0], index=[7, 8, 9]),
+        np.array([0, 1, 2], dtype=object),
+    ):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # an edge of the grid
+            model = LinearAttentionRegressorCV(alphas, n_heads=None).fit(X, y)
+        np.testing.assert_array_equal(model.alphas_, [0.0, 1.0, 2.0])
+        np.testing.assert_array_equal(model.cv_scores_, expected.cv_scores_)
+
+
+# --- scores that are not numbers ----------------------------------------------------
+
+
+def nan_scorer(estimator, X, y):
+    return np.nan
+
+
+def test_a_scorer_undefined_on_every_test_set_warns(rng):
+    """R^2 of one-sample test sets is NaN: every alpha counts as -inf and alpha_
+    is the first of the grid, not a choice; that is said, as GridSearchCV warns
+    of non-finite scores (it was silent)."""
+    from sklearn.model_selection import LeaveOneOut
+
+    X, y = random_sequences(rng, 12, 3, 2), rng.normal(size=12)
+    for cv, scoring in ((LeaveOneOut(), "r2"), (3, nan_scorer)):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="R\\^2 score is not")
+            with pytest.warns(UserWarning, match="No alpha got a finite"):
+                with pytest.warns(UserWarning, match="2 of the 2 alphas is NaN"):
+                    model = LinearAttentionRegressorCV(
+                        [1.0, 0.0], cv=cv, scoring=scoring, n_heads=None
+                    ).fit(X, y)
+        assert np.all(model.cv_scores_ == -np.inf) and model.alpha_ == 1.0
+
+
+def test_finite_scores_do_not_warn(rng):
+    X, y = random_sequences(rng, 30, 3, 2), rng.normal(size=30)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="No alpha got|.*alphas is NaN")
+        for cv in (None, 3):
+            LinearAttentionRegressorCV([0.0, 1.0], cv=cv, n_heads=None).fit(X, y)
+
+
+# --- refits, inputs, pickling and pipelines -------------------------------------------
+
+
+def test_a_refit_without_store_cv_results_drops_the_old_results(rng):
+    """cv_results_ of a previous fit survived a refit with store_cv_results=False
+    (a fitted attribute that is not a function of this fit's data)."""
+    X, y = random_sequences(rng, 20, 3, 2), rng.normal(size=20)
+    model = LinearAttentionRegressorCV([0.0, 1.0], n_heads=None, store_cv_results=True)
+    assert model.fit(X, y).cv_results_.shape == (20, 2)
+    model.set_params(store_cv_results=False).fit(X, y)
+    assert not hasattr(model, "cv_results_")
+    # a failed fit leaves the previous one in place, results included
+    model.set_params(store_cv_results=True).fit(X, y)
+    with pytest.raises(ValueError):
+        model.set_params(store_cv_results=False, cv=[(np.arange(5), [30])]).fit(X, y)
+    assert model.cv_results_.shape == (20, 2)
+
+
+@pytest.mark.parametrize("cv", [None, 3])
+@pytest.mark.parametrize("n_samples", [12, 40])  # kernel and Gram paths
+def test_inputs_are_not_modified(rng, cv, n_samples):
+    X = random_sequences(rng, n_samples, 4, 3)
+    y = np.where(rng.normal(size=n_samples) > 0, "yes", "no")
+    weights = rng.uniform(0.5, 2.0, size=n_samples)
+    alphas = np.array([0.0, 1.0, 10.0])
+    class_weight = {"yes": 2.0, "no": 1.0}
+    copies = [array.copy() for array in (X, y, weights, alphas)]
+    for array in (X, weights, alphas):
+        array.setflags(write=False)  # an in-place change would raise
+    model = LinearAttentionClassifierCV(
+        alphas, cv=cv, n_heads=None, fit_intercept=True, class_weight=class_weight
+    ).fit(X, y, sample_weight=weights)
+    model.alphas_[0] = 5.0  # the fitted grid is a copy of the parameter
+    for array, copy in zip((X, y, weights, alphas), copies, strict=True):
+        np.testing.assert_array_equal(array, copy)
+    assert class_weight == {"yes": 2.0, "no": 1.0}
+
+
+def test_string_labels_in_a_pipeline_match_the_plain_classifier_by_hand(rng):
+    """2-D input after a scaler, string labels, pandas with an odd index: the
+    K-fold accuracy of each alpha is that of the plain classifier refitted on
+    each training set (the pipeline's scaler is fitted once, outside the folds,
+    so the reference uses its output)."""
+    pd = pytest.importorskip("pandas")
+    from sklearn.base import clone
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = noisy_classes(rng, 60)
+    X = X[:, :, :2]
+    flat = pd.DataFrame(X.reshape(60, -1), columns=[f"x{i}" for i in range(12)])
+    labels = pd.Series(np.where(y == y[0], "first", "other"), index=np.arange(60) + 7)
+    alphas = [0.0, 0.1, 10.0]
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    pipeline = make_pipeline(
+        StandardScaler(),
+        LinearAttentionClassifierCV(alphas, cv=cv, token_dim=2, n_heads=None),
+    ).fit(flat, labels)
+    model = pipeline[-1]
+    scaled = StandardScaler().fit_transform(flat)
+    expected = []
+    for alpha in alphas:
+        fold_scores = []
+        for train, test in cv.split(scaled, labels):
+            plain = LinearAttentionClassifier(alpha=alpha, token_dim=2, n_heads=None)
+            plain.fit(scaled[train], labels.to_numpy()[train])
+            fold_scores.append(
+                np.mean(plain.predict(scaled[test]) == labels.to_numpy()[test])
+            )
+        expected.append(np.mean(fold_scores))
+    np.testing.assert_allclose(model.cv_scores_, expected, rtol=1e-12)
+    assert model.alpha_ == alphas[int(np.argmax(expected))]
+    assert list(model.classes_) == ["first", "other"]
+    np.testing.assert_array_equal(pipeline.feature_names_in_, flat.columns)
+    # pickled and cloned as any scikit-learn estimator
+    import pickle
+
+    restored = pickle.loads(pickle.dumps(pipeline))
+    np.testing.assert_array_equal(restored.predict(flat), pipeline.predict(flat))
+    refit = clone(pipeline).fit(flat, labels)
+    np.testing.assert_array_equal(refit[-1].cv_scores_, model.cv_scores_)
+
+
+def test_groups_with_leave_one_out_warn_that_they_are_ignored(rng):
+    """cv=None leaves out single sequences: groups were dropped silently, and a
+    user who passed them got a leave-one-out that leaks across groups."""
+    from sklearn.model_selection import LeaveOneGroupOut
+
+    X, y = random_sequences(rng, 12, 3, 2), rng.normal(size=12)
+    groups = np.arange(12) % 4
+    with pytest.warns(UserWarning, match="groups is ignored with cv=None"):
+        ignored = LinearAttentionRegressorCV([0.0, 1.0], n_heads=None).fit(
+            X, y, groups=groups
+        )
+    plain = LinearAttentionRegressorCV([0.0, 1.0], n_heads=None).fit(X, y)
+    np.testing.assert_array_equal(ignored.cv_scores_, plain.cv_scores_)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="groups is ignored")
+        LinearAttentionRegressorCV([0.0, 1.0], cv=LeaveOneGroupOut(), n_heads=None).fit(
+            X, y, groups=groups
+        )
