@@ -12,6 +12,7 @@ where they are computed. Dask is imported only when a Dask array is passed
 import inspect
 import sys
 import warnings
+from numbers import Number
 
 import numpy as np
 import scipy.sparse as sp
@@ -57,9 +58,11 @@ def input_precision(*arrays):
     eps = float(np.finfo(np.float64).eps)
     for array in arrays:
         dtypes = getattr(array, "dtypes", None)  # a DataFrame: one per column
-        if dtypes is None or isinstance(dtypes, np.dtype):
-            dtypes = [getattr(array, "dtype", None)]
+        if dtypes is None or np.ndim(dtypes) == 0:  # a Series has a single one,
+            dtypes = [getattr(array, "dtype", None)]  # maybe pandas' (not iterable)
         for dtype in dtypes:
+            # pandas' nullable "Float32" holds numpy's float32
+            dtype = getattr(dtype, "numpy_dtype", dtype)
             if isinstance(dtype, np.dtype) and np.issubdtype(dtype, np.floating):
                 eps = max(eps, float(np.finfo(dtype).eps))
     return eps
@@ -130,6 +133,8 @@ def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
         _check_3d_shape(sequences.shape, token_dim, estimator, reset)
         return sequences
     _check_ndim(X)
+    if reset and token_dim is not None:  # before validate_data sets n_features_in_
+        _token_dim_of_width(X.shape[1], token_dim)
     if estimator is None:
         rows = check_array(X, dtype=np.float64, order="C", input_name="X")
     else:
@@ -143,14 +148,21 @@ def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
 
 
 def _is_array_of_sequences(X):
-    """Whether ``X`` is a 1-D object array holding one array per sequence."""
+    """Whether ``X`` is a 1-D object array (or pandas Series) holding one array
+    per sequence."""
     return (
-        isinstance(X, np.ndarray)
+        (isinstance(X, np.ndarray) or _is_pandas_series(X))
+        and isinstance(X.dtype, np.dtype)
         and X.dtype == object
         and X.ndim == 1
         and X.size > 0
         and all(np.ndim(item) >= 1 for item in X)
     )
+
+
+def _is_pandas_series(X):
+    """Whether ``X`` is a pandas Series, without importing pandas."""
+    return type(X).__module__.split(".")[0] == "pandas" and type(X).__name__ == "Series"
 
 
 def as_array(X, dtype=None):
@@ -436,6 +448,10 @@ def validate_sample_weight(sample_weight, sequences, require_positive=True):
         ensure_non_negative=True,
         **_ALL_ZERO_WEIGHTS_CHECKED_HERE,
     )
+    if isinstance(sample_weight, Number):  # scikit-learn broadcasts it unchecked
+        check_array(
+            weights, ensure_2d=False, ensure_min_samples=0, input_name="sample_weight"
+        )
     if require_positive and n_samples and not np.any(weights):
         raise ValueError(_NO_POSITIVE_WEIGHT)  # (scikit-learn 1.6 lets these through)
     return weights

@@ -452,3 +452,360 @@ def test_targets_without_outputs_are_a_clear_error(rng):
     message = r"at least one output, got shape \(20, 5, 0\)"
     with pytest.raises(ValueError, match=message):
         LinearAttentionRegressor(positions="all").fit(X, np.ones((20, 5, 0)))
+
+
+# --- a user's inputs: pandas, scalars, copies, the naive reference ----------------
+
+
+def _data(seed=3, n_samples=30, n_tokens=4, token_dim=2):
+    rng = np.random.default_rng(seed)
+    y = rng.normal(size=n_samples)
+    return rng.normal(size=(n_samples, n_tokens, token_dim)), y - y.mean()
+
+
+@pytest.mark.parametrize("dtype", ["Int64", "Float64", "Float32", "category"])
+def test_pandas_extension_dtype_targets(dtype):
+    """A pandas Series of a nullable or categorical dtype as ``y`` raised
+    "'Int64Dtype' object is not iterable" from the input-precision probe, in
+    ``fit`` and ``partial_fit``; it fits as its numbers do."""
+    pd = pytest.importorskip("pandas")
+    X, _ = _data()
+    labels = np.arange(30) % 3
+    y = pd.Series(labels, dtype=dtype)
+    expected = LinearAttentionRegressor(n_heads=None).fit(X, labels.astype(float))
+    for model in (
+        LinearAttentionRegressor(n_heads=None).fit(X, y),
+        LinearAttentionRegressor(n_heads=None).partial_fit(X, y),
+    ):
+        np.testing.assert_allclose(model.coef_, expected.coef_, rtol=1e-12, atol=1e-14)
+    if dtype == "Float32":  # its precision is float32's, as for numpy float32
+        model = LinearAttentionRegressor(n_heads=None).fit(X, y)
+        assert model._input_precision == np.finfo(np.float32).eps
+    # 1-D X of such a dtype gets the layout error, not the TypeError
+    with pytest.raises(ValueError, match=r"1 dimension\(s\)"):
+        LinearAttentionRegressor().fit(y, labels)
+
+
+def test_pandas_missing_targets_are_a_clear_error():
+    pd = pytest.importorskip("pandas")
+    X, _ = _data()
+    y = pd.Series([pd.NA, 1, 2] * 10, dtype="Int64")
+    with pytest.raises(ValueError, match="y contains NaN"):
+        LinearAttentionRegressor(n_heads=None).fit(X, y)
+    with pytest.raises(ValueError, match="NaN"):
+        LinearAttentionClassifier(n_heads=None).fit(X, y)
+
+
+def test_a_pandas_series_of_sequences_is_read_as_their_list():
+    """A Series holding one (n_tokens, token_dim) array per row (a DataFrame
+    column of sequences) was refused as "1 dimension(s)"; it is the 3-D array."""
+    pd = pytest.importorskip("pandas")
+    X, y = _data()
+    series = pd.Series(list(X))
+    fitted = LinearAttentionRegressor(n_heads=None).fit(X, y)
+    from_series = LinearAttentionRegressor(n_heads=None).fit(series, y)
+    np.testing.assert_array_equal(from_series.coef_, fitted.coef_)
+    np.testing.assert_array_equal(fitted.predict(series), fitted.predict(X))
+    features = LiftedAttentionFeatures().fit(X)
+    np.testing.assert_array_equal(features.transform(series), features.transform(X))
+
+
+def test_dataframe_rows_and_feature_names():
+    pd = pytest.importorskip("pandas")
+    X, y = _data()
+    columns = [f"t{t}_{c}" for t in range(4) for c in range(2)]
+    frame = pd.DataFrame(X.reshape(30, -1), columns=columns)
+    model = LinearAttentionRegressor(n_heads=None, token_dim=2).fit(frame, pd.Series(y))
+    assert list(model.feature_names_in_) == columns and model.n_features_in_ == 8
+    reference = LinearAttentionRegressor(n_heads=None).fit(X, y)
+    np.testing.assert_array_equal(model.predict(frame), reference.predict(X))
+    with pytest.raises(ValueError, match="feature names should match"):
+        model.predict(frame[columns[::-1]])
+    # refitted on numpy: the names are gone
+    assert not hasattr(model.fit(X, y), "feature_names_in_")
+
+
+@pytest.mark.parametrize("weight", [np.nan, np.inf])
+def test_non_finite_scalar_sample_weight(weight):
+    """scikit-learn broadcasts a scalar weight unchecked: NaN gave
+    LinAlgError("Internal Error") in fit, an overflow message in partial_fit."""
+    X, y = _data()
+    match = "sample_weight contains (NaN|infinity)"
+    calls = [
+        lambda: LinearAttentionRegressor(n_heads=None).fit(X, y, sample_weight=weight),
+        lambda: LinearAttentionRegressor(n_heads=None)
+        .partial_fit(X, y)
+        .partial_fit(X, y, sample_weight=weight),
+        lambda: LinearAttentionClassifier(n_heads=None).fit(
+            X, np.arange(30) % 2, sample_weight=weight
+        ),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match=match):
+            call()
+
+
+BAD_FIT_ARGUMENTS = {
+    # name: (estimator, y, fit keyword arguments, error, message)
+    "y too short": ("r", np.ones(10), {}, ValueError, "30 samples but y has 10"),
+    "y 3-D": ("r", np.ones((30, 2, 2)), {}, ValueError, r"\(n_samples, n_outputs\)"),
+    "y without outputs": ("r", np.ones((30, 0)), {}, ValueError, "0 feature"),
+    "y NaN": ("r", np.r_[np.nan, np.ones(29)], {}, ValueError, "y contains NaN"),
+    "y inf": ("r", np.r_[np.inf, np.ones(29)], {}, ValueError, "y contains infinity"),
+    "y complex": ("r", np.ones(30) + 1j, {}, ValueError, "Complex data"),
+    "y strings": ("r", np.array(["a"] * 30), {}, ValueError, "could not convert"),
+    "y sparse": ("r", sp.csr_matrix(np.ones((30, 1))), {}, TypeError, "[Ss]parse"),
+    "weights negative": ("r", None, {"sample_weight": -np.ones(30)}, ValueError,
+                         "Negative values"),
+    "weights NaN": ("r", None, {"sample_weight": np.r_[np.nan, np.ones(29)]},
+                    ValueError, "sample_weight contains NaN"),
+    "weights short": ("r", None, {"sample_weight": np.ones(3)}, ValueError,
+                      r"expected \(30,\)"),
+    "weights 2-D": ("r", None, {"sample_weight": np.ones((30, 1))}, ValueError,
+                    "1D array"),
+    "weights all zero": ("r", None, {"sample_weight": np.zeros(30)}, ValueError,
+                         "non-zero"),
+    "one class": ("c", np.zeros(30), {}, ValueError, "at least two classes"),
+    "multilabel": ("c", np.c_[np.arange(30) % 2, np.arange(30) // 15], {},
+                   ValueError, "1d array"),
+    "labels too short": ("c", np.arange(5) % 2, {}, ValueError,
+                         "30 samples but y has 5"),
+    "missing label": ("c", np.array([None, "a", "b"] * 10, dtype=object), {},
+                      ValueError, "NaN"),
+    "continuous labels": ("c", np.linspace(0, 1, 30), {}, ValueError,
+                          "Unknown label type"),
+    "classifier weights all zero": ("c", None, {"sample_weight": np.zeros(30)},
+                                    ValueError, "non-zero"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_FIT_ARGUMENTS))
+def test_bad_targets_and_weights_get_a_clear_error(case):
+    kind, y, kwargs, error, match = BAD_FIT_ARGUMENTS[case]
+    X, good_y = _data()
+    if y is None:
+        y = good_y if kind == "r" else np.arange(30) % 3
+    estimator = (
+        LinearAttentionRegressor(n_heads=None)
+        if kind == "r"
+        else LinearAttentionClassifier(n_heads=None)
+    )
+    copies = [np.array(X, copy=True)] + [
+        np.array(value, copy=True) for value in kwargs.values()
+    ]
+    with pytest.raises(error, match=match):
+        estimator.fit(X, y, **kwargs)
+    if kind == "r":
+        with pytest.raises(error, match=match):
+            LinearAttentionRegressor(n_heads=None).partial_fit(X, y, **kwargs)
+    for original, copy in zip([X, *kwargs.values()], copies, strict=True):
+        np.testing.assert_array_equal(original, copy)
+
+
+@pytest.mark.parametrize(
+    "alpha", [-1, np.nan, np.inf, "1", True, np.True_, None]
+)
+@pytest.mark.parametrize("cls", [LinearAttentionRegressor, LinearAttentionClassifier])
+def test_bad_alpha_names_the_parameter(cls, alpha):
+    X, _ = _data()
+    with pytest.raises((ValueError, TypeError), match="'alpha' parameter"):
+        cls(n_heads=None, alpha=alpha).fit(X, np.arange(30) % 2)
+
+
+def test_set_params_then_refit_is_a_fresh_fit():
+    X, y = _data()
+    rows = X.reshape(30, -1)
+    model = LinearAttentionRegressor(n_heads=None, token_dim=2).fit(rows, y)
+    model.set_params(token_dim=4, alpha=0.5).fit(rows, y)
+    fresh = LinearAttentionRegressor(n_heads=None, token_dim=4, alpha=0.5).fit(rows, y)
+    assert model.token_dim_ == 4 and model.coef_.shape == (40,)
+    np.testing.assert_array_equal(model.coef_, fresh.coef_)
+    classifier = LinearAttentionClassifier(n_heads=None).fit(X, np.arange(30) % 3)
+    classifier.fit(X, np.arange(30) % 2)
+    np.testing.assert_array_equal(classifier.classes_, [0, 1])
+    assert classifier.decision_function(X).shape == (30,)
+
+
+def test_partial_fit_refuses_other_batches_and_keeps_its_state():
+    X, y = _data()
+    rows = X.reshape(30, -1)
+    model = LinearAttentionRegressor(n_heads=None, token_dim=2).partial_fit(rows, y)
+    before = model.predict(rows)
+    for call, match in [
+        (lambda: model.partial_fit(np.ones((3, 6)), np.ones(3)), "6 features.*8"),
+        (lambda: model.partial_fit(np.ones((3, 4, 3)), np.ones(3)), "dimension 3"),
+        (lambda: model.partial_fit(rows, np.c_[y, y]), "earlier batches"),
+        (lambda: model.set_params(token_dim=4).partial_fit(rows, y), "token_dim=4"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            call()
+        model.set_params(token_dim=2)
+        np.testing.assert_array_equal(model.predict(rows), before)
+    classifier = LinearAttentionClassifier(n_heads=None)
+    labels = np.arange(30) % 3
+    with pytest.raises(ValueError, match="classes must be passed"):
+        classifier.partial_fit(X, labels)
+    with pytest.raises(ValueError, match=r"labels \[2\] that are not in classes"):
+        classifier.partial_fit(X, labels, classes=[0, 1])
+    classifier.partial_fit(X, labels, classes=[0, 1, 2])
+    with pytest.raises(ValueError, match="differs from the classes"):
+        classifier.partial_fit(X, labels, classes=[0, 1, 2, 3])
+    with pytest.raises(ValueError, match=r"labels \[3\]"):
+        classifier.partial_fit(X, labels + 1)
+
+
+def test_a_failed_refit_on_a_bad_width_leaves_the_transformer_as_it_was():
+    """validate_data set ``n_features_in_`` to the bad width before the width was
+    refused, so the fitted transformer then refused its own data."""
+    X, _ = _data()
+    features = LiftedAttentionFeatures(token_dim=2).fit(X.reshape(30, -1))
+    with pytest.raises(ValueError, match="not a multiple of token_dim=2"):
+        features.fit(np.ones((3, 7)))
+    assert features.n_features_in_ == 8
+    assert features.transform(X.reshape(30, -1)).shape == (30, 6)
+
+
+def test_labels_keep_their_type_and_shape():
+    X, _ = _data()
+    for labels in (
+        np.array(list("ab") * 15),
+        np.array([-1, -5] * 15),
+        np.arange(30) % 3 == 0,
+        (np.arange(30) % 3).astype(float),
+    ):
+        model = LinearAttentionClassifier(n_heads=None).fit(X, labels)
+        assert model.predict(X).dtype == labels.dtype
+        assert set(model.predict(X)) <= set(labels)
+    column = (np.arange(30) % 2)[:, None]
+    with pytest.warns(Warning, match="column-vector y"):
+        model = LinearAttentionClassifier(n_heads=None).fit(X, column)
+    assert model.predict(X).shape == (30,)
+
+
+INPUT_FORMS = {
+    "3-D": lambda X: X,
+    "F-order": np.asfortranarray,
+    "float32": lambda X: X.astype(np.float32),
+    "rows": lambda X: X.reshape(len(X), -1),
+}
+
+
+@pytest.mark.parametrize("form", sorted(INPUT_FORMS))
+def test_inputs_are_never_modified(form):
+    """X, y and sample_weight after every entry point equal their copies
+    (left-padded sequences included: labels at padding are replaced, in a copy)."""
+    X, y = _data()
+    X[:5, :2] = 0.0  # left padding
+    X = INPUT_FORMS[form](X)
+    token_dim = 2 if X.ndim == 2 else None
+    labels = np.arange(30) % 3
+    weights = np.random.default_rng(4).uniform(0.5, 2.0, 30)
+    per_position = np.repeat(labels[:, None], 4, axis=1)
+    arrays = [X, y, labels, weights, per_position]
+    copies = [np.array(array, copy=True) for array in arrays]
+    kw = dict(n_heads=None, token_dim=token_dim)
+    regressor = LinearAttentionRegressor(fit_intercept=True, **kw)
+    regressor.fit(X, y, sample_weight=weights).score(X, y, sample_weight=weights)
+    LinearAttentionRegressor(**kw).partial_fit(X, y, sample_weight=weights).predict(X)
+    classifier = LinearAttentionClassifier(class_weight={0: 2.0, 1: 1.0, 2: 1.0}, **kw)
+    classifier.fit(X, labels, sample_weight=weights).score(X, labels)
+    LinearAttentionClassifier(**kw).partial_fit(
+        X, labels, classes=[0, 1, 2], sample_weight=weights
+    ).decision_function(X)
+    if X.ndim == 3:
+        LinearAttentionClassifier(n_heads=None, positions="all").fit(
+            X, per_position, sample_weight=weights
+        ).predict(X)
+    LiftedAttentionFeatures(token_dim=token_dim).fit(X).transform(X)
+    for array, copy in zip(arrays, copies, strict=True):
+        np.testing.assert_array_equal(array, copy)
+        assert array.dtype == copy.dtype
+
+
+# Agreement with scikit-learn's Ridge on the lift written out (conftest's
+# naive_lifted_features, from PAPER.md). Both solve the same p x p system
+# (Phi^T W Phi + alpha I) c = Phi^T W y with backward-stable methods, so each
+# solution's relative error is at most about kappa * p * eps (kappa the
+# condition number of that matrix; p for the accumulated sums); their difference
+# twice that. Asserted with 10 times the slack: kappa is about 40 here, the
+# bound about 2e-12, the differences seen 1e-15 to 6e-15.
+
+
+def _rounding_bound(features, weights, alpha, fit_intercept):
+    if fit_intercept:
+        features = features - weights @ features / weights.sum()
+    gram = features.T @ (weights[:, None] * features)
+    gram += alpha * np.eye(gram.shape[0])
+    return 10 * 2 * np.linalg.cond(gram) * gram.shape[0] * np.finfo(float).eps
+
+
+@pytest.mark.parametrize("alpha", [1e-3, 1.0, 100.0])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_regressor_equals_ridge_on_the_naive_lift(alpha, fit_intercept, weighted):
+    from sklearn.linear_model import Ridge
+
+    rng = np.random.default_rng(11)
+    X, X_test = rng.normal(size=(120, 5, 3)), rng.normal(size=(15, 7, 3))
+    y = rng.normal(size=120)
+    weights = rng.uniform(0.1, 3.0, 120) if weighted else None
+    features = naive_lifted_features(X)
+    reference = Ridge(alpha=alpha, fit_intercept=fit_intercept, solver="cholesky")
+    reference.fit(features, y, sample_weight=weights)
+    ours = LinearAttentionRegressor(
+        n_heads=None, alpha=alpha, fit_intercept=fit_intercept
+    ).fit(X, y, sample_weight=weights)
+    bound = _rounding_bound(
+        features, np.ones(120) if weights is None else weights, alpha, fit_intercept
+    )
+    assert relative_error(ours.coef_, reference.coef_) < bound
+    expected = reference.predict(naive_lifted_features(X_test))
+    assert np.abs(ours.predict(X_test) - expected).max() < bound * np.abs(
+        expected
+    ).max()
+    assert abs(ours.intercept_ - reference.intercept_) < bound * max(
+        1.0, abs(reference.intercept_)
+    )
+
+
+def test_classifier_equals_ridge_classifier_on_the_naive_lift():
+    from sklearn.linear_model import RidgeClassifier
+
+    rng = np.random.default_rng(12)
+    X, X_test = rng.normal(size=(120, 5, 3)), rng.normal(size=(15, 7, 3))
+    features = naive_lifted_features(X)
+    for labels, class_weight in [
+        (rng.integers(0, 3, 120), None),
+        (rng.integers(0, 2, 120), {0: 2.0, 1: 0.5}),
+    ]:
+        reference = RidgeClassifier(
+            alpha=1.0, fit_intercept=False, class_weight=class_weight
+        ).fit(features, labels)
+        ours = LinearAttentionClassifier(
+            n_heads=None, alpha=1.0, class_weight=class_weight
+        ).fit(X, labels)
+        weights = np.ones(120) if class_weight is None else np.vectorize(
+            class_weight.get
+        )(labels)
+        bound = _rounding_bound(features, weights, 1.0, False)
+        expected = reference.decision_function(naive_lifted_features(X_test))
+        got = ours.decision_function(X_test)
+        assert np.abs(got - expected).max() < bound * np.abs(expected).max()
+        np.testing.assert_array_equal(
+            ours.predict(X_test), reference.predict(naive_lifted_features(X_test))
+        )
+
+
+def test_minimum_norm_fit_equals_the_pseudo_inverse():
+    """alpha=0 with fewer samples than lifted features: the minimum-norm solution
+    (pinv of the naive lift); the relative bound is kappa of the nonzero
+    spectrum times p eps, with slack 10."""
+    rng = np.random.default_rng(13)
+    X, y = rng.normal(size=(10, 5, 3)), rng.normal(size=10)
+    features = naive_lifted_features(X)
+    expected = np.linalg.pinv(features) @ y
+    with pytest.warns(UserWarning, match="interpolates"):
+        ours = LinearAttentionRegressor(n_heads=None).fit(X, y)
+    singular = np.linalg.svd(features, compute_uv=False)
+    bound = 10 * (singular[0] / singular[-1]) ** 2 * 18 * np.finfo(float).eps
+    assert relative_error(ours.coef_, expected) < bound
