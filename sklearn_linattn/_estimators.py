@@ -8,11 +8,13 @@ chosen once, read out heads, set fitted attributes. Every path (in memory or Das
 import dataclasses
 import functools
 import inspect
+import sys
 import time
 import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse
 from joblib import effective_n_jobs
 from sklearn.base import (
     BaseEstimator,
@@ -640,9 +642,9 @@ class _LinearAttentionBase(BaseEstimator):
             "partial_fit keeps from the first batch (tokens times "
             f"{self._rescaling.token:.3g}, targets times {self._rescaling.target:.3g}, "
             "so that the batches add up): this batch's X (whose sixth powers "
-            "enter) or y (whose squares enter) is far larger than the first "
-            "batch's, or the batches so far add up beyond the float range. Rescale "
-            "the batches alike, or fit them together with fit."
+            "enter), y (whose squares enter) or sample_weight is far larger than "
+            "the first batch's, or the batches so far add up beyond the float "
+            "range. Rescale the batches alike, or fit them together with fit."
         )
 
     def _check_partial_fit(self):
@@ -1516,6 +1518,12 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
                 f"{type(self).__name__} requires y to be passed, but the target y "
                 "is None."
             )
+        if scipy.sparse.issparse(y):
+            raise TypeError(
+                f"{type(self).__name__} takes labels as a 1-D array (one per "
+                "sequence, or (n_samples, n_tokens) with positions='all'); y is a "
+                "sparse matrix: pass y.toarray().ravel()."
+            )
         n_samples, n_tokens, _ = sequences.shape
         labels = np.asarray(y.compute() if is_dask_array(y) else y)
         if self.positions == "all":
@@ -1534,8 +1542,7 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
                     "must match."
                 )
         if labels.dtype.kind == "O":
-            if any(_is_missing(label) for label in labels):
-                raise ValueError("Input y contains NaN (a missing label).")
+            _check_label_values(labels, "Input y")
         elif labels.dtype.kind in "fc":  # before check_classification_targets,
             # which casts them to integers (numpy's cast warning, then an error)
             if np.isnan(labels).any():
@@ -1684,7 +1691,7 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
                     "class the model will know."
                 )
             if classes is not None:
-                classes = np.unique(np.asarray(classes))
+                classes = _checked_classes(classes)
                 if classes.size < 2:
                     raise ValueError(
                         f"classes must hold at least two classes, got {classes!r}."
@@ -1782,7 +1789,31 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
 
 
 def _is_missing(label):
-    return label is None or (isinstance(label, float) and np.isnan(label))
+    """None, a float NaN or pandas' NA."""
+    pandas = sys.modules.get("pandas")  # imported where its NA can occur
+    return (
+        label is None
+        or (isinstance(label, float) and np.isnan(label))
+        or (pandas is not None and label is pandas.NA)
+    )
+
+
+def _check_label_values(labels, name):
+    """A clear error for a missing label, or labels that mix strings and numbers
+    (numpy cannot sort them, and would silently make a list of them strings)."""
+    if any(_is_missing(label) for label in labels):
+        raise ValueError(f"{name} contains NaN (a missing label).")
+    if len({isinstance(label, str) for label in labels}) > 1:
+        raise ValueError(
+            f"{name} mixes strings and numbers (Mix of label input types): labels "
+            "of one type are needed."
+        )
+
+
+def _checked_classes(classes):
+    """The sorted distinct classes passed to ``partial_fit``, checked as labels."""
+    _check_label_values(np.ravel(np.asarray(classes, dtype=object)), "classes")
+    return np.unique(np.asarray(classes))
 
 
 class LiftedAttentionFeatures(TransformerMixin, BaseEstimator):

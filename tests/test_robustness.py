@@ -496,6 +496,28 @@ def test_pandas_missing_targets_are_a_clear_error():
         LinearAttentionClassifier(n_heads=None).fit(X, y)
 
 
+def test_pandas_missing_labels_are_a_clear_error():
+    pd = pytest.importorskip("pandas")
+    X, _ = _data()
+    labels = pd.Series(["a", "b", pd.NA] * 10, dtype="string")
+    with pytest.raises(ValueError, match="y contains NaN"):
+        LinearAttentionClassifier(n_heads=None).fit(X, labels)
+
+
+@pytest.mark.parametrize(
+    "classes, message",
+    [([0, 1, np.nan], "classes contains NaN"),
+     (["a", "b", None], "classes contains NaN"),
+     ([0, "a"], "classes mixes strings and numbers")],
+)
+def test_bad_partial_fit_classes_are_named(classes, message):
+    X, _ = _data()
+    model = LinearAttentionClassifier(n_heads=None)
+    with pytest.raises(ValueError, match=message):
+        model.partial_fit(X, np.arange(30) % 2, classes=classes)
+    assert not hasattr(model, "classes_")
+
+
 def test_a_pandas_series_of_sequences_is_read_as_their_list():
     """A Series holding one (n_tokens, token_dim) array per row (a DataFrame
     column of sequences) was refused as "1 dimension(s)"; it is the 3-D array."""
@@ -574,6 +596,10 @@ BAD_FIT_ARGUMENTS = {
                       ValueError, "NaN"),
     "continuous labels": ("c", np.linspace(0, 1, 30), {}, ValueError,
                           "Unknown label type"),
+    "sparse labels": ("c", sp.csr_matrix((np.arange(30) % 2)[:, None]), {},
+                      TypeError, "sparse matrix"),
+    "labels of strings and numbers": ("c", np.array(["a", 1] * 15, dtype=object),
+                                      {}, ValueError, "Mix of label input types"),
     "classifier weights all zero": ("c", None, {"sample_weight": np.zeros(30)},
                                     ValueError, "non-zero"),
 }
