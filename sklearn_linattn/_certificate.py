@@ -54,7 +54,11 @@ __all__ = [
 ]
 
 # Relative size of the component outside the training span below which `covers`
-# says True.
+# says True. The test's own rounding is about sqrt(eps) ~ 1.5e-8 of the input's
+# norm by the kernel (a difference of squared norms, k(x, x) - k_x^T K^-1 k_x) and
+# ~1e-13 by an eigenbasis; measured at most 1.7e-7 on the training sequences of
+# ill-conditioned kernels (condition 1e11, d = 3..6), so 1e-6 keeps them covered,
+# while an input a relative 1e-6 away from the span is not.
 _COVERS_RTOL = 1e-6
 # Up to this many lifted features, solver="cg" forms the Gram from p products and
 # decomposes it exactly instead of estimating its extreme eigenvalues by Lanczos.
@@ -449,12 +453,14 @@ class _FeatureSpan:
 
     def outside_fraction(self, sequences):
         features = self.layout.features(_span_scaled(sequences, self))
+        uncentered = np.linalg.norm(features, axis=1)
         features -= self.feature_mean
         projection = features @ self.basis
         outside = (
             features - projection @ self.basis.T if self.spans_range else projection
         )
-        return _ratio(np.linalg.norm(outside, axis=1), np.linalg.norm(features, axis=1))
+        total = np.maximum(np.linalg.norm(features, axis=1), uncentered)
+        return _ratio(np.linalg.norm(outside, axis=1), total)
 
 
 class _KernelSpan:
@@ -486,6 +492,7 @@ class _KernelSpan:
         own = np.einsum("nk,nk->n", pairs, pairs) * np.einsum(
             "ne,ne->n", queries, queries
         )
+        uncentered = own
         if self.centering is not None:
             row_scale, row_terms, grand = self.centering
             total = row_scale @ row_scale
@@ -508,7 +515,8 @@ class _KernelSpan:
         else:
             inside = np.einsum("nr,nr->n", *(2 * [cross @ self.weights]))
         return _ratio(
-            np.sqrt(np.maximum(own - inside, 0.0)), np.sqrt(np.maximum(own, 0.0))
+            np.sqrt(np.maximum(own - inside, 0.0)),
+            np.sqrt(np.maximum(np.maximum(own, uncentered), 0.0)),
         )
 
 
@@ -522,6 +530,11 @@ def _span_scaled(sequences, span):
 
 
 def _ratio(outside, total):
+    """``outside / total``, 0 where ``total`` is 0. ``total`` is the larger of the
+    input's features' norm and, when the span is centered, of their centered norm:
+    the centering leaves rounding of ``eps`` times the former, which relative to
+    the latter alone (an input at the training mean, as every training sequence
+    is when they are identical) would count as a component outside the span."""
     return np.divide(outside, total, out=np.zeros_like(outside), where=total > 0)
 
 
@@ -535,9 +548,12 @@ class IdentifiabilityCertificate:
     Attributes
     ----------
     identifiable : bool
-        ``min_eigenvalue > tol * max_eigenvalue``: the lifted second moment is
-        positive definite, so every empirical risk minimizer computes the same
-        function on all inputs.
+        ``min_eigenvalue > tol * max_eigenvalue`` (``rank == n_lifted_features``):
+        the lifted second moment is positive definite, so every empirical risk
+        minimizer computes the same function on all inputs. With an intercept
+        (or ``convention="paper"``) the threshold is at least the centering's
+        rounding, ``tol`` times the uncentered features' scale
+        (:func:`centering_floor`), so nearly identical sequences are rank 0.
     min_eigenvalue, max_eigenvalue : float
         Extreme eigenvalues of
         :math:`\Lambda = \Phi^\top W \Phi / \sum_i w_i`, the second moment of
@@ -738,8 +754,17 @@ class IdentifiabilityCertificate:
 
         An input is covered when its lifted features lie in the span of the training
         features (after subtracting their mean when an intercept was fitted): the
-        component outside it is at most ``1e-6`` of their norm. On identifiable data
-        every input is covered.
+        component outside it is at most ``1e-6`` of their norm (with an intercept,
+        of the larger of their norm and their centered norm). On identifiable data
+        every input is covered. The span is the numerical one of the rank: the
+        eigenvectors whose eigenvalues exceed ``tol * max_eigenvalue``. Along
+        each of the others a training sequence of weight ``w_i`` has a component
+        of at most ``sqrt(tol * max_eigenvalue * sum(w) / w_i)``, about
+        ``sqrt(tol)`` times the largest training features; so it is covered
+        unless its features are far smaller than those and the spectrum runs
+        down into the tolerance (token coordinates of very different scales).
+        For a certificate of ``certify(X, convention="paper")`` the span is the
+        affine hull of the training features (the covariance is centered).
 
         Parameters
         ----------
@@ -933,7 +958,10 @@ def certify(X, token_dim=None, tol=None, convention="isometric"):
         identifiability theorem. ``"paper"``: the number the paper's figures plot,
         the covariance (centered, ``N / (N - 1)``) of the unscaled features
         ``S[b, c] q[e]``; its eigenvalues are smaller, with the same zeros on the
-        paper's data (see the theory page, "The authors' conventions").
+        paper's data (see the theory page, "The authors' conventions"). Being
+        centered, its rank is that of the affine hull of the training features
+        (one less than the span's on generic data, 0 for identical sequences) and
+        its ``covers`` tests membership in that hull.
 
     Returns
     -------
@@ -941,11 +969,12 @@ def certify(X, token_dim=None, tol=None, convention="isometric"):
 
     Notes
     -----
-    One-hot tokens are never identifiable: with ``z_t`` one-hot, ``S`` is diagonal
-    (so every feature with ``b < c`` is zero) and the query's features ``S[b, b] q[e]``
-    span at most the diagonal part, far fewer than ``p`` directions. Tokens confined to
-    a subspace of dimension ``r < d``, or fewer samples than ``p``, are not identifiable
-    either. The verdict does not depend on the scale of ``X``.
+    One-hot tokens are never identifiable for ``d >= 2``: with ``z_t`` one-hot,
+    ``S`` is diagonal (so every feature with ``b < c`` is zero) and the query's
+    features ``S[b, b] q[e]`` span at most the diagonal part, far fewer than ``p``
+    directions. Tokens confined to a subspace of dimension ``r < d``, or fewer
+    samples than ``p``, are not identifiable either. The verdict does not depend on
+    the scale of ``X``.
 
     Examples
     --------
@@ -993,15 +1022,55 @@ def certify(X, token_dim=None, tol=None, convention="isometric"):
 
 def _paper_certificate(data, tol):
     """The authors' number: eigenvalues of the covariance of the unscaled lifted
-    features, ``D^-1 (G - N mu mu^T) D^-1 / (N - 1)``, ``D`` the isometric weights."""
+    features, ``D^-1 (G - N mu mu^T) D^-1 / (N - 1)``, ``D`` the isometric weights.
+
+    The covariance is centered, so its null space is that of the affine hull of
+    the training features: ``covers`` tests membership in that hull (as for a fit
+    with an intercept), and the rank threshold has the centering's rounding floor
+    (:func:`centering_floor`), as the solvers' centered Grams do: identical
+    sequences have rank 0, not the rank of the rounding left by the centering.
+    """
     statistics = data.statistics()
     n = statistics.weight_sum
     gram, _, _, mean, _ = statistics.normal_equations(fit_intercept=True)
     d = data.token_dim
     rows, cols = np.triu_indices(d)
     unscale = np.repeat(np.where(rows == cols, 1.0, np.sqrt(0.5)), d)
-    covariance = gram * np.outer(unscale, unscale) / max(n - 1, 1)
-    spectrum = gram_spectrum(covariance, tol)
-    return IdentifiabilityCertificate._from_spectrum(
-        spectrum, 1.0, statistics.n_observations, d, data.rescaling
+    divisor = max(n - 1, 1)
+    covariance = gram * np.outer(unscale, unscale) / divisor
+    # the uncentered diagonal, in the covariance's units: centering leaves rounding
+    # of about eps times it
+    uncentered = (np.diag(gram) + n * mean**2) * unscale**2 / divisor
+    scale = centering_floor(
+        np.max(uncentered, initial=0.0), statistics.n_observations, data.n_lifted
     )
+    with dense_threads(data.n_lifted):
+        spectrum = gram_spectrum(covariance, tol, scale=scale)
+    if spectrum.eigenvectors is not None:
+        spectrum.eigenvectors = _isometric_eigenbases(spectrum, unscale)
+    return IdentifiabilityCertificate._from_spectrum(
+        spectrum,
+        1.0,
+        statistics.n_observations,
+        d,
+        data.rescaling,
+        feature_mean=mean,
+    )
+
+
+def _isometric_eigenbases(spectrum, unscale):
+    """Orthonormal bases of the range and the null space of ``D C D`` (the
+    isometric features' centered Gram, up to a factor), in the columns where
+    ``spectrum`` (of the covariance ``C`` of the unscaled features ``D^-1 phi``,
+    ``D^-1 = diag(unscale)``) holds its kept and its zero eigenvectors: ``C v = 0``
+    iff ``(D C D) D^-1 v = 0``, so the null space is ``D^-1 N`` and the range,
+    its orthogonal complement, ``D R``. ``covers`` measures the isometric features
+    against them."""
+    vectors = spectrum.eigenvectors
+    kept = spectrum.eigenvalues > spectrum.threshold
+    bases = np.empty_like(vectors)
+    for columns, rows_scale in ((kept, 1.0 / unscale), (~kept, unscale)):
+        if np.any(columns):
+            scaled = vectors[:, columns] * rows_scale[:, None]
+            bases[:, columns] = np.linalg.qr(scaled)[0]
+    return bases

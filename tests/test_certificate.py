@@ -5,6 +5,7 @@ estimates of the extreme eigenvalues against ``eigvalsh``, on spectra built as
 
 import functools
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -687,3 +688,254 @@ def test_nearly_degenerate_tokens_certificate_matches_naive_lift(noise):
         X, rng.normal(size=n)
     )
     check_certificate(model.certificate_, lam, p)
+
+
+# --- every solver against a naive reference on small, degenerate data sets -----------
+#
+# The reference: phi(Z) written out (conftest.naive_lifted_features), the weighted
+# second moment's eigenvalues by numpy.linalg.eigvalsh with numpy's rank rule
+# (p eps relative), and span membership by numpy.linalg.lstsq residuals.
+
+
+def _naive_certificate(X, weights):
+    features = naive_lifted_features(np.asarray(X, dtype=np.float64))
+    kept = weights > 0
+    features, weights = features[kept], weights[kept]
+    moment = features.T @ (weights[:, None] * features) / weights.sum()
+    eigenvalues = np.linalg.eigvalsh(moment)
+    p = features.shape[1]
+    rank = int(np.sum(eigenvalues > p * np.finfo(np.float64).eps * eigenvalues[-1]))
+    return eigenvalues, rank, features, int(kept.sum())
+
+
+def _naive_outside_fraction(features, new_features, mean=None):
+    if mean is not None:
+        features, new_features = features - mean, new_features - mean
+    coef = np.linalg.lstsq(features.T, new_features.T, rcond=None)[0]
+    outside = np.linalg.norm(new_features.T - features.T @ coef, axis=0)
+    norm = np.linalg.norm(new_features, axis=1)
+    return np.divide(outside, norm, out=np.zeros_like(norm), where=norm > 0)
+
+
+def _degenerate_case(name, rng):
+    """(X, sample_weight, inputs inside the span that are not training ones)."""
+    d = 3
+    p = n_lifted(d)
+    if name.startswith("gaussian"):
+        n = {"gaussian_n<p": p // 2, "gaussian_n=p": p, "gaussian_n>p": 4 * p}[name]
+        return rng.normal(size=(n, 4, d)), None, rng.normal(size=(2, 4, d))[:0]
+    if name == "duplicates":
+        X = rng.normal(size=(p - 4, 4, d))
+        return np.concatenate([X, X, X]), None, 2.0 * X[:2]
+    if name == "zero_coordinate":
+        X, new = rng.normal(size=(4 * p, 4, d)), rng.normal(size=(2, 5, d))
+        X[:, :, 1] = new[:, :, 1] = 0.0
+        return X, None, new
+    if name == "subspace":
+        basis = rng.normal(size=(2, d))
+        return (
+            rng.normal(size=(4 * p, 4, 2)) @ basis,
+            None,
+            rng.normal(size=(2, 6, 2)) @ basis,
+        )
+    if name == "one_hot":
+        return np.eye(d)[rng.integers(0, d, (4 * p, 4))], None, np.eye(d)[[[0, 2, 1]]]
+    if name == "one_token":
+        return rng.normal(size=(4 * p, 1, d)), None, rng.normal(size=(2, 1, d))
+    if name == "zero_weights":  # 12 of 36 sequences kept: not identifiable
+        weights = np.r_[np.zeros(24), rng.uniform(0.5, 2.0, 12)]
+        return rng.normal(size=(36, 4, d)), weights, np.empty((0, 4, d))
+    if name == "weights_some_zero":  # 30 of 40 kept, unequal: identifiable
+        weights = np.r_[np.zeros(10), rng.uniform(0.1, 5.0, 30)]
+        return rng.normal(size=(40, 4, d)), weights, np.empty((0, 4, d))
+    if name == "float32":
+        return rng.normal(size=(10, 4, d)).astype(np.float32), None, np.empty((0, 4, d))
+    raise ValueError(name)
+
+
+DEGENERATE = [
+    "gaussian_n<p",
+    "gaussian_n=p",
+    "gaussian_n>p",
+    "duplicates",
+    "zero_coordinate",
+    "subspace",
+    "one_hot",
+    "one_token",
+    "zero_weights",
+    "weights_some_zero",
+    "float32",
+]
+
+
+@pytest.mark.parametrize("name", DEGENERATE)
+def test_every_solver_matches_the_naive_certificate(name):
+    rng = np.random.default_rng(DEGENERATE.index(name))
+    X, weights, inside = _degenerate_case(name, rng)
+    n, d = len(X), X.shape[2]
+    p = n_lifted(d)
+    w = np.ones(n) if weights is None else weights
+    eigenvalues, rank, features, n_kept = _naive_certificate(X, w)
+    generic = rng.normal(size=(3, 5, d))
+    # training sequences (positive weight), dropped (zero-weight) ones, generic ones
+    probes = [X[w > 0][:3], X[w == 0][:2], generic]
+    expected = [
+        _naive_outside_fraction(features, naive_lifted_features(group)) <= 1e-6
+        for group in probes
+    ]
+    assert expected[0].all()
+    X_before = X.copy()
+    certificates = {} if weights is not None else {"certify": certify(X)}
+    for solver in ("normal", "dual", "cg"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # alpha=0 with n <= p
+            model = LinearAttentionRegressor(n_heads=None, solver=solver)
+            model.fit(X, rng.normal(size=n), sample_weight=weights)
+        certificates[solver] = model.certificate_
+    np.testing.assert_array_equal(X, X_before)
+    for source, cert in certificates.items():
+        assert cert.exact and cert.n_lifted_features == p, source
+        assert cert.rank == rank, source
+        assert cert.identifiable == (rank == p) == bool(cert), source
+        assert cert.n_samples == n_kept, source
+        assert cert.max_eigenvalue == pytest.approx(eigenvalues[-1], rel=1e-9), source
+        floor = 1e-12 * eigenvalues[-1]
+        assert cert.min_eigenvalue == pytest.approx(max(eigenvalues[0], 0), abs=floor)
+        # covers as lstsq says; other inputs inside the span: covered
+        for group, covered in zip(probes, expected, strict=True):
+            if len(group):
+                np.testing.assert_array_equal(cert.covers(group), covered)
+        if len(inside):
+            np.testing.assert_array_equal(
+                _naive_outside_fraction(features, naive_lifted_features(inside))
+                <= 1e-6,
+                True,
+            )
+            assert cert.covers(inside).all(), source
+        if rank < p:
+            assert not cert.covers(generic).any(), source
+
+
+# --- certify(convention="paper"): the centered covariance, its affine hull ------------
+
+
+def _unscaled(features, d):
+    rows, cols = np.triu_indices(d)
+    return features / np.repeat(np.where(rows == cols, 1.0, np.sqrt(2.0)), d)
+
+
+@pytest.mark.parametrize("name", ["gaussian_n<p", "one_hot", "subspace", "one_token"])
+def test_paper_convention_covers_the_affine_hull(name):
+    """The paper's covariance is centered: its null space is that of the affine
+    hull of the training features, and so is covers' test (it used to project
+    the uncentered isometric features on the covariance's eigenvectors, and said
+    the training sequences themselves were not covered)."""
+    rng = np.random.default_rng(40 + DEGENERATE.index(name))
+    X, _, inside = _degenerate_case(name, rng)
+    d = X.shape[2]
+    features = naive_lifted_features(X)
+    covariance = np.cov(_unscaled(features, d).T)
+    eigenvalues = np.linalg.eigvalsh(covariance)
+    cert = certify(X, convention="paper")
+    assert cert.rank == np.sum(eigenvalues > cert.tol * eigenvalues[-1])
+    mean = features.mean(axis=0)
+    probes = [X[:3], 2.0 * X[:2], inside, rng.normal(size=(2, X.shape[1], d))]
+    for group in probes:
+        if len(group):
+            fraction = _naive_outside_fraction(
+                features, naive_lifted_features(group), mean
+            )
+            np.testing.assert_array_equal(cert.covers(group), fraction <= 1e-6)
+    assert cert.covers(X).all()  # the training sequences are in their affine hull
+
+
+@pytest.mark.parametrize("n_copies", [1, 2, 50])
+def test_paper_convention_of_identical_sequences_has_rank_zero(n_copies):
+    """The covariance of identical sequences is zero: rank 0, whatever rounding the
+    centering leaves (it used to count that rounding as rank 9 of 18)."""
+    X = np.repeat(np.random.default_rng(7).normal(size=(1, 4, 3)), n_copies, axis=0)
+    cert = certify(X, convention="paper")
+    assert cert.rank == 0 and not cert.identifiable
+    assert cert.covers(X[:1]).all()
+    assert not cert.covers(2.0 * X[:1]).any()
+
+
+# --- input handling -------------------------------------------------------------------
+
+
+def test_certify_and_covers_do_not_modify_or_need_writable_input(rng):
+    X = random_sequences(rng, 12, 4, 3)
+    X.setflags(write=False)
+    before = X.copy()
+    for convention in ("isometric", "paper"):
+        cert = certify(X, convention=convention)
+        cert.covers(X)
+    np.testing.assert_array_equal(X, before)
+
+
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (np.ones(5), r"shape \(n_samples, n_tokens, token_dim\)"),
+        (np.ones((2, 3, 4, 5)), r"shape \(n_samples, n_tokens, token_dim\)"),
+        (np.ones((0, 4, 3)), "0 sample"),
+        (np.ones((5, 0, 3)), "at least one token"),
+        (np.full((2, 4, 3), np.nan), "NaN"),
+        (np.full((2, 4, 3), np.inf), "infinity"),
+    ],
+)
+def test_bad_input_is_a_clear_value_error(rng, bad, match):
+    cert = certify(random_sequences(rng, 10, 4, 3))
+    with pytest.raises(ValueError, match=match):
+        certify(bad)
+    with pytest.raises(ValueError, match=match):
+        cert.covers(bad)
+
+
+def test_wrong_token_dim_names_the_expected_shape(rng):
+    X = random_sequences(rng, 10, 4, 3)
+    with pytest.raises(ValueError, match=r"not a multiple of token_dim=3"):
+        certify(np.ones((5, 7)), token_dim=3)
+    with pytest.raises(ValueError, match=r"\(n_samples, n_tokens, 2\)"):
+        certify(X, token_dim=2)
+    with pytest.raises(TypeError, match="token_dim must be a positive int"):
+        certify(X, token_dim=2.0)
+    with pytest.raises(ValueError, match="token_dim must be a positive int"):
+        certify(X, token_dim=0)
+
+
+def test_dask_input_gives_the_numpy_certificate(rng):
+    da = pytest.importorskip("dask.array")
+    for n in (10, 40):  # p = 18: kernel below, Gram above
+        X = random_sequences(rng, n, 4, 3)
+        lazy = da.from_array(X, chunks=(7, 4, 3))
+        cert, reference = certify(lazy), certify(X)
+        _, rank, features, _ = _naive_certificate(X, np.ones(n))
+        assert cert.rank == reference.rank == rank
+        assert cert.max_eigenvalue == pytest.approx(reference.max_eigenvalue, rel=1e-9)
+        probes = np.concatenate([X[:2], random_sequences(rng, 2, 4, 3)])
+        expected = _naive_outside_fraction(features, naive_lifted_features(probes))
+        np.testing.assert_array_equal(cert.covers(probes), expected <= 1e-6)
+        np.testing.assert_array_equal(
+            reference.covers(da.from_array(probes, chunks=2)), expected <= 1e-6
+        )
+
+
+@pytest.mark.parametrize("solver", ["normal", "dual", "cg"])
+@pytest.mark.parametrize("n_copies", [3, 50])
+def test_covers_identical_training_sequences_with_an_intercept(solver, n_copies):
+    """With an intercept the span is the affine hull, here the one point phi(x):
+    x is covered, 2x is not. The centered features of x are the rounding of the
+    mean, so their own norm is no scale for a relative test (it said x was not
+    covered with solvers "normal" and "cg" from 3 copies, "dual" from 50)."""
+    x = np.random.default_rng(7).normal(size=(1, 4, 3))
+    X = np.repeat(x, n_copies, axis=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = LinearAttentionRegressor(
+            n_heads=None, solver=solver, fit_intercept=True
+        )
+        cert = model.fit(X, np.arange(n_copies, dtype=float)).certificate_
+    assert cert.rank == 0
+    assert cert.covers(x).all()
+    assert not cert.covers(2.0 * x).any()
