@@ -121,6 +121,12 @@ def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
         return _validate_dask_sequences(X, token_dim, estimator, reset)
     if not hasattr(X, "ndim") or _is_array_of_sequences(X):
         X = as_array(X)  # lists, objects that only offer __array__
+    if isinstance(getattr(X, "dtype", None), np.dtype) and X.dtype.kind == "c":
+        # (scikit-learn's message prints the whole array after it)
+        raise ValueError(
+            f"Complex data not supported: X has dtype {X.dtype}; sequences are "
+            "real token matrices."
+        )
     if X.ndim == 3:
         sequences = check_array(
             X,
