@@ -3,6 +3,7 @@
 from numbers import Integral
 
 import numpy as np
+from sklearn.base import is_classifier
 from sklearn.utils.validation import check_is_fitted
 
 from ._attention import MultiHeadLinearAttention
@@ -223,6 +224,17 @@ class HeadSearchDisplay:
         A fitted estimator's ``head_search_``.
     tol : float, default=None
         The read-out's ``tol``, drawn on the distance panel; None omits it.
+    identifiable : bool, default=None
+        Whether the data identify the lifted function (``certificate_``). On
+        exact data that do not, a count also reproduces the lifted fit when its
+        training objective is within ``tol**2`` of the lifted fit's (relative to
+        the signal), so the distance panel draws ``sqrt(training_loss)`` too
+        (``lines_["objective"]``). None: drawn when a count passed ``tol`` at a
+        distance above ``tol``.
+    error_name : str, default=None
+        What the folds' error is, for the y-axis label: :meth:`from_estimator`
+        gives ``"squared error"`` for a regressor, ``"misclassification rate"``
+        for a classifier; None says ``"error"``.
 
     Attributes
     ----------
@@ -248,7 +260,14 @@ class HeadSearchDisplay:
         (above the count returned, or cut short by the work limit) at the last
         error measured, linearized refits' or training, and ``"tol"``,
         counts that reproduce the lifted fit within ``tol``, drawn at its
-        cross-validated error.
+        cross-validated error, and ``"unmeasured"``, counts left undecided
+        before any error of theirs was measured, marked on the x-axis. On the
+        distance panel (counts decided by ``tol``): ``"counts"`` (the decided
+        counts' relative distances), ``"undecided"`` (counts the work limit
+        left undecided, at their fit's distance so far), ``"objective"`` (see
+        ``identifiable``), ``"threshold"`` (``tol``) and ``"chosen"``.
+        Keys whose line would be empty are left out, except ``"counts"``
+        (drawn without a legend entry when empty) and ``"chosen"``.
     band_ : matplotlib artist or None
         The lifted fit's cross-validated error plus and minus its standard
         error (held-out counts only).
@@ -269,9 +288,11 @@ class HeadSearchDisplay:
     ['chosen', 'counts', 'lifted', 'threshold', 'training']
     """
 
-    def __init__(self, head_search, *, tol=None):
+    def __init__(self, head_search, *, tol=None, identifiable=None, error_name=None):
         self.head_search = head_search
         self.tol = tol
+        self.identifiable = identifiable
+        self.error_name = error_name
 
     @classmethod
     def from_estimator(cls, estimator, *, ax=None):
@@ -290,7 +311,21 @@ class HeadSearchDisplay:
         """
         final = _attention_estimator(estimator, cls)
         check_is_fitted(final, "head_search_")
-        return cls(final.head_search_, tol=getattr(final, "tol", None)).plot(ax=ax)
+        search = final.head_search_
+        # the tol the read-out used, where it records it (it can be above the
+        # estimator's: float32 data, centered targets)
+        tol = getattr(search, "tol", None)
+        tol = getattr(final, "tol", None) if tol is None else tol
+        certificate = getattr(final, "certificate_", None)
+        identifiable = None if certificate is None else bool(certificate.identifiable)
+        return cls(
+            search,
+            tol=tol,
+            identifiable=identifiable,
+            error_name="misclassification rate"
+            if is_classifier(final)
+            else "squared error",
+        ).plot(ax=ax)
 
     def plot(self, *, ax=None):
         """Draw the criterion against the count.
@@ -306,7 +341,7 @@ class HeadSearchDisplay:
             ``self``, with ``lines_``, ``ax_`` and ``figure_``.
         """
         plt = _pyplot("HeadSearchDisplay.plot")
-        from matplotlib.ticker import MaxNLocator
+        from matplotlib.ticker import MaxNLocator, MultipleLocator
         search = self.head_search
         counts = sorted(search.counts, key=lambda count: count.n_heads)
         if not counts:
@@ -329,18 +364,30 @@ class HeadSearchDisplay:
                 f"The head search fitted no count (criterion {search.criterion!r}): "
                 f"nothing to draw; {reason}."
             )
+        # axes that already show something keep it in view
+        reused = ax is not None and ax.has_data()
         if ax is None:
             figure, ax = plt.subplots(figsize=(6, 3.6), layout="constrained")
         figure = ax.figure
-        held_out = [count for count in counts if count.criterion == "cv"]
+        # the held-out panel where a held-out test decided a count, or where
+        # the search had folds and the work limit stopped it before any count
+        # was decided (noisy data); the distance panel where tol decided
+        by_tol = any(count.criterion == "tol" for count in counts)
+        held_out = any(count.criterion not in ("tol", None) for count in counts) or (
+            np.isfinite(search.cv_error) and not by_tol
+        )
         lines, self.band_ = {}, None
         if held_out:
-            refitted = [count for count in held_out if np.isfinite(count.cv_error)]
+            refitted = [
+                count
+                for count in counts
+                if count.criterion == "cv" and np.isfinite(count.cv_error)
+            ]
             lines["counts"] = ax.plot(
                 [count.n_heads for count in refitted],
                 [count.cv_error for count in refitted],
                 marker="o",
-                label="k heads",
+                label="k heads" if refitted else "_k heads",
             )[0]
             color = lines["counts"].get_color()
             unrefitted = [
@@ -424,6 +471,14 @@ class HeadSearchDisplay:
                     "k heads left undecided (their last error measured)",
                 ),
             ]
+            unmeasured = [
+                count
+                for count in counts
+                if count.passes is None
+                and np.isnan(count.cv_error)
+                and np.isnan(count.linearized_cv_error)
+                and np.isnan(count.training_error)
+            ]
             for key, drawn, errors, marker, label in partial:
                 if drawn:
                     lines[key] = ax.plot(
@@ -435,6 +490,18 @@ class HeadSearchDisplay:
                         label=label,
                         fillstyle="none" if key == "undecided" else "full",
                     )[0]
+            if unmeasured:  # no error to draw them at: on the x-axis
+                lines["unmeasured"] = ax.plot(
+                    [count.n_heads for count in unmeasured],
+                    [0.03] * len(unmeasured),
+                    transform=ax.get_xaxis_transform(),
+                    marker="d",
+                    fillstyle="none",
+                    linestyle="none",
+                    color=color,
+                    clip_on=False,
+                    label="k heads left undecided before any error was measured",
+                )[0]
             within = [count for count in counts if count.criterion == "tol"]
             if within:
                 lines["tol"] = ax.plot(
@@ -449,15 +516,18 @@ class HeadSearchDisplay:
                 search.cv_error, color="gray", linestyle="--", label="lifted fit"
             )
             thresholds = [count for count in counts if np.isfinite(count.threshold)]
-            lines["threshold"] = ax.plot(
-                [count.n_heads for count in thresholds],
-                [count.threshold for count in thresholds],
-                color="black",
-                marker="_",
-                markersize=12,
-                linestyle="none",
-                label="threshold of k heads (a count must not exceed it)",
-            )[0]
+            if thresholds:
+                lines["threshold"] = ax.plot(
+                    [count.n_heads for count in thresholds],
+                    [count.threshold for count in thresholds],
+                    color="black",
+                    marker="_",
+                    markersize=12,
+                    linestyle="none",
+                    label="threshold of k heads (a count must be below it)"
+                    if self.error_name == "misclassification rate"
+                    else "threshold of k heads (a count must not exceed it)",
+                )[0]
             self.band_ = ax.axhspan(
                 search.cv_error - search.cv_standard_error,
                 search.cv_error + search.cv_standard_error,
@@ -465,28 +535,81 @@ class HeadSearchDisplay:
                 alpha=0.15,
                 label="its standard error",
             )
-            ax.set_ylabel("cross-validated error")
+            ax.set_ylabel(f"cross-validated {self.error_name or 'error'}")
         else:
+            decided = [count for count in counts if count.passes is not None]
             lines["counts"] = ax.semilogy(
-                [count.n_heads for count in counts],
-                [max(count.relative_distance, 1e-17) for count in counts],
+                [count.n_heads for count in decided],
+                [max(count.relative_distance, 1e-17) for count in decided],
                 marker="o",
-                label="k heads",
+                label="k heads" if decided else "_k heads",
             )[0]
+            color = lines["counts"].get_color()
+            undecided = [count for count in counts if count.passes is None]
+            if undecided:
+                lines["undecided"] = ax.semilogy(
+                    [count.n_heads for count in undecided],
+                    [max(count.relative_distance, 1e-17) for count in undecided],
+                    marker="d",
+                    fillstyle="none",
+                    linestyle="none",
+                    color=color,
+                    label="k heads left undecided (their fit so far)",
+                )[0]
+            objective = self.identifiable is False or (
+                self.identifiable is None
+                and self.tol is not None
+                and any(
+                    count.passes
+                    and count.criterion == "tol"
+                    and count.relative_distance > self.tol
+                    for count in counts
+                )
+            )
+            if objective:
+                lines["objective"] = ax.semilogy(
+                    [count.n_heads for count in counts],
+                    [max(count.training_loss, 1e-34) ** 0.5 for count in counts],
+                    marker="s",
+                    linestyle="none",
+                    color="C2",
+                    label="k heads, sqrt(training_loss) (within tol passes too: "
+                    "data not identifying)",
+                )[0]
             if self.tol is not None:
                 lines["threshold"] = ax.axhline(
                     self.tol, color="gray", linestyle=":", label="tol"
                 )
             ax.set_ylabel("relative distance to the lifted fit")
         cut_short = "" if search.complete else "; the work limit cut the search short"
-        lines["chosen"] = ax.axvline(
-            search.n_heads,
-            color="C3",
-            linestyle="-.",
-            label=f"chosen: {search.n_heads} ({search.criterion}{cut_short})",
+        if search.criterion == "fixed":
+            verdict = "passes" if search.passes else "fails"
+            label = (
+                f"asked for: {search.n_heads} (n_heads={search.n_heads}; "
+                f"{verdict} its test{cut_short})"
+            )
+        else:
+            why = {
+                "tol": "reproduces the lifted fit within tol",
+                "cv": "the fewest that passed the held-out tests",
+                "lifted": "the lifted fit's: no fewer heads passed",
+            }.get(search.criterion, search.criterion)
+            if search.criterion == "lifted" and not search.complete:
+                why = "the lifted fit's"
+            label = f"chosen: {search.n_heads} ({why}{cut_short})"
+        lines["chosen"] = ax.axvline(  # behind the counts' markers
+            search.n_heads, color="C3", linestyle="-.", label=label, zorder=1
         )
         ax.set_xlabel("number of heads k")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        # whole counts on the x-axis, even for one count
+        shown = [count.n_heads for count in counts] + [search.n_heads]
+        low, high = min(shown) - 0.5, max(shown) + 0.5
+        if reused:  # keep what the axes already showed
+            low, high = min(low, ax.get_xlim()[0]), max(high, ax.get_xlim()[1])
+        ax.set_xlim(low, high)
+        ax.xaxis.set_major_locator(
+            MultipleLocator(1) if high - low <= 12 else MaxNLocator(integer=True)
+        )
         ax.legend(fontsize=8)
         self.lines_, self.ax_, self.figure_ = lines, ax, figure
         return self

@@ -289,3 +289,123 @@ def test_search_display_of_a_search_that_fitted_no_count_says_why():
     assert model.n_heads_ > 1
     with pytest.raises(ValueError, match="no count below the lifted fit's could pass"):
         HeadSearchDisplay.from_estimator(model)
+
+
+def drawn_counts(display):
+    """Every count drawn by a line of the display (the threshold and chosen aside)."""
+    return {
+        int(n)
+        for key, line in display.lines_.items()
+        if key not in ("threshold", "lifted", "chosen")
+        for n in line.get_xdata()
+    }
+
+
+def test_search_display_of_unidentifiable_exact_data_draws_the_objective():
+    """On exact data that do not identify the function, a count passes tol on
+    its training objective: its distance (far above tol) was drawn alone, as if
+    it failed."""
+    from sklearn_linattn.datasets import make_automaton_lookups
+
+    X, y = make_automaton_lookups(200, 2, 2, random_state=0)[:2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = LinearAttentionRegressor().fit(X, y)
+    search = model.head_search_
+    assert not model.certificate_.identifiable and search.criterion == "tol"
+    passed = [c for c in search.counts if c.passes and c.relative_distance > model.tol]
+    assert passed, "no count passed on its objective: the test exercises nothing"
+    display = HeadSearchDisplay.from_estimator(model)
+    counts = sorted(search.counts, key=lambda c: c.n_heads)
+    objective = display.lines_["objective"]
+    np.testing.assert_array_equal(objective.get_xdata(), [c.n_heads for c in counts])
+    np.testing.assert_allclose(
+        objective.get_ydata(), [np.sqrt(c.training_loss) for c in counts]
+    )
+    heights = zip(objective.get_ydata(), counts, strict=True)
+    assert all(y <= model.tol for y, c in heights if c.passes)
+    np.testing.assert_array_equal(
+        display.lines_["counts"].get_ydata(), [c.relative_distance for c in counts]
+    )
+    assert display.lines_["threshold"].get_ydata()[0] == model.tol
+    # identifiable data: no objective drawn
+    exact = fitted_regressor(n_heads="auto")
+    assert "objective" not in HeadSearchDisplay.from_estimator(exact).lines_
+
+
+def test_search_display_of_a_noisy_search_stopped_before_any_error(monkeypatch):
+    """Stopped before a count's first test, a noisy search was drawn as exact
+    data: its count's distance against tol, as if it failed tol."""
+    work = noisy_search(head_work_limit=None).head_search_.work
+    monkeypatch.setattr("sklearn_linattn._estimators.WORK_FLOOR", work * 0.02)
+    with pytest.warns(ConvergenceWarning, match="work limit"):
+        model = noisy_search(head_work_limit=0.0)
+    search = model.head_search_
+    unmeasured = [c.n_heads for c in search.counts if c.criterion is None]
+    assert unmeasured and not search.complete
+    display = HeadSearchDisplay.from_estimator(model)
+    assert display.ax_.get_ylabel() == "cross-validated squared error"
+    np.testing.assert_array_equal(
+        display.lines_["unmeasured"].get_xdata(), sorted(unmeasured)
+    )
+    assert display.lines_["lifted"].get_ydata()[0] == search.cv_error
+    assert "tol" not in [t.get_text() for t in display.ax_.get_legend().get_texts()]
+    assert drawn_counts(display) == {c.n_heads for c in search.counts}
+    label = display.lines_["chosen"].get_label()
+    assert "the work limit cut the search short" in label
+
+
+def test_search_display_of_an_exact_search_cut_short_marks_undecided(monkeypatch):
+    rng = np.random.default_rng(0)
+    truth = random_attention(rng, 4, 2)
+    X = random_sequences(rng, 150, 8, 4)
+    y = truth.predict(X)[:, 0]
+    work = LinearAttentionRegressor(head_work_limit=None).fit(X, y).head_search_.work
+    monkeypatch.setattr("sklearn_linattn._estimators.WORK_FLOOR", work * 0.3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        search = LinearAttentionRegressor(head_work_limit=0.0).fit(X, y).head_search_
+    undecided = sorted(c.n_heads for c in search.counts if c.passes is None)
+    assert undecided, "no count left undecided: the test exercises nothing"
+    display = HeadSearchDisplay(search, tol=1e-8).plot()
+    np.testing.assert_array_equal(display.lines_["undecided"].get_xdata(), undecided)
+    assert not set(undecided) & set(display.lines_["counts"].get_xdata())
+    assert drawn_counts(display) == {c.n_heads for c in search.counts}
+
+
+def test_search_display_labels_a_classifier_and_a_count_asked_for():
+    rng = np.random.default_rng(1)
+    X = random_sequences(rng, 150, 6, 3)
+    y = np.where(X[:, -1, 0] * (X[:, :, 1] ** 2).sum(axis=1) > 0, "a", "b")
+    model = LinearAttentionClassifier(n_heads=1).fit(X, y)
+    search = model.head_search_
+    display = HeadSearchDisplay.from_estimator(model)
+    assert display.ax_.get_ylabel() == "cross-validated misclassification rate"
+    verdict = "passes" if search.passes else "fails"
+    assert display.lines_["chosen"].get_label() == (
+        f"asked for: 1 (n_heads=1; {verdict} its test)"
+    )
+    assert "below it" in display.lines_["threshold"].get_label()
+    (count,) = search.counts
+    drawn = display.lines_["counts"].get_ydata()
+    np.testing.assert_array_equal(drawn, [count.cv_error])
+    # one count: whole numbers on the x-axis (were 0.96, 0.975, ...)
+    ticks = [t for t in display.ax_.get_xticks() if display.ax_.get_xlim()[0] <= t]
+    assert ticks and all(float(t).is_integer() for t in ticks)
+
+
+def test_search_display_draws_into_given_axes_and_replots():
+    model = noisy_search()
+    figure, (left, right) = plt.subplots(1, 2)
+    display = HeadSearchDisplay.from_estimator(model, ax=right)
+    assert display.ax_ is right and display.figure_ is figure
+    assert not left.lines
+    first = display.figure_
+    assert display.plot() is display and display.figure_ is not first
+    n_heads = [c.n_heads for c in model.head_search_.counts]
+    assert display.ax_.get_xlim() == (min(n_heads) - 0.5, max(n_heads) + 0.5)
+    # no empty line with a legend entry
+    texts = [t.get_text() for t in display.ax_.get_legend().get_texts()]
+    assert all(display.lines_[key].get_xdata().size for key in display.lines_
+               if key not in ("lifted", "chosen"))
+    assert len(texts) == len(set(texts))
