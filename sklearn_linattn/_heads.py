@@ -412,6 +412,10 @@ class HeadReadout:
         theory page, "Several outputs"); ``m`` below two rows per degree of
         freedom, where the correlations are not known to rounding, and for
         ``n_heads=None``.
+    tol : float
+        The tolerance the read-out used: the estimator's ``tol``, or more where
+        the fit pins its coefficients down only so far (float32 input, the
+        solver's own precision, targets centered far from zero).
 
     Examples
     --------
@@ -438,6 +442,7 @@ class HeadReadout:
     seconds: float = 0.0
     output_weights: object = None
     effective_outputs: float = 1.0
+    tol: float = float("nan")
 
     @property
     def n_heads(self):
@@ -1198,6 +1203,7 @@ def read_out_heads(
         seconds=time.perf_counter() - start,
         output_weights=output_weights,
         effective_outputs=search.outputs,
+        tol=search.tol,
     )
 
 

@@ -2181,6 +2181,20 @@ def test_partial_fit_float32_head_count_equals_fit():
     assert all(a == b == 1 for a, b in counts), counts
 
 
+def test_head_search_reports_the_tolerance_it_used():
+    """float32 data pin the coefficients down to float32's precision, and the
+    read-out judges counts at that tolerance, not the estimator's 1e-8: the
+    record says which, and the returned heads are within it."""
+    X, y, _ = make_random_mhla(300, 8, 4, n_heads=2, random_state=0)
+    exact = LinearAttentionRegressor().fit(X, y).head_search_
+    assert exact.tol == 1e-8
+    search = LinearAttentionRegressor().fit(
+        X.astype(np.float32), y.astype(np.float32)
+    ).head_search_
+    assert search.tol >= np.finfo(np.float32).eps
+    assert search.n_heads == 2 and search.relative_distance <= search.tol
+
+
 def test_float32_two_head_target_gives_two_heads():
     rng = np.random.default_rng(0)
     truth = random_attention(rng, 3, 2)
