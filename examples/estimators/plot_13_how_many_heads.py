@@ -70,12 +70,12 @@ for count in search.counts:
 # refitting the folds (triangles up). The search finds the fewest count that its
 # training error does not reject (1, 2, 4, ..., then bisection), then goes up
 # one count at a time: each fold's refit linearized at the full fit (one
-# Gauss-Newton step, cheap, but it has seen every fold) rejects a count above
-# its threshold (triangles down), and a count below it is refitted on each fold
-# from the fold's own starts (circles), which decides; the folds are refitted in
-# order, and a count their first refits already fail, whatever the others hold,
-# is drawn at its linearized error (crosses). Every count below the chosen one
-# that was fitted fails.
+# Gauss-Newton step, cheap, but it has seen every fold) orders the folds, worst
+# first (with at least 10 rows per lifted feature, a count it passes on every
+# fold passes), and the count is refitted on each fold from the fold's own
+# starts (circles), which decides; a count its first folds' refits already fail,
+# whatever the others hold, is drawn at its linearized error (crosses). Every
+# count below the chosen one that was fitted fails.
 display = HeadSearchDisplay.from_estimator(model)
 display.ax_.set_title("the head search of n_heads='auto'")
 plt.show()
