@@ -1615,12 +1615,19 @@ class DaskLiftedData:
         self.sample_weight = (
             None if sample_weight is None else da.asarray(sample_weight)
         )
-        self.raw_targets = None if targets is None else da.asarray(targets)
+        self.raw_targets = None
+        if targets is not None:
+            # Rows split like the sequence blocks (which have no empty chunk):
+            # Dask's reductions over a 2-D array fail on a chunk of 0 rows, as
+            # ``y[mask].compute_chunk_sizes()`` leaves them.
+            row_chunks = tuple(size * self.per_sample for size in sequences.chunks[0])
+            self.raw_targets = da.asarray(targets).rechunk((row_chunks, -1))
         self.n_outputs = 0 if targets is None else targets.shape[1]
         self._rescaling = None
         self._row_scale = None
         self._targets = None
         self._weight_values = None
+        self._padding = None
 
     @property
     def _weights(self):
@@ -1639,12 +1646,20 @@ class DaskLiftedData:
         ``partial_fit`` batches and cross-validation folds take no such pass)."""
         if self._rescaling is None:
             dask, da = require_dask()
-            lazy = [da.maximum(da.max(self.sequences), -da.min(self.sequences))]
+            # float64 first: bool tokens have no negative, and -min of an int
+            # (or unsigned) dtype wraps around
+            sequences = self.sequences.astype(np.float64)
+            lazy = [da.maximum(da.max(sequences), -da.min(sequences))]
             if self.raw_targets is not None:
                 lazy.append(da.max(da.absolute(self.raw_targets)))
             if self.sample_weight is not None and self._weight_values is None:
                 lazy.append(self.sample_weight)
+            padding = self.layout.positions == "all" and self._padding is None
+            if padding:  # read with the maxima: one pass over the blocks, not two
+                lazy.append(self._padding_graph())
             largest, *others = dask.compute(*lazy)
+            if padding:
+                self._padding = np.asarray(others.pop())
             target = None if self.raw_targets is None else others.pop(0)
             if others:
                 self._weight_values = np.asarray(others.pop(0))
@@ -1672,9 +1687,7 @@ class DaskLiftedData:
     def _block_targets(self):
         if self.raw_targets is None:
             return [None] * len(self.sequences.chunks[0])
-        row_chunks = tuple(size * self.per_sample for size in self.sequences.chunks[0])
-        targets = self.raw_targets.rechunk((row_chunks, -1))
-        return list(targets.to_delayed().ravel())
+        return list(self.raw_targets.to_delayed().ravel())
 
     def statistics(self, progress=None):
         return self._reduce_blocks(None)
@@ -1731,12 +1744,17 @@ class DaskLiftedData:
             if self.layout.positions == "last":
                 self._row_scale = np.sqrt(weights)
             else:
-                padding = self.sequences.map_blocks(
-                    padding_row_mask, dtype=bool, drop_axis=2
-                ).compute()
+                if self._padding is None and self._rescaling is None:
+                    self.rescaling  # noqa: B018  (its pass reads the padding too)
+                if self._padding is None:
+                    self._padding = self._padding_graph().compute()
                 weights = weights.reshape(n_samples, -1)
-                self._row_scale = np.sqrt((~padding * weights).ravel())
+                self._row_scale = np.sqrt((~self._padding * weights).ravel())
         return self._row_scale
+
+    def _padding_graph(self):
+        """Which positions are left padding, (n_samples, n_tokens) booleans."""
+        return self.sequences.map_blocks(padding_row_mask, dtype=bool, drop_axis=2)
 
     @property
     def n_observations(self):

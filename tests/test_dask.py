@@ -1079,3 +1079,183 @@ def test_dask_classifier_cv_invariant_under_token_scale(client, weighted_problem
     assert model.alpha_ == np.ldexp(base.alpha_, -240)
     np.testing.assert_allclose(model.cv_scores_, base.cv_scores_, rtol=1e-12)
     np.testing.assert_array_equal(model.predict(np.ldexp(X, -40)), base.predict(X))
+
+
+# --- a user's scaling-out pass: chunkings, dtypes, filtering, passes over X -------
+
+
+@pytest.fixture(scope="module")
+def small_problem():
+    rng = np.random.default_rng(53)
+    truth = random_attention(rng, 3, 2, n_outputs=2)
+    X = random_sequences(rng, 240, 5, 3)
+    y = truth.predict(X) + 0.01 * rng.normal(size=(240, 2))
+    return X, y, rng.uniform(0.5, 2.0, size=240)
+
+
+def summation_bound(local, n_rows):
+    """How far a fit whose statistics are summed in another order may move.
+
+    Each Gram entry is a sum of ``n_rows`` products; any order of summation is
+    within ``n_rows * eps`` of the exact sum relative to the sum of magnitudes
+    (Higham's gamma_n), so the Gram moves by at most ``n_rows * eps * ||G||``;
+    to first order the solution then moves relatively by ``cond(G)`` times that,
+    and so does every eigenvalue relative to the smallest (Weyl)."""
+    certificate = local.certificate_
+    condition = certificate.max_eigenvalue / certificate.min_eigenvalue
+    return condition * n_rows * np.finfo(np.float64).eps
+
+
+def assert_fit_agrees(remote, local, X_remote, X_local, n_rows):
+    bound = summation_bound(local, n_rows)
+    assert bound < 1e-8  # a well-posed problem: the comparison means something
+    scale = np.max(np.abs(local.coef_))
+    assert np.max(np.abs(remote.coef_ - local.coef_)) <= bound * scale
+    predictions = remote.predict(X_remote)
+    assert is_dask_array_like(predictions)
+    expected = local.predict(X_local)
+    np.testing.assert_allclose(
+        predictions.compute(), expected, rtol=0, atol=bound * np.max(np.abs(expected))
+    )
+    mine, theirs = remote.certificate_, local.certificate_
+    assert (mine.rank, mine.identifiable) == (theirs.rank, theirs.identifiable)
+    assert abs(mine.min_eigenvalue - theirs.min_eigenvalue) <= (
+        bound * theirs.min_eigenvalue
+    )
+
+
+def is_dask_array_like(array):
+    return isinstance(array, da.Array)
+
+
+CHUNKINGS = {
+    "samples": (50, 5, 3),
+    "splits tokens and features": (70, 2, 2),
+    "one chunk": (240, 5, 3),
+    "one sequence a chunk": (1, 5, 3),
+}
+
+
+@pytest.mark.parametrize("chunks", list(CHUNKINGS.values()), ids=list(CHUNKINGS))
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(),
+        dict(fit_intercept=True, solver="normal"),
+        dict(positions="all"),
+        dict(solver="cg", fit_intercept=True),
+    ],
+    ids=["plain", "intercept", "all", "cg"],
+)
+def test_dask_fit_agrees_with_numpy_within_a_summation_bound(
+    small_problem, chunks, params
+):
+    X, y, weights = small_problem
+    if params.get("positions") == "all":
+        y = np.cumsum(X[:, :, :2], axis=1)  # a target per position
+    params = dict(n_heads=None, **params)
+    local = LinearAttentionRegressor(**params).fit(X, y, sample_weight=weights)
+    X_dask = da.from_array(X, chunks=chunks)
+    with dask.config.set(scheduler="sync"):
+        remote = LinearAttentionRegressor(**params).fit(
+            X_dask,
+            da.from_array(y, chunks=37),  # chunked unlike X
+            sample_weight=da.from_array(weights, chunks=61),
+        )
+        assert_fit_agrees(remote, local, X_dask, X, y.size // y.shape[-1])
+
+
+def test_float32_and_flat_dask_rows_agree_with_numpy(small_problem):
+    X, y, _ = small_problem
+    rows = X.astype(np.float32).reshape(len(X), -1)
+    local = LinearAttentionRegressor(n_heads=None, token_dim=3).fit(rows, y)
+    rows_dask = da.from_array(rows, chunks=(45, 4))  # splits the tokens
+    with dask.config.set(scheduler="sync"):
+        remote = LinearAttentionRegressor(n_heads=None, token_dim=3).fit(
+            rows_dask, da.from_array(y, chunks=(100, 1))
+        )
+        assert_fit_agrees(remote, local, rows_dask, rows, len(X))
+        assert remote.certificate_.tol == local.certificate_.tol
+        assert certify(rows_dask, token_dim=3).rank == certify(rows, token_dim=3).rank
+
+
+def test_filtered_dask_arrays_with_empty_chunks_fit_as_in_memory(small_problem):
+    """``X[mask].compute_chunk_sizes()`` leaves chunks of 0 samples where a block
+    had no selected one, in y and the weights as well; Dask's reduction over 2-D
+    targets failed on them with a bare concatenate error."""
+    X, y, weights = small_problem
+    keep = np.zeros(len(X), dtype=bool)
+    keep[:60] = keep[150:200] = True  # chunks 3, 4 and 8 emptied
+    mask = da.from_array(keep, chunks=30)
+
+    def filtered(array):
+        chunks = (30,) + array.shape[1:]
+        return da.from_array(array, chunks=chunks)[mask].compute_chunk_sizes()
+
+    X_dask, y_dask, w_dask = filtered(X), filtered(y), filtered(weights)
+    assert 0 in X_dask.chunks[0] and 0 in y_dask.chunks[0] and 0 in w_dask.chunks[0]
+    with dask.config.set(scheduler="sync"):
+        for solver in ("normal", "cg"):
+            local = LinearAttentionRegressor(n_heads=None, solver=solver).fit(
+                X[keep], y[keep], sample_weight=weights[keep]
+            )
+            remote = LinearAttentionRegressor(n_heads=None, solver=solver).fit(
+                X_dask, y_dask, sample_weight=w_dask
+            )
+            assert_fit_agrees(remote, local, X_dask, X[keep], int(keep.sum()))
+        assert remote.score(X_dask, y_dask) == pytest.approx(
+            local.score(X[keep], y[keep]), rel=1e-12
+        )
+        labels = np.where(y[:, 0] > 0, "up", "down")
+        classifier = LinearAttentionClassifier(n_heads=None).fit(
+            X_dask, filtered(labels)
+        )
+        expected = LinearAttentionClassifier(n_heads=None).fit(X[keep], labels[keep])
+        np.testing.assert_array_equal(
+            classifier.predict(X_dask).compute(), expected.predict(X[keep])
+        )
+
+
+@pytest.mark.parametrize("dtype", [bool, np.int64, np.uint8])
+def test_boolean_and_integer_dask_sequences_fit_as_in_memory(dtype):
+    """Bool tokens are accepted (as in numpy); the largest magnitude of a Dask
+    array of them was ``max(max, -min)``, and bool has no negative."""
+    rng = np.random.default_rng(5)
+    X = rng.integers(0, 3, size=(200, 4, 2)).astype(dtype)
+    y = rng.normal(size=200)
+    local = LinearAttentionRegressor(n_heads=None).fit(X, y)
+    X_dask = da.from_array(X, chunks=(60, 4, 2))
+    with dask.config.set(scheduler="sync"):
+        remote = LinearAttentionRegressor(n_heads=None).fit(
+            X_dask, da.from_array(y, chunks=60)
+        )
+        assert_fit_agrees(remote, local, X_dask, X, len(X))
+        assert certify(X_dask).rank == certify(X).rank
+
+
+@pytest.mark.parametrize("positions", ["last", "all"])
+def test_a_dask_fit_reads_each_block_of_X_twice(small_problem, positions):
+    """One pass for the scales (largest magnitudes; with positions="all" the
+    padding mask in the same pass) and one for the statistics: with
+    positions="all" the padding mask was a third pass over X."""
+    X, y, _ = small_problem
+    if positions == "all":
+        y = np.cumsum(X[:, :, :2], axis=1)
+    reads = []
+
+    def read(block, block_info=None):
+        if block_info is not None:  # not Dask's probe of the output's type
+            reads.append(block_info[0]["chunk-location"][0])
+        return block
+
+    X_dask = da.from_array(X, chunks=(60, 5, 3)).map_blocks(read, dtype=X.dtype)
+    with dask.config.set(scheduler="sync"):
+        model = LinearAttentionRegressor(n_heads=None, positions=positions)
+        model.fit(X_dask, da.from_array(y, chunks=50))
+        assert sorted(reads) == sorted(2 * list(range(4)))
+        reads.clear()
+        certify(X_dask)
+        assert sorted(reads) == sorted(2 * list(range(4)))
+        reads.clear()
+        model.predict(X_dask).compute()
+        assert sorted(reads) == list(range(4))
