@@ -805,6 +805,19 @@ class _LinearAttentionBase(BaseEstimator):
 
     # --- prediction -----------------------------------------------------------
 
+    def _score_last(self, metric, X, y, sample_weight):
+        """``metric`` of the predictions at the last token, as scikit-learn's
+        ``score``; on Dask the predictions computed once (its metrics would
+        run the lazy graph once per look at them)."""
+        predictions = self.predict(X)
+        if is_dask_array(predictions):
+            predictions = predictions.compute()
+        y, sample_weight = (
+            value.compute() if is_dask_array(value) else value
+            for value in (y, sample_weight)
+        )
+        return float(metric(y, predictions, sample_weight=sample_weight))
+
     def _score_positions(self, metric, X, y, sample_weight):
         """``metric`` over every position that is not left padding, each weighted
         by its sequence's weight (``positions="all"``)."""
@@ -1333,7 +1346,7 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         score : float
         """
         if self.positions == "last":
-            return super().score(X, y, sample_weight=sample_weight)
+            return self._score_last(r2_score, X, y, sample_weight)
         return self._score_positions(r2_score, X, y, sample_weight)
 
 
@@ -1784,7 +1797,7 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         score : float
         """
         if self.positions == "last":
-            return super().score(X, y, sample_weight=sample_weight)
+            return self._score_last(accuracy_score, X, y, sample_weight)
         return self._score_positions(accuracy_score, X, y, sample_weight)
 
 

@@ -1259,3 +1259,30 @@ def test_a_dask_fit_reads_each_block_of_X_twice(small_problem, positions):
         reads.clear()
         model.predict(X_dask).compute()
         assert sorted(reads) == list(range(4))
+
+
+@pytest.mark.parametrize(
+    "Estimator", [LinearAttentionRegressor, LinearAttentionClassifier]
+)
+def test_a_dask_score_reads_each_block_once_and_equals_in_memory(
+    small_problem, Estimator
+):
+    """scikit-learn's metrics looked at lazy predictions two or three times,
+    each running the graph over X again; the score predicts once."""
+    X, y, _ = small_problem
+    if Estimator is LinearAttentionClassifier:
+        y = (y[:, 0] > np.median(y[:, 0])).astype(int)
+    reads = []
+
+    def read(block, block_info=None):
+        if block_info is not None:
+            reads.append(block_info[0]["chunk-location"][0])
+        return block
+
+    model = Estimator(n_heads=None).fit(X, y)
+    X_dask = da.from_array(X, chunks=(60, 5, 3)).map_blocks(read, dtype=X.dtype)
+    weights = np.linspace(0.5, 2.0, len(X))
+    with dask.config.set(scheduler="sync"):
+        score = model.score(X_dask, da.from_array(y, chunks=50), weights)
+    assert sorted(reads) == list(range(4))
+    assert score == pytest.approx(model.score(X, y, weights), rel=1e-12)
