@@ -93,8 +93,10 @@ OFFLINE_INVENTORIES = {
 
 def write_inventory(path, project, entries, uri):
     """Write a Sphinx (version 2) ``objects.inv`` listing ``entries``."""
+    # Sphinx expands only a trailing "$" of an inventory's URI: the page's "$" is
+    # written out here.
     lines = [
-        f"{name} {role} 1 {uri} -"
+        f"{name} {role} 1 {uri[:-1].replace('$', name) + uri[-1]} -"
         for role, names in sorted(entries.items())
         for name in sorted(names)
     ]
