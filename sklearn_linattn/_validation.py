@@ -247,11 +247,7 @@ def _validate_dask_sequences(X, token_dim, estimator, reset):
     """Shape checks of a Dask array (the values are checked per block), the same
     rules and messages as for numpy input; returns it 3-D, chunked along samples."""
     require_dask()
-    if any(np.isnan(size) for size in X.chunks[0]):
-        raise ValueError(
-            "X is a Dask array with unknown chunk sizes (for example after boolean "
-            "indexing); call X = X.compute_chunk_sizes() before passing it."
-        )
+    _check_known_chunks(X, "X")
     if X.dtype.kind not in "biuf":
         raise ValueError(
             f"X has dtype {X.dtype}; sequences must be real numbers (float, int or "
@@ -283,6 +279,17 @@ def _validate_dask_sequences(X, token_dim, estimator, reset):
         warn_about_layout(n_features // token_dim, token_dim, from_rows=from_rows)
     X = _without_empty_chunks(X.rechunk({1: -1}))
     return X.reshape(n_samples, n_features // token_dim, token_dim)
+
+
+def _check_known_chunks(array, name):
+    """A clear error for a Dask array of unknown chunk sizes along any axis (after
+    boolean indexing); its shape holds NaN, which every later check would name."""
+    if any(np.isnan(size) for sizes in array.chunks for size in sizes):
+        raise ValueError(
+            f"{name} is a Dask array with unknown chunk sizes (for example after "
+            f"boolean indexing); call {name} = {name}.compute_chunk_sizes() before "
+            "passing it."
+        )
 
 
 def _without_empty_chunks(X):
@@ -340,6 +347,7 @@ def validate_targets(y, n_samples, estimator_name="estimator", n_tokens=None):
         else f"(n_samples,) or (n_samples, n_outputs) with n_samples={n_samples}"
     )
     if is_dask_array(y):
+        _check_known_chunks(y, "y")
         targets = y.map_blocks(
             _checked_target_block, dtype=np.float64, meta=np.empty((0,) * y.ndim)
         )
@@ -441,6 +449,7 @@ def validate_sample_weight(sample_weight, sequences, require_positive=True):
     if is_dask_array(sample_weight) and not is_dask_array(sequences):
         sample_weight = np.asarray(sample_weight.compute())
     if is_dask_array(sample_weight):
+        _check_known_chunks(sample_weight, "sample_weight")
         if sample_weight.shape != (n_samples,):
             raise ValueError(
                 f"sample_weight must have shape ({n_samples},), got "

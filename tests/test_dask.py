@@ -1286,3 +1286,25 @@ def test_a_dask_score_reads_each_block_once_and_equals_in_memory(
         score = model.score(X_dask, da.from_array(y, chunks=50), weights)
     assert sorted(reads) == list(range(4))
     assert score == pytest.approx(model.score(X, y, weights), rel=1e-12)
+
+
+def test_unknown_chunk_sizes_on_any_axis_are_named(small_problem):
+    """Boolean indexing leaves NaN chunk sizes; along the samples of X this was
+    named, along its tokens, or in y or the weights, the later checks named NaN
+    sizes ("X has nan columns", "y has nan")."""
+    X, y, _ = small_problem
+    X_dask, y_dask = da.from_array(X, chunks=60), da.from_array(y[:, 0], chunks=60)
+    weights = da.from_array(np.ones(len(X)), chunks=60)
+    keep_token = da.from_array(np.array([True] * (X.shape[1] - 1) + [False]))
+    keep_column = da.from_array(np.arange(X.shape[1] * X.shape[2]) >= X.shape[2])
+    keep_all = da.from_array(np.ones(len(X), dtype=bool), chunks=60)
+    model = LinearAttentionRegressor(n_heads=None)
+    cases = [
+        ("X", lambda: model.fit(X_dask[:, keep_token], y_dask)),
+        ("X", lambda: model.fit(X_dask.reshape(len(X), -1)[:, keep_column], y_dask)),
+        ("y", lambda: model.fit(X_dask, y_dask[keep_all])),
+        ("sample_weight", lambda: model.fit(X_dask, y_dask, weights[keep_all])),
+    ]
+    for name, call in cases:
+        with pytest.raises(ValueError, match=f"{name} is a Dask array with unknown"):
+            call()
