@@ -14,7 +14,7 @@ import numpy as np
 
 from ._data import to_unit
 from ._rollout import heads_readout, rollout, sum_heads, unit_heads
-from ._validation import validate_sequences
+from ._validation import check_sequence_values, is_dask_array, validate_sequences
 
 __all__ = ["MultiHeadLinearAttention", "fold_lifted_coef", "unfold_lifted_coef"]
 
@@ -48,6 +48,16 @@ def fold_lifted_coef(lifted_coef, token_dim):
     folded : ndarray of shape (n_outputs * token_dim, token_dim * token_dim)
     """
     first, second, scales = _fold_indices(token_dim)
+    lifted_coef = np.asarray(lifted_coef)
+    if lifted_coef.ndim > 2 and lifted_coef.size == lifted_coef.shape[0] * scales.size:
+        # (n_outputs, 1, ..., n_lifted_features), as broadcasting always read it
+        lifted_coef = lifted_coef.reshape(lifted_coef.shape[0], scales.size)
+    if lifted_coef.ndim != 2 or lifted_coef.shape[1] != scales.size:
+        raise ValueError(
+            "lifted_coef must have shape (n_outputs, n_lifted_features) = "
+            f"(n_outputs, {scales.size}) for token_dim={token_dim}, got shape "
+            f"{lifted_coef.shape}."
+        )
     n_outputs = lifted_coef.shape[0]
     folded = np.zeros((n_outputs, token_dim**3))
     values = lifted_coef * scales
@@ -70,7 +80,16 @@ def unfold_lifted_coef(folded, token_dim):
     lifted_coef : ndarray of shape (n_outputs, n_lifted_features)
     """
     first, second, scales = _fold_indices(token_dim)
-    flat = folded.reshape(-1, token_dim**3)
+    d = token_dim
+    folded = np.asarray(folded)
+    rows, width = folded.shape if folded.ndim == 2 else (0, 0)
+    if not (width == d**3 or (width == d * d and rows % d == 0)):
+        raise ValueError(
+            "folded must have shape (n_outputs * token_dim, token_dim * token_dim) "
+            f"(or (n_outputs, token_dim**3)) for token_dim={d}, got shape "
+            f"{folded.shape}."
+        )
+    flat = folded.reshape(-1, d**3)
     # theta = (W[a,b,c,e] + W[a,c,b,e]) * w_bc / 2, i.e. W[a,b,b,e] on the diagonal.
     return (flat[:, first] + flat[:, second]) * (0.5 / scales)
 
@@ -100,6 +119,72 @@ def _outputs_at_every_position(tokens, queries, exponents, value, query, causal)
         out[start : start + chunk] = sum_heads(
             per_head, head_exponents, exponents[start : start + chunk]
         )
+    return out
+
+
+def _real_matrices(name, matrices, shape):
+    """``matrices`` as a new float64 array; what numpy cannot convert (text,
+    nested lists of different lengths, integers beyond the float range) is an
+    error naming the parameter and its expected shape."""
+    try:
+        is_complex = np.iscomplexobj(matrices)
+        array = None if is_complex else np.array(matrices, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError) as error:
+        kind = TypeError if isinstance(error, TypeError) else ValueError
+        raise kind(
+            f"{name} must be an array of real numbers of shape {shape}; numpy "
+            f"could not convert it to float64: {error}"
+        ) from None
+    if is_complex:
+        raise ValueError(
+            f"{name} must be real; got complex values (a real model has real "
+            "matrices: pass their real part explicitly if it is meant)."
+        )
+    return array
+
+
+#: Bits by which a prefix's largest entry may lie below its sequence's before
+#: the causal outputs of that prefix are computed at the prefix's own scale:
+#: at the sequence's, its outer products would lie below 2**-128 and those of
+#: its smaller entries could fall below the float range (to 0).
+_PREFIX_SCALE_GAP = 64
+
+
+def _every_position(sequences, value, query, causal):
+    """The outputs at every position (:func:`_outputs_at_every_position`), each
+    token scaled by a power of two with its sequence (for ``S_t``) and alone (as
+    the query ``z_t``). With ``causal``, the positions of a prefix far smaller
+    than its sequence (more than ``_PREFIX_SCALE_GAP`` bits below its largest
+    entry) are computed again from that prefix alone, at its own scale, so that
+    an output within the float range does not underflow on the way to it. The
+    same numbers where nothing underflows (the scaling is exact)."""
+    tokens, token_exponents = to_unit(sequences, (1, 2))
+    queries, query_exponents = to_unit(sequences, 2)
+    exponents = 2 * token_exponents[:, None] + query_exponents
+    out = _outputs_at_every_position(
+        tokens, queries, exponents, value, query, causal
+    )
+    if not causal:
+        return out
+    # the prefixes' largest entries; a zero prefix (left padding) outputs 0
+    prefix_largest = np.maximum.accumulate(np.abs(sequences).max(axis=2), axis=1)
+    small = (prefix_largest > 0) & (
+        np.frexp(prefix_largest)[1] < token_exponents[:, None] - _PREFIX_SCALE_GAP
+    )
+    # prefix_largest grows, so the small positions of a sequence are those of a
+    # prefix, after any zero tokens: the prefix up to the last of them
+    rows = np.flatnonzero(small.any(axis=1))
+    if rows.size:
+        length = small.shape[1] - int(np.argmax(small[rows, ::-1], axis=1).min())
+        small = small[rows, :length, None]
+        # those prefixes, the tokens after their small positions set to zero
+        # (which changes no earlier output and no scale), in one batch; each is
+        # smaller than its sequence, so this ends after at most
+        # 2100 / _PREFIX_SCALE_GAP rounds
+        redone = _every_position(
+            sequences[rows, :length] * small, value, query, causal
+        )
+        out[rows, :length] = np.where(small, redone, out[rows, :length])
     return out
 
 
@@ -148,17 +233,13 @@ class MultiHeadLinearAttention:
     """
 
     def __init__(self, value_matrices, query_matrices):
-        for name, matrices in (
-            ("value_matrices", value_matrices), ("query_matrices", query_matrices)
-        ):
-            if np.iscomplexobj(matrices):
-                raise ValueError(
-                    f"{name} must be real; got complex values (a real model has "
-                    "real matrices: pass their real part explicitly if it is meant)."
-                )
         # copies: a model does not change with the caller's arrays
-        value = np.array(value_matrices, dtype=np.float64)
-        query = np.array(query_matrices, dtype=np.float64)
+        value = _real_matrices(
+            "value_matrices", value_matrices, "(n_heads, n_outputs, token_dim)"
+        )
+        query = _real_matrices(
+            "query_matrices", query_matrices, "(n_heads, token_dim, token_dim)"
+        )
         if value.ndim != 3:
             raise ValueError(
                 "value_matrices must have shape (n_heads, n_outputs, token_dim), got "
@@ -182,8 +263,13 @@ class MultiHeadLinearAttention:
             )
         if query.shape[1] == 0 or value.shape[1] == 0:
             raise ValueError("token_dim and n_outputs must be at least 1.")
-        if not (np.all(np.isfinite(value)) and np.all(np.isfinite(query))):
-            raise ValueError("value_matrices and query_matrices must be finite.")
+        for name, matrices in (("value_matrices", value), ("query_matrices", query)):
+            if not np.all(np.isfinite(matrices)):
+                head = int(np.flatnonzero(~np.isfinite(matrices).all(axis=(1, 2)))[0])
+                raise ValueError(
+                    f"{name} must be finite; head {head} has NaN or infinite "
+                    "entries (None in a list is read as NaN)."
+                )
         self.value_matrices = value
         self.query_matrices = query
 
@@ -213,7 +299,8 @@ class MultiHeadLinearAttention:
         X : array-like of shape (n_samples, n_tokens, token_dim) or \
 (n_samples, n_tokens * token_dim)
             Sequences, tokens as rows, the query last. 2-D rows are sequences
-            flattened token by token.
+            flattened token by token. A Dask array gives a lazy Dask array of
+            outputs, computed block by block of samples.
         positions : {"last", "all"}, default="last"
             ``"last"``: the output at the last token, ``sum_h V_h (Z^T Z) Q_h q``.
             ``"all"``: the output at every position ``t``,
@@ -245,21 +332,36 @@ class MultiHeadLinearAttention:
         if not isinstance(causal, (bool, np.bool_)):
             raise ValueError(f"causal must be True or False, got {causal!r}.")
         sequences = validate_sequences(X, token_dim=self.token_dim)
+        if is_dask_array(sequences):  # lazily, block by block of samples
+            return self._predict_dask(sequences, positions, causal)
         # Every factor of V_h S Q_h z_t at unit size, scaled by powers of two
         # (exact): each head, each sequence (for S) and each query token, so that
         # large or tiny numbers overflow or underflow only in an output beyond
         # the float range (+-inf and numpy's warning), not on the way to it.
-        tokens, token_exponents = to_unit(sequences, (1, 2))
         if positions == "last":
+            tokens, token_exponents = to_unit(sequences, (1, 2))
             gram = np.matmul(tokens.transpose(0, 2, 1), tokens)  # S = Z^T Z
             query, query_exponent = to_unit(sequences[:, -1], 1)
             readout = heads_readout(self.value_matrices, self.query_matrices)
             return readout(gram, query, 2 * token_exponents + query_exponent)
-        queries, query_exponents = to_unit(sequences, 2)
-        exponents = 2 * token_exponents[:, None] + query_exponents
-        return _outputs_at_every_position(
-            tokens, queries, exponents, self.value_matrices, self.query_matrices,
-            causal,
+        return _every_position(
+            sequences, self.value_matrices, self.query_matrices, causal
+        )
+
+    def _predict_dask(self, sequences, positions, causal):
+        """:meth:`predict` of each block of a validated Dask array (chunked
+        along samples only), its values checked as numpy input's."""
+        last = positions == "last"
+
+        def predict_block(block):
+            return self.predict(check_sequence_values(block), positions, causal)
+
+        return sequences.map_blocks(
+            predict_block,
+            dtype=np.float64,
+            chunks=(*sequences.chunks[: 1 if last else 2], (self.n_outputs,)),
+            drop_axis=2 if last else None,
+            meta=np.empty((0,) * (2 if last else 3)),
         )
 
     def generate(self, X, n_steps, to_token=None):
@@ -327,6 +429,8 @@ class MultiHeadLinearAttention:
                [-1.,  0.],
                [ 0., -1.]])
         """
+        if is_dask_array(X):  # a rollout reads every prompt at each step
+            X = X.compute()
         sequences = validate_sequences(X, token_dim=self.token_dim)
         readout = heads_readout(self.value_matrices, self.query_matrices)
         return rollout(sequences, n_steps, readout, to_token)
@@ -345,7 +449,32 @@ class MultiHeadLinearAttention:
         folded = np.einsum(
             "hab,hce->abce", self.value_matrices, self.query_matrices
         ).reshape(self.n_outputs * d, d * d)
-        return unfold_lifted_coef(folded, d)
+        with np.errstate(over="ignore", invalid="ignore"):
+            lifted = unfold_lifted_coef(folded, d)
+        if np.all(np.isfinite(lifted)):
+            return lifted
+        return self._lifted_coef_at_unit_scale()
+
+    def _lifted_coef_at_unit_scale(self):
+        """:meth:`lifted_coef` with each head's ``V_h (x) Q_h`` at unit size and
+        the heads summed entry by entry in the scale of the largest term
+        (:func:`sum_heads`): where a head's products, or the sum of a pair's two
+        entries, lie beyond the float range while the coefficient does not (heads
+        that cancel), the coefficient comes out finite; a coefficient beyond the
+        range is +-inf, with numpy's overflow warning."""
+        d, n_outputs = self.token_dim, self.n_outputs
+        value, query, head_exponents = unit_heads(
+            self.value_matrices, self.query_matrices
+        )
+        per_head = np.stack(
+            [
+                unfold_lifted_coef(np.einsum("ab,ce->abce", v, q).reshape(-1, d * d), d)
+                for v, q in zip(value, query, strict=True)
+            ],
+            axis=-1,
+        )  # (n_outputs, n_lifted_features, n_heads), entries below 2 in size
+        summed = sum_heads(per_head[..., None], head_exponents, 0)
+        return summed.reshape(n_outputs, -1)
 
     def distance(self, other, convention="isometric"):
         """Frobenius distance between the lifted coefficients of two models.
@@ -400,8 +529,17 @@ class MultiHeadLinearAttention:
                 f"(token_dim={self.token_dim}, n_outputs={self.n_outputs}) and "
                 f"(token_dim={other.token_dim}, n_outputs={other.n_outputs})."
             )
-        difference = self.lifted_coef() - other.lifted_coef()
+        mine, theirs = self.lifted_coef(), other.lifted_coef()
+        # The norm of the difference at unit size, scaled back by a power of two
+        # (exact): coefficients near the ends of the float range neither
+        # overflow in the difference or its squares (a finite distance that
+        # read inf) nor underflow to a distance of 0 between different models.
+        largest = max(
+            np.abs(mine).max(initial=0.0), np.abs(theirs).max(initial=0.0)
+        )
+        exponent = int(np.frexp(largest)[1]) if np.isfinite(largest) else 0
+        difference = np.ldexp(mine, -exponent) - np.ldexp(theirs, -exponent)
         if convention == "paper":
             _, _, scales = _fold_indices(self.token_dim)  # 1 / w_bc
             difference = difference / scales
-        return float(np.linalg.norm(difference))
+        return float(np.ldexp(np.linalg.norm(difference), exponent))

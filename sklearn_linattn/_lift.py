@@ -22,8 +22,9 @@ All Numba code of the package lives in this module. The per-position variants
 (``position_pair_statistics``, ``lifted_position_features``) describe the output at
 every position ``t`` instead of the last: ``S_t`` is the prefix second moment
 ``sum_{s <= t} z_s z_s^T`` (causal) or the whole ``Z^T Z`` (bidirectional), and the
-query is ``z_t``. Callers convert inputs to float64 C-ordered arrays first
-(``_validation.py`` does); the kernels never check for NaN.
+query is ``z_t``. Callers validate inputs first (``_validation.py`` does: finite
+float64 C-ordered arrays, passed to the kernels as they are; the public functions
+here convert other real layouts, as a copy); the kernels never check for NaN.
 
 Three kernels, each compiled on its first call for one signature (Numba itself is
 imported then, not with the package): the statistics and the features of the last
@@ -211,6 +212,28 @@ def _last_token_pass(sequences, pairs, queries, features, n_threads):
     return float(max(largests, default=0.0))
 
 
+def _kernel_input(array, ndim, name="sequences"):
+    """``array`` as the C-ordered float64 array of ``ndim`` dimensions a kernel
+    reads: already one (what validation returns) it is passed as is, read-only
+    or not; a strided view or another real dtype is converted (a copy); another
+    number of dimensions is an error naming the expected shape, not Numba's
+    "No matching definition"."""
+    array = np.asarray(array)
+    if array.ndim != ndim:
+        expected = (
+            "(n_samples, n_tokens, token_dim)" if ndim == 3 else "(n_rows, width)"
+        )
+        raise ValueError(
+            f"{name} must be a {ndim}-D array of shape {expected}, got shape "
+            f"{array.shape}."
+        )
+    if array.dtype.kind not in "biuf":
+        raise TypeError(
+            f"{name} must hold real numbers, got an array of dtype {array.dtype}."
+        )
+    return np.ascontiguousarray(array, dtype=np.float64)
+
+
 def _output_array(out, shape):
     """``out`` checked to be a C-contiguous float64 array of ``shape`` (a new one
     when None): the kernels write into it."""
@@ -249,6 +272,7 @@ def lifted_features(sequences, out=None, n_threads=1):
     >>> lifted_features(Z).round(3)  # S = [[10, 14], [14, 20]], q = [3, 4]
     array([[30.   , 40.   , 59.397, 79.196, 60.   , 80.   ]])
     """
+    sequences = _kernel_input(sequences, 3)
     n_samples, _, token_dim = sequences.shape
     shape = (n_samples, n_lifted_features(token_dim))
     out = _output_array(out, shape)
@@ -346,6 +370,7 @@ def pair_statistics(sequences, n_threads=1, return_largest=False):
     >>> np.allclose(kron, lifted_features(Z))
     True
     """
+    sequences = _kernel_input(sequences, 3)
     n_samples, _, d = sequences.shape
     pairs = np.empty((n_samples, d * (d + 1) // 2))
     queries = np.empty((n_samples, d))
@@ -512,6 +537,7 @@ def position_pair_statistics(sequences, causal=True, n_threads=1):
     True
     """
     causal = _check_causal(causal)
+    sequences = _kernel_input(sequences, 3)
     n_samples, n_tokens, d = sequences.shape
     m = d * (d + 1) // 2
     pairs = np.empty((n_samples * n_tokens, m))
@@ -567,6 +593,7 @@ def lifted_position_features(sequences, causal=True, out=None, n_threads=1):
     True
     """
     causal = _check_causal(causal)
+    sequences = _kernel_input(sequences, 3)
     n_samples, n_tokens, token_dim = sequences.shape
     p = n_lifted_features(token_dim)
     m = p // token_dim
@@ -636,6 +663,7 @@ def upper_outer_products(rows, out=None):
     >>> upper_outer_products(np.array([[1.0, 2.0, 3.0]]))
     array([[1., 2., 3., 4., 6., 9.]])
     """
+    rows = _kernel_input(rows, 2, name="rows")
     n, m = rows.shape
     shape = (n, m * (m + 1) // 2)
     out = _output_array(out, shape)

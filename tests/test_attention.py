@@ -5,7 +5,11 @@ import pytest
 from conftest import random_attention
 
 from sklearn_linattn import MultiHeadLinearAttention
-from sklearn_linattn._attention import fold_lifted_coef, unfold_lifted_coef
+from sklearn_linattn._attention import (
+    _fold_indices,
+    fold_lifted_coef,
+    unfold_lifted_coef,
+)
 from sklearn_linattn._lift import lifted_features
 
 
@@ -303,3 +307,248 @@ def test_heads_of_opposite_magnitudes_keep_their_digits():
         [[[1e150]], [[-1e150]], [[1e-150]]], np.ones((3, 1, 1))
     )
     np.testing.assert_allclose(cancel.predict([[[1.0]]]).ravel(), [1e-150], rtol=1e-14)
+
+
+# A fresh review's edge cases, against the definition written out per position.
+
+
+def naive_every_position(model, sequences, causal):
+    """y_t = sum_h V_h S_t Q_h z_t with S_t summed here token by token (a prefix
+    when causal), together with the same expression in absolute values, the
+    scale of its rounding error."""
+    n, T, _ = sequences.shape
+    out = np.zeros((n, T, model.n_outputs))
+    scale = np.zeros_like(out)
+    for i, Z in enumerate(sequences):
+        for t in range(T):
+            context = Z[: t + 1] if causal else Z
+            S, S_abs = context.T @ context, np.abs(context).T @ np.abs(context)
+            for V, Q in zip(model.value_matrices, model.query_matrices, strict=True):
+                out[i, t] += V @ S @ Q @ Z[t]
+                scale[i, t] += np.abs(V) @ S_abs @ np.abs(Q) @ np.abs(Z[t])
+    return out, scale
+
+
+@pytest.mark.parametrize(
+    "token_dim, n_heads, n_outputs, n_tokens",
+    [(1, 1, 1, 1), (1, 5, 2, 4), (3, 1, 2, 1), (2, 9, 3, 5), (3, 12, 1, 7)],
+)
+def test_every_mode_within_rounding_of_the_definition(
+    rng, token_dim, n_heads, n_outputs, n_tokens
+):
+    """One token, one head, more heads than d (up to d^2 and beyond), d = 1,
+    several outputs: each output is a sum of n_heads terms, each a d-term
+    product chain over S entries summed over n_tokens, so it errs by at most
+    about (n_tokens + 3 d + n_heads) u times the same sum in absolute values
+    (u = eps / 2; checked with eps, a factor 2 of slack)."""
+    model = random_attention(rng, token_dim, n_heads, n_outputs)
+    Z = rng.normal(size=(6, n_tokens, token_dim))
+    bound_factor = (n_tokens + 3 * token_dim + n_heads) * np.finfo(float).eps
+    for causal in (True, False):
+        expected, scale = naive_every_position(model, Z, causal)
+        every = model.predict(Z, positions="all", causal=causal)
+        assert every.shape == (6, n_tokens, n_outputs) and every.dtype == np.float64
+        assert np.all(np.abs(every - expected) <= bound_factor * scale)
+        last = model.predict(Z)
+        assert last.shape == (6, n_outputs)
+        assert np.all(np.abs(last - expected[:, -1]) <= bound_factor * scale[:, -1])
+    # <theta, lift(Z)> = the output, with theta from the heads' W
+    lifted = lifted_features(Z) @ model.lifted_coef().T
+    assert np.all(np.abs(lifted - model.predict(Z)) <= 4 * bound_factor * scale[:, -1])
+
+
+def test_input_layouts_give_the_same_numbers_and_are_left_alone(rng):
+    """float32, strided, Fortran-ordered and read-only inputs: float64 outputs,
+    bit for bit those of the float64 C-ordered copy; the inputs unchanged."""
+    model = random_attention(rng, 3, n_heads=2, n_outputs=2)
+    base = rng.normal(size=(4, 10, 6))
+    cases = {
+        "float32": base[:, :5, :3].astype(np.float32),
+        "strided": base[:, ::2, ::2],
+        "fortran": np.asfortranarray(base[:, :5, :3]),
+        "read-only": np.array(base[:, :5, 3:]),
+    }
+    cases["read-only"].setflags(write=False)
+    for name, X in cases.items():
+        before = X.copy()
+        reference = np.ascontiguousarray(X, dtype=np.float64)
+        for kwargs in ({}, {"positions": "all"}, {"positions": "all", "causal": False}):
+            result = model.predict(X, **kwargs)
+            assert result.dtype == np.float64, name
+            np.testing.assert_array_equal(result, model.predict(reference, **kwargs))
+        np.testing.assert_array_equal(X, before)
+
+
+def test_left_padding_changes_no_output(rng):
+    # zero tokens add exactly 0 to every S: the same bits; padded positions 0
+    model = random_attention(rng, 3, n_heads=2, n_outputs=2)
+    Z = rng.normal(size=(5, 4, 3))
+    padded = np.concatenate([np.zeros((5, 3, 3)), Z], axis=1)
+    np.testing.assert_array_equal(model.predict(padded), model.predict(Z))
+    for causal in (True, False):
+        every = model.predict(padded, positions="all", causal=causal)
+        np.testing.assert_array_equal(every[:, :3], 0.0)
+        np.testing.assert_array_equal(
+            every[:, 3:], model.predict(Z, positions="all", causal=causal)
+        )
+
+
+@pytest.mark.parametrize(
+    "tokens, expected",
+    [
+        # y_0 = (1e-100)^3 lies in the float range though the prefix is 1e200
+        # times smaller than the sequence (its S alone underflowed, to 0)
+        ([1e-100, 1e100], [1e-300, 1e300]),
+        # behind padding and a token whose own output is beyond the range
+        ([0.0, 1e-300, 1e-200, 1e-100, 1e100], [0.0, 0.0, 0.0, 1e-300, 1e300]),
+        ([1e-100, 1e-50, 1e100], [1e-300, 1e-150, 1e300]),
+    ],
+)
+def test_causal_outputs_of_far_smaller_prefixes_do_not_underflow(tokens, expected):
+    model = MultiHeadLinearAttention([[[1.0]]], [[[1.0]]])  # y_t = sum_{s<=t} z_s^2 z_t
+    Z = np.array(tokens)[None, :, None]
+    every = model.predict(Z, positions="all").ravel()
+    np.testing.assert_allclose(every, expected, rtol=1e-14, atol=0)
+    for t in range(len(tokens)):  # the output at t is that of the prefix up to t
+        np.testing.assert_allclose(
+            every[t], model.predict(Z[:, : t + 1]).ravel(), rtol=1e-14, atol=0
+        )
+
+
+def test_prefixes_far_smaller_than_their_sequence_in_a_batch(rng):
+    """Sequences of d = 3 whose first tokens are 1e-30 to 1e-120 of the rest,
+    next to ordinary ones: within rounding of the definition at each position."""
+    model = random_attention(rng, 3, n_heads=2, n_outputs=2)
+    Z = rng.normal(size=(6, 5, 3))
+    for i, (length, power) in enumerate([(1, 30), (2, 60), (3, 120), (4, 120)]):
+        Z[i, :length] *= 10.0**-power
+    expected, scale = naive_every_position(model, Z, True)
+    every = model.predict(Z, positions="all")
+    assert np.all(np.abs(every - expected) <= 20 * np.finfo(float).eps * scale)
+
+
+def test_lifted_coef_of_heads_whose_products_overflow(rng):
+    # two heads of 1e310 that cancel, beside one of 1: W = 1, as predict says
+    cancel = MultiHeadLinearAttention(
+        [[[1e300]], [[-1e300]], [[1.0]]], [[[1e10]], [[1e10]], [[1.0]]]
+    )
+    np.testing.assert_array_equal(cancel.lifted_coef(), [[1.0]])
+    np.testing.assert_array_equal(cancel.predict([[[1.0]]]), [[1.0]])
+    # W[0,0,1,0] = W[0,1,0,0] = 1e308: their sum overflows, the coefficient
+    # (1e308 + 1e308) / sqrt(2) does not
+    value = np.zeros((2, 1, 2))
+    query = np.zeros((2, 2, 2))
+    value[0, 0, 0] = value[1, 0, 1] = 1e154
+    query[0, 1, 0] = query[1, 0, 0] = 1e154
+    model = MultiHeadLinearAttention(value, query)
+    coef = model.lifted_coef()
+    assert np.all(np.isfinite(coef))
+    np.testing.assert_allclose(coef[0, 2], np.sqrt(2.0) * 1e308, rtol=1e-15)
+    Z = np.full((1, 1, 2), 0.5)
+    np.testing.assert_allclose(
+        lifted_features(Z) @ coef.T, model.predict(Z), rtol=1e-15
+    )
+    # a coefficient beyond the range is inf, as the function's is
+    with np.errstate(over="ignore"):
+        huge = MultiHeadLinearAttention([[[1e200]]], [[[1e200]]]).lifted_coef()
+    assert np.isposinf(huge).all()
+
+
+def test_distance_is_the_norm_of_the_coefficients_difference(rng):
+    """Bit for bit np.linalg.norm of the difference in the ordinary range (the
+    power-of-two scaling is exact); near the ends of the float range neither
+    inf for a finite distance nor 0 between different models."""
+    for _ in range(5):
+        first = random_attention(rng, 3, n_heads=2, n_outputs=2)
+        second = random_attention(rng, 3, n_heads=3, n_outputs=2)
+        difference = first.lifted_coef() - second.lifted_coef()
+        assert first.distance(second) == float(np.linalg.norm(difference))
+        _, _, inverse_weights = _fold_indices(3)
+        assert first.distance(second, convention="paper") == float(
+            np.linalg.norm(difference / inverse_weights)
+        )
+    zero = MultiHeadLinearAttention([[[0.0]]], [[[1.0]]])
+    tiny = MultiHeadLinearAttention([[[1e-170]]], [[[1.0]]])
+    assert tiny.distance(zero) == pytest.approx(1e-170, rel=1e-15)
+    large = MultiHeadLinearAttention([[[1e300]]], [[[1.0]]])
+    opposite = MultiHeadLinearAttention([[[-1e300]]], [[[1.0]]])
+    assert large.distance(opposite) == pytest.approx(2e300, rel=1e-15)
+    value = np.zeros((1, 1, 2))
+    value[0, 0, 1] = 1e-170  # an off-diagonal pair, sqrt(2) larger in the paper's
+    query = np.zeros((1, 2, 2))
+    query[0, 0, 0] = 1.0
+    off = MultiHeadLinearAttention(value, query)
+    zero2 = MultiHeadLinearAttention(np.zeros((1, 1, 2)), query)
+    assert off.distance(zero2) == pytest.approx(np.sqrt(0.5) * 1e-170, rel=1e-15)
+    assert off.distance(zero2, convention="paper") == pytest.approx(1e-170, rel=1e-15)
+
+
+def test_fold_unfold_of_any_W_is_its_symmetric_part(rng):
+    # fold(unfold(W)) = (W[a,b,c,e] + W[a,c,b,e]) / 2: one addition and two
+    # scalings by powers of two or sqrt(2) factors, a few ulps
+    for d, n_outputs in [(1, 2), (2, 1), (4, 3)]:
+        W = rng.normal(size=(n_outputs, d, d, d))
+        symmetric = (W + W.transpose(0, 2, 1, 3)) / 2
+        round_trip = fold_lifted_coef(
+            unfold_lifted_coef(W.reshape(n_outputs * d, d * d), d), d
+        )
+        np.testing.assert_allclose(
+            round_trip, symmetric.reshape(n_outputs * d, d * d), rtol=4e-16, atol=1e-15
+        )
+
+
+@pytest.mark.parametrize(
+    "function, argument, match",
+    [
+        (fold_lifted_coef, np.ones(6), r"shape \(n_outputs, n_lifted_features\)"),
+        (fold_lifted_coef, np.ones((1, 5)), r"\(n_outputs, 6\).*got shape \(1, 5\)"),
+        (unfold_lifted_coef, np.ones((8, 1)), r"got shape \(8, 1\)"),
+        (unfold_lifted_coef, np.ones((3, 4)), r"token_dim \* token_dim"),
+    ],
+)
+def test_fold_and_unfold_refuse_wrong_shapes(function, argument, match):
+    with pytest.raises(ValueError, match=match):
+        function(argument, 2)
+
+
+@pytest.mark.parametrize(
+    "value, query, error, match",
+    [
+        ("abc", np.ones((1, 3, 3)), ValueError, r"value_matrices must be an array of "
+         r"real numbers of shape \(n_heads, n_outputs, token_dim\)"),
+        ([[[1.0]], [[1.0, 2.0]]], np.ones((2, 1, 1)), ValueError,
+         "value_matrices must be an array of real numbers"),
+        (np.ones((1, 1, 1)), np.array([[[10**400]]], dtype=object), ValueError,
+         r"query_matrices .* \(n_heads, token_dim, token_dim\)"),
+        (np.ones((1, 1, 1)), [[[{}]]], TypeError, "query_matrices must be an array"),
+        ([[[1.0, None]]], np.ones((1, 2, 2)), ValueError,
+         "value_matrices must be finite; head 0"),
+        (np.ones((2, 1, 2)), [np.eye(2), [[1.0, np.inf], [0.0, 1.0]]], ValueError,
+         "query_matrices must be finite; head 1"),
+    ],
+)
+def test_unconvertible_or_non_finite_parameters_are_named(value, query, error, match):
+    with pytest.raises(error, match=match):
+        MultiHeadLinearAttention(value, query)
+
+
+def test_dask_sequences_predict_lazily_block_by_block(rng):
+    # was a TypeError from Dask's Array.max(initial=...)
+    da = pytest.importorskip("dask.array")
+    model = random_attention(rng, 3, n_heads=2, n_outputs=2)
+    Z = rng.normal(size=(20, 5, 3))
+    for X, chunks in ((Z, (7, 2, 3)), (Z.reshape(20, -1), (6, 4))):
+        lazy = da.from_array(X, chunks=chunks)
+        for kwargs in ({}, {"positions": "all"}, {"positions": "all", "causal": False}):
+            result = model.predict(lazy, **kwargs)
+            assert isinstance(result, da.Array)
+            np.testing.assert_array_equal(result.compute(), model.predict(Z, **kwargs))
+    to_token = lambda outputs, step: np.full((len(outputs), 3), 0.5)  # noqa: E731
+    np.testing.assert_array_equal(
+        model.generate(da.from_array(Z), 2, to_token=to_token).outputs,
+        model.generate(Z, 2, to_token=to_token).outputs,
+    )
+    bad = Z.copy()
+    bad[3, 1, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        model.predict(da.from_array(bad, chunks=(7, 5, 3))).compute()

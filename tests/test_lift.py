@@ -369,3 +369,57 @@ def test_importing_the_package_loads_neither_numba_nor_optional_dependencies():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["[]"]
+
+
+def test_kernels_take_any_real_layout_and_name_a_wrong_one(rng):
+    """Strided, Fortran-ordered, float32 and read-only sequences: the features
+    of their float64 C-ordered copy, bit for bit (a C-ordered float64 array is
+    passed as is); a wrong number of dimensions or complex values are a
+    ValueError / TypeError naming the expected input, not Numba's "No matching
+    definition"."""
+    from sklearn_linattn._lift import upper_outer_products
+
+    base = rng.normal(size=(5, 8, 6))
+    for X in (
+        base[:, ::2, ::2],
+        np.asfortranarray(base[:, :4, :3]),
+        base[:, :4, :3].astype(np.float32),
+    ):
+        before = X.copy()
+        copy = np.ascontiguousarray(X, dtype=np.float64)
+        np.testing.assert_array_equal(lifted_features(X), lifted_features(copy))
+        statistics = zip(pair_statistics(X), pair_statistics(copy), strict=True)
+        for got, expected in statistics:
+            np.testing.assert_array_equal(got, expected)
+        for causal in (True, False):
+            np.testing.assert_array_equal(
+                lifted_position_features(X, causal=causal),
+                lifted_position_features(copy, causal=causal),
+            )
+            for got, expected in zip(
+                position_pair_statistics(X, causal=causal),
+                position_pair_statistics(copy, causal=causal),
+                strict=True,
+            ):
+                np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(
+            upper_outer_products(X[:, 0]), upper_outer_products(copy[:, 0])
+        )
+        np.testing.assert_array_equal(X, before)
+    read_only = np.ascontiguousarray(base[:, :4, :3])
+    read_only.setflags(write=False)
+    assert_within_lifted_rounding(
+        lifted_features(read_only),
+        naive_lifted_features(read_only),
+        naive_lifted_features(np.abs(read_only)),
+        4,
+    )
+    for function in (lifted_features, pair_statistics, lifted_position_features,
+                     position_pair_statistics):
+        with pytest.raises(ValueError, match=r"sequences must be a 3-D array of shape "
+                           r"\(n_samples, n_tokens, token_dim\), got shape \(4, 3\)"):
+            function(base[0, :4, :3])
+        with pytest.raises(TypeError, match="must hold real numbers.*complex"):
+            function(base[:, :4, :3] * 1j)
+    with pytest.raises(ValueError, match=r"rows must be a 2-D array"):
+        upper_outer_products(base)
