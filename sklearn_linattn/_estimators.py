@@ -1927,7 +1927,22 @@ class LiftedAttentionFeatures(TransformerMixin, BaseEstimator):
         if is_dask_array(sequences):
             return features_dask(sequences)
         check_features_memory(sequences.shape[0], self.token_dim_)
-        return lifted_features(sequences, n_threads=effective_n_jobs(self.n_jobs))
+        features = lifted_features(sequences, n_threads=effective_n_jobs(self.n_jobs))
+        # |w S[b, c] q[e]| <= sqrt(2) n_tokens max|x|^3: only then can one overflow
+        largest = float(np.max(np.abs(sequences), initial=0.0))
+        safe = (np.finfo(np.float64).max / (np.sqrt(2.0) * sequences.shape[1])) ** (
+            1 / 3
+        )
+        if largest >= safe and not np.isfinite(features).all():
+            warnings.warn(
+                "Some lifted features are beyond the float64 range (inf): a feature "
+                "S[b,c]*q[e] is cubic in the tokens, whose largest entry here is "
+                f"{largest:.3g}. Scale X down: a factor c multiplies every feature by "
+                "c^3.",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        return features
 
     def get_feature_names_out(self, input_features=None):
         """Names ``S[b,c]*q[e]`` of the lifted features, in their order.

@@ -1,6 +1,7 @@
 """LinearAttentionClassifier and LiftedAttentionFeatures."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -329,3 +330,17 @@ def test_class_weights_take_any_real_number(rng):
     for weight in (np.array(1.5), Fraction(3, 2), np.float32(1.5)):
         model = LinearAttentionClassifier(n_heads=None, class_weight={0: weight, 1: 2})
         np.testing.assert_allclose(model.fit(X, y).coef_, reference.coef_, rtol=1e-12)
+
+
+def test_lifted_features_beyond_the_float_range_warn(rng):
+    """The features are cubic in the tokens: near the top of the float range
+    they are right, beyond it inf with a warning naming the fix."""
+    X = rng.normal(size=(6, 3, 2))
+    features = LiftedAttentionFeatures().fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scaled = features.transform(X * 1e100)
+    np.testing.assert_allclose(scaled, features.transform(X) * 1e300, rtol=1e-12)
+    with pytest.warns(RuntimeWarning, match="Scale X down"):
+        overflowing = features.transform(X * 1e103)
+    assert np.isinf(overflowing).any()
