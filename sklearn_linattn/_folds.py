@@ -79,22 +79,24 @@ def moments_of_pairs(pairs, token_dim):
     return moments
 
 
-# A held-out row is classified right only when its class's score leads every
-# other (or its sign is right, two classes) by more than SCORE_TIE times the
-# fold's largest score: classes absent from a training set get the same scores
-# to rounding, and the rounding of the BLAS in use would otherwise decide them.
+# With several classes, a held-out row is classified right only when its class's
+# score leads every other by more than SCORE_TIE times the row's largest score:
+# classes absent from a training set get the same scores to rounding, and the
+# rounding of the BLAS in use would otherwise decide them. (Per row: scores are
+# cubic in a sequence's size, and a fold's largest would swamp small sequences.)
 SCORE_TIE = np.sqrt(np.finfo(float).eps)
 
 
 def _misclassified(predictions, targets, row_scale):
-    """Weight of the rows whose target class does not have the largest score by
-    more than ``SCORE_TIE`` (weighted rows: the scale ``c_i > 0`` changes no sign
+    """Weight of the rows whose target class does not have the largest score, by
+    more than ``SCORE_TIE`` of the row's largest with several classes, or the
+    score's sign with two (weighted rows: the scale ``c_i > 0`` changes no sign
     or largest score; ties count as misclassified)."""
-    tie = SCORE_TIE * float(np.max(np.abs(predictions), initial=0.0))
     if predictions.shape[1] == 1:
-        wrong = predictions[:, 0] * np.sign(targets[:, 0]) <= tie
+        wrong = np.sign(predictions[:, 0]) != np.sign(targets[:, 0])
     else:
         rows, classes = np.arange(len(targets)), np.argmax(targets, axis=1)
+        tie = SCORE_TIE * np.max(np.abs(predictions), axis=1, initial=0.0)
         others = predictions.copy()
         others[rows, classes] = -np.inf
         wrong = predictions[rows, classes] <= np.max(others, axis=1) + tie

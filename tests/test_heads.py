@@ -1302,14 +1302,12 @@ def naive_fold_errors(
                 target_mean - theta @ np.atleast_1d(mean) if fit_intercept else 0
             )
             predictions = features[held] @ theta.T + intercept
-            if classify:  # a tie within sqrt(eps) of the largest score is wrong
+            if classify:  # a tie within sqrt(eps) of the row's largest is wrong
                 true = np.argmax(y[held], 1)
-                own = predictions[np.arange(len(true)), true]
-                tie = np.sqrt(np.finfo(float).eps) * np.abs(predictions).max(
-                    initial=0.0
-                )
                 wrong = [
-                    own[i] <= max(np.delete(row, true[i])) + tie
+                    row[true[i]]
+                    <= max(np.delete(row, true[i]))
+                    + np.sqrt(np.finfo(float).eps) * np.abs(row).max()
                     for i, row in enumerate(predictions)
                 ]
                 store.append(weights[held] @ np.asarray(wrong, dtype=float))
@@ -1322,21 +1320,26 @@ def naive_fold_errors(
 def test_held_out_rows_tied_to_rounding_are_misclassified_whichever_way_it_goes():
     """Classes absent from a training set get equal scores up to rounding, which
     the BLAS in use decides: a held-out row whose class ties another within
-    sqrt(eps) of the fold's largest score counts as misclassified on either
-    side of the tie, and a clear lead counts as right."""
+    sqrt(eps) of the row's largest score counts as misclassified on either side
+    of the tie; a clear lead counts as right, in a sequence however much smaller
+    than the fold's others (scores are cubic in its size)."""
     ulp = np.spacing(0.8)
     for tied in (-0.8, -0.8 + ulp, -0.8 - ulp):
-        predictions = np.array([[-1.2, -0.8, tied], [0.9, -1.0, -1.1]])
-        for true in (1, 2):
-            targets = -np.ones((2, 3))
-            targets[0, true] = targets[1, 0] = 1.0
-            weight = _misclassified(predictions, targets, np.array([1.0, 2.0]))
-            assert weight == 1.0  # the first row (weight 1^2), not the second
-    # two classes: a score at rounding level of the fold's scale has no sign
-    predictions = np.array([[1e-17], [0.7], [-0.4]])
-    targets = np.array([[1.0], [1.0], [1.0]])
-    assert _misclassified(predictions, targets, np.ones(3)) == 2.0
-    assert _misclassified(predictions, -targets, np.ones(3)) == 2.0
+        for scale in (1.0, 1e-9):
+            predictions = np.array([[-1.2, -0.8, tied], [0.9e9, -1e9, -1.1e9]])
+            predictions[0] *= scale
+            for true in (1, 2):
+                targets = -np.ones((2, 3))
+                targets[0, true] = targets[1, 0] = 1.0
+                weight = _misclassified(predictions, targets, np.array([1.0, 2.0]))
+                assert weight == 1.0  # the first row (weight 1^2), not the second
+    small_lead = np.array([[2e9, 1e9, 0.0], [2.0, 1.0, 0.0]])
+    first = np.array([[1.0, -1.0, -1.0]] * 2)
+    assert _misclassified(small_lead, first, np.ones(2)) == 0.0
+    # two classes: the score's sign
+    predictions = np.array([[1e9], [1e-3], [-0.4]])
+    assert _misclassified(predictions, np.ones((3, 1)), np.ones(3)) == 1.0
+    assert _misclassified(predictions, -np.ones((3, 1)), np.ones(3)) == 2.0
 
 
 @pytest.mark.parametrize("solver", ["normal", "dual"])
