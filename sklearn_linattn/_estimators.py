@@ -1806,7 +1806,7 @@ def _is_missing(label):
     pandas = sys.modules.get("pandas")  # imported where its NA can occur
     return (
         label is None
-        or (isinstance(label, float) and np.isnan(label))
+        or (isinstance(label, (float, np.floating)) and np.isnan(label))
         or (pandas is not None and label is pandas.NA)
     )
 

@@ -30,6 +30,7 @@ exactly as :class:`~sklearn_linattn.LinearAttentionRegressor` would.
 
 import time
 import warnings
+from collections.abc import Iterable
 from numbers import Real
 
 import numpy as np
@@ -1003,10 +1004,12 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         ``alphas_``."""
         n_samples = sequences.shape[0]
         per_sample = data.n_rows // max(n_samples, 1)
-        splitter = check_cv(self.cv, split_y, classifier=self._is_classifier)
-        folds = _Folds(
-            splitter.split(np.zeros((n_samples, 1)), split_y, groups), n_samples
-        )
+        if isinstance(self.cv, Iterable) and not hasattr(self.cv, "split"):
+            splits = self.cv  # (train, test) pairs, checked one by one in _Folds
+        else:
+            splitter = check_cv(self.cv, split_y, classifier=self._is_classifier)
+            splits = splitter.split(np.zeros((n_samples, 1)), split_y, groups)
+        folds = _Folds(splits, n_samples)
 
         def rows(array, samples):
             if array is None:

@@ -315,7 +315,8 @@ class HeadSearchDisplay:
         # the tol the read-out used, where it records it (it can be above the
         # estimator's: float32 data, centered targets)
         tol = getattr(search, "tol", None)
-        tol = getattr(final, "tol", None) if tol is None else tol
+        if tol is None or not np.isfinite(tol):  # (a record without it)
+            tol = getattr(final, "tol", None)
         certificate = getattr(final, "certificate_", None)
         identifiable = None if certificate is None else bool(certificate.identifiable)
         return cls(

@@ -121,11 +121,16 @@ def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
         return _validate_dask_sequences(X, token_dim, estimator, reset)
     if not hasattr(X, "ndim") or _is_array_of_sequences(X):
         X = as_array(X)  # lists, objects that only offer __array__
-    if isinstance(getattr(X, "dtype", None), np.dtype) and X.dtype.kind == "c":
+    # a DataFrame's column dtypes, else the array's dtype
+    dtypes = X.dtypes if hasattr(X, "columns") else [getattr(X, "dtype", None)]
+    complex_dtype = next(
+        (t for t in dtypes if isinstance(t, np.dtype) and t.kind == "c"), None
+    )
+    if complex_dtype is not None:
         # (scikit-learn's message prints the whole array after it)
         raise ValueError(
-            f"Complex data not supported: X has dtype {X.dtype}; sequences are "
-            "real token matrices."
+            f"Complex data not supported: X has dtype {complex_dtype}; sequences "
+            "are real token matrices."
         )
     if X.ndim == 3:
         sequences = check_array(
@@ -456,6 +461,8 @@ def validate_sample_weight(sample_weight, sequences, require_positive=True):
                 f"{sample_weight.shape}."
             )
         return _checked_dask_weights(sample_weight, require_positive)
+    if isinstance(sample_weight, complex):  # a scalar is broadcast unchecked
+        raise ValueError("Complex data not supported: sample_weight is complex.")
     weights = _check_sample_weight(
         sample_weight,
         np.empty((n_samples, 0)),

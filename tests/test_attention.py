@@ -1,5 +1,7 @@
 """MultiHeadLinearAttention: the definition, the lifted coefficients, the distance."""
 
+import warnings
+
 import numpy as np
 import pytest
 from conftest import random_attention
@@ -552,3 +554,15 @@ def test_dask_sequences_predict_lazily_block_by_block(rng):
     bad[3, 1, 1] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         model.predict(da.from_array(bad, chunks=(7, 5, 3))).compute()
+
+
+def test_distance_of_coefficients_beyond_the_float_range():
+    """Lifted coefficients that overflow: a model is at distance 0 from itself
+    and inf from a finite one (it was NaN either way)."""
+    rng = np.random.default_rng(3)
+    V, Q = rng.normal(size=(1, 1, 2)), rng.normal(size=(1, 2, 2))
+    with np.errstate(over="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        big = MultiHeadLinearAttention(V * 1e200, Q * 1e200)
+        assert big.distance(big) == 0.0
+        assert big.distance(MultiHeadLinearAttention(V, Q)) == np.inf

@@ -1089,6 +1089,8 @@ class TripletSplitter:
         ([(np.array([], int), np.arange(20))], "training set of split 1.*no row"),
         ([], "no .*split"),
         (TripletSplitter(), r"\(train, test\) pairs.*split 1 is tuple"),
+        ([(np.arange(15), np.arange(15, 20), np.arange(5))],
+         r"\(train, test\) pairs.*split 1 is tuple"),
     ],
 )
 @pytest.mark.parametrize("gcv_mode", ["normal", "dual"])

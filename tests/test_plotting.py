@@ -409,3 +409,16 @@ def test_search_display_draws_into_given_axes_and_replots():
     assert all(display.lines_[key].get_xdata().size for key in display.lines_
                if key not in ("lifted", "chosen"))
     assert len(texts) == len(set(texts))
+
+
+def test_a_head_search_record_without_its_tol_draws_the_estimators(rng):
+    """A record unpickled from a version without ``head_search_.tol`` holds NaN
+    there: the display falls back to the estimator's ``tol``."""
+    import dataclasses
+
+    X = random_sequences(rng, 120, 4, 3)
+    y = random_attention(rng, 3, 1).predict(X)
+    model = LinearAttentionRegressor(tol=1e-7).fit(X, y)
+    model.head_search_ = dataclasses.replace(model.head_search_, tol=float("nan"))
+    display = HeadSearchDisplay.from_estimator(model)
+    assert display.tol == 1e-7

@@ -844,3 +844,20 @@ def test_minimum_norm_fit_equals_the_pseudo_inverse():
     singular = np.linalg.svd(features, compute_uv=False)
     bound = 10 * (singular[0] / singular[-1]) ** 2 * 18 * np.finfo(float).eps
     assert relative_error(ours.coef_, expected) < bound
+
+
+def test_complex_frames_weights_and_numpy_nan_labels_are_named():
+    """A complex DataFrame (no ``dtype`` of its own), a complex scalar weight
+    (broadcast unchecked) and a numpy float NaN among object labels."""
+    pd = pytest.importorskip("pandas")
+    X, y = _data()
+    rows = X.reshape(len(X), -1)
+    with pytest.raises(ValueError, match="Complex data not supported: X has dtype"):
+        LinearAttentionRegressor(token_dim=X.shape[2], n_heads=None).fit(
+            pd.DataFrame(rows.astype(complex)), y
+        )
+    with pytest.raises(ValueError, match="sample_weight is complex"):
+        LinearAttentionRegressor(n_heads=None).fit(X, y, sample_weight=1j)
+    labels = np.array([np.float32("nan")] + [0, 1] * 14 + [1], dtype=object)
+    with pytest.raises(ValueError, match="y contains NaN"):
+        LinearAttentionClassifier(n_heads=None).fit(X, labels)
