@@ -1745,7 +1745,7 @@ class DaskLiftedData:
                 self._row_scale = np.sqrt(weights)
             else:
                 if self._padding is None and self._rescaling is None:
-                    self.rescaling  # noqa: B018  (its pass reads the padding too)
+                    _ = self.rescaling  # its pass over X reads the padding too
                 if self._padding is None:
                     self._padding = self._padding_graph().compute()
                 weights = weights.reshape(n_samples, -1)
