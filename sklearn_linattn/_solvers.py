@@ -72,6 +72,12 @@ HELDOUT_FOLDS = 5
 # on noiseless fits, d = 3..8: up to 8e-9 at solver_tol=1e-10), so the head
 # read-out treats differences below this multiple as rounding.
 LSQR_COEF_TOL = 1e4
+# LSQR's bound on its estimate of cond(A) (scipy's default): beyond it the lifted
+# rows are numerically rank-deficient (singular values below 1e-8 of the largest:
+# Gram eigenvalues below 1e-16, under the direct solvers' rank threshold), and it
+# stops (istop 3) with a normal-equations residual far above solver_tol (measured
+# 1e-4 to 3e-2 relative at solver_tol=1e-10): a ConvergenceWarning names it.
+_LSQR_CONLIM = 1e8
 # Relative accuracy of the Lanczos eigenvalue estimates behind solver="cg"'s
 # certificate.
 LANCZOS_TOL = 1e-6
@@ -273,7 +279,7 @@ def _eigen_solve(eigenvalues, eigenvectors, threshold, right_hand_side, alpha):
     return basis @ ((basis.T @ right_hand_side) / (eigenvalues[kept] + alpha)[:, None])
 
 
-def solve_gram(gram, moment, alpha, spectrum, kernel=False):
+def solve_gram(gram, moment, alpha, spectrum, kernel=False, moment_rounding=None):
     """Solve ``(gram + alpha I) coef = moment`` for the lifted coefficients.
 
     Cholesky when ``gram`` is numerically positive definite or ``alpha`` exceeds
@@ -284,10 +290,41 @@ def solve_gram(gram, moment, alpha, spectrum, kernel=False):
     the lifted coefficients in exact arithmetic, only rounding divided by
     ``alpha`` (so are the directions zero by the spectrum's ``max_rank``).
 
+    ``moment_rounding`` (per output, for a Gram ``A^T A`` and ``moment = A^T
+    y``): a bound on the rounding of ``moment``. A Gram of less than full rank
+    whose output's moment has no more than that in its numerically-null
+    directions (tokens in a subspace, one-hot tokens: null in exact arithmetic)
+    has them left out for every ``alpha`` too, as for a kernel: kept, they add
+    that rounding divided by ``alpha`` (relative errors up to 1e-3 at ``alpha``
+    just above the rank threshold), and what they could carry is below it.
+
     Returns
     -------
     coef : ndarray of shape (n_outputs, p)
     """
+    coef = _solve_gram(gram, moment, alpha, spectrum, kernel)
+    if kernel or moment_rounding is None or spectrum.full_rank:
+        return coef
+    if alpha <= spectrum.threshold:  # left out already
+        return coef
+    if spectrum.eigenvectors is None:  # not full rank: not an estimated spectrum
+        eigenvalues, eigenvectors = scipy.linalg.eigh(gram, check_finite=False)
+        spectrum = GramSpectrum(
+            eigenvalues, eigenvectors, spectrum.tol, scale=spectrum.scale,
+            max_rank=spectrum.max_rank,
+        )
+    null = spectrum.eigenvectors[:, spectrum.eigenvalues <= spectrum.threshold]
+    in_null = np.linalg.norm(null.T @ moment, axis=0)
+    rounding = in_null <= np.asarray(moment_rounding, dtype=np.float64)
+    if np.any(rounding):
+        coef[rounding] = _eigen_solve(
+            spectrum.eigenvalues, spectrum.eigenvectors, spectrum.threshold,
+            moment[:, rounding], alpha,
+        ).T
+    return coef
+
+
+def _solve_gram(gram, moment, alpha, spectrum, kernel):
     if spectrum.full_rank and alpha == 0 and spectrum.factor is not None:
         return scipy.linalg.cho_solve(
             (spectrum.factor, False), moment, check_finite=False
@@ -407,7 +444,18 @@ def _solve_statistics(
     if fit_intercept:
         scale = centering_floor(scale, statistics.n_observations, data.n_lifted)
     spectrum = gram_spectrum(gram, default_rank_tol(data.n_lifted), scale)
-    coef = solve_gram(gram, moment, alpha, spectrum)
+    # sum_i w_i phi_i y_i errs by at most about eps sqrt(trace(G) sum_i w_i y_i^2)
+    # (uncentered: the centering subtracts from those sums) per output; measured
+    # below 0.5 times that in the null directions of tokens in a subspace or
+    # one-hot, above 7e4 times it with any genuine signal there: p times it.
+    uncentered_trace = np.trace(gram) + statistics.weight_sum * float(
+        feature_mean @ feature_mean
+    )
+    moment_rounding = (  # square roots first: partial_fit's sums can be huge
+        data.n_lifted * np.finfo(np.float64).eps * np.sqrt(uncentered_trace)
+        * np.sqrt(np.maximum(statistics.target_square_sum, 0.0))
+    )
+    coef = solve_gram(gram, moment, alpha, spectrum, moment_rounding=moment_rounding)
     _check_shrinkage(coef, given, alpha, np.trace(gram) / data.n_lifted)
     cross = np.einsum("op,po->o", coef, moment)
     projected = coef @ gram
@@ -569,13 +617,15 @@ def _row_head_problem(data, pairs, queries, kernel, alpha, fit_intercept, residu
     """The head design on the training rows and, with ``heldout``, its folds;
     each takes ``output_weights`` (output ``j``'s targets multiplied by
     ``output_weights[j]``; None: by 1)."""
-    moments = moments_of_pairs(pairs, data.token_dim)
+    # S of every row (n_rows d^2): formed when the head read-out first asks, not
+    # by every fit (n_heads=None never does; it would double solver "cg"'s memory)
+    moments = functools.cache(lambda: moments_of_pairs(pairs, data.token_dim))
     targets, row_scale = data.targets, data.row_scale
 
     def head_design(output_weights=None):
         weights = _weights_or_one(output_weights)
         design = SequenceDesign(
-            moments, queries, targets * weights, row_scale, alpha, fit_intercept
+            moments(), queries, targets * weights, row_scale, alpha, fit_intercept
         )
         weighted_coef = coef * np.reshape(weights, (-1, 1))
         design.baseline = float(np.sum(residual * weights**2)) + alpha * float(
@@ -586,7 +636,7 @@ def _row_head_problem(data, pairs, queries, kernel, alpha, fit_intercept, residu
     def heldout_folds(classify=False, output_weights=None):
         weights = _weights_or_one(output_weights)
         return RowFolds(
-            moments, queries, targets * weights, row_scale, _row_folds(data), alpha,
+            moments(), queries, targets * weights, row_scale, _row_folds(data), alpha,
             fit_intercept, kernel,
             lambda block, rhs, scales: _kernel_weights(
                 block, rhs, scales, alpha, fit_intercept,
@@ -734,7 +784,7 @@ def solve_lsqr(
     n_iter = np.zeros(targets.shape[1], dtype=int)
     residual = np.einsum("no,no->o", centered_targets, centered_targets)
     residual_rows = np.array(centered_targets, dtype=np.float64)
-    converged = True
+    at_limit, ill_conditioned = False, False
     for output, column in enumerate(centered_targets.T):
         if not np.any(column):
             continue
@@ -744,13 +794,17 @@ def solve_lsqr(
             damp=np.sqrt(alpha),
             atol=solver_tol,
             btol=solver_tol,
+            conlim=_LSQR_CONLIM,
             iter_lim=max_iter,
         )
         coef[output], n_iter[output] = result[0], result[2]
-        converged &= result[1] != 7  # 7: the iteration limit was reached
+        at_limit |= result[1] == 7  # 7: the iteration limit was reached
+        # 3, 6: its estimate of cond(A) passed conlim (or 1 / eps)
+        ill_conditioned |= result[1] in (3, 6)
         difference = column - centered.matvec(coef[output])
         residual[output] = difference @ difference
         residual_rows[:, output] = difference
+    converged = not (at_limit or ill_conditioned)
     uncentered_trace = np.sum(operator.squared_column_norms())
     _check_shrinkage(coef, given, alpha, uncentered_trace / n_lifted)
     certificate = estimate_extreme_eigenvalues(
@@ -772,12 +826,25 @@ def solve_lsqr(
         coef[:] = 0.0
         residual = np.einsum("no,no->o", centered_targets, centered_targets)
         residual_rows = np.array(centered_targets, dtype=np.float64)
+        at_limit = ill_conditioned = False
         converged = True
-    if not converged:
+    if at_limit:
         warnings.warn(
             f"LSQR did not reach solver_tol={solver_tol} within max_iter={max_iter} "
             "iterations; increase max_iter, or alpha. The certificate claims no "
             "identifiability.",
+            ConvergenceWarning,
+            stacklevel=4,
+        )
+    if ill_conditioned:
+        warnings.warn(
+            f"LSQR stopped before reaching solver_tol={solver_tol}: the lifted "
+            "problem is numerically rank-deficient (LSQR's estimate of its "
+            f"condition number passed {_LSQR_CONLIM:.0e}), and its coefficients "
+            "are an early-stopped solution, not the minimum-norm one that solvers "
+            "'normal' and 'dual' return (predictions can differ from theirs by "
+            "their own size). Use one of those, or alpha > 0. The certificate "
+            "claims no identifiability.",
             ConvergenceWarning,
             stacklevel=4,
         )
