@@ -1086,9 +1086,9 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     solver_tol : float, default=1e-10
         Stopping tolerance of LSQR (``atol`` and ``btol``) for ``solver="cg"``.
     max_iter : int, default=None
-        Iteration cap of LSQR and of the Lanczos eigenvalue estimates for
-        ``solver="cg"``; None means ``2 * p``. A ``ConvergenceWarning`` is issued
-        when LSQR stops at the cap.
+        Iteration cap of LSQR for ``solver="cg"``, and of the Lanczos estimates
+        of the certificate's eigenvalues (at least 1000 for those); None means
+        ``2 * p``. A ``ConvergenceWarning`` is issued when LSQR stops at the cap.
     positions : {"last", "all"}, default="last"
         Where the model is read and trained. ``"last"``: one output per sequence,
         at its last token (the query). ``"all"``: an output at every position
