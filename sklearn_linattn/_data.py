@@ -476,8 +476,10 @@ class Rescaling:
         return np.ldexp(matrices * root, exponent // 2)
 
     def squared_error(self, error):
-        """Squared errors of rescaled targets in the data's units (over ``s^2``)."""
-        return np.ldexp(error, -2 * self._exponent(self.target))
+        """Squared errors of rescaled targets in the data's units (over ``s^2``;
+        inf beyond the float range, for targets near its top: reported only)."""
+        with np.errstate(over="ignore"):
+            return np.ldexp(error, -2 * self._exponent(self.target))
 
     def alpha(self, alpha):
         """The ridge penalty in rescaled units, ``alpha * omega * c^6`` (capped at

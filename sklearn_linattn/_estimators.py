@@ -1043,7 +1043,8 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         the training :math:`R^2` by more than 0.1) warns, naming this parameter.
     solver : {"auto", "normal", "dual", "cg"}, default="auto"
         With :math:`\Phi` the lifted features of the training sequences (one
-        row each, never formed by the solvers) and :math:`n` samples:
+        row each, never formed by the solvers) and :math:`n` rows (samples; with
+        ``positions="all"``, samples times tokens):
 
         - ``"normal"``: streams the normal equations :math:`\Phi^\top \Phi`,
           :math:`\Phi^\top y` over chunks of samples (for :math:`d \le 22` only

@@ -54,6 +54,7 @@ from ._data import dense_threads as _dense_threads
 from ._designs import LiftedDesign, SequenceDesign, rows_are_cheaper
 from ._folds import RowFolds, StatisticsFolds, metric_factor, moments_of_pairs
 from ._lift import lifted_kernel, lifted_rmatvec
+from ._validation import caller_stacklevel
 
 __all__ = [
     "HELDOUT_FOLDS",
@@ -834,7 +835,7 @@ def solve_lsqr(
             "iterations; increase max_iter, or alpha. The certificate claims no "
             "identifiability.",
             ConvergenceWarning,
-            stacklevel=4,
+            stacklevel=caller_stacklevel(),
         )
     if ill_conditioned:
         warnings.warn(
@@ -846,7 +847,7 @@ def solve_lsqr(
             "their own size). Use one of those, or alpha > 0. The certificate "
             "claims no identifiability.",
             ConvergenceWarning,
-            stacklevel=4,
+            stacklevel=caller_stacklevel(),
         )
     return LiftedSolution(
         coef=coef,

@@ -1401,3 +1401,14 @@ def test_cg_memory_is_the_compact_rows_not_the_lifted_matrix():
     lifted = n * n_lifted(d) * 8  # 6.5 times the compact rows
     assert peak <= X.nbytes + 3 * compact
     assert peak - X.nbytes < lifted / 2
+
+
+def test_lsqr_warnings_name_the_callers_line(rng):
+    """The ConvergenceWarning of solver="cg" points at the user's fit, not into
+    scikit-learn's fit wrapper."""
+    X = rng.normal(size=(200, 3, 4))
+    with pytest.warns(ConvergenceWarning, match="max_iter=3") as record:
+        LinearAttentionRegressor(n_heads=None, solver="cg", max_iter=3).fit(
+            X, rng.normal(size=200)
+        )
+    assert {warning.filename for warning in record} == {__file__}
