@@ -1548,6 +1548,12 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
                     f"{labels.shape}."
                 )
             labels = labels.ravel()
+            # Labels at left-padding positions are ignored (zero weight): they take
+            # a real position's label, so that they add no class and need none
+            kept = ~padding_row_mask(sequences).ravel()
+            if kept.any() and not kept.all():
+                labels = labels.copy()
+                labels[~kept] = labels[kept][0]
         else:
             labels = column_or_1d(labels, warn=True)
             if labels.shape[0] != n_samples:
@@ -1564,13 +1570,6 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
             if np.isinf(labels).any():
                 raise ValueError("Input y contains infinity.")
         check_classification_targets(labels)
-        if self.positions == "all":
-            # Labels at left-padding positions are ignored (zero weight): give them
-            # a label of a real position so that they add no class.
-            kept = ~padding_row_mask(sequences).ravel()
-            if kept.any() and not kept.all():
-                labels = labels.copy()
-                labels[~kept] = labels[kept][0]
         return labels
 
     def _encoded_labels(self, y, sequences):

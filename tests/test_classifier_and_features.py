@@ -83,6 +83,21 @@ def left_padded_position_labels(rng, n_samples=10, n_tokens=20, n_padding=8):
     return X, y
 
 
+def test_missing_labels_at_padding_positions_are_ignored(rng):
+    """Labels at left-padding positions are documented as ignored: None or NaN
+    there fits as any label does; a missing label at a real position is still
+    an error."""
+    X, y = left_padded_position_labels(rng)
+    names = np.where(y == 1, "b", "a").astype(object)
+    expected = LinearAttentionClassifier(positions="all", n_heads=None).fit(X, names)
+    names[:, :8] = None
+    fitted = LinearAttentionClassifier(positions="all", n_heads=None).fit(X, names)
+    np.testing.assert_array_equal(fitted.coef_, expected.coef_)
+    names[0, 8] = None
+    with pytest.raises(ValueError, match="y contains NaN"):
+        LinearAttentionClassifier(positions="all", n_heads=None).fit(X, names)
+
+
 @pytest.mark.parametrize("causal", [True, False])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_balanced_class_weight_per_position_counts_real_positions_only(
