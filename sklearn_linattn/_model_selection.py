@@ -75,6 +75,7 @@ from ._estimators import (
 from ._lift import lifted_kernel
 from ._solvers import solve_dual, solve_normal, uncentered_scale
 from ._validation import (
+    caller_stacklevel,
     check_sequence_values,
     reject_boolean_parameters,
     validate_sample_weight,
@@ -889,7 +890,7 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                         "single sequences, not groups; pass cv=LeaveOneGroupOut() "
                         "or GroupKFold(n_splits) to keep the groups apart.",
                         UserWarning,
-                        stacklevel=5,
+                        stacklevel=caller_stacklevel(),
                     )
                 if self.positions == "all":
                     raise ValueError(
@@ -972,7 +973,7 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                 f"{scores.size} alphas is NaN (scoring={self.scoring!r} returned NaN "
                 "on a test set, e.g. R^2 of a single sample); they count as -inf.",
                 UserWarning,
-                stacklevel=5,
+                stacklevel=caller_stacklevel(),
             )
         if not np.isfinite(scores).any():
             warnings.warn(
@@ -981,7 +982,7 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                 "is defined on, or see LinearAttentionRegressorCV's Notes on -inf "
                 "scores.",
                 UserWarning,
-                stacklevel=5,
+                stacklevel=caller_stacklevel(),
             )
 
     def _kfold(

@@ -1262,10 +1262,12 @@ def test_groups_with_leave_one_out_warn_that_they_are_ignored(rng):
 
     X, y = random_sequences(rng, 12, 3, 2), rng.normal(size=12)
     groups = np.arange(12) % 4
-    with pytest.warns(UserWarning, match="groups is ignored with cv=None"):
+    with pytest.warns(UserWarning, match="groups is ignored with cv=None") as caught:
         ignored = LinearAttentionRegressorCV([0.0, 1.0], n_heads=None).fit(
             X, y, groups=groups
         )
+    # at the caller's line (a fixed stacklevel pointed into the interpreter)
+    assert {w.filename for w in caught if "groups" in str(w.message)} == {__file__}
     plain = LinearAttentionRegressorCV([0.0, 1.0], n_heads=None).fit(X, y)
     np.testing.assert_array_equal(ignored.cv_scores_, plain.cv_scores_)
     with warnings.catch_warnings():
