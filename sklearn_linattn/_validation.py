@@ -57,15 +57,22 @@ def input_precision(*arrays):
     """
     eps = float(np.finfo(np.float64).eps)
     for array in arrays:
-        dtypes = getattr(array, "dtypes", None)  # a DataFrame: one per column
-        if dtypes is None or np.ndim(dtypes) == 0:  # a Series has a single one,
-            dtypes = [getattr(array, "dtype", None)]  # maybe pandas' (not iterable)
-        for dtype in dtypes:
-            # pandas' nullable "Float32" holds numpy's float32
-            dtype = getattr(dtype, "numpy_dtype", dtype)
-            if isinstance(dtype, np.dtype) and np.issubdtype(dtype, np.floating):
+        for dtype in _numpy_dtypes(array):
+            if np.issubdtype(dtype, np.floating):
                 eps = max(eps, float(np.finfo(dtype).eps))
     return eps
+
+
+def _numpy_dtypes(array):
+    """The numpy dtypes ``array`` holds: a DataFrame's, one per column, else its
+    own (a Series has one, maybe pandas', not iterable); pandas' nullable dtypes
+    as the numpy dtype they hold ("Float32": float32). None where there is none
+    (a list)."""
+    dtypes = getattr(array, "dtypes", None)
+    if dtypes is None or np.ndim(dtypes) == 0:
+        dtypes = [getattr(array, "dtype", None)]
+    numpy_dtypes = (getattr(dtype, "numpy_dtype", dtype) for dtype in dtypes)
+    return [dtype for dtype in numpy_dtypes if isinstance(dtype, np.dtype)]
 
 
 def is_dask_array(X):
@@ -121,11 +128,7 @@ def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
         return _validate_dask_sequences(X, token_dim, estimator, reset)
     if not hasattr(X, "ndim") or _is_array_of_sequences(X):
         X = as_array(X)  # lists, objects that only offer __array__
-    # a DataFrame's column dtypes, else the array's dtype
-    dtypes = X.dtypes if hasattr(X, "columns") else [getattr(X, "dtype", None)]
-    complex_dtype = next(
-        (t for t in dtypes if isinstance(t, np.dtype) and t.kind == "c"), None
-    )
+    complex_dtype = next((t for t in _numpy_dtypes(X) if t.kind == "c"), None)
     if complex_dtype is not None:
         # (scikit-learn's message prints the whole array after it)
         raise ValueError(
@@ -461,8 +464,12 @@ def validate_sample_weight(sample_weight, sequences, require_positive=True):
                 f"{sample_weight.shape}."
             )
         return _checked_dask_weights(sample_weight, require_positive)
-    if isinstance(sample_weight, complex):  # a scalar is broadcast unchecked
-        raise ValueError("Complex data not supported: sample_weight is complex.")
+    if isinstance(sample_weight, Number):  # scikit-learn broadcasts it unchecked
+        if isinstance(sample_weight, complex):
+            raise ValueError("Complex data not supported: sample_weight is complex.")
+        check_array(
+            np.atleast_1d(sample_weight), ensure_2d=False, input_name="sample_weight"
+        )
     weights = _check_sample_weight(
         sample_weight,
         np.empty((n_samples, 0)),
@@ -470,10 +477,6 @@ def validate_sample_weight(sample_weight, sequences, require_positive=True):
         ensure_non_negative=True,
         **_ALL_ZERO_WEIGHTS_CHECKED_HERE,
     )
-    if isinstance(sample_weight, Number):  # scikit-learn broadcasts it unchecked
-        check_array(
-            weights, ensure_2d=False, ensure_min_samples=0, input_name="sample_weight"
-        )
     if require_positive and n_samples and not np.any(weights):
         raise ValueError(_NO_POSITIVE_WEIGHT)  # (scikit-learn 1.6 lets these through)
     return weights
