@@ -61,6 +61,7 @@ from ._solvers import HELDOUT_FOLDS, SOLVERS, resolve_solver, solve_normal
 from ._validation import (
     input_precision,
     reject_boolean_parameters,
+    require_dask,
     validate_class_weight,
     validate_sample_weight,
     validate_sequences,
@@ -820,9 +821,8 @@ class _LinearAttentionBase(BaseEstimator):
 
     def _score_positions(self, metric, X, y, sample_weight):
         """``metric`` over every position that is not left padding, each weighted
-        by its sequence's weight (``positions="all"``)."""
-        if is_dask_array(X):
-            X = X.compute()
+        by its sequence's weight (``positions="all"``); on Dask the predictions
+        and the padding mask are computed blockwise, in one pass over ``X``."""
         sequences = validate_sequences(X, token_dim=self.token_dim_)
         n_samples, n_tokens, _ = sequences.shape
         targets = np.asarray(y.compute() if is_dask_array(y) else y)
@@ -832,11 +832,18 @@ class _LinearAttentionBase(BaseEstimator):
                 f"(n_samples, n_tokens[, n_outputs]) = ({n_samples}, {n_tokens}"
                 f"[, n_outputs]); got shape {targets.shape}."
             )
-        weights = validate_sample_weight(sample_weight, sequences)
-        kept = ~padding_row_mask(sequences)
+        # the weights in memory, checked against the targets' samples
+        weights = validate_sample_weight(sample_weight, targets)
+        predictions = self.predict(X)
+        if is_dask_array(sequences):  # (the same graph of X as predict's)
+            padding = sequences.map_blocks(padding_row_mask, drop_axis=2, dtype=bool)
+            dask, _ = require_dask()
+            predictions, padding = dask.compute(predictions, padding)
+        else:
+            padding = padding_row_mask(sequences)
+        kept = ~padding
         if weights is not None:
             weights = np.broadcast_to(weights[:, None], kept.shape)[kept]
-        predictions = self.predict(sequences)
         return metric(targets[kept], predictions[kept], sample_weight=weights)
 
     def _lifted_output(self, X):

@@ -1308,3 +1308,54 @@ def test_unknown_chunk_sizes_on_any_axis_are_named(small_problem):
     for name, call in cases:
         with pytest.raises(ValueError, match=f"{name} is a Dask array with unknown"):
             call()
+
+
+@pytest.mark.parametrize(
+    "Estimator", [LinearAttentionRegressor, LinearAttentionClassifier]
+)
+def test_a_dask_score_of_every_position_reads_X_once_and_equals_in_memory(
+    small_problem, Estimator, monkeypatch
+):
+    """With positions="all" the score computed X on the client (all of it, in
+    memory) before predicting; it predicts and masks the padding blockwise, in
+    one pass, weights per sequence as in memory."""
+    computed = []
+    compute = da.Array.compute
+
+    def recorded(array, **kwargs):
+        computed.append(array.shape)
+        return compute(array, **kwargs)
+
+    monkeypatch.setattr(da.Array, "compute", recorded)
+    X, _, _ = small_problem
+    X = X.copy()
+    X[:7, :2] = 0  # left padding, not scored
+    y = np.cumsum(X[:, :, :2], axis=1)
+    if Estimator is LinearAttentionClassifier:
+        y = (y[:, :, 0] > 0).astype(int)
+    reads = []
+
+    def read(block, block_info=None):
+        if block_info is not None:
+            reads.append(block_info[0]["chunk-location"][0])
+        return block
+
+    model = Estimator(n_heads=None, positions="all").fit(X, y)
+    X_dask = da.from_array(X, chunks=(60, 5, 3)).map_blocks(read, dtype=X.dtype)
+    weights = np.linspace(0.5, 2.0, len(X))
+    with dask.config.set(scheduler="sync"):
+        score = model.score(X_dask, da.from_array(y, chunks=50), weights)
+    assert sorted(reads) == list(range(4))
+    assert X.shape not in computed  # only the targets and the predictions
+    kept = np.any(X != 0, axis=2).cumsum(axis=1) > 0
+    rows = np.broadcast_to(weights[:, None], kept.shape)[kept]
+    truth, predicted = y[kept], model.predict(X)[kept]
+    if Estimator is LinearAttentionClassifier:
+        expected = np.average(truth == predicted, weights=rows)
+    else:
+        errors = np.average((truth - predicted) ** 2, weights=rows, axis=0)
+        spread = np.average((truth - np.average(truth, weights=rows, axis=0)) ** 2,
+                            weights=rows, axis=0)
+        expected = np.mean(1 - errors / spread)
+    assert score == pytest.approx(expected, rel=1e-12)
+    assert score == pytest.approx(model.score(X, y, weights), rel=1e-12)
