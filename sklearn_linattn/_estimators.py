@@ -1083,7 +1083,8 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     head_work_limit : float or None, default=20.0
         The work the head read-out may do, counted in floating-point operations
         as it is done: ``head_work_limit`` times the lifted fit's (``n p^2 +
-        p^3 / 3``, or ``n^2 d^2 + n^3 / 3`` in kernel form) plus ``5e10``, 4 to 7
+        p^3 / 3``, ``n^2 d^2 + n^3 / 3`` in kernel form, ``2 n d^3`` per LSQR
+        iteration for ``solver="cg"``) plus ``5e10``, 4 to 7
         seconds of one core at the 7 to 13 GFlop/s the read-out reaches on
         problems of that size (a count is fitted on all the data and again on
         each of the 5 folds' training data). A search cut short
@@ -1191,9 +1192,11 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     ``H <= d``) and in all 220 single-output fits with ``d`` up to 12 (``H``
     from 1 to ``d``). Where the data have about as many sequences as lifted
     features, or fewer, few heads rarely pass the generalized cross-validation
-    check, and the lifted fit's heads are returned (11 of the 14 real data sets
-    of ``benchmarks/bench_real_sequences.py``; sunspots, El Nino and co2 return
-    2, 2 and 6 heads).
+    check, and the lifted fit's heads are returned. Of the 14 real data sets of
+    ``benchmarks/bench_real_sequences.py`` (the default recipe), sunspots and
+    El Nino return 2 heads each and the other 12 the lifted fit's heads, two of
+    them (digits, co2) because the work limit cut the search short, with a
+    ``ConvergenceWarning``.
 
     Reference: Yau, Akyürek, Mao, Tenenbaum, Jegelka, Andreas, "Learning Linear
     Attention in Polynomial Time", NeurIPS 2025 (arXiv:2410.10101).
