@@ -261,9 +261,11 @@ class CountFit:
         by them, and this is their error.
     training_error : float
         The same error of these heads on the training rows, where the criterion
-        is squared error (NaN otherwise). When it is above the count's
-        ``threshold``, the count fails without refitting the folds (and
+        is squared error (NaN otherwise). In the search, when it is above the
+        count's ``threshold``, the count fails without refitting the folds (and
         ``cv_error`` is NaN): a held-out error is at least the training error.
+        A count asked for (``n_heads=k``) is decided by its folds' refits
+        (``failed_on="refits"`` where the search says ``"training"``).
     gcv_error : float
         Generalized cross-validation of these heads: their training squared
         error over ``(1 - D / (rows outputs))^2``, ``D`` the dimension of the
@@ -280,8 +282,10 @@ class CountFit:
         zero weight are not counted). A count passes only on a majority of the
         folds as well: a mean of heavy-tailed errors can rest on one fold.
     folds_refitted : int or None
-        The folds refitted, in order (None when they were not, or the work
-        limit stopped their refits): in the search, fewer than all when those
+        How many folds were refitted, one at a time, those the linearized
+        refits found furthest above the lifted fit first (None when they were
+        not, or the work limit stopped their refits): in the search, fewer than
+        all when those
         already fail the count whatever the others' errors (their errors' sum
         above the threshold, or too many of them worse than the lifted fit's
         for a majority); ``cv_error`` and ``folds_within`` are then NaN and
@@ -302,8 +306,11 @@ class CountFit:
         fit's (``head_search_.cv_error``) lowered by the factor by which the
         lifted fit, with more degrees of freedom, gains more than k heads from
         being fitted to all the rows instead of a fold's 80% (the factor of
-        least-squares fits' squared errors, for misclassification too; theory
-        page; NaN when not computed).
+        least-squares fits' squared errors, for misclassification too, where
+        it is also at most the lifted fit's own learning curve on the folds,
+        extrapolated to all the rows); near interpolation, for squared errors,
+        the lower of ``head_search_.cv_error`` and ``head_search_.gcv_error``,
+        not lowered (theory page; NaN when not computed).
     passes : bool or None
         The verdict; None when it was not reached (a count above the one
         returned, or the work limit stopped its test first).
