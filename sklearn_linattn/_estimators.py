@@ -227,15 +227,35 @@ def _output_energies(solution, data, fit_intercept):
     with an intercept, else ``sum_i w_i y_ij^2``), whether it is more than the
     rounding of the sums it is taken from (a constant output's is not), and
     the sums ``sum_i w_i y_ij^2`` and ``sum_i w_i`` it is taken from; None where
-    the targets' sums are not at hand."""
+    the targets' sums are not at hand.
+
+    Centered, the energy is taken from the rows where they are at hand (in
+    memory, or kept by ``partial_fit``; in two passes: mean, then deviations),
+    else from the sums. From the sums it is a
+    difference of terms of the size of ``sum_i w_i y_ij^2``, and an output
+    whose mean is ``sqrt(1 / (n eps))`` or more of its deviations (4.8e6 at
+    ``n = 200``) cannot be told from a constant one: y + 3e6 of unit deviations
+    had been taken as constant, and fitted by no heads (R^2 0 on exact data)."""
     sums = _target_sums(solution, data)
     if sums is None:
         return None
     squares, sums, weight = sums
+    eps = np.finfo(float).eps
     energies = squares
+    rounding = solution.n_observations * eps * squares
     if fit_intercept and weight > 0:
-        energies = squares - sums**2 / weight
-    rounding = solution.n_observations * np.finfo(float).eps * squares
+        # in-memory rows, or the rows partial_fit kept
+        kept = data if getattr(data, "targets", None) is not None else (
+            getattr(data, "rows", None)
+        )
+        if kept is not None and not data.is_distributed and len(kept.targets):
+            deviations = kept.targets - np.outer(kept.row_scale, sums / weight)
+            energies = np.einsum("ij,ij->j", deviations, deviations)
+            # each row's deviation is off by the mean's rounding, at most
+            # n eps |mean| (times its weight's root)
+            rounding = (2 * solution.n_observations * eps) ** 2 * squares
+        else:
+            energies = squares - sums**2 / weight
     return energies, (energies > rounding) & (energies > 0), squares, weight
 
 
@@ -303,13 +323,17 @@ def _effective_outputs(solution, fit_intercept):
 
 def _centering_precision(solution, data):
     """The relative precision of the lifted coefficients that centering the
-    targets leaves: ``eps`` times an output's energy over its centered energy
-    (``sum_i w_i y_i^2`` against ``sum_i w_i (y_i - mean)^2``), the largest over
-    the outputs that are not constant, since the centered statistics are
-    differences of sums of that size; at most 1, and 1 for targets all constant
-    to the rounding of ``n`` terms' sums, which no heads fit. From the
-    statistics where the solver kept them, else from the rows (0 where neither
-    is at hand).
+    targets leaves: ``eps`` times the root of an output's energy over its
+    centered energy (``sum_i w_i y_i^2`` against ``sum_i w_i (y_i -
+    mean)^2``), i.e. ``eps |mean| / deviation``, the largest over the outputs
+    that are not constant: the centered moments ``sum_i w_i phi_i (y_i -
+    mean)`` are differences of sums of terms ``|phi_i| |y_i|``, linear in the
+    targets (the energy's own ratio, squared, had put the tolerance at 3.5e-4
+    for y + 1e6 of unit deviations, whose lifted fit is good to 1e-9, and
+    dropped a head of 1e-3 of the other's size); at most 1, and 1 for targets
+    all constant (to rounding, :func:`_output_energies`), which no heads fit.
+    From the statistics where the solver kept them, else from the rows (0
+    where neither is at hand).
 
     Examples
     --------
@@ -329,7 +353,7 @@ def _centering_precision(solution, data):
     if not varying.any():
         return 1.0
     eps = np.finfo(float).eps
-    return min(1.0, float(np.max(eps * squares[varying] / centered[varying])))
+    return min(1.0, float(np.max(eps * np.sqrt(squares[varying] / centered[varying]))))
 
 
 class _LinearAttentionBase(BaseEstimator):

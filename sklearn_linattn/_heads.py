@@ -141,11 +141,15 @@ def _explained_energy(design):
 
 def n_heads_within(singular_values, tol, total=None):
     """Fewest leading singular values whose dropped tail has Frobenius norm at
-    most ``tol`` times ``total`` (default: the norm of them all)."""
-    total = np.linalg.norm(singular_values) if total is None else total
+    most ``tol`` times ``total`` (default: the norm of them all, summed as the
+    tails are, so that ``tol=1`` keeps none: a norm summed in another order
+    had come out below the whole tail by rounding, and one head was kept of
+    targets taken as constant)."""
+    tails = np.sqrt(np.cumsum(singular_values[::-1] ** 2))[::-1]  # norm of s[r:]
+    if total is None:
+        total = tails[0] if len(tails) else 0.0
     if total == 0:
         return 0
-    tails = np.sqrt(np.cumsum(singular_values[::-1] ** 2))[::-1]  # norm of s[r:]
     return int(np.argmax(np.append(tails, 0.0) <= tol * total))
 
 

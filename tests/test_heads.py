@@ -2276,6 +2276,50 @@ def test_targets_far_from_zero_give_the_count_of_their_centered_part(offset):
     assert relative_error(model.coef_, truth.lifted_coef()[0]) < 1e-6
 
 
+def test_a_tolerance_of_one_keeps_no_heads():
+    """tol=1 (the precision of targets taken as constant) drops everything: the
+    whole tail is within the norm of them all, however the two are summed (a
+    norm summed in another order came out below the tail by rounding, and a
+    head of such targets was kept through partial_fit)."""
+    from sklearn_linattn._heads import n_heads_within
+
+    rng = np.random.default_rng(0)
+    for size in range(1, 30):
+        for _ in range(40):
+            values = np.sort(rng.lognormal(sigma=3.0, size=size))[::-1]
+            assert n_heads_within(values, 1.0) == 0
+            assert n_heads_within(values, 0.0) == size
+
+
+@pytest.mark.parametrize("solver", ["normal", "dual"])
+@pytest.mark.parametrize("offset", [1e6, 4e6, 1e8])
+def test_targets_of_small_spread_far_from_zero_keep_their_heads(solver, offset):
+    """Targets of unit spread at 1e6 to 1e8 with an intercept: the lifted fit
+    is good to about eps times the offset over the spread, but from the sums
+    the centered energy had been taken as rounding (no heads, R^2 0 on exact
+    data, from about 4e6 at n = 400), and the tolerance below that had been
+    eps times the offset over the spread squared (3.5e-4 at 1e6: a head of
+    1e-3 of the other's size dropped). Also with n_heads=None."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 6, 3)) / np.sqrt(6)
+    value, query = rng.normal(size=(2, 1, 3)), rng.normal(size=(2, 3, 3))
+    value[1] *= 3e-2  # a weak second head: 1e-3 of the first
+    query[1] *= 3e-2
+    truth = MultiHeadLinearAttention(value, query)
+    y = truth.predict(X)[:, 0]
+    spread = y.std()
+    for n_heads in ("auto", None):
+        model = LinearAttentionRegressor(
+            fit_intercept=True, n_heads=n_heads, solver=solver
+        ).fit(X, y + offset * spread)
+        if n_heads == "auto":
+            assert model.n_heads_ == 2
+        # the heads' predictions are those of the truth, to the precision
+        # that the offset leaves (about 1e-16 * offset * sqrt(n))
+        residual = model.predict(X) - (y + offset * spread)
+        assert np.sqrt(np.mean(residual**2)) < 1e-13 * offset * spread
+
+
 @pytest.mark.parametrize("scale", [1e-30, 1e-12, 1e12, 1e30])
 def test_float32_one_head_target_gives_one_head_at_every_scale(scale):
     truth, X, _ = one_head_problem(seed=11)
