@@ -604,7 +604,10 @@ def isotropic_queries(
         projector = np.eye(d) - point.basis @ point.basis.T
         kept = projector @ slices
         folded = (2 * kept - kept @ projector).transpose(1, 2, 0).reshape(d, d * d)
-        found.append((np.sqrt(point.loss) / norm, svd(folded)[2][:k]))
+        # zero coefficients (a fold's refit where its training rows have no
+        # weight) are their own nearest model: distance 0, not 0 / 0
+        distance = np.sqrt(point.loss) / norm if norm else 0.0
+        found.append((distance, svd(folded)[2][:k]))
         if found[-1][0] <= tol:
             break
     found.sort(key=lambda pair: pair[0])
