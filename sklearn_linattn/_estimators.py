@@ -256,7 +256,30 @@ def _output_energies(solution, data, fit_intercept):
             rounding = (2 * solution.n_observations * eps) ** 2 * squares
         else:
             energies = squares - sums**2 / weight
+            statistics = solution.statistics
+            if statistics is not None and statistics.n_lifted:
+                energies = _moment_energies(statistics, energies, rounding)
     return energies, (energies > rounding) & (energies > 0), squares, weight
+
+
+def _moment_energies(statistics, energies, rounding):
+    """Centered energies, from the sums only (Dask, partial_fit), of outputs
+    whose sums leave them rounding but whose centered moments with the lifted
+    features are above theirs: ``sum_i w_i phi_ij (y_i - mean)`` is taken from
+    sums of terms ``|phi_ij| |y_i|``, at most ``n eps`` of ``sqrt(G_jj sum_i
+    w_i y_i^2)``; above that the output varies (y + 3e6 of unit spread on Dask
+    had fitted no heads), and its energy is at least ``max_j m_j^2 / G_jj``
+    (Cauchy-Schwarz). Other outputs' energies are returned as they are."""
+    eps = np.finfo(float).eps
+    squares = statistics.target_square_sum
+    mean = statistics.target_sum / statistics.weight_sum
+    moment = statistics.moment - np.outer(statistics.feature_sum, mean)
+    diagonal = np.maximum(np.diag(statistics.gram_upper), 0.0)
+    bound = 4 * statistics.n_observations * eps * np.sqrt(np.outer(diagonal, squares))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lower = np.where(diagonal[:, None] > 0, moment**2 / diagonal[:, None], 0.0)
+    moves = np.any(np.abs(moment) > bound, axis=0) & ~(energies > rounding)
+    return np.where(moves, np.maximum(lower.max(axis=0), 2 * rounding), energies)
 
 
 def _residuals_estimate_noise(solution, fit_intercept):

@@ -2295,7 +2295,7 @@ def test_a_tolerance_of_one_keeps_no_heads():
             assert n_heads_within(values, 0.0) == size
 
 
-@pytest.mark.parametrize("solver", ["normal", "dual"])
+@pytest.mark.parametrize("solver", ["normal", "dual", "partial_fit", "dask"])
 @pytest.mark.parametrize("offset", [1e6, 4e6, 1e8])
 def test_targets_of_small_spread_far_from_zero_keep_their_heads(solver, offset):
     """Targets of unit spread at 1e6 to 1e8 with an intercept: the lifted fit
@@ -2303,7 +2303,8 @@ def test_targets_of_small_spread_far_from_zero_keep_their_heads(solver, offset):
     the centered energy had been taken as rounding (no heads, R^2 0 on exact
     data, from about 4e6 at n = 400), and the tolerance below that had been
     eps times the offset over the spread squared (3.5e-4 at 1e6: a head of
-    1e-3 of the other's size dropped). Also with n_heads=None."""
+    1e-3 of the other's size dropped). Also with n_heads=None, and from the
+    sums alone (partial_fit, Dask), where the centered moments tell."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 6, 3)) / np.sqrt(6)
     value, query = rng.normal(size=(2, 1, 3)), rng.normal(size=(2, 3, 3))
@@ -2312,15 +2313,24 @@ def test_targets_of_small_spread_far_from_zero_keep_their_heads(solver, offset):
     truth = MultiHeadLinearAttention(value, query)
     y = truth.predict(X)[:, 0]
     spread = y.std()
+    targets = y + offset * spread
     for n_heads in ("auto", None):
-        model = LinearAttentionRegressor(
-            fit_intercept=True, n_heads=n_heads, solver=solver
-        ).fit(X, y + offset * spread)
+        model = LinearAttentionRegressor(fit_intercept=True, n_heads=n_heads)
+        if solver == "partial_fit":
+            for batch in np.array_split(np.arange(len(X)), 3):
+                model.partial_fit(X[batch], targets[batch])
+        elif solver == "dask":
+            da = pytest.importorskip("dask.array")
+            model.fit(
+                da.from_array(X, chunks=(100, 6, 3)), da.from_array(targets, chunks=100)
+            )
+        else:
+            model.set_params(solver=solver).fit(X, targets)
         if n_heads == "auto":
             assert model.n_heads_ == 2
         # the heads' predictions are those of the truth, to the precision
         # that the offset leaves (about 1e-16 * offset * sqrt(n))
-        residual = model.predict(X) - (y + offset * spread)
+        residual = model.predict(X) - targets
         assert np.sqrt(np.mean(residual**2)) < 1e-13 * offset * spread
 
 
