@@ -344,11 +344,19 @@ def _effective_outputs(solution, fit_intercept):
     return float(np.clip(noisy * noisy / np.sum(correlation**2), 1.0, noisy))
 
 
+# The lifted coefficients of exact targets y + c (n = 400 to 20000, mean over
+# deviation 1e4 to 1e8, an intercept) were within 1.3 eps * |mean| / deviation of
+# the generating model's: the precision centering leaves is taken as this many
+# times that (a margin of 12 over the measurement).
+CENTERING_MARGIN = 16.0
+
+
 def _centering_precision(solution, data):
     """The relative precision of the lifted coefficients that centering the
-    targets leaves: ``eps`` times the root of an output's energy over its
-    centered energy (``sum_i w_i y_i^2`` against ``sum_i w_i (y_i -
-    mean)^2``), i.e. ``eps |mean| / deviation``, the largest over the outputs
+    targets leaves: ``CENTERING_MARGIN`` times ``eps`` times the root of an
+    output's energy over its centered energy (``sum_i w_i y_i^2`` against
+    ``sum_i w_i (y_i - mean)^2``), i.e. ``eps |mean| / deviation``, the largest
+    over the outputs
     that are not constant: the centered moments ``sum_i w_i phi_i (y_i -
     mean)`` are differences of sums of terms ``|phi_i| |y_i|``, linear in the
     targets (the energy's own ratio, squared, had put the tolerance at 3.5e-4
@@ -375,8 +383,8 @@ def _centering_precision(solution, data):
         return 0.0
     if not varying.any():
         return 1.0
-    eps = np.finfo(float).eps
-    return min(1.0, float(np.max(eps * np.sqrt(squares[varying] / centered[varying]))))
+    ratio = np.sqrt(squares[varying] / centered[varying])  # |mean| / deviation
+    return min(1.0, float(np.max(CENTERING_MARGIN * np.finfo(float).eps * ratio)))
 
 
 class _LinearAttentionBase(BaseEstimator):
@@ -1124,9 +1132,9 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         (the paper's model distance) reproduce it. Larger values trade fidelity
         for fewer heads. ``coef_`` is always the function the returned heads
         compute. (For float32 input, at least the input's precision; with
-        ``fit_intercept=True``, at least float64's times the targets' energy
-        over their centered energy, which centering cannot resolve below:
-        targets constant to rounding have no heads.)
+        ``fit_intercept=True``, at least 16 times float64's times the targets'
+        mean over their standard deviation, which centering cannot resolve
+        below: targets constant to rounding have no heads.)
     head_work_limit : float or None, default=20.0
         The work the head read-out may do, counted in floating-point operations
         as it is done: ``head_work_limit`` times the lifted fit's (``n p^2 +
