@@ -1223,12 +1223,12 @@ def _search(search, n_heads):
     paper_count = n_heads_within(search.split_svd[1], search.tol)
     if n_heads is None:
         return search.split, paper_count, "paper", True
+    if n_heads != "auto" and int(n_heads) >= paper_count:
+        return search.split, paper_count, "fixed", True
     if search.norm == 0 or paper_count <= 1:
         return search.split, paper_count, "tol", True
     if n_heads != "auto":
         k = int(n_heads)
-        if k >= paper_count:
-            return search.split, paper_count, "fixed", True
         value_rows, query_rows, count = search.fit(k, asked=True)
         if search.exact:  # (noisy fits are polished before their verdict)
             value_rows, query_rows = search.polish(value_rows, query_rows)

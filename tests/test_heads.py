@@ -964,6 +964,20 @@ def test_k_heads_are_a_local_minimum_of_the_training_objective(rng):
         assert moved >= best * (1 - 1e-9)
 
 
+@pytest.mark.parametrize("heads", [0, 1])
+def test_a_fixed_count_of_a_lifted_fit_of_at_most_one_head_is_fixed(heads):
+    """n_heads=k where the lifted fit has at most one head (zero targets, or
+    scalar tokens): the criterion is "fixed", as for any count asked for (it
+    said "tol", the default's word)."""
+    truth, X, y = noisy_sequences(12, 1, 1, 1, 0.0)
+    y = y if heads else np.zeros_like(y)
+    for k in (1, 2):
+        search = LinearAttentionRegressor(n_heads=k).fit(X, y).head_search_
+        assert search.n_heads == heads
+        assert search.criterion == "fixed" and search.passes
+    assert LinearAttentionRegressor().fit(X, y).head_search_.criterion == "tol"
+
+
 def test_a_fixed_count_reports_its_verdict():
     truth, X, y = noisy_sequences(9, 4, 2, 1, 0.05)
     one = LinearAttentionRegressor(n_heads=1).fit(X, y).head_search_
