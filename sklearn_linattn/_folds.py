@@ -419,7 +419,7 @@ class RowFolds(_Folds):
     ):
         self.n_folds = n_folds
         self.n_outputs = targets.shape[1]
-        self.fit_intercept = fit_intercept
+        self.alpha, self.fit_intercept = alpha, fit_intercept
         self.loss = "misclassified" if classify else "squared"
         self.flops = 0.0
         self._all = moments, queries, targets, row_scale

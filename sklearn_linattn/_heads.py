@@ -826,6 +826,20 @@ class _Search:
         """The heads' squared error on the training rows, per unit weight and output
         (a lower bound of their cross-validated squared error)."""
         folds = self.folds
+        if self.fit_intercept:
+            # The folds' held-out errors are centered at the means of each
+            # fold's training rows (a refit's intercept): summed, they are not
+            # the heads' error with the full fit's intercept. From the training
+            # objective J = RSS + alpha ||theta||^2 instead, whose excess over
+            # the lifted fit's is the design's loss above its baseline.
+            theta = head_coef(value_rows, query_rows, self.d)
+            excess = design_loss(self.design, value_rows, query_rows)
+            excess -= self.design.baseline
+            penalty = folds.alpha * float(
+                np.vdot(self.coef, self.coef) - np.vdot(theta, theta)
+            )
+            squared = self.residual_sum_of_squares + excess + penalty
+            return max(squared, 0.0) / folds.squared_weight
         errors = [
             folds.squared_error(fold, value_rows, query_rows)
             for fold in range(folds.n_folds)
