@@ -344,16 +344,20 @@ def _effective_outputs(solution, fit_intercept):
     return float(np.clip(noisy * noisy / np.sum(correlation**2), 1.0, noisy))
 
 
-# The lifted coefficients of exact targets y + c (n = 400 to 20000, mean over
-# deviation 1e4 to 1e8, an intercept) were within 1.3 eps * |mean| / deviation of
-# the generating model's: the precision centering leaves is taken as this many
-# times that (a margin of 12 over the measurement).
-CENTERING_MARGIN = 16.0
+# Precisions the head read-out's tolerance is raised to are taken this many times
+# their estimate: the data's (float32 input: eps32) and centering's (eps |mean| /
+# deviation, _centering_precision). The lifted coefficients of exact targets y + c
+# (n = 400 to 20000, mean over deviation 1e4 to 1e8, an intercept) were within 1.3
+# times the latter of the generating model's; the generating count of exact
+# float32 data was 1.09e-7 and 1.21e-7 from their lifted fit (one head at d = 6,
+# the tokens times 1 and 3), against eps32 = 1.19e-7, which had decided 1 or 3
+# heads by rounding. A margin of 12 over those measurements.
+PRECISION_MARGIN = 16.0
 
 
 def _centering_precision(solution, data):
     """The relative precision of the lifted coefficients that centering the
-    targets leaves: ``CENTERING_MARGIN`` times ``eps`` times the root of an
+    targets leaves: ``PRECISION_MARGIN`` times ``eps`` times the root of an
     output's energy over its centered energy (``sum_i w_i y_i^2`` against
     ``sum_i w_i (y_i - mean)^2``), i.e. ``eps |mean| / deviation``, the largest
     over the outputs
@@ -384,7 +388,7 @@ def _centering_precision(solution, data):
     if not varying.any():
         return 1.0
     ratio = np.sqrt(squares[varying] / centered[varying])  # |mean| / deviation
-    return min(1.0, float(np.max(CENTERING_MARGIN * np.finfo(float).eps * ratio)))
+    return min(1.0, float(np.max(PRECISION_MARGIN * np.finfo(float).eps * ratio)))
 
 
 class _LinearAttentionBase(BaseEstimator):
@@ -785,7 +789,7 @@ class _LinearAttentionBase(BaseEstimator):
             max(
                 self.tol,
                 solution.coef_tol,
-                getattr(self, "_input_precision", 0.0),
+                PRECISION_MARGIN * getattr(self, "_input_precision", 0.0),
                 _centering_precision(solution, data)
                 if self.fit_intercept
                 else 0.0,
@@ -1131,10 +1135,10 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         ``tol * ||lifted solution||`` of the lifted solution in lifted coefficients
         (the paper's model distance) reproduce it. Larger values trade fidelity
         for fewer heads. ``coef_`` is always the function the returned heads
-        compute. (For float32 input, at least the input's precision; with
-        ``fit_intercept=True``, at least 16 times float64's times the targets'
-        mean over their standard deviation, which centering cannot resolve
-        below: targets constant to rounding have no heads.)
+        compute. (At least 16 times the precision the fit can resolve: for
+        float32 input, the input's; with ``fit_intercept=True``, float64's
+        times the targets' mean over their standard deviation, which centering
+        cannot resolve below: targets constant to rounding have no heads.)
     head_work_limit : float or None, default=20.0
         The work the head read-out may do, counted in floating-point operations
         as it is done: ``head_work_limit`` times the lifted fit's (``n p^2 +
