@@ -26,6 +26,10 @@ outputs, Gaussian sequences of 16 tokens (entries N(0, 1/16)), 3p sequences.
    not return H heads, with the test errors on 20,000 new sequences of the same
    law of the default and of ``n_heads=H``, as ratios to ``n_heads=None``'s:
    against the noiseless targets, and against new noisy ones.
+7. ``--only float32``: tokens rounded to float32, the float64 targets of the
+   model computed before (rounding is the only noise), an intercept: d in {4, 5,
+   6}, H in {1, 2, d - 1}, one output, 200 sequences (``make_random_mhla``), the
+   tokens times 1 and times 3, 20 seeds: ``n_heads_ == H`` at both scales.
 """
 
 import argparse
@@ -202,6 +206,23 @@ def digits_row():
     )
 
 
+def float32_row(d, n_heads, seeds):
+    """Part 7: float32 tokens of a noiseless model, at two scales."""
+    from sklearn_linattn.datasets import make_random_mhla
+
+    found, counts = 0, []
+    for seed in range(seeds):
+        X, y, _ = make_random_mhla(200, 7, d, n_heads=n_heads, random_state=seed)
+        heads = []
+        for scale in (1.0, 3.0):
+            tokens = X.astype(np.float32) * np.float32(scale)
+            model = LinearAttentionRegressor(fit_intercept=True)
+            heads.append(int(model.fit(tokens, y * scale**3).n_heads_))
+        counts.append(heads)
+        found += heads == [n_heads, n_heads]
+    return dict(d=d, H=n_heads, recovered=found, seeds=seeds, counts=counts)
+
+
 def print_tables(results):
     rows = results["noisy"]
     if rows:
@@ -267,6 +288,17 @@ def print_tables(results):
                 f"{r['heads']} ({r['criterion']}) | {r['default_clean']:.2f} / "
                 f"{r['default_noisy']:.2f} | {r['H_clean']:.2f} / {r['H_noisy']:.2f} |"
             )
+    rows = results.get("float32", [])
+    if rows:
+        print("\n### 7. float32 tokens, noiseless: n_heads == H at scales 1 and 3\n")
+        print("| d | H | recovered | counts when missed (scale 1, 3) |")
+        print("| --- | --- | --- | --- |")
+        for r in rows:
+            missed = [c for c in r["counts"] if c != [r["H"], r["H"]]]
+            print(f"| {r['d']} | {r['H']} | {r['recovered']}/{r['seeds']} | "
+                  f"{missed or '-'} |")
+        print(f"\nTotal: {sum(r['recovered'] for r in rows)}/"
+              f"{sum(r['seeds'] for r in rows)}.")
     for r in results["tasks"]:
         print(f"\n{r['task']}: heads {r['heads']}"
               + (f" ({r['criterion']}, counts tried {r['counts_tried']}, "
@@ -278,7 +310,8 @@ def main():
     parser.add_argument("--quick", action="store_true", help="small grid, 2 seeds")
     parser.add_argument("--seeds", type=int, default=5, help="seeds per noisy cell")
     parser.add_argument(
-        "--only", choices=["noisy", "noiseless", "tasks", "dense", "misses"],
+        "--only",
+        choices=["noisy", "noiseless", "tasks", "dense", "misses", "float32"],
         nargs="+", default=["noisy", "noiseless", "tasks", "dense"],
     )
     parser.add_argument("--dims", type=int, nargs="+", help="token dims to run")
@@ -292,7 +325,10 @@ def main():
     seeds = 2 if args.quick else args.seeds
     noisy_dims = args.dims or ([4, 8] if args.quick else [4, 8, 12, 16])
     exact_dims = args.dims or ([4, 8] if args.quick else [4, 6, 8, 12, 16])
-    results = {"noisy": [], "noiseless": [], "tasks": [], "dense": [], "misses": []}
+    results = {
+        "noisy": [], "noiseless": [], "tasks": [], "dense": [], "misses": [],
+        "float32": [],
+    }
 
     def report(kind, row):
         results[kind].append(row)
@@ -314,6 +350,10 @@ def main():
             for n_heads in range(1, d + 1):
                 for n_outputs in (1, 2, 3):
                     report("dense", dense_row(d, n_heads, n_outputs, 3))
+    if "float32" in args.only:
+        for d in (4, 5, 6):
+            for n_heads in (1, 2, d - 1):
+                report("float32", float32_row(d, n_heads, 5 if args.quick else 20))
     if "tasks" in args.only:
         report("tasks", incontext_row(2 if args.quick else 5))
         report("tasks", digits_row())
