@@ -1263,7 +1263,8 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn_linattn import LinearAttentionRegressor, MultiHeadLinearAttention
+    >>> from sklearn_linattn import (
+    ...     LinearAttentionRegressor, MultiHeadLinearAttention)
     >>> rng = np.random.default_rng(0)
     >>> truth = MultiHeadLinearAttention(rng.normal(size=(1, 1, 3)),
     ...                                  rng.normal(size=(1, 3, 3)))

@@ -71,7 +71,8 @@ class AttentionHeadsDisplay:
     --------
     >>> import matplotlib
     >>> matplotlib.use("Agg")
-    >>> from sklearn_linattn import AttentionHeadsDisplay, LinearAttentionRegressor
+    >>> from sklearn_linattn import (
+    ...     AttentionHeadsDisplay, LinearAttentionRegressor)
     >>> from sklearn_linattn.datasets import make_random_mhla
     >>> X, y, truth = make_random_mhla(100, 8, 3, n_heads=2, random_state=0)
     >>> model = LinearAttentionRegressor(n_heads=2).fit(X, y)
@@ -283,7 +284,8 @@ class HeadSearchDisplay:
     >>> from sklearn_linattn.datasets import make_random_mhla
     >>> X, y, truth = make_random_mhla(300, 8, 4, n_heads=2, random_state=0)
     >>> y = y + 0.05 * y.std() * np.random.default_rng(0).normal(size=y.shape)
-    >>> display = HeadSearchDisplay.from_estimator(LinearAttentionRegressor().fit(X, y))
+    >>> model = LinearAttentionRegressor().fit(X, y)
+    >>> display = HeadSearchDisplay.from_estimator(model)
     >>> sorted(display.lines_)
     ['chosen', 'counts', 'lifted', 'threshold', 'training']
     """
