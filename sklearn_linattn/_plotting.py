@@ -59,7 +59,7 @@ class AttentionHeadsDisplay:
     axes_ : ndarray of matplotlib Axes, shape (2, n_shown_heads)
         The axes of ``images_``.
     colorbar_ : matplotlib Colorbar
-        The color scale shared by all images.
+        The color scale shared by all images (labelled, in the ticks' size).
     figure_ : matplotlib Figure
         The figure holding the axes.
 
@@ -199,6 +199,9 @@ class AttentionHeadsDisplay:
         ax[0, 0].set_ylabel("$V_h$: output", fontsize=8)
         ax[1, 0].set_ylabel("$Q_h$: key feature", fontsize=8)
         colorbar = figure.colorbar(images[1, 0], ax=list(ax.ravel()), shrink=0.8)
+        # what the colors are, in the heatmaps' type sizes
+        colorbar.set_label("entry of $V_h$ and $Q_h$", fontsize=8)
+        colorbar.ax.tick_params(labelsize=7)
         self.images_, self.axes_, self.colorbar_, self.figure_ = (
             images,
             ax,

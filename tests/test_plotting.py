@@ -49,6 +49,19 @@ def test_images_are_the_heads_on_one_symmetric_scale():
     assert display.colorbar_.mappable is display.images_[1, 0]
 
 
+def test_the_color_scale_says_what_it_shows_in_the_heatmaps_type_size():
+    """The colorbar is labelled, and its ticks are no larger than the heatmaps'
+    (at rcParams' default size they were half again as large as every other
+    text of the figure)."""
+    display = AttentionHeadsDisplay.from_estimator(fitted_regressor(n_heads=2))
+    colorbar_axes = display.colorbar_.ax
+    assert "V_h" in colorbar_axes.get_ylabel() and "Q_h" in colorbar_axes.get_ylabel()
+    display.figure_.canvas.draw()
+    heatmap = display.axes_[1, 0].get_xticklabels()[0].get_fontsize()
+    sizes = {label.get_fontsize() for label in colorbar_axes.get_yticklabels()}
+    assert sizes and max(sizes) <= heatmap
+
+
 def test_max_heads_draws_the_strongest_first_heads():
     model = fitted_regressor(n_heads=None)
     display = AttentionHeadsDisplay.from_estimator(model, max_heads=2)
