@@ -1092,7 +1092,7 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           noisy problems they can predict worse, theory page). Each count is decided
           with the fit ``n_heads=k`` runs; counts are found by galloping,
           bisection and going up one at a time within ``head_work_limit``; no
-          clock is read (theory page, "How many heads").
+          clock is read (theory page, :ref:`how-many-heads`).
         - int ``k``: the best model found with at most ``k`` heads for the
           training objective (least squares plus the ``alpha`` penalty), the same
           fit the search runs for ``k``; ``head_search_.passes`` says whether it

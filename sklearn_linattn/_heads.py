@@ -326,7 +326,7 @@ class CountFit:
         folds' refits' error above ``threshold``, or, for misclassification,
         not below it), ``"majority"`` (worse than the lifted fit on a
         majority of the folds) or ``"output"`` (several outputs: worse than the
-        lifted fit on one output, by more than ``OUTPUT_SPREAD`` standard errors
+        lifted fit on one output, by more than 2 standard errors
         of the per-fold differences, theory page); where the first folds'
         refits already fail it (``folds_refitted`` below 5), the test they
         fail it on (the folds not refitted could have failed it on another as

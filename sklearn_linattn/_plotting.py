@@ -219,7 +219,8 @@ class HeadSearchDisplay:
     against the lifted fit's (with its standard error shaded) and the threshold
     each count must meet, or, where the counts were decided by ``tol``, the relative
     distance of each count's heads to the lifted fit against ``tol``; the chosen
-    count is marked. Like scikit-learn's ``ValidationCurveDisplay``: create it
+    count is marked. Like scikit-learn's
+    :class:`~sklearn.model_selection.ValidationCurveDisplay`: create it
     with :meth:`from_estimator`, or from a readout and then :meth:`plot`.
 
     Parameters

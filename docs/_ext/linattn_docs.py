@@ -50,6 +50,7 @@ OFFLINE_INVENTORIES = {
                 "sklearn.model_selection.ShuffleSplit",
                 "sklearn.model_selection.StratifiedKFold",
                 "sklearn.model_selection.TimeSeriesSplit",
+                "sklearn.model_selection.ValidationCurveDisplay",
                 "sklearn.pipeline.Pipeline",
                 "sklearn.preprocessing.FunctionTransformer",
                 "sklearn.preprocessing.PolynomialFeatures",

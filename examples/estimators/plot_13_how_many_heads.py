@@ -10,7 +10,7 @@ threshold, and on a majority of the folds its error is at most the lifted
 fit's on that fold, lowered by the same factor. The threshold is the lifted
 fit's cross-validated error, lowered by how much more the lifted fit, with more
 degrees of freedom, gains from all the rows than from a fold's 80% (theory
-page, "How many heads"). With several outputs, as here, a count also fails
+page, :ref:`how-many-heads`). With several outputs, as here, a count also fails
 when it is clearly worse than the lifted fit on one output, and near
 interpolation generalized cross-validation checks it too. On exact data the count
 is the fewest heads that reproduce the lifted fit within ``tol``.
@@ -122,7 +122,7 @@ ax.plot(
 ax.axhline(search.cv_error, color="gray", linestyle="--", label="lifted fit")
 ax.axvline(model.n_heads_, color="C3", linestyle="-.", label="n_heads='auto'")
 ax.set_xlabel("number of heads k")
-ax.set_ylabel("cross-validated error")
+ax.set_ylabel("cross-validated squared error")
 ax.set_yscale("log")
 ax.legend()
 plt.show()
