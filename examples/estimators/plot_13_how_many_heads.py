@@ -63,7 +63,8 @@ for count in search.counts:
     else:
         error = f"training {count.training_error:.3g}"
     threshold = f"threshold {count.threshold:.3g}"
-    print(f"{count.n_heads} heads: {error}, {threshold}: {verdict}")
+    heads = "1 head" if count.n_heads == 1 else f"{count.n_heads} heads"
+    print(f"{heads}: {error}, {threshold}: {verdict}")
 
 # %%
 # The counts the search fitted
