@@ -73,7 +73,7 @@ from ._estimators import (
     _LinearAttentionBase,
 )
 from ._lift import lifted_kernel
-from ._solvers import solve_dual, solve_normal, uncentered_scale
+from ._solvers import resolve_solver, solve_dual, solve_normal, uncentered_scale
 from ._validation import (
     caller_stacklevel,
     check_sequence_values,
@@ -1166,6 +1166,16 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         also where ``alpha_`` is no float), from the statistics (or kernel) at
         hand."""
         start = time.perf_counter()
+        chose_kernel = self.gcv_mode == "auto" and mode == "dual"
+        if chose_kernel and resolve_solver("auto", data) == "normal":
+            # As many rows as lifted features (one more with an intercept):
+            # "auto" scored them from the kernel, exact there, but the plain
+            # estimator solves them from the normal equations, and its head
+            # read-out on their statistics resolves counts that the rows'
+            # objective does not (a difference of two sums of squares, to about
+            # sqrt(eps) in the coefficients): the same solve as it, for the
+            # same heads (one pass over at most p + 1 rows).
+            statistics, mode = data.statistics(), "normal"
         if mode == "normal":
             source = StatisticsSource(
                 statistics, data.layout, data.rescaling, folds=data

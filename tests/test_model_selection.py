@@ -737,6 +737,46 @@ def test_final_model_is_the_plain_estimator_at_alpha(rng, cv, n_samples):
     )
 
 
+# p = 18 lifted features (d = 3): p rows, and p + 1 with the intercept
+@pytest.mark.parametrize("seed, n_samples, cv", [(3, 19, None), (3, 19, 3), (1, 18, 3)])
+def test_final_model_at_p_rows_is_the_plain_estimators(seed, n_samples, cv):
+    """With as many rows as lifted features (one more with an intercept) the
+    scores come from the kernel (gcv_mode="auto"), where the plain estimator
+    solves the normal equations: the final model is still the plain one. Three
+    classes with an intercept: here three heads reproduce the lifted fit (n_heads=3
+    within 1e-12 of n_heads=None, to rounding), and the final model read on the
+    rows had failed them (its loss, a difference of two sums of squares, resolved
+    them to 1.2e-8 > tol) and returned the lifted fit's four or six heads."""
+    rng = np.random.default_rng(seed)
+    truth = random_attention(rng, 3, 2, 3)
+    X = random_sequences(rng, n_samples, 6, 3)
+    scores = truth.predict(X)
+    scores = scores + 0.3 * scores.std() * rng.normal(size=scores.shape)
+    y = np.asarray(["a", "b", "c"])[scores.argmax(axis=1)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # few rows per lifted feature
+        model = LinearAttentionClassifierCV(cv=cv, fit_intercept=True).fit(X, y)
+        plain = LinearAttentionClassifier(alpha=model.alpha_, fit_intercept=True)
+        plain.fit(X, y)
+        lifted = LinearAttentionClassifier(
+            alpha=model.alpha_, fit_intercept=True, n_heads=None
+        ).fit(X, y)
+        three = LinearAttentionClassifier(
+            alpha=model.alpha_, fit_intercept=True, n_heads=3
+        ).fit(X, y)
+    distance = np.linalg.norm(three.coef_ - lifted.coef_)
+    assert distance <= 1e-12 * np.linalg.norm(lifted.coef_)
+    assert model.n_heads_ == plain.n_heads_ <= 3
+    assert model.head_search_.criterion == plain.head_search_.criterion
+    assert [(c.n_heads, c.passes, c.failed_on) for c in model.head_search_.counts] == [
+        (c.n_heads, c.passes, c.failed_on) for c in plain.head_search_.counts
+    ]
+    assert model.solver_ == plain.solver_
+    np.testing.assert_allclose(model.coef_, plain.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(model.decision_function(X), plain.decision_function(X),
+                               rtol=1e-9, atol=1e-12)
+
+
 def test_noiseless_data_recovers_the_generating_heads(rng):
     truth = random_attention(rng, 3, 2)
     X = random_sequences(rng, 200, 8, 3)
