@@ -679,6 +679,7 @@ class _Search:
         value_rows, query_rows, loss = best
         if not self.exact:  # judged as n_heads=k returns them: polished
             value_rows, query_rows = self.polish(value_rows, query_rows)
+            value_rows, query_rows = self.reproduce(value_rows, query_rows)
             loss = design_loss(self.design, value_rows, query_rows)
         if design is self.frobenius and asked:
             if self.distance(value_rows, query_rows) > self.tol:
@@ -735,6 +736,26 @@ class _Search:
         if self.identifiable or not self.exact or design is not self.design:
             return False
         return loss - design.baseline <= self.tol**2 * self.signal
+
+    def reproduce(self, value_rows, query_rows):
+        """Heads that end beyond ``tol`` of the lifted fit but within
+        ``sqrt(tol)``, refined in the Frobenius metric, kept where that brings
+        them within ``tol`` (they then reproduce it). A design on the training
+        rows measures its loss as the objective less the lifted fit's, a
+        difference of two sums of squares: on noisy targets its rounding
+        resolves the heads only to about ``sqrt(eps)`` of the lifted fit, above
+        ``tol``, and a count that reproduces it (three heads of a three-class
+        classifier at d = 3) stopped at 1.2e-8 and failed."""
+        distance = self.distance(value_rows, query_rows)
+        if not self.tol < distance <= np.sqrt(self.tol) or self.budget.exhausted:
+            return value_rows, query_rows
+        accept = self.stop_rules(self.frobenius)[0]
+        refined = fit_heads(
+            self.frobenius, query_rows, POLISH_ITER, accept, self.budget
+        )[:2]
+        if self.distance(*refined) <= self.tol:
+            return refined
+        return value_rows, query_rows
 
     def polish(self, value_rows, query_rows):
         """The returned heads refined to a minimum (to rounding; on noisy data until

@@ -2749,3 +2749,39 @@ def test_each_failing_count_names_the_test_it_failed(
             assert count.cv_error <= count.threshold and count.folds_within <= 2
         elif count.failed_on == "refits" and count.folds_refitted == 5:
             assert count.cv_error > count.threshold
+
+
+@pytest.mark.parametrize(
+    "seed, n_samples, n_classes", [(1, 17, 3), (1, 30, 4)]  # p = 18
+)
+def test_a_count_that_reproduces_the_lifted_fit_passes_on_the_rows_too(
+    seed, n_samples, n_classes
+):
+    """Classes with an intercept (d = 3): c heads reproduce the noisy lifted
+    fit of c classes here (n_heads=c within 1e-10 of n_heads=None). Read on the
+    training rows (solver "dual"), whose loss is the objective less the lifted
+    fit's, a difference of two sums of squares resolved only to about sqrt(eps),
+    the fit stopped at 1.2e-8 > tol and the count failed: six heads of three
+    classes, five of four, where the normal equations' read-out returns c."""
+    rng = np.random.default_rng(seed)
+    truth = random_attention(rng, 3, 2, n_classes)
+    X = random_sequences(rng, n_samples, 6, 3)
+    scores = truth.predict(X)
+    scores = scores + 0.3 * scores.std() * rng.normal(size=scores.shape)
+    y = np.asarray(["a", "b", "c", "d"])[scores.argmax(axis=1)]
+    kwargs = dict(alpha=0.1, fit_intercept=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # few rows per lifted feature
+        lifted = LinearAttentionClassifier(n_heads=None, **kwargs).fit(X, y)
+        fixed = LinearAttentionClassifier(n_heads=n_classes, solver="normal", **kwargs)
+        fixed.fit(X, y)
+        models = {
+            solver: LinearAttentionClassifier(solver=solver, **kwargs).fit(X, y)
+            for solver in ("dual", "normal")
+        }
+    norm = np.linalg.norm(lifted.coef_)
+    assert np.linalg.norm(fixed.coef_ - lifted.coef_) <= 1e-10 * norm
+    for model in models.values():
+        assert model.n_heads_ == n_classes
+        assert model.head_search_.criterion == "tol"
+        assert np.linalg.norm(model.coef_ - lifted.coef_) <= 1e-8 * norm
