@@ -223,9 +223,11 @@ class MultiHeadLinearAttention:
     >>> import numpy as np
     >>> from sklearn_linattn import MultiHeadLinearAttention
     >>> V = np.array([[[0.0, 1.0]]])                # read the value coordinate
-    >>> Q = np.array([[[1.0, 0.0], [0.0, 0.0]]])    # match on the key coordinate
+    >>> # match on the key coordinate
+    >>> Q = np.array([[[1.0, 0.0], [0.0, 0.0]]])
     >>> model = MultiHeadLinearAttention(V, Q)
-    >>> Z = np.array([[[2.0, 5.0], [3.0, 7.0], [3.0, 0.0]]])  # query key 3, no value
+    >>> # the query: key 3, no value
+    >>> Z = np.array([[[2.0, 5.0], [3.0, 7.0], [3.0, 0.0]]])
     >>> model.predict(Z)  # 2*3*5 + 3*3*7 + 3*3*0
     array([[93.]])
     >>> np.allclose(model.predict(Z), model.predict(Z.reshape(1, -1)))
@@ -320,7 +322,8 @@ class MultiHeadLinearAttention:
         --------
         >>> import numpy as np
         >>> from sklearn_linattn import MultiHeadLinearAttention
-        >>> model = MultiHeadLinearAttention([[[1.0]]], [[[1.0]]])  # y = (sum z^2) z
+        >>> # y = (sum z^2) z
+        >>> model = MultiHeadLinearAttention([[[1.0]]], [[[1.0]]])
         >>> Z = np.array([[[1.0], [2.0]]])
         >>> model.predict(Z, positions="all")[0, :, 0]  # 1*1, (1 + 4)*2
         array([ 1., 10.])
@@ -408,7 +411,8 @@ class MultiHeadLinearAttention:
         --------
         >>> import numpy as np
         >>> from sklearn_linattn import MultiHeadLinearAttention
-        >>> model = MultiHeadLinearAttention([[[1.0]]], [[[1.0]]])  # y = (sum z^2) q
+        >>> # y = (sum z^2) q
+        >>> model = MultiHeadLinearAttention([[[1.0]]], [[[1.0]]])
         >>> prompt = np.array([[[1.0], [0.5]]])
         >>> tokens, outputs = model.generate(prompt, 2)
         >>> tokens[0, :, 0]  # 1.25 * 0.5, then (1.25 + 0.625^2) * 0.625
@@ -511,7 +515,8 @@ class MultiHeadLinearAttention:
         >>> zero = MultiHeadLinearAttention(np.zeros((1, 1, 2)), Q)
         >>> a.distance(zero), a.distance(zero, convention="paper")  # diagonal pair
         (1.0, 1.0)
-        >>> round(b.distance(zero), 4), round(b.distance(zero, convention="paper"), 4)
+        >>> paper = b.distance(zero, convention="paper")
+        >>> round(b.distance(zero), 4), round(paper, 4)
         (0.7071, 1.0)
         """
         if not isinstance(other, MultiHeadLinearAttention):

@@ -1003,7 +1003,8 @@ class _LinearAttentionBase(BaseEstimator):
         >>> from sklearn_linattn.datasets import make_random_mhla
         >>> X, y, truth = make_random_mhla(300, 6, 2, n_outputs=2, random_state=0)
         >>> model = LinearAttentionRegressor().fit(X, y)
-        >>> unit = lambda out, step: out / np.linalg.norm(out, axis=1, keepdims=True)
+        >>> def unit(out, step):
+        ...     return out / np.linalg.norm(out, axis=1, keepdims=True)
         >>> tokens, outputs = model.generate(X[:3], 50, to_token=unit)
         >>> tokens.shape, outputs.shape
         ((3, 50, 2), (3, 50, 2))
@@ -1537,7 +1538,8 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
     >>> keys = rng.normal(size=(n, 3, 4))  # 3 stored keys per sequence
     >>> signs = rng.choice([-1.0, 1.0], size=(n, 3, 1))
     >>> asked = rng.integers(0, 3, size=n)  # which key the query repeats
-    >>> query = np.concatenate([keys[np.arange(n), asked], np.zeros((n, 1))], axis=1)
+    >>> query = np.concatenate(
+    ...     [keys[np.arange(n), asked], np.zeros((n, 1))], axis=1)
     >>> context = np.concatenate([keys, signs], axis=2)  # tokens [key; sign]
     >>> X = np.concatenate([context, query[:, None]], axis=1)
     >>> y = np.where(signs[np.arange(n), asked, 0] > 0, "yes", "no")
@@ -1933,7 +1935,8 @@ class LiftedAttentionFeatures(TransformerMixin, BaseEstimator):
     >>> from sklearn.pipeline import make_pipeline
     >>> from sklearn_linattn import LiftedAttentionFeatures
     >>> features = LiftedAttentionFeatures(token_dim=2)
-    >>> features.fit_transform(np.array([[1.0, 2.0, 3.0, 4.0]])).shape  # 2 tokens
+    >>> # 2 tokens of 2 values each
+    >>> features.fit_transform(np.array([[1.0, 2.0, 3.0, 4.0]])).shape
     (1, 6)
     >>> features.get_feature_names_out()[:3].tolist()
     ['S[0,0]*q[0]', 'S[0,0]*q[1]', 'S[0,1]*q[0]']

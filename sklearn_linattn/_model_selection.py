@@ -1366,13 +1366,15 @@ certificate_, head_search_, token_dim_, n_features_in_, feature_names_in_
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn_linattn import LinearAttentionRegressorCV, MultiHeadLinearAttention
+    >>> from sklearn_linattn import (
+    ...     LinearAttentionRegressorCV, MultiHeadLinearAttention)
     >>> rng = np.random.default_rng(0)
     >>> truth = MultiHeadLinearAttention(rng.normal(size=(1, 1, 3)),
     ...                                  rng.normal(size=(1, 3, 3)))
     >>> X = rng.normal(size=(300, 10, 3))
     >>> y = truth.predict(X)[:, 0] + rng.normal(scale=5.0, size=300)
-    >>> model = LinearAttentionRegressorCV().fit(X, y)  # alphas relative to the Gram
+    >>> # alphas relative to the Gram
+    >>> model = LinearAttentionRegressorCV().fit(X, y)
     >>> model.alpha_ in model.alphas_, model.cv_scores_.shape
     (True, (10,))
     >>> model.n_heads_ >= 1 and model.certificate_.identifiable
@@ -1532,7 +1534,8 @@ feature_names_in_
     >>> from sklearn_linattn import LinearAttentionClassifierCV
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(200, 6, 2))
-    >>> y = np.where(X[:, -1, 0] * (X[:, :, 1] ** 2).sum(axis=1) > 0, "yes", "no")
+    >>> score = X[:, -1, 0] * (X[:, :, 1] ** 2).sum(axis=1)
+    >>> y = np.where(score > 0, "yes", "no")
     >>> clf = LinearAttentionClassifierCV(cv=5).fit(X, y)
     >>> clf.classes_.tolist(), clf.alpha_ in clf.alphas_
     (['no', 'yes'], True)

@@ -462,7 +462,8 @@ def generate_pipeline(pipeline, X, n_steps, to_token=None):
     ...     TokenwiseTransformer(StandardScaler(with_mean=False)),
     ...     LinearAttentionRegressor(),
     ... ).fit(3.0 * X, y)
-    >>> unit = lambda out, step: out / np.linalg.norm(out, axis=1, keepdims=True)
+    >>> def unit(out, step):
+    ...     return out / np.linalg.norm(out, axis=1, keepdims=True)
     >>> tokens, outputs = generate_pipeline(pipe, 3.0 * X[:2], 5, to_token=unit)
     >>> tokens.shape, outputs.shape
     ((2, 5, 2), (2, 5, 2))

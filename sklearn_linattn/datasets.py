@@ -130,7 +130,8 @@ def make_random_mhla(
     >>> X, y, model = make_random_mhla(100, 10, 3, n_heads=2, random_state=0)
     >>> X.shape, y.shape, model.n_heads
     ((100, 10, 3), (100,), 2)
-    >>> X, y, model = make_random_mhla(100, 10, 3, positions="all", random_state=0)
+    >>> X, y, model = make_random_mhla(
+    ...     100, 10, 3, positions="all", random_state=0)
     >>> y.shape
     (100, 10)
     """
@@ -269,7 +270,8 @@ def make_associative_recall(
     --------
     >>> from sklearn_linattn import certify
     >>> from sklearn_linattn.datasets import make_associative_recall
-    >>> X, y, model = make_associative_recall(50, key_dim=3, n_pairs=4, random_state=0)
+    >>> X, y, model = make_associative_recall(
+    ...     50, key_dim=3, n_pairs=4, random_state=0)
     >>> X.shape, y.shape
     ((50, 5, 6), (50, 3))
     >>> X, y, model = make_associative_recall(
@@ -663,7 +665,8 @@ def make_automaton_traces(
     Examples
     --------
     >>> from sklearn_linattn.datasets import make_automaton_traces
-    >>> X, y, labels, model = make_automaton_traces(20, 10, 3, 2, random_state=0)
+    >>> X, y, labels, model = make_automaton_traces(
+    ...     20, 10, 3, 2, random_state=0)
     >>> X.shape, y.shape, labels.shape  # 6 table tokens, then 10 symbols
     ((20, 16, 9), (20, 16, 3), (20, 16))
     >>> bool((y.argmax(axis=2) == labels).all())
@@ -827,7 +830,8 @@ def make_automaton_rollout(
     ...     automaton_lookup_attention, make_automaton_rollout)
     >>> prompts, to_token, states = make_automaton_rollout(5, 40, 3, 2,
     ...                                                    random_state=0)
-    >>> _, outputs = automaton_lookup_attention(3, 2).generate(prompts, 40, to_token)
+    >>> model = automaton_lookup_attention(3, 2)
+    >>> _, outputs = model.generate(prompts, 40, to_token)
     >>> bool((outputs.argmax(axis=2) == states).all())
     True
     """
@@ -908,7 +912,8 @@ def execute_automaton(model, transitions, word, start=0, positions="last"):
     >>> execute_automaton(automaton_lookup_attention(2, 2), table, [0, 1, 0, 0])
     array([0, 1, 1, 0, 1])
     >>> execute_automaton(
-    ...     automaton_lookup_attention(2, 2), table, [0, 1, 0, 0], positions="all")
+    ...     automaton_lookup_attention(2, 2), table, [0, 1, 0, 0],
+    ...     positions="all")
     array([0, 1, 1, 0, 1])
     """
     table = _check_transitions(transitions)

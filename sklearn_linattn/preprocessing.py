@@ -282,7 +282,8 @@ class SeriesToTokens(TransformerMixin, BaseEstimator):
     --------
     >>> import numpy as np
     >>> from sklearn_linattn.preprocessing import SeriesToTokens
-    >>> X = np.arange(12.0).reshape(2, 2, 3)  # 2 cases, 2 channels, 3 time points
+    >>> # 2 cases, 2 channels, 3 time points
+    >>> X = np.arange(12.0).reshape(2, 2, 3)
     >>> SeriesToTokens().fit_transform(X)[0]  # a token per time step
     array([[0., 3.],
            [1., 4.],
@@ -293,7 +294,8 @@ class SeriesToTokens(TransformerMixin, BaseEstimator):
     Series of different lengths, as a list (each ``(n_channels, n_timepoints_i)``):
 
     >>> ragged = [np.ones((2, 3)), np.full((2, 1), 7.0)]
-    >>> SeriesToTokens().fit_transform(ragged)[1]  # left-padded with zero tokens
+    >>> # left-padded with zero tokens
+    >>> SeriesToTokens().fit_transform(ragged)[1]
     array([[0., 0.],
            [0., 0.],
            [7., 7.]])
@@ -684,8 +686,10 @@ class PositionalEncoding(_TokenTransformerMixin, TransformerMixin, BaseEstimator
     --------
     >>> import numpy as np
     >>> from sklearn_linattn.preprocessing import PositionalEncoding
-    >>> X = np.array([[[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]]])  # padding, token, query
-    >>> PositionalEncoding().fit_transform(X)[0]  # z, positions 0 to 2, constant
+    >>> # a padding token, a token, the query
+    >>> X = np.array([[[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]]])
+    >>> # z, then positions 0 to 2, then the constant
+    >>> PositionalEncoding().fit_transform(X)[0]
     array([[0., 0., 0., 0., 0., 0.],
            [1., 2., 0., 1., 0., 1.],
            [3., 4., 1., 0., 0., 1.]])
@@ -964,7 +968,8 @@ class TokenwiseTransformer(_TokenTransformerMixin, TransformerMixin, BaseEstimat
     >>> import numpy as np
     >>> from sklearn.decomposition import PCA
     >>> from sklearn.preprocessing import StandardScaler
-    >>> from sklearn_linattn.preprocessing import TokenwiseTransformer, pad_sequences
+    >>> from sklearn_linattn.preprocessing import (
+    ...     TokenwiseTransformer, pad_sequences)
     >>> rng = np.random.default_rng(0)
     >>> X = pad_sequences([rng.normal(size=(n, 32)) for n in (3, 5, 8)])
     >>> reduce = TokenwiseTransformer(PCA(n_components=4)).fit(X)
