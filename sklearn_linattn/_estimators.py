@@ -244,11 +244,14 @@ def _output_energies(solution, data, fit_intercept):
     energies = squares
     rounding = solution.n_observations * eps * squares
     if fit_intercept and weight > 0:
-        # in-memory rows, or the rows partial_fit kept
-        kept = data if getattr(data, "targets", None) is not None else (
-            getattr(data, "rows", None)
-        )
-        if kept is not None and not data.is_distributed and len(kept.targets):
+        # in-memory rows, or the rows partial_fit kept (not a Dask array's:
+        # its targets would be computed on the client, in another pass over y)
+        kept = None
+        if not data.is_distributed:
+            kept = data if getattr(data, "targets", None) is not None else (
+                getattr(data, "rows", None)
+            )
+        if kept is not None and len(kept.targets):
             deviations = kept.targets - np.outer(kept.row_scale, sums / weight)
             energies = np.einsum("ij,ij->j", deviations, deviations)
             # each row's deviation is off by the mean's rounding, at most

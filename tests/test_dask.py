@@ -1261,6 +1261,41 @@ def test_a_dask_fit_reads_each_block_of_X_twice(small_problem, positions):
         assert sorted(reads) == list(range(4))
 
 
+@pytest.mark.filterwarnings("ignore:The fit has no intercept")
+@pytest.mark.parametrize("positions", ["last", "all"])
+def test_a_dask_fit_with_an_intercept_reads_y_as_often_as_without(
+    small_problem, positions
+):
+    """The targets' centered energy (targets far from zero) is taken from the
+    rows only in memory: on Dask it is read from the statistics. Asking the
+    Dask source for its rows' targets computed all of y on the client, a third
+    pass over y with fit_intercept=True (and a client copy of n_rows values
+    per output)."""
+    X, y, _ = small_problem
+    y = np.cumsum(X[:, :, 0], axis=1) + 5.0
+    if positions == "last":
+        y = y[:, -1]
+    reads = []
+
+    def read(block, block_info=None):
+        if block_info is not None:  # not Dask's probe of the output's type
+            reads.append(block_info[0]["chunk-location"][0])
+        return block
+
+    X_dask = da.from_array(X, chunks=(60, 5, 3))
+    counts = []
+    for fit_intercept in (False, True):
+        reads.clear()
+        y_dask = da.from_array(y, chunks=60).map_blocks(read, dtype=y.dtype)
+        model = LinearAttentionRegressor(
+            n_heads=2, positions=positions, fit_intercept=fit_intercept
+        )
+        with dask.config.set(scheduler="sync"):
+            model.fit(X_dask, y_dask)
+        counts.append(sorted(reads))
+    assert counts[0] == counts[1] == sorted(2 * list(range(4)))
+
+
 @pytest.mark.parametrize(
     "Estimator", [LinearAttentionRegressor, LinearAttentionClassifier]
 )
