@@ -59,6 +59,7 @@ from ._progress import ChunkProgress
 from ._rollout import lifted_readout, rollout
 from ._solvers import HELDOUT_FOLDS, SOLVERS, resolve_solver, solve_normal
 from ._validation import (
+    caller_stacklevel,
     input_precision,
     reject_boolean_parameters,
     require_dask,
@@ -571,6 +572,7 @@ class _LinearAttentionBase(BaseEstimator):
             heldout=self.n_heads is not None,
         )
         self._set_model(solution, data, single_output, time.perf_counter() - start)
+        self._warn_if_judged_on_scores(data)
         self._log(f"fit done in {time.perf_counter() - start:.2f} s")
         self.solver_ = solver
         n_iter = solution.n_iter
@@ -681,6 +683,24 @@ class _LinearAttentionBase(BaseEstimator):
                 return False
             return rows if kept is None else kept.merge(rows)
         return False
+
+    def _warn_if_judged_on_scores(self, data):
+        """A classifier fitted on Dask whose head count the held-out folds
+        decided: judged on its class scores' squared errors, which ``fit`` in
+        memory does not (partial_fit says so in :meth:`_warn_rows_dropped`)."""
+        held_out = ("cv", "training", "linearized")
+        if not (is_classifier(self) and data.is_distributed and self.n_heads == "auto"):
+            return
+        if any(count.criterion in held_out for count in self.head_search_.counts):
+            warnings.warn(
+                "On Dask the classifier's head count was judged on the held-out "
+                "squared errors of its class scores (the rows stay on the "
+                "workers), not on misclassified held-out rows as a fit in memory "
+                "judges it: n_heads_ can differ from an in-memory fit of the same "
+                "data. Set n_heads to a number of heads to fix the count.",
+                UserWarning,
+                stacklevel=caller_stacklevel(),
+            )
 
     def _warn_rows_dropped(self):
         warnings.warn(
