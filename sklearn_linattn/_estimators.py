@@ -1159,10 +1159,11 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         ``tol * ||lifted solution||`` of the lifted solution in lifted coefficients
         (the paper's model distance) reproduce it. Larger values trade fidelity
         for fewer heads. ``coef_`` is always the function the returned heads
-        compute. (At least 16 times the precision the fit can resolve: for
-        float32 input, the input's; with ``fit_intercept=True``, float64's
-        times the targets' mean over their standard deviation, which centering
-        cannot resolve below: targets constant to rounding have no heads.)
+        compute. (At least 16 times the precision the fit can resolve: the
+        input's, float32's for float32 input; with ``fit_intercept=True``,
+        float64's times the targets' root mean square over their standard
+        deviation, which centering cannot resolve below: targets constant to
+        rounding have no heads.)
     head_work_limit : float or None, default=20.0
         The work the head read-out may do, counted in floating-point operations
         as it is done: ``head_work_limit`` times the lifted fit's (``n p^2 +
