@@ -315,6 +315,11 @@ def test_docs_build_without_warnings(tmp_path):
     assert re.search(r'<img [^>]*srcset="[^"]*2x', index)
     for page in ("user_guide.html", "own_sequences.html", "theory.html"):
         assert 'aria-label="Site Navigation"' in (built / page).read_text(), page
+    # The estimators' generate, defined on their shared base class, is on their
+    # pages (the template leaves other inherited members, scikit-learn's, out).
+    for name in ("LinearAttentionRegressor", "LinearAttentionClassifierCV"):
+        page = (built / "generated" / f"sklearn_linattn.{name}.html").read_text()
+        assert f'id="sklearn_linattn.{name}.generate"' in page, name
     # Internal constructors and fields of the certificate are not public API.
     certificate = (
         built / "generated" / "sklearn_linattn.IdentifiabilityCertificate.html"
