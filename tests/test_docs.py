@@ -164,13 +164,16 @@ def _public_docstrings():
             return
         seen.add(id(obj))
         found.append((name, inspect.getdoc(obj) or ""))
-        if inspect.isclass(obj):
-            for key, value in vars(obj).items():
-                if key.startswith("_"):
+        if inspect.isclass(obj):  # with the package's base classes' methods
+            for base in obj.__mro__:
+                if not base.__module__.startswith("sklearn_linattn"):
                     continue
-                value = getattr(value, "__func__", getattr(value, "fget", value))
-                if inspect.isfunction(value):
-                    visit(value, f"{name}.{key}")
+                for key, value in vars(base).items():
+                    if key.startswith("_"):
+                        continue
+                    value = getattr(value, "__func__", getattr(value, "fget", value))
+                    if inspect.isfunction(value):
+                        visit(value, f"{name}.{key}")
 
     for module_name in ("sklearn_linattn", "sklearn_linattn.datasets",
                         "sklearn_linattn.preprocessing"):
