@@ -1031,7 +1031,8 @@ class _LinearAttentionBase(BaseEstimator):
         >>> tokens, outputs = model.generate(X[:3], 50, to_token=unit)
         >>> tokens.shape, outputs.shape
         ((3, 50, 2), (3, 50, 2))
-        >>> bool(np.allclose(tokens, truth.generate(X[:3], 50, to_token=unit).tokens))
+        >>> rolled = truth.generate(X[:3], 50, to_token=unit)
+        >>> bool(np.allclose(tokens, rolled.tokens))
         True
 
         A classifier's scores mapped to tokens by their label (one-hot):
