@@ -617,6 +617,50 @@ class HeadSearchDisplay:
         ax.xaxis.set_major_locator(
             MultipleLocator(1) if high - low <= 12 else MaxNLocator(integer=True)
         )
-        ax.legend(fontsize=8)
+        legend = ax.legend(fontsize=8)
+        if _hides_markers(legend, lines):  # no room among the counts: above them
+            _make_room_above(ax, legend)
+            legend.remove()
+            ax.legend(fontsize=8, loc="upper center")
         self.lines_, self.ax_, self.figure_ = lines, ax, figure
         return self
+
+
+def _make_room_above(ax, legend):
+    """Raise the top of the y-axis so that the data take the axes' height less
+    the legend's (at most 80% of it is left to the legend)."""
+    renderer = legend.figure.canvas.get_renderer()
+    share = legend.get_window_extent(renderer).height / ax.get_window_extent(
+        renderer
+    ).height
+    share = min(share + 0.05, 0.8)
+    low, high = ax.get_ylim()
+    if ax.get_yscale() == "log":
+        low_log, high_log = np.log10(low), np.log10(high)
+        ax.set_ylim(low, 10 ** (low_log + (high_log - low_log) / (1 - share)))
+    else:
+        ax.set_ylim(low, low + (high - low) / (1 - share))
+
+
+def _hides_markers(legend, lines):
+    """Whether the legend, where matplotlib placed it inside the axes, covers a
+    count's marker (with a few counts and many kinds of verdict there is no
+    room for it: a failed count was drawn under it). The lines across the whole
+    axes (the chosen count, the lifted fit) do not count."""
+    figure = legend.figure
+    get_renderer = getattr(figure.canvas, "get_renderer", None)
+    if get_renderer is None:  # a canvas that does not render to a bitmap
+        return False
+    figure.canvas.draw()  # places the legend
+    box = legend.get_window_extent(get_renderer())
+    for name, line in lines.items():
+        if name in ("chosen", "lifted") or not hasattr(line, "get_xydata"):
+            continue
+        points = line.get_transform().transform(line.get_xydata())
+        inside = (
+            (points[:, 0] >= box.x0) & (points[:, 0] <= box.x1)
+            & (points[:, 1] >= box.y0) & (points[:, 1] <= box.y1)
+        )
+        if np.any(inside):
+            return True
+    return False

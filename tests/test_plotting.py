@@ -435,3 +435,35 @@ def test_a_head_search_record_without_its_tol_draws_the_estimators(rng):
     model.head_search_ = dataclasses.replace(model.head_search_, tol=float("nan"))
     display = HeadSearchDisplay.from_estimator(model)
     assert display.tol == 1e-7
+
+
+def test_the_legend_of_a_search_hides_no_count():
+    """Three counts decided three ways and seven legend entries: matplotlib's
+    best place inside the axes covered the first count's marker; the axis is
+    raised to make room above the counts instead. No marker of a count (the
+    chosen line and the lifted fit's line span the axes, and are left out) lies
+    under the legend."""
+    rng = np.random.default_rng(6)
+    truth = random_attention(rng, 3, 2, 3)
+    X = random_sequences(rng, 17, 6, 3)
+    scores = truth.predict(X)
+    scores = scores + 0.3 * scores.std() * rng.normal(size=scores.shape)
+    y = np.asarray(["a", "b", "c"])[scores.argmax(axis=1)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # few rows per lifted feature
+        model = LinearAttentionClassifier(
+            alpha=0.1, fit_intercept=True, solver="dual"
+        ).fit(X, y)
+    display = HeadSearchDisplay.from_estimator(model)
+    assert len(model.head_search_.counts) == 3
+    figure = display.figure_
+    figure.canvas.draw()
+    box = display.ax_.get_legend().get_window_extent(figure.canvas.get_renderer())
+    shown = 0
+    for name, line in display.lines_.items():
+        if name in ("chosen", "lifted"):
+            continue
+        for x, y_ in line.get_transform().transform(line.get_xydata()):
+            shown += 1
+            assert not (box.x0 <= x <= box.x1 and box.y0 <= y_ <= box.y1), name
+    assert shown >= 3
