@@ -192,6 +192,18 @@ def naive_kfold_scores(
     return np.nanmean(scores, axis=0)
 
 
+def assert_cv_scores_are_naive(X, y, splits, alphas, fit_intercept, rtol):
+    """``LinearAttentionRegressorCV`` on explicit ``splits`` (unit weights)
+    scores each alpha as :func:`naive_kfold_scores` does."""
+    model = LinearAttentionRegressorCV(
+        alphas, cv=splits, n_heads=None, fit_intercept=fit_intercept
+    ).fit(X, y)
+    expected = naive_kfold_scores(
+        naive_lifted_features(X), y, np.ones(len(X)), splits, alphas, fit_intercept
+    )
+    np.testing.assert_allclose(model.cv_scores_, expected, rtol=rtol)
+
+
 @pytest.mark.parametrize("n_samples", [12, 60])  # kernel (n < p = 18) and Gram paths
 @pytest.mark.parametrize("fit_intercept", [False, True])
 def test_bootstrap_splits_train_on_the_rows_they_list(rng, n_samples, fit_intercept):
@@ -204,14 +216,7 @@ def test_bootstrap_splits_train_on_the_rows_they_list(rng, n_samples, fit_interc
         (train, np.array([1])),
         (rng.integers(0, n_samples, size=n_samples), np.arange(0, n_samples, 3)),
     ]
-    alphas = [1e-3, 1e-1, 10.0]
-    model = LinearAttentionRegressorCV(
-        alphas, cv=splits, n_heads=None, fit_intercept=fit_intercept
-    ).fit(X, y)
-    expected = naive_kfold_scores(
-        naive_lifted_features(X), y, np.ones(n_samples), splits, alphas, fit_intercept
-    )
-    np.testing.assert_allclose(model.cv_scores_, expected, rtol=1e-6)
+    assert_cv_scores_are_naive(X, y, splits, [1e-3, 1e-1, 10.0], fit_intercept, 1e-6)
 
 
 def test_kfold_test_fold_of_zero_weights_is_left_out(rng):
@@ -1097,15 +1102,9 @@ def test_negative_indices_and_boolean_masks_select_what_numpy_selects(
     select what X[indices] selects in GridSearchCV."""
     X = random_sequences(rng, n_samples, 4, 3)
     y = rng.normal(size=(n_samples, 1))
-    alphas = [0.0, 1e-2, 1.0, 1e2]
     splits = negative_and_mask_splits(n_samples)
-    model = LinearAttentionRegressorCV(
-        alphas, cv=splits, n_heads=None, fit_intercept=fit_intercept
-    ).fit(X, y)
-    expected = naive_kfold_scores(
-        naive_lifted_features(X), y, np.ones(n_samples), splits, alphas, fit_intercept
-    )
-    np.testing.assert_allclose(model.cv_scores_, expected, rtol=1e-8)
+    alphas = [0.0, 1e-2, 1.0, 1e2]
+    assert_cv_scores_are_naive(X, y, splits, alphas, fit_intercept, 1e-8)
 
 
 class TripletSplitter:
