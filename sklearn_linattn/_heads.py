@@ -328,10 +328,11 @@ class CountFit:
         ``gcv_error`` above the lifted fit's squared error), ``"refits"`` (its
         folds' refits' error above ``threshold``, or, for misclassification,
         not below it), ``"majority"`` (worse than the lifted fit on a
-        majority of the folds) or ``"output"`` (several outputs: worse than the
+        majority of the folds), ``"output"`` (several outputs: worse than the
         lifted fit on one output, by more than 2 standard errors
-        of the per-fold differences, theory page); where the first folds'
-        refits already fail it (``folds_refitted`` below 5), the test they
+        of the per-fold differences, theory page) or ``"scores"`` (a
+        classifier: ``score_cv_error`` above ``score_threshold``); where the
+        first folds' refits already fail it (``folds_refitted`` below 5), the test they
         fail it on (the folds not refitted could have failed it on another as
         well).
     criterion : str or None
@@ -342,6 +343,17 @@ class CountFit:
         ``"linearized"`` (so are its linearized refits; its folds' refits
         were not finished); None when the work limit stopped its fit or its
         training test first.
+    score_cv_error : float
+        A classifier's count refitted on every fold: the refits' held-out
+        squared error of the class scores (one-hot targets, per unit weight
+        and class; NaN otherwise). A count whose misclassification passes
+        fails when this is above ``score_threshold``: misclassification moves
+        a held-out row at a time, and on few rows heads whose scores predict
+        worse than the lifted fit's can misclassify fewer of them by chance.
+    score_threshold : float
+        The lifted fit's held-out squared error of the class scores, lowered by
+        the factor of ``threshold`` for squared errors (NaN where
+        ``score_cv_error`` is).
     """
 
     n_heads: int
@@ -357,6 +369,8 @@ class CountFit:
     folds_refitted: object = None
     threshold: float = float("nan")
     failed_on: object = None
+    score_cv_error: float = float("nan")
+    score_threshold: float = float("nan")
 
 
 @dataclass(frozen=True, eq=False)
@@ -545,6 +559,8 @@ class _Search:
             linearized_cv_error=count.linearized_cv_error * held_out,
             threshold=count.threshold * held_out,
             gcv_error=count.gcv_error * self.error_scale,
+            score_cv_error=count.score_cv_error * self.error_scale,
+            score_threshold=count.score_threshold * self.error_scale,
         )
 
     @functools.cached_property
@@ -1010,6 +1026,7 @@ class _Search:
         folds = self.folds
         errors = np.zeros(folds.n_folds)
         output_errors = [None] * folds.n_folds
+        score_errors = np.zeros(folds.n_folds)  # a classifier's, squared
         linearized = self.linearized_errors.get(k)
         order = range(folds.n_folds)
         if linearized is not None:
@@ -1022,6 +1039,8 @@ class _Search:
             )
             refit = search._fit(k)[:2]  # polished
             errors[fold] = folds.error(fold, *refit)
+            if folds.loss != "squared":
+                score_errors[fold] = folds.squared_error(fold, *refit)
             if self.by_output:
                 output_errors[fold] = folds.output_errors(fold, *refit)
             if self.budget.exhausted:  # undecided: the linearized test its last passed
@@ -1038,7 +1057,25 @@ class _Search:
                 )
         output_errors = output_errors if self.by_output else None
         verdict = self.verdict(k, count, list(errors), output_errors=output_errors)
+        if folds.loss != "squared":
+            verdict = self.scores_verdict(k, verdict, score_errors)
         return replace(verdict, folds_refitted=folds.n_folds)
+
+    def scores_verdict(self, k, count, score_errors):
+        """A classifier's verdict with its refits' held-out squared error of the
+        class scores: a count that passes on misclassification fails when that
+        error is above the lifted fit's, lowered by :meth:`size_ratio` as for
+        squared errors (theory page, "How many heads")."""
+        folds = self.folds
+        score_cv_error = float(np.sum(score_errors)) / folds.squared_weight
+        lifted = float(np.sum(folds.lifted_squared)) / folds.squared_weight
+        score_threshold = self.size_ratio(k) * lifted
+        count = replace(
+            count, score_cv_error=score_cv_error, score_threshold=score_threshold
+        )
+        if count.passes and score_cv_error > score_threshold * (1 + ERROR_TIE):
+            count = replace(count, passes=False, failed_on="scores")
+        return count
 
     def fails_whatever_follows(self, k, count, errors):
         """The test the folds refitted so far fail k heads on whatever the others

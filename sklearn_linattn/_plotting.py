@@ -260,7 +260,10 @@ class HeadSearchDisplay:
         threshold, the error being in other units), ``"majority"``, counts
         whose error was within the threshold but worse than the lifted fit's on
         a majority of the folds, ``"output"``, counts within the threshold but
-        worse than the lifted fit on one of several outputs, ``"undecided"``,
+        worse than the lifted fit on one of several outputs, ``"scores"``,
+        a classifier's counts within the threshold whose class scores predict
+        held-out rows worse than the lifted fit's (``CountFit.score_cv_error``),
+        ``"undecided"``,
         counts the search left undecided
         (above the count returned, or cut short by the work limit) at the last
         error measured, linearized refits' or training, and ``"tol"``,
@@ -423,9 +426,9 @@ class HeadSearchDisplay:
                 c.gcv_error if np.isfinite(c.training_error) else c.threshold
                 for c in failed_gcv
             ]
-            majority, on_output = (
+            majority, on_output, on_scores = (
                 [c for c in counts if c.failed_on == key and np.isfinite(c.cv_error)]
-                for key in ("majority", "output")
+                for key in ("majority", "output", "scores")
             )  # (failed by their first folds: drawn as "stopped")
             partial = [
                 (
@@ -464,6 +467,14 @@ class HeadSearchDisplay:
                     [c.cv_error for c in on_output],
                     "P",
                     "k heads worse than the lifted fit on an output (fails)",
+                ),
+                (
+                    "scores",
+                    on_scores,
+                    [c.cv_error for c in on_scores],
+                    "v",
+                    "k heads whose class scores predict worse than the lifted "
+                    "fit's (fails)",
                 ),
                 (
                     "undecided",

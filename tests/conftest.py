@@ -182,3 +182,19 @@ def hidden_head_outputs(seed, n_samples=400, n_test=0):
     spread = clean[:n_samples].std(axis=0) / 10
     spread[-1] = clean[:n_samples, -1].std()
     return X, clean + rng.normal(size=clean.shape) * spread, clean
+
+
+def few_sequences_three_classes(n_test=2000):
+    """Nine sequences of 8 Gaussian tokens of d = 3, labelled by the largest of
+    three outputs of a random three-head layer (noise a tenth of their spread),
+    then ``n_test`` (at most 2000) noiseless ones: with ``alpha=0.1`` and an
+    intercept one head misclassifies fewer held-out sequences than the lifted
+    fit, with worse class scores."""
+    rng = np.random.default_rng(793755)
+    truth = MultiHeadLinearAttention(
+        rng.normal(size=(3, 3, 3)), rng.normal(size=(3, 3, 3))
+    )
+    X = rng.normal(size=(9 + 2000, 8, 3))
+    scores = truth.predict(X)
+    scores[:9] += 0.1 * scores[:9].std() * rng.normal(size=(9, 3))
+    return X[: 9 + n_test], np.argmax(scores[: 9 + n_test], axis=1)

@@ -5,7 +5,12 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import hidden_head_outputs, random_attention, random_sequences
+from conftest import (
+    few_sequences_three_classes,
+    hidden_head_outputs,
+    random_attention,
+    random_sequences,
+)
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.pipeline import make_pipeline
 
@@ -238,6 +243,19 @@ def test_search_display_marks_counts_worse_on_an_output():
     failed = [c for c in model.head_search_.counts if c.failed_on == "output"]
     assert failed, "no count failed on an output: the test exercises nothing"
     drawn = HeadSearchDisplay.from_estimator(model).lines_["output"]
+    np.testing.assert_array_equal(drawn.get_xdata(), [c.n_heads for c in failed])
+    np.testing.assert_array_equal(drawn.get_ydata(), [c.cv_error for c in failed])
+
+
+def test_search_display_marks_a_classifiers_counts_failed_on_their_scores():
+    """A count whose misclassification is within the threshold but whose class
+    scores predict worse than the lifted fit's is drawn as failing."""
+    X, labels = few_sequences_three_classes(n_test=0)
+    model = LinearAttentionClassifier(alpha=0.1, fit_intercept=True).fit(X, labels)
+    failed = [c for c in model.head_search_.counts if c.failed_on == "scores"]
+    assert failed, "no count failed on its scores: the test exercises nothing"
+    assert all(c.cv_error < c.threshold for c in failed)
+    drawn = HeadSearchDisplay.from_estimator(model).lines_["scores"]
     np.testing.assert_array_equal(drawn.get_xdata(), [c.n_heads for c in failed])
     np.testing.assert_array_equal(drawn.get_ydata(), [c.cv_error for c in failed])
 
