@@ -444,6 +444,11 @@ class HeadReadout:
         The tolerance the read-out used: the estimator's ``tol``, or more where
         the fit pins its coefficients down only so far (float32 input, the
         solver's own precision, targets centered far from zero).
+    loss : str or None
+        The held-out error the counts were judged on: ``"squared"`` (squared
+        errors; regressors, and classifiers whose rows were not kept:
+        ``partial_fit`` beyond its kept rows, Dask) or ``"misclassified"``
+        (a classifier's misclassified rows); None where no folds were built.
 
     Examples
     --------
@@ -471,6 +476,7 @@ class HeadReadout:
     output_weights: object = None
     effective_outputs: float = 1.0
     tol: float = float("nan")
+    loss: object = None
 
     @property
     def n_heads(self):
@@ -1291,6 +1297,7 @@ def read_out_heads(
         output_weights=output_weights,
         effective_outputs=search.outputs,
         tol=search.tol,
+        loss=search.folds.loss if search.folds_built else None,
     )
 
 

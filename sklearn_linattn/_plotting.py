@@ -238,8 +238,10 @@ class HeadSearchDisplay:
         distance above ``tol``.
     error_name : str, default=None
         What the folds' error is, for the y-axis label: :meth:`from_estimator`
-        gives ``"squared error"`` for a regressor, ``"misclassification rate"``
-        for a classifier; None says ``"error"``.
+        gives ``"misclassification rate"`` where the counts were judged on a
+        classifier's misclassified rows, else ``"squared error"`` (regressors,
+        and classifiers whose rows were not kept, ``head_search_.loss``); None
+        says ``"error"``.
 
     Attributes
     ----------
@@ -328,12 +330,18 @@ class HeadSearchDisplay:
             tol = getattr(final, "tol", None)
         certificate = getattr(final, "certificate_", None)
         identifiable = None if certificate is None else bool(certificate.identifiable)
+        # what the counts were judged on: a classifier's misclassified rows, or
+        # squared errors (also a classifier's, where its rows were not kept:
+        # partial_fit beyond its kept rows, Dask)
+        loss = getattr(search, "loss", None)
+        if loss is None:  # (no folds, or a record without it)
+            loss = "misclassified" if is_classifier(final) else "squared"
         return cls(
             search,
             tol=tol,
             identifiable=identifiable,
             error_name="misclassification rate"
-            if is_classifier(final)
+            if loss == "misclassified"
             else "squared error",
         ).plot(ax=ax)
 

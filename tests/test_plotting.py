@@ -485,3 +485,32 @@ def test_the_legend_of_a_search_hides_no_count():
             shown += 1
             assert not (box.x0 <= x <= box.x1 and box.y0 <= y_ <= box.y1), name
     assert shown >= 3
+
+
+def test_search_display_of_a_classifier_judged_on_squared_errors_says_so(
+    monkeypatch,
+):
+    """A classifier whose rows partial_fit did not keep has its counts judged on
+    the held-out squared errors of its class scores: the display labelled them
+    a misclassification rate (of up to 1.0 and more), with a threshold a count
+    "must be below"."""
+    monkeypatch.setattr("sklearn_linattn._estimators.KEPT_ROWS_FLOATS", 0)
+    rng = np.random.default_rng(0)
+    X = random_sequences(rng, 600, 6, 2)
+    scores = random_attention(rng, 2, 1).predict(X)[:, 0]
+    y = (scores + 0.5 * scores.std() * rng.normal(size=scores.shape) > 0).astype(int)
+    model = LinearAttentionClassifier()
+    with pytest.warns(UserWarning, match="no longer keeps the training rows"):
+        model.partial_fit(X, y, classes=[0, 1])
+    search = model.head_search_
+    assert any(count.criterion == "cv" for count in search.counts)
+    display = HeadSearchDisplay.from_estimator(model)
+    assert display.ax_.get_ylabel() == "cross-validated squared error"
+    assert "must not exceed it" in display.lines_["threshold"].get_label()
+    assert search.loss == "squared"
+    # in memory, the same classifier is judged on misclassified rows
+    fitted = LinearAttentionClassifier().fit(X, y)
+    assert fitted.head_search_.loss == "misclassified"
+    if any(count.criterion == "cv" for count in fitted.head_search_.counts):
+        display = HeadSearchDisplay.from_estimator(fitted)
+        assert display.ax_.get_ylabel() == "cross-validated misclassification rate"
