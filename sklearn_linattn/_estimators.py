@@ -167,7 +167,7 @@ def _warn_search_cut_short(readout, head_work_limit):
         "last) to let the search finish, or set n_heads to a number of heads "
         "(None: the paper's read-out, no search).",
         ConvergenceWarning,
-        stacklevel=4,
+        stacklevel=caller_stacklevel(),
     )
 
 
@@ -710,7 +710,7 @@ class _LinearAttentionBase(BaseEstimator):
             "on misclassified held-out rows as fit judges it. Set n_heads to a "
             "number of heads to fix the count.",
             UserWarning,
-            stacklevel=4,
+            stacklevel=caller_stacklevel(),
         )
 
     def _check_batch_scale(self, statistics):

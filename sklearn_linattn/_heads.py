@@ -38,6 +38,7 @@ from ._low_rank import (
     linearized_refit,
     svd,
 )
+from ._validation import caller_stacklevel
 
 __all__ = ["CountFit", "HeadReadout", "paper_heads", "read_out_heads"]
 
@@ -1340,7 +1341,7 @@ def _search(search, n_heads):
             "lifted fit's own heads are returned. Fit with solver='normal' or "
             "'dual', or set n_heads to a number of heads.",
             UserWarning,
-            stacklevel=4,
+            stacklevel=caller_stacklevel(),
         )
         return search.split, paper_count, "lifted", True
     elif not search.exact and not np.any(search.held_folds):
@@ -1351,7 +1352,7 @@ def _search(search, n_heads):
             "the others, and the lifted fit's own heads are returned. Set n_heads "
             "to a number of heads.",
             UserWarning,
-            stacklevel=4,
+            stacklevel=caller_stacklevel(),
         )
         return search.split, paper_count, "lifted", True
     else:

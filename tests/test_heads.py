@@ -1208,6 +1208,42 @@ def test_the_work_limit_cuts_the_search_short_and_says_so(monkeypatch):
         np.testing.assert_allclose(cut.coef_, lifted.coef_, rtol=1e-8, atol=1e-12)
 
 
+def test_the_head_searchs_warnings_point_at_the_callers_line(monkeypatch):
+    """The head search's warnings (cut short by the work limit, no folds kept,
+    every weighted row in one sequence, a classifier's rows dropped) were
+    attributed to lines inside the package (stacklevel=4): to scikit-learn's
+    fit wrapper, or to the package's predict, never to the user's call, as the
+    package's other warnings are."""
+    truth, X, y = noisy_sequences(2, 4, 2, 1, 0.05)
+    monkeypatch.setattr("sklearn_linattn._estimators.WORK_FLOOR", 0.0)
+    monkeypatch.setattr("sklearn_linattn._estimators.KEPT_ROWS_FLOATS", 0)
+    weights = np.zeros(len(X))
+    weights[0] = 1.0
+    calls = {
+        "work limit": lambda: LinearAttentionRegressor(head_work_limit=1.0).fit(X, y),
+        "did not keep": lambda: LinearAttentionRegressor(solver="cg").fit(X, y),
+        "lies in one sequence": lambda: LinearAttentionRegressor().fit(
+            X, y, sample_weight=weights
+        ),
+        "work limit ": lambda: LinearAttentionRegressor(head_work_limit=1.0)
+        .partial_fit(X, y)
+        .predict(X[:2]),  # (solved when predict reads the model)
+        # (more rows than the statistics' size: not kept)
+        "no longer keeps the training rows": lambda: LinearAttentionClassifier(
+            n_heads=1
+        ).partial_fit(
+            np.tile(X, (5, 1, 1)), np.tile(y[:, 0] > 0, 5), classes=[False, True]
+        ),
+    }
+    for message, call in calls.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call()
+        found = [w for w in caught if message.strip() in str(w.message)]
+        assert found, message
+        assert {w.filename for w in found} == {__file__}, message
+
+
 def test_a_search_is_complete_when_it_decided_the_count_within_its_work(monkeypatch):
     """Limits from 90% to 100% of the unlimited search's work: a search that
     decided its count (the last fit passes by tol as the budget runs out) is
