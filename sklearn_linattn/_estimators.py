@@ -1371,9 +1371,10 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         certificate are computed when one of ``coef_``, ``intercept_``,
         ``attention_``, the head attributes or ``certificate_`` is first read (or at
         ``predict``), so that they always describe all batches so far, with the
-        parameters (``alpha``, ``fit_intercept``, ``n_heads``, ``tol``) in force at
-        the last call: as after ``fit``, ``set_params`` changes the model only at
-        the next ``fit`` or ``partial_fit``; the parameters that define the rows
+        parameters (``alpha``, ``fit_intercept``, ``n_heads``, ``tol``,
+        ``head_work_limit``) in force at the last call: as after ``fit``,
+        ``set_params`` changes the model only at the next ``fit`` or
+        ``partial_fit``; the parameters that define the rows
         (``positions``, ``token_dim``, and ``causal`` with ``positions="all"``)
         cannot change between batches. A later batch may have weights that are
         all zero (it adds nothing). The method exists only with solver
@@ -1484,6 +1485,12 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         Relative Frobenius tolerance of the head read-out.
     head_work_limit : float or None, default=20.0
         Work limit of the head read-out (see :class:`LinearAttentionRegressor`).
+    solver_tol : float, default=1e-10
+        Stopping tolerance of LSQR for ``solver="cg"`` (see
+        :class:`LinearAttentionRegressor`).
+    max_iter : int, default=None
+        Iteration cap of LSQR for ``solver="cg"`` and of the certificate's
+        Lanczos estimates (see :class:`LinearAttentionRegressor`).
     positions : {"last", "all"}, default="last"
         Where the model is read and trained. ``"last"``: one output per sequence,
         at its last token (the query). ``"all"``: an output at every position t,

@@ -1496,8 +1496,8 @@ class LinearAttentionClassifierCV(ClassifierMixin, _LinearAttentionCVBase):
         squared errors of the +1/-1 targets there). A scorer is
         called with a stand-in classifier whose ``decision_function(X)`` returns
         ``X``, the cross-validated decision values, without sample weights.
-    token_dim, n_heads, fit_intercept, tol, positions, causal, batch_size, \
-n_jobs, verbose, gcv_mode, store_cv_results
+    token_dim, n_heads, fit_intercept, tol, head_work_limit, positions, causal, \
+batch_size, n_jobs, verbose, gcv_mode, store_cv_results
         See :class:`LinearAttentionRegressorCV`.
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes in the least-squares objective and in the default

@@ -97,8 +97,8 @@ class AttentionHeadsDisplay:
         Parameters
         ----------
         estimator : fitted estimator or Pipeline
-            A fitted :class:`LinearAttentionRegressor`, classifier or CV estimator
-            (anything with ``attention_``), or a pipeline whose last step is one.
+            A fitted :class:`LinearAttentionRegressor`, classifier or CV estimator,
+            or a pipeline whose last step is one (else a TypeError).
         max_heads : int, default=None
             Draw the first (strongest) ``max_heads`` heads; None draws all.
         feature_names : list of str of length token_dim, default=None
@@ -312,7 +312,9 @@ class HeadSearchDisplay:
         Parameters
         ----------
         estimator : fitted estimator or Pipeline
-            Anything with ``head_search_``, or a pipeline whose last step has it.
+            A fitted :class:`LinearAttentionRegressor`, classifier or CV
+            estimator, or a pipeline whose last step is one (else a
+            TypeError).
         ax : matplotlib Axes, default=None
             Where to draw; None makes a new figure.
 

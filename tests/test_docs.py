@@ -196,6 +196,39 @@ def test_api_examples_fit_their_page():
     assert not long, "\n".join(long)
 
 
+def test_every_parameter_of_a_public_class_is_documented():
+    """Each parameter of a public class's constructor has an entry in its
+    docstring's Parameters (LinearAttentionClassifier left out solver_tol and
+    max_iter, LinearAttentionClassifierCV head_work_limit)."""
+    import dataclasses
+    import importlib
+    import inspect
+
+    docscrape = pytest.importorskip("numpydoc.docscrape")
+    missing = []
+    for module_name in ("sklearn_linattn", "sklearn_linattn.datasets",
+                        "sklearn_linattn.preprocessing"):
+        module = importlib.import_module(module_name)
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if not inspect.isclass(obj) or obj.__init__ is object.__init__:
+                continue
+            if dataclasses.is_dataclass(obj):  # (fields are its Attributes)
+                continue
+            documented = {
+                part.strip()
+                for entry in docscrape.ClassDoc(obj)["Parameters"]
+                for part in entry.name.split(",")
+            }
+            missing += [
+                f"{name}: {key}"
+                for key, value in inspect.signature(obj).parameters.items()
+                if value.kind not in (value.VAR_POSITIONAL, value.VAR_KEYWORD)
+                and key not in documented
+            ]
+    assert not missing, "\n".join(missing)
+
+
 def test_real_data_numbers_come_from_the_recorded_run():
     """The real-data page types no score: its tables are drawn from the recorded
     run of benchmarks/bench_real_sequences.py, which covers every data set and
