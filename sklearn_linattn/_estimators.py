@@ -482,7 +482,7 @@ class _LinearAttentionBase(BaseEstimator):
     def _check_parameters(self):
         reject_boolean_parameters(self, _INTEGER_PARAMETERS)
         reject_boolean_parameters(self, ("n_heads",), "'auto', an int or None")
-        reject_boolean_parameters(self, ("alpha", "solver_tol"), "a float")
+        reject_boolean_parameters(self, ("alpha", "tol", "solver_tol"), "a float")
         reject_boolean_parameters(self, ("head_work_limit",), "a float or None")
 
     # --- the one fitting path -------------------------------------------------

@@ -725,6 +725,7 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         reject_boolean_parameters(self, _INTEGER_PARAMETERS)
         reject_boolean_parameters(self, ("n_heads",), "'auto', an int or None")
         reject_boolean_parameters(self, ("head_work_limit",), "a float or None")
+        reject_boolean_parameters(self, ("tol",), "a float")
         if self.store_cv_results and self.cv is not None:
             raise ValueError(
                 "cv!=None and store_cv_results=True are incompatible: cv_results_ "

@@ -1079,6 +1079,18 @@ def test_a_boolean_alphas_is_refused(rng, alphas):
         )
 
 
+@pytest.mark.parametrize("estimator", [LinearAttentionRegressorCV,
+                                       LinearAttentionClassifierCV])
+def test_a_boolean_tol_is_refused(rng, estimator):
+    """tol=False was taken as tol=0 (tol=True failed on its range alone)."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError, match="'tol' parameter .*not a bool"):
+        estimator(tol=False).fit(
+            rng.normal(size=(20, 3, 2)), np.arange(20) % 2
+        )
+
+
 # --- splits as scikit-learn reads them: X[train], X[test] ---------------------------
 
 

@@ -202,6 +202,8 @@ def test_memory_mapped_read_only_input(tmp_path):
         {"head_work_limit": True},
         {"head_work_limit": -1.0},
         {"n_heads": True},
+        {"tol": False},  # (was tol=0)
+        {"head_work_limit": False},
     ],
 )
 def test_bad_hyperparameters(params):
