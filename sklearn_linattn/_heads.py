@@ -20,7 +20,7 @@ in one canonical form (theory page, "Heads in canonical form").
 import functools
 import time
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -244,7 +244,7 @@ def fewest_heads_bound(lifted_coef, token_dim, tol):
     return max(1, -(-kept // 2))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class CountFit:
     """One head count fitted by the read-out (a row of ``head_search_.counts``).
 
@@ -372,6 +372,22 @@ class CountFit:
     failed_on: object = None
     score_cv_error: float = float("nan")
     score_threshold: float = float("nan")
+
+    def _values(self):
+        # NaN (not computed) equal to NaN: a row equals its copy (pickled, or
+        # a refit's of the same data); NaN compares unequal to itself
+        return tuple(
+            "nan" if isinstance(value, float) and value != value else value
+            for value in (getattr(self, f.name) for f in fields(self))
+        )
+
+    def __eq__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self):
+        return hash(self._values())
 
 
 @dataclass(frozen=True, eq=False)

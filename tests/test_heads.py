@@ -1244,6 +1244,24 @@ def test_the_head_searchs_warnings_point_at_the_callers_line(monkeypatch):
         assert {w.filename for w in found} == {__file__}, message
 
 
+def test_a_count_row_equals_its_copy_and_a_refits():
+    """CountFit rows hold NaN where an error was not computed, and NaN is not
+    equal to itself: a row compared unequal to its pickled copy, and the
+    counts of two fits of the same data differed."""
+    import dataclasses
+
+    truth, X, y = noisy_sequences(2, 4, 2, 1, 0.05)
+    counts = LinearAttentionRegressor().fit(X, y).head_search_.counts
+    assert any(np.isnan(count.cv_error) for count in counts)  # (as the test needs)
+    assert pickle.loads(pickle.dumps(counts)) == counts
+    assert LinearAttentionRegressor().fit(X, y).head_search_.counts == counts
+    assert len({*counts, *pickle.loads(pickle.dumps(counts))}) == len(counts)
+    changed = dataclasses.replace(counts[0], cv_error=1.0)
+    assert changed != counts[0] and changed != dataclasses.replace(
+        counts[0], cv_error=2.0
+    )
+
+
 def test_a_search_is_complete_when_it_decided_the_count_within_its_work(monkeypatch):
     """Limits from 90% to 100% of the unlimited search's work: a search that
     decided its count (the last fit passes by tol as the budget runs out) is
