@@ -137,6 +137,11 @@ def _partial_fit_available(estimator):
     return True
 
 
+def _heads(n_heads):
+    """``"1 head"``, ``"3 heads"``."""
+    return f"{n_heads} head" + ("" if n_heads == 1 else "s")
+
+
 def _warn_search_cut_short(readout, head_work_limit):
     """A ``ConvergenceWarning``: the work limit stopped the head search before it
     decided the count (as scikit-learn warns of an iterative solver at its
@@ -151,17 +156,14 @@ def _warn_search_cut_short(readout, head_work_limit):
     # how far it got: each further count costs more than the last (more heads,
     # and their folds' refits), which head_work_limit=None would all pay for
     progress = (
-        f"{len(failed)} counts failed (up to {max(failed)} heads) in "
-        f"{readout.work:.2g} flops; "
-        if failed
-        else ""
+        f"failed: {failed} heads, in {readout.work:.2g} flops; " if failed else ""
     )
     warnings.warn(
         f"The head search stopped at its work limit (head_work_limit="
         f"{head_work_limit}: {readout.work_limit:.2g} flops) before it decided the "
         f"head count ({progress}undecided: "
         f"{undecided or 'the counts not yet fitted'}); "
-        f"it returns {returned}, {readout.n_heads} heads "
+        f"it returns {returned}, {_heads(readout.n_heads)} "
         "(head_search_.complete is False). Set head_work_limit higher (None: no "
         "limit; the counts left up to the returned one each cost more than the "
         "last) to let the search finish, or set n_heads to a number of heads "
@@ -843,7 +845,7 @@ class _LinearAttentionBase(BaseEstimator):
             verbose=self.verbose,
         )
         self._log(
-            f"{readout.value_matrices.shape[0]} head(s) read out in "
+            f"{_heads(readout.value_matrices.shape[0])} read out in "
             f"{time.perf_counter() - start:.2f} s, {readout.work:.2g} flops "
             f"(solve {solve_seconds:.2f} s)"
         )

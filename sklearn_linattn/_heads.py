@@ -666,7 +666,7 @@ class _Search:
                     self.undecided = True
                     break
                 count = test(k, value_rows, query_rows, count, asked=asked)
-                self.log(f"{k} heads: {self.reported(count)}")
+                self.log(f"{k} head{'s' * (k != 1)}: {self.reported(count)}")
         self.fits[k] = value_rows, query_rows, count
         return self.fits[k]
 
@@ -752,7 +752,7 @@ class _Search:
                 )
             elif not asked and self.gcv_fails(k, gcv_error):
                 count = replace(count, passes=False, criterion="cv", failed_on="gcv")
-        self.log(f"{k} heads: {self.reported(count)}")
+        self.log(f"{k} head{'s' * (k != 1)}: {self.reported(count)}")
         return value_rows, query_rows, count
 
     def stop_rules(self, design):
@@ -1297,7 +1297,10 @@ def read_out_heads(
     counts = tuple(search.reported(fit[2]) for fit in search.fits.values())
     lifted_cv = tuple(error * search.held_out_scale for error in search.lifted_cv)
     lifted_gcv = search.lifted_gcv * error_scale if search.folds_built else np.nan
-    search.log(f"{k} heads ({criterion}); counts fitted {[c.n_heads for c in counts]}")
+    search.log(
+        f"{k} head{'s' * (k != 1)} ({criterion}); counts fitted "
+        f"{[c.n_heads for c in counts]}"
+    )
     return HeadReadout(
         value,
         query,

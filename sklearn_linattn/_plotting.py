@@ -106,7 +106,8 @@ class AttentionHeadsDisplay:
         cmap : str or matplotlib Colormap, default="RdBu_r"
             A diverging colormap: zero is its middle.
         ax : array of matplotlib Axes of shape (2, n_shown_heads), default=None
-            Where to draw; None makes a new figure.
+            Where to draw (``V_h`` above ``Q_h``; for one head also shape
+            (2,)); None makes a new figure.
 
         Returns
         -------
@@ -132,7 +133,8 @@ class AttentionHeadsDisplay:
         cmap : str or matplotlib Colormap, default="RdBu_r"
             A diverging colormap: zero is its middle.
         ax : array of matplotlib Axes of shape (2, n_shown_heads), default=None
-            Where to draw; None makes a new figure.
+            Where to draw (``V_h`` above ``Q_h``; for one head also shape
+            (2,)); None makes a new figure.
 
         Returns
         -------
@@ -154,6 +156,11 @@ class AttentionHeadsDisplay:
         if shown == 0:
             raise ValueError("The model has no heads to draw (n_heads=0).")
         names = self.feature_names
+        if isinstance(names, str):
+            raise TypeError(
+                f"feature_names must be a list of {token_dim} names, one per token "
+                f"feature, got the string {names!r}."
+            )
         if names is not None and len(names) != token_dim:
             raise ValueError(
                 f"feature_names has {len(names)} names but tokens have "
@@ -170,6 +177,8 @@ class AttentionHeadsDisplay:
             )
         else:
             ax = np.asarray(ax, dtype=object)
+            if ax.shape == (2,) and shown == 1:  # plt.subplots(2, 1): one head
+                ax = ax.reshape(2, 1)
             if ax.shape != (2, shown):
                 raise ValueError(
                     f"ax must be an array of Axes of shape (2, {shown}) (V_h above "
@@ -383,6 +392,12 @@ class HeadSearchDisplay:
             raise ValueError(
                 f"The head search fitted no count (criterion {search.criterion!r}): "
                 f"nothing to draw; {reason}."
+            )
+        if ax is not None and not hasattr(ax, "has_data"):
+            shape = f" of shape {ax.shape}" if hasattr(ax, "shape") else ""
+            raise TypeError(
+                "ax must be one matplotlib Axes (the display draws one panel), "
+                f"got {type(ax).__name__}{shape}."
             )
         # axes that already show something keep it in view
         reused = ax is not None and ax.has_data()

@@ -107,6 +107,18 @@ def test_draws_into_given_axes_and_leaves_the_matrices_unchanged():
     np.testing.assert_array_equal(attention.query_matrices, Q)
 
 
+def test_one_head_draws_into_a_column_of_two_axes():
+    """plt.subplots(2, 1) gives a 1-D array of two Axes: V_h above Q_h."""
+    attention = random_attention(np.random.default_rng(2), 3, 1)
+    figure, ax = plt.subplots(2, 1)
+    display = AttentionHeadsDisplay(attention.value_matrices, attention.query_matrices)
+    display.plot(ax=ax)
+    assert display.axes_.shape == (2, 1) and display.axes_[1, 0] is ax[1]
+    np.testing.assert_array_equal(
+        display.images_[1, 0].get_array(), attention.query_matrices[0]
+    )
+
+
 def test_unfitted_estimator_raises():
     with pytest.raises(NotFittedError):
         AttentionHeadsDisplay.from_estimator(LinearAttentionRegressor())
@@ -144,6 +156,10 @@ def test_bad_matrices_and_names():
     with pytest.raises(ValueError, match="feature_names has 2 names"):
         AttentionHeadsDisplay(
             np.ones((1, 1, 3)), np.ones((1, 3, 3)), feature_names=["a", "b"]
+        ).plot()
+    with pytest.raises(TypeError, match="got the string 'abc'"):  # not 3 names
+        AttentionHeadsDisplay(
+            np.ones((1, 1, 3)), np.ones((1, 3, 3)), feature_names="abc"
         ).plot()
     empty = MultiHeadLinearAttention(np.ones((0, 1, 3)), np.ones((0, 3, 3)))
     with pytest.raises(ValueError, match="no heads to draw"):
@@ -440,6 +456,14 @@ def test_search_display_draws_into_given_axes_and_replots():
     assert all(display.lines_[key].get_xdata().size for key in display.lines_
                if key not in ("lifted", "chosen"))
     assert len(texts) == len(set(texts))
+
+
+def test_search_display_takes_one_axes():
+    """An array of Axes (plt.subplots(1, 2)) was an AttributeError from inside
+    the display."""
+    _, axes = plt.subplots(1, 2)
+    with pytest.raises(TypeError, match=r"one matplotlib Axes .* of shape \(2,\)"):
+        HeadSearchDisplay.from_estimator(noisy_search(), ax=axes)
 
 
 def test_a_head_search_record_without_its_tol_draws_the_estimators(rng):
