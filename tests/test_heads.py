@@ -1042,7 +1042,8 @@ def test_head_search_lists_every_count_with_its_verdict(capsys):
     search = model.head_search_
     out = capsys.readouterr().out
     for count in search.counts:  # verbose prints them as head_search_ has them
-        assert f"{count.n_heads} heads: {count}" in out
+        heads = "1 head" if count.n_heads == 1 else f"{count.n_heads} heads"
+        assert f"[heads] {heads}: {count}" in out
     assert isinstance(search, HeadReadout) and search.seconds > 0
     assert search.counts_tried == (1, 2)
     one, two = search.counts
