@@ -251,7 +251,11 @@ class CountFit:
     A row describes the count's fit as it was judged: on noisy data the heads
     ``n_heads=k`` returns (polished before the verdict); on exact data the
     heads returned are then polished on to rounding, so that their distance
-    (``head_search_.relative_distance``) can be below their row's.
+    (``head_search_.relative_distance``) can be below their row's. In the
+    search, a noisy count that fails generalized cross-validation whatever its
+    training error passes only by reproducing the lifted fit, and is judged by
+    the symmetric split completed to rank k (theory page, "Near
+    interpolation"); its row describes those heads.
 
     Attributes
     ----------
@@ -529,6 +533,7 @@ class _Search:
         self.undecided = False
         self.linearized_errors = {}  # count -> its linearized refits' fold errors
         self.anchored = set()  # counts whose fits drifted (polished with a penalty)
+        self.completed = set()  # counts judged by completion_verdict
         # the generalized cross-validation's inputs (given with the folds)
         self.degrees_of_freedom = degrees_of_freedom
         self.n_observations, self.fit_intercept = n_observations, fit_intercept
@@ -670,11 +675,19 @@ class _Search:
         self.fits[k] = value_rows, query_rows, count
         return self.fits[k]
 
-    def _fit(self, k, asked=False):
+    def _fit(self, k, asked=False, fitted=False):
         """``(value_rows, query_rows, CountFit)``: the best start by training loss
         (on noisy data screened by ``SCREEN_ITER`` steps, and polished), the
         first within tol ending the starts; exact data that identify the function
-        are fitted in the Frobenius metric."""
+        are fitted in the Frobenius metric. In the search, counts from
+        :attr:`first_hopeless` on are judged by :meth:`completion_verdict`
+        where it decides, unless ``fitted``."""
+        if not (asked or fitted) and k >= self.first_hopeless:
+            judged = self.completion_verdict(k)
+            if judged is not None:
+                self.completed.add(k)
+                self.log(f"{k} head{'s' * (k != 1)}: {self.reported(judged[2])}")
+                return judged
         design = self.frobenius if self.frobenius_fits else self.design
         accept, resolution = self.stop_rules(design)
         starts = self.starts(k)
@@ -967,20 +980,54 @@ class _Search:
         )
 
     @functools.cached_property
-    def hopeless(self):
-        """The counts not fitted: from the first that fails generalized
-        cross-validation even at ``TRAINING_FLOOR`` times the lifted fit's training
-        error, up to the slices' lower bound (:func:`fewest_heads_bound`)."""
-        if self.exact:
-            return range(0)
+    def first_hopeless(self):
+        """The first count that fails generalized cross-validation even at
+        ``TRAINING_FLOOR`` times the lifted fit's training error: from it on only
+        reproducing the lifted fit within ``tol`` passes (``d^2 + 1`` on exact
+        data, or without folds)."""
+        if self.exact or self.folds is None:
+            return self.d * self.d + 1
         training_error = self.residual_sum_of_squares / self.folds.squared_weight
         floor = TRAINING_FLOOR * training_error
-        first = next(
+        return next(
             (k for k in range(1, self.d * self.d + 1)
              if self.gcv_fails(k, self.generalized_cv(floor, self.head_dof(k)))),
             self.d * self.d + 1,
         )
-        return range(first, fewest_heads_bound(self.coef, self.d, self.tol))
+
+    @functools.cached_property
+    def hopeless(self):
+        """The counts not fitted: from :attr:`first_hopeless` up to the slices'
+        lower bound (:func:`fewest_heads_bound`)."""
+        bound = fewest_heads_bound(self.coef, self.d, self.tol)
+        return range(self.first_hopeless, bound)
+
+    def completion_verdict(self, k):
+        """``(value_rows, query_rows, CountFit)`` of a count from
+        :attr:`first_hopeless` on, judged without fitting it: the split
+        completed to rank k (:meth:`completion_start`, where every noisy fit
+        starts) passes when it reproduces the lifted fit within ``tol``, else
+        the count fails generalized cross-validation at its training error;
+        None where it does not (the count is fitted)."""
+        query_rows = self.completion_start(k)
+        value_rows, query_rows, _, _ = fit_heads(
+            self.frobenius, query_rows, 0, budget=self.budget
+        )
+        loss = design_loss(self.design, value_rows, query_rows)
+        excess = max(loss - self.design.baseline, 0.0) / self.signal
+        count = CountFit(k, self.distance(value_rows, query_rows), excess)
+        if count.relative_distance <= self.tol:
+            return value_rows, query_rows, replace(count, passes=True, criterion="tol")
+        squared = self.training_squared_error(value_rows, query_rows)
+        gcv_error = self.generalized_cv(squared, self.head_dof(k))
+        if not self.gcv_fails(k, gcv_error):
+            return None
+        training_error = squared if self.folds.loss == "squared" else np.nan
+        return value_rows, query_rows, replace(
+            count, passes=False, criterion="cv", failed_on="gcv",
+            training_error=training_error, gcv_error=gcv_error,
+            threshold=self.threshold_of(k),
+        )
 
     @functools.cached_property
     def lifted_dof(self):
@@ -1392,6 +1439,7 @@ def _search(search, n_heads):
         for stage in ("linearized", "refits"):  # one count at a time
             low = _fewest(search, low, limit, undecided_or_passes(stage), "up")
         high = paper_count if low == limit else low
+        high = _fitted_below(search, high)
     if search.undecided:  # cut short: the fewest that passed so far
         passed = [k for k, fit in search.fits.items() if fit[2].passes]
         high = min(passed, default=paper_count)
@@ -1401,6 +1449,23 @@ def _search(search, n_heads):
     if search.exact:  # (noisy fits are polished before their verdict)
         value_rows, query_rows = search.polish(value_rows, query_rows)
     return value_rows.T @ query_rows, high, count.criterion, True
+
+
+def _fitted_below(search, high):
+    """``high``, or fewer heads: the counts below ``high`` that failed on
+    :meth:`_Search.completion_verdict` are fitted as ``n_heads=k`` fits them,
+    the largest first, while they reproduce the lifted fit within ``tol`` (a
+    completion can miss what a fit finds)."""
+    below = sorted((k for k in search.completed if k < high), reverse=True)
+    for k in below:
+        if search.budget.exhausted:
+            break
+        search.fits[k] = search._fit(k, fitted=True)
+        if not search.fits[k][2].passes:
+            break
+        high = k
+    search.completed.clear()
+    return high
 
 
 def _fewest(search, low, high, verdict, order):

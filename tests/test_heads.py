@@ -27,7 +27,7 @@ from conftest import (
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.linalg import LinAlgWarning
 from sklearn.base import clone
-from sklearn.datasets import load_digits
+from sklearn.datasets import load_digits, load_wine
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import r2_score
 from sklearn.model_selection import train_test_split
@@ -672,6 +672,37 @@ def test_near_interpolation_counts_that_cannot_pass_are_not_fitted(monkeypatch):
     np.testing.assert_array_equal(
         fitted.head_search_.value_matrices, search.value_matrices
     )
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_counts_only_tol_can_pass_are_judged_by_completing_the_split(seed):
+    """sklearn's wine, 133 rows of d = 9 (positions and a constant), three
+    classes, alpha 2 to 22 (the CV estimator): from 5 heads on, a count fails
+    generalized cross-validation whatever its training error, and passes only
+    by reproducing the lifted fit. Fitting counts 5 to 8 only to fail had cost
+    1.5 times the rest of the read-out, and the work limit stopped the search
+    before 9 heads reproduced the lifted fit. The split completed to rank k
+    decides such counts; one below the count returned is fitted as
+    n_heads=k - 1 fits it (seed 2: 8 heads reproduce the lifted fit, the
+    completion of rank 8 does not), and fails as it does."""
+    X, y = load_wine(return_X_y=True)
+    X_train, _, y_train, _ = train_test_split(
+        X, y, test_size=0.25, random_state=seed, stratify=y
+    )
+    X_train = StandardScaler().fit_transform(X_train)
+    X_train = np.pad(X_train, ((0, 0), (0, 2))).reshape(len(X_train), 5, 3)
+    positions = PositionalEncoding(constant=True, padding=None)
+    X_train = positions.fit_transform(X_train)
+    model = LinearAttentionClassifierCV().fit(X_train, y_train)
+    search = model.head_search_
+    assert search.complete and search.criterion == "tol"
+    lifted = clone(model).set_params(n_heads=None).fit(X_train, y_train)
+    distance = np.linalg.norm(model.coef_ - lifted.coef_)
+    assert distance <= search.tol * np.linalg.norm(lifted.coef_)
+    on_gcv = [c for c in search.counts if c.failed_on == "gcv"]
+    assert len(on_gcv) >= 3 and all(c.gcv_error > c.threshold for c in on_gcv)
+    fewer = clone(model).set_params(n_heads=model.n_heads_ - 1)
+    assert not fewer.fit(X_train, y_train).head_search_.passes
 
 
 @pytest.mark.parametrize(
