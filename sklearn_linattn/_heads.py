@@ -1461,7 +1461,7 @@ def _fitted_below(search, high):
         if search.budget.exhausted:
             break
         search.fits[k] = search._fit(k, fitted=True)
-        if not search.fits[k][2].passes:
+        if not search.fit(k)[2].passes:  # (and the held-out tests it reaches)
             break
         high = k
     search.completed.clear()
