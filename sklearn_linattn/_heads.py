@@ -652,14 +652,14 @@ class _Search:
         self.budget.spend(rounds + (4.0 * large + 8.0 * small) * small**2)
         return completion_queries(self.coef, self.d, k, COMPLETION_ITER)
 
-    def fit(self, k, stage="refits", asked=False):
+    def fit(self, k, stage="refits", asked=False, fitted=False):
         """The k-head fit and its verdict (cached), tested up to ``stage``:
         ``"training"``, ``"linearized"`` or ``"refits"``; a count no test has
         failed keeps the criterion of the last it passed (undecided). A count
         ``asked`` for (``n_heads=k``) is refined in the training metric where it
         fails ``tol``, and only its folds' own refits, all of them, decide."""
         if k not in self.fits:
-            self.fits[k] = self._fit(k, asked)
+            self.fits[k] = self._fit(k, asked, fitted)
         value_rows, query_rows, count = self.fits[k]
         stages = ("training", "linearized", "refits")
         for passed, test in (("training", self.linearized_refits),
@@ -1010,9 +1010,18 @@ class _Search:
         the count fails generalized cross-validation at its training error;
         None where it does not (the count is fitted)."""
         query_rows = self.completion_start(k)
+        # the values as every fit from these query rows has them (n_heads=k's
+        # first start): least squares in the training metric, not the
+        # Frobenius one. Where the training data leave directions unseen (a
+        # singular Gram: one-hot positions beside a constant, alpha=0) the
+        # Frobenius values reproduce the lifted fit while the fit's are its
+        # equal on the training rows only, beyond tol of it (0.09 to 0.15),
+        # and n_heads=k failed a count the completion passed. Refined in the
+        # Frobenius metric within sqrt(tol), as a fit is (:meth:`reproduce`).
         value_rows, query_rows, _, _ = fit_heads(
-            self.frobenius, query_rows, 0, budget=self.budget
+            self.design, query_rows, 0, budget=self.budget
         )
+        value_rows, query_rows = self.reproduce(value_rows, query_rows)
         loss = design_loss(self.design, value_rows, query_rows)
         excess = max(loss - self.design.baseline, 0.0) / self.signal
         count = CountFit(k, self.distance(value_rows, query_rows), excess)
@@ -1452,18 +1461,23 @@ def _search(search, n_heads):
 
 
 def _fitted_below(search, high):
-    """``high``, or fewer heads: the counts below ``high`` that failed on
-    :meth:`_Search.completion_verdict` are fitted as ``n_heads=k`` fits them,
-    the largest first, while they reproduce the lifted fit within ``tol`` (a
-    completion can miss what a fit finds)."""
-    below = sorted((k for k in search.completed if k < high), reverse=True)
-    for k in below:
-        if search.budget.exhausted:
+    """``high``, or fewer heads: from the largest count below ``high`` that
+    failed on :meth:`_Search.completion_verdict`, the counts are fitted as
+    ``n_heads=k`` fits them, one at a time down, while they pass (a completion
+    can miss what a fit finds). Counts the search skipped as failing with a
+    completion's failure (galloping: 1, 2, 4, ...) are fitted too, so that
+    ``n_heads=k - 1`` fails; a count a fit failed, or that cannot reproduce
+    the lifted fit (:attr:`_Search.hopeless`), ends them."""
+    completed = {k for k in search.completed if k < high}
+    k = max(completed, default=0)
+    while k >= 1 and not search.budget.exhausted:
+        if (k in search.fits and k not in completed) or k in search.hopeless:
             break
-        search.fits[k] = search._fit(k, fitted=True)
-        if not search.fit(k)[2].passes:  # (and the held-out tests it reaches)
+        completed.discard(k)
+        search.fits.pop(k, None)
+        if not search.fit(k, fitted=True)[2].passes:
             break
-        high = k
+        high, k = k, k - 1
     search.completed.clear()
     return high
 

@@ -705,6 +705,62 @@ def test_counts_only_tol_can_pass_are_judged_by_completing_the_split(seed):
     assert not fewer.fit(X_train, y_train).head_search_.passes
 
 
+def _noisy_classes(n_rows, n_tokens, token_dim, n_heads, noise, seed, positions):
+    """Three classes by the terciles of a random two-output attention's first
+    output plus noise (relative to its spread), from ``n_rows`` sequences."""
+    X, y, _ = make_random_mhla(
+        n_rows + 200, n_tokens, token_dim, n_heads=n_heads, n_outputs=2,
+        random_state=seed,
+    )
+    rng = np.random.default_rng(seed)
+    y = y + noise * np.std(y, axis=0) * rng.normal(size=y.shape)
+    if positions:
+        X = PositionalEncoding(constant=True, padding=None).fit_transform(X)
+    labels = np.searchsorted(np.quantile(y[:, 0], [1 / 3, 2 / 3]), y[:, 0])
+    return X[:n_rows], labels[:n_rows], rng
+
+
+def test_a_count_the_completion_passes_is_passed_by_n_heads_k():
+    """14 sequences of one-hot positions beside a constant (d = 4, p = 40),
+    three classes, alpha = 0: the training Gram is singular. The split
+    completed to rank 4 reproduced the lifted fit with its values fitted in
+    the Frobenius metric, and the search returned 4 heads on tol; every fit
+    of those query rows (n_heads=4's first start) solves the values on the
+    training rows, which leave directions unseen: 0.09 from the lifted fit,
+    and n_heads=4 failed. The completion is judged with the fit's values: a
+    count the search passes, n_heads=k passes."""
+    X, y, _ = _noisy_classes(14, 2, 1, 1, 0.05, 835435726, positions=True)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "alpha=0 and the model", UserWarning)
+        model = LinearAttentionClassifier().fit(X, y)
+        for count in model.head_search_.counts:
+            if count.criterion == "tol" or count.failed_on == "gcv":
+                fixed = clone(model).set_params(n_heads=count.n_heads).fit(X, y)
+                assert fixed.head_search_.passes == count.passes, count
+        fixed = clone(model).set_params(n_heads=model.n_heads_).fit(X, y)
+        assert fixed.head_search_.passes
+
+
+def test_counts_skipped_below_a_completion_that_missed_are_fitted():
+    """25 sequences of d = 3, three classes, alpha = 10, an intercept and
+    sample weights: 1 head fails, the completions of ranks 2, 4 and 5 fail
+    (3 skipped by galloping), and the fits of 5 and 4 heads reproduce the
+    lifted fit. 3 heads reproduce it too (the parent of the completion
+    returned 3): the counts below a completion that a fit passes are fitted
+    one at a time down, skipped ones included, so that n_heads=k - 1 fails."""
+    X, y, rng = _noisy_classes(25, 5, 3, 3, 0.3, 55594764, positions=False)
+    weights = rng.uniform(0.2, 3.0, size=25)
+    model = LinearAttentionClassifier(alpha=10.0, fit_intercept=True)
+    model.fit(X, y, sample_weight=weights)
+    search = model.head_search_
+    assert search.complete and search.criterion == "tol"
+    lifted = clone(model).set_params(n_heads=None).fit(X, y, sample_weight=weights)
+    distance = np.linalg.norm(model.coef_ - lifted.coef_)
+    assert distance <= search.tol * np.linalg.norm(lifted.coef_)
+    fewer = clone(model).set_params(n_heads=model.n_heads_ - 1)
+    assert not fewer.fit(X, y, sample_weight=weights).head_search_.passes
+
+
 @pytest.mark.parametrize(
     "n_samples, n_heads, alpha, failing",
     [
