@@ -1002,25 +1002,6 @@ class _Search:
         bound = fewest_heads_bound(self.coef, self.d, self.tol)
         return range(self.first_hopeless, bound)
 
-    def completions_affordable(self, low, high):
-        """Whether the completions of a search down from ``high`` to ``low``
-        (about ``2 log2(high - low) + 2`` of them, each at most the cost of
-        ``high - 1`` heads: alternating projections and the values' solve) cost
-        no more than the search so far (at most doubling it: at d = 32 and 50,
-        where every count is the lifted fit's, they had tripled a read-out of
-        0.02 s) and fit in the work left."""
-        if high <= low:
-            return False
-        k, d, m = high - 1, self.d, self.m
-        small, large = sorted((m * d, d * d))
-        completion = COMPLETION_ITER * (8.0 * k + 4.0) * m * d**3
-        completion += (4.0 * large + 8.0 * small) * small**2
-        small, large = sorted((k * d, self.design.n_columns))
-        values = self.design.feature_flops(k) + 6.0 * small * small * large
-        probes = 2 * int(np.ceil(np.log2(high - low + 1))) + 2
-        cost, spent = probes * (completion + values), self.budget.spent
-        return cost <= spent and spent + cost <= self.budget.limit
-
     def completion_verdict(self, k):
         """``(value_rows, query_rows, CountFit)`` of a count from
         :attr:`first_hopeless` on, judged without fitting it: the split
@@ -1467,16 +1448,7 @@ def _search(search, n_heads):
         for stage in ("linearized", "refits"):  # one count at a time
             low = _fewest(search, low, limit, undecided_or_passes(stage), "up")
         high = paper_count if low == limit else low
-        if high == paper_count and search.completions_affordable(limit, paper_count):
-            # from the interpolating count on only reproducing the lifted fit
-            # passes: completions decide, galloping down from the paper's count
-            def reproduces(k):
-                return k not in search.hopeless and bool(search.fit(k)[2].passes)
-
-            high = _fewest(search, limit, paper_count, reproduces, "down")
-        # (below the lifted fit's count, only those below the interpolating one:
-        # a fit of as many heads as the paper's costs too much to try)
-        high = _fitted_below(search, high, limit if high == paper_count else high)
+        high = _fitted_below(search, high)
     if search.undecided:  # cut short: the fewest that passed so far
         passed = [k for k, fit in search.fits.items() if fit[2].passes]
         high = min(passed, default=paper_count)
@@ -1488,16 +1460,15 @@ def _search(search, n_heads):
     return value_rows.T @ query_rows, high, count.criterion, True
 
 
-def _fitted_below(search, high, start):
+def _fitted_below(search, high):
     """``high``, or fewer heads: from the largest count below ``high`` that
     failed on :meth:`_Search.completion_verdict`, the counts are fitted as
     ``n_heads=k`` fits them, one at a time down, while they pass (a completion
     can miss what a fit finds). Counts the search skipped as failing with a
     completion's failure (galloping: 1, 2, 4, ...) are fitted too, so that
     ``n_heads=k - 1`` fails; a count a fit failed, or that cannot reproduce
-    the lifted fit (:attr:`_Search.hopeless`), ends them. Only counts below
-    ``start`` are fitted."""
-    completed = {k for k in search.completed if k < start}
+    the lifted fit (:attr:`_Search.hopeless`), ends them."""
+    completed = {k for k in search.completed if k < high}
     k = max(completed, default=0)
     while k >= 1 and not search.budget.exhausted:
         if (k in search.fits and k not in completed) or k in search.hopeless:
