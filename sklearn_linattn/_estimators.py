@@ -53,7 +53,7 @@ from ._data import (
     predict_dask,
     sum_statistics,
 )
-from ._heads import INTERPOLATION_MARGIN, WORK_FLOOR, read_out_heads
+from ._heads import INTERPOLATION_MARGIN, WORK_FLOOR, heads_phrase, read_out_heads
 from ._lift import lifted_feature_pairs, lifted_features
 from ._progress import ChunkProgress
 from ._rollout import lifted_readout, rollout
@@ -137,11 +137,6 @@ def _partial_fit_available(estimator):
     return True
 
 
-def _heads(n_heads):
-    """``"1 head"``, ``"3 heads"``."""
-    return f"{n_heads} head" + ("" if n_heads == 1 else "s")
-
-
 def _warn_search_cut_short(readout, head_work_limit):
     """A ``ConvergenceWarning``: the work limit stopped the head search before it
     decided the count (as scikit-learn warns of an iterative solver at its
@@ -163,7 +158,7 @@ def _warn_search_cut_short(readout, head_work_limit):
         f"{head_work_limit}: {readout.work_limit:.2g} flops) before it decided the "
         f"head count ({progress}undecided: "
         f"{undecided or 'the counts not yet fitted'}); "
-        f"it returns {returned}, {_heads(readout.n_heads)} "
+        f"it returns {returned}, {heads_phrase(readout.n_heads)} "
         "(head_search_.complete is False). Set head_work_limit higher (None: no "
         "limit; the counts left up to the returned one each cost more than the "
         "last) to let the search finish, or set n_heads to a number of heads "
@@ -845,7 +840,7 @@ class _LinearAttentionBase(BaseEstimator):
             verbose=self.verbose,
         )
         self._log(
-            f"{_heads(readout.value_matrices.shape[0])} read out in "
+            f"{heads_phrase(readout.value_matrices.shape[0])} read out in "
             f"{time.perf_counter() - start:.2f} s, {readout.work:.2g} flops "
             f"(solve {solve_seconds:.2f} s)"
         )

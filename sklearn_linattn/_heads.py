@@ -110,6 +110,11 @@ DRIFT_PENALTY = 1e-6
 WORK_FLOOR = 5e10
 
 
+def heads_phrase(n_heads):
+    """``"1 head"``, ``"3 heads"``."""
+    return f"{n_heads} head" + ("" if n_heads == 1 else "s")
+
+
 def _canonical_signs(left, right):
     """Flip paired columns so that the largest-magnitude entry of each left column
     is positive."""
@@ -569,6 +574,10 @@ class _Search:
         if self.verbose:
             print(f"[heads] {message}", flush=True)
 
+    def log_count(self, count):
+        """Print a count's row as ``head_search_`` reports it."""
+        self.log(f"{heads_phrase(count.n_heads)}: {self.reported(count)}")
+
     @property
     def held_out_scale(self):
         """What held-out errors are multiplied by to be in the data's units:
@@ -671,7 +680,7 @@ class _Search:
                     self.undecided = True
                     break
                 count = test(k, value_rows, query_rows, count, asked=asked)
-                self.log(f"{k} head{'s' * (k != 1)}: {self.reported(count)}")
+                self.log_count(count)
         self.fits[k] = value_rows, query_rows, count
         return self.fits[k]
 
@@ -686,7 +695,7 @@ class _Search:
             judged = self.completion_verdict(k)
             if judged is not None:
                 self.completed.add(k)
-                self.log(f"{k} head{'s' * (k != 1)}: {self.reported(judged[2])}")
+                self.log_count(judged[2])
                 return judged
         design = self.frobenius if self.frobenius_fits else self.design
         accept, resolution = self.stop_rules(design)
@@ -752,21 +761,28 @@ class _Search:
         elif self.exact or self.folds is None:
             count = replace(count, passes=False, criterion="tol", failed_on="tol")
         else:
-            squared = self.training_squared_error(value_rows, query_rows)
-            training_error = squared if self.folds.loss == "squared" else np.nan
-            gcv_error = self.generalized_cv(squared, self.head_dof(k))
-            count = replace(
-                count, criterion="training", training_error=training_error,
-                gcv_error=gcv_error, threshold=self.threshold_of(k),
-            )
-            if not asked and training_error > count.threshold:
+            count = self.training_count(value_rows, query_rows, count)
+            if not asked and count.training_error > count.threshold:
                 count = replace(
                     count, passes=False, criterion="cv", failed_on="training"
                 )
-            elif not asked and self.gcv_fails(k, gcv_error):
+            elif not asked and self.gcv_fails(k, count.gcv_error):
                 count = replace(count, passes=False, criterion="cv", failed_on="gcv")
-        self.log(f"{k} head{'s' * (k != 1)}: {self.reported(count)}")
+        self.log_count(count)
         return value_rows, query_rows, count
+
+    def training_count(self, value_rows, query_rows, count):
+        """``count`` with the heads' training error (squared errors; NaN for
+        misclassification), generalized cross-validated error and threshold:
+        the held-out tests' start (criterion ``"training"``)."""
+        squared = self.training_squared_error(value_rows, query_rows)
+        k = count.n_heads
+        return replace(
+            count, criterion="training",
+            training_error=squared if self.folds.loss == "squared" else np.nan,
+            gcv_error=self.generalized_cv(squared, self.head_dof(k)),
+            threshold=self.threshold_of(k),
+        )
 
     def stop_rules(self, design):
         """``(accept_below, resolution)`` of a fit on ``design``: within
@@ -1027,15 +1043,11 @@ class _Search:
         count = CountFit(k, self.distance(value_rows, query_rows), excess)
         if count.relative_distance <= self.tol:
             return value_rows, query_rows, replace(count, passes=True, criterion="tol")
-        squared = self.training_squared_error(value_rows, query_rows)
-        gcv_error = self.generalized_cv(squared, self.head_dof(k))
-        if not self.gcv_fails(k, gcv_error):
+        count = self.training_count(value_rows, query_rows, count)
+        if not self.gcv_fails(k, count.gcv_error):
             return None
-        training_error = squared if self.folds.loss == "squared" else np.nan
         return value_rows, query_rows, replace(
-            count, passes=False, criterion="cv", failed_on="gcv",
-            training_error=training_error, gcv_error=gcv_error,
-            threshold=self.threshold_of(k),
+            count, passes=False, criterion="cv", failed_on="gcv"
         )
 
     @functools.cached_property
@@ -1354,8 +1366,7 @@ def read_out_heads(
     lifted_cv = tuple(error * search.held_out_scale for error in search.lifted_cv)
     lifted_gcv = search.lifted_gcv * error_scale if search.folds_built else np.nan
     search.log(
-        f"{k} head{'s' * (k != 1)} ({criterion}); counts fitted "
-        f"{[c.n_heads for c in counts]}"
+        f"{heads_phrase(k)} ({criterion}); counts fitted {[c.n_heads for c in counts]}"
     )
     return HeadReadout(
         value,
