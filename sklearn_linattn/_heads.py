@@ -105,6 +105,12 @@ REFIT_MARGIN = 10.0
 # null space).
 DRIFT = 1e3
 DRIFT_PENALTY = 1e-6
+# Counts with as many dimensions as equations (only tol passes them) are fitted,
+# galloping down from the paper's count, with at most BEYOND_SHARE times the work
+# the search spent before them, or BEYOND_FLOOR flops (a tenth of a second or
+# two of one core) where that is more.
+BEYOND_SHARE = 1.0
+BEYOND_FLOOR = 2e8
 # The estimators' work limit: head_work_limit times the lifted fit's flops plus
 # WORK_FLOOR (4 to 7 seconds of one core, benchmarks/README.md).
 WORK_FLOOR = 5e10
@@ -1022,9 +1028,11 @@ class _Search:
         """``(value_rows, query_rows, CountFit)`` of a count from
         :attr:`first_hopeless` on, judged without fitting it: the split
         completed to rank k (:meth:`completion_start`, where every noisy fit
-        starts) passes when it reproduces the lifted fit within ``tol``, else
-        the count fails generalized cross-validation at its training error;
-        None where it does not (the count is fitted)."""
+        starts) fails the count when generalized cross-validation fails it at
+        its training error; None where it does not, or where it reproduces the
+        lifted fit within ``tol`` (the count is fitted: from that start
+        ``n_heads=k``'s fit can end beyond ``tol``, 2e-4 to 1e-3 at d = 5,
+        where the training metric is singular)."""
         query_rows = self.completion_start(k)
         # the values as every fit from these query rows has them (n_heads=k's
         # first start): least squares in the training metric, not the
@@ -1042,7 +1050,7 @@ class _Search:
         excess = max(loss - self.design.baseline, 0.0) / self.signal
         count = CountFit(k, self.distance(value_rows, query_rows), excess)
         if count.relative_distance <= self.tol:
-            return value_rows, query_rows, replace(count, passes=True, criterion="tol")
+            return None
         count = self.training_count(value_rows, query_rows, count)
         if not self.gcv_fails(k, count.gcv_error):
             return None
@@ -1459,6 +1467,8 @@ def _search(search, n_heads):
         for stage in ("linearized", "refits"):  # one count at a time
             low = _fewest(search, low, limit, undecided_or_passes(stage), "up")
         high = paper_count if low == limit else low
+        if high == paper_count and not search.undecided:
+            high = _reproducing_beyond(search, limit, paper_count)
         high = _fitted_below(search, high)
     if search.undecided:  # cut short: the fewest that passed so far
         passed = [k for k, fit in search.fits.items() if fit[2].passes]
@@ -1469,6 +1479,35 @@ def _search(search, n_heads):
     if search.exact:  # (noisy fits are polished before their verdict)
         value_rows, query_rows = search.polish(value_rows, query_rows)
     return value_rows.T @ query_rows, high, count.criterion, True
+
+
+def _reproducing_beyond(search, low, paper_count):
+    """The fewest count from ``low`` (the fewest whose models have as many
+    dimensions as the equations: from it on only reproducing the lifted fit
+    within ``tol`` passes) below the paper's count whose fit reproduces the
+    lifted fit, galloping down from the paper's count, each count fitted as
+    ``n_heads=k`` fits it; ``paper_count`` where none does. These fits may
+    cost at most the work the search spent before them (``BEYOND_SHARE``);
+    fits that limit cuts short are left out, and the fewest count found to
+    pass is returned (the search is complete: it needed none of them)."""
+    budget, undecided = search.budget, search.undecided
+    limit = budget.limit
+    allowed = max(BEYOND_SHARE * budget.spent, BEYOND_FLOOR)
+    budget.limit = min(limit, budget.spent + allowed)
+
+    def reproduces(k):
+        return k not in search.hopeless and bool(search.fit(k, fitted=True)[2].passes)
+
+    try:
+        _fewest(search, low, paper_count, reproduces, "down")
+    finally:
+        budget.limit = limit
+    search.undecided = undecided
+    for k, fit in list(search.fits.items()):
+        if k >= low and fit[2].passes is None:
+            del search.fits[k]
+    passed = [k for k, fit in search.fits.items() if k >= low and fit[2].passes]
+    return min(passed, default=paper_count)
 
 
 def _fitted_below(search, high):

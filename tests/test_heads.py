@@ -650,24 +650,60 @@ def test_counts_with_as_many_dimensions_as_equations_are_not_fitted():
     assert search.complete
 
 
+def test_counts_beyond_the_interpolating_one_are_fitted_down_from_the_papers():
+    """17 sequences of d = 3, three classes, alpha = 0.1: from 3 heads on the
+    models have as many dimensions as the equations, and only reproducing
+    the lifted fit passes. Those counts were never tried, and the lifted
+    fit's 6 heads came back where 3 reproduce it. Fitted down from the
+    paper's count, as n_heads=k fits them: 3 heads, within tol of the lifted
+    fit, and n_heads=2 fails."""
+    rng = np.random.default_rng(6)
+    truth = random_attention(rng, 3, 2, 3)
+    X = random_sequences(rng, 17, 6, 3)
+    scores = truth.predict(X)
+    scores = scores + 0.3 * scores.std() * rng.normal(size=scores.shape)
+    y = np.asarray(["a", "b", "c"])[scores.argmax(axis=1)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # few rows per lifted feature
+
+        def fitted(n_heads):
+            return LinearAttentionClassifier(
+                alpha=0.1, fit_intercept=True, n_heads=n_heads
+            ).fit(X, y)
+
+        model, lifted = fitted("auto"), fitted(None)
+        fewer = fitted(model.n_heads_ - 1)
+        asked = {c.n_heads: fitted(c.n_heads) for c in model.head_search_.counts}
+    search = model.head_search_
+    assert search.criterion == "tol" and search.complete
+    assert model.n_heads_ < lifted.n_heads_
+    distance = np.linalg.norm(model.coef_ - lifted.coef_)
+    assert distance <= search.tol * np.linalg.norm(lifted.coef_)
+    assert not fewer.head_search_.passes
+    for count in search.counts:  # each verdict that of n_heads=k
+        assert count.passes == asked[count.n_heads].head_search_.passes
+
+
 def test_near_interpolation_counts_that_cannot_pass_are_not_fitted(monkeypatch):
     """d = 5, 60 noisy sequences (p = 75), alpha = 1: two heads (47 dimensions)
     fail generalized cross-validation even at half the lifted fit's training
     error, and the slices keep them from reproducing the lifted fit within tol:
     they are not fitted. Fitted anyway (n_heads=2, or the search with
-    TRAINING_FLOOR = 0), they fail, and the search returns the same heads."""
+    TRAINING_FLOOR = 0, which then also fits counts beyond the interpolating
+    one), they fail, and the search returns the same heads."""
     X, y, _ = make_random_mhla(60, 8, 5, n_heads=2, noise=0.5, random_state=1)
     model = LinearAttentionRegressor(alpha=1.0).fit(X, y)
     fixed = LinearAttentionRegressor(alpha=1.0, n_heads=2).fit(X, y)
     monkeypatch.setattr("sklearn_linattn._heads.TRAINING_FLOOR", 0.0)
     fitted = LinearAttentionRegressor(alpha=1.0).fit(X, y)
     search = model.head_search_
-    assert search.counts_tried == (1,) and search.criterion == "lifted"
+    assert search.criterion == "lifted"
+    assert search.counts_tried[0] == 1 and {2, 3}.isdisjoint(search.counts_tried)
     two = fixed.head_search_.counts[0]
     assert not fixed.head_search_.passes
     assert two.gcv_error > search.gcv_error  # failed by generalized CV
-    assert fitted.head_search_.counts_tried == (1, 2)
-    assert not fitted.head_search_.counts[1].passes
+    assert fitted.head_search_.counts_tried[:2] == (1, 2)
+    assert not any(count.passes for count in fitted.head_search_.counts)
     assert fitted.n_heads_ == model.n_heads_
     np.testing.assert_array_equal(
         fitted.head_search_.value_matrices, search.value_matrices

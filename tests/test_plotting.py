@@ -321,10 +321,14 @@ def test_search_display_of_the_papers_read_out_raises():
         HeadSearchDisplay.from_estimator(noisy_search(n_heads=None))
 
 
-def test_search_display_of_a_search_that_fitted_no_count_says_why():
-    """Ten noisy sequences: no count below the lifted fit's can be judged, and
-    the lifted fit's heads come back without a count fitted (the message had
-    said they were at most one head, or at most the n_heads asked for)."""
+def test_search_display_of_a_search_that_fitted_no_count_says_why(monkeypatch):
+    """Ten noisy sequences: no count below the lifted fit's can be judged but by
+    reproducing it, and with no work allowed for those fits (as where they
+    cost more than the search may spend on them) the lifted fit's heads come
+    back without a count fitted (the message had said they were at most one
+    head, or at most the n_heads asked for)."""
+    monkeypatch.setattr("sklearn_linattn._heads.BEYOND_SHARE", 0.0)
+    monkeypatch.setattr("sklearn_linattn._heads.BEYOND_FLOOR", 0.0)
     rng = np.random.default_rng(0)
     truth = random_attention(rng, 3, 2)
     X = random_sequences(rng, 10, 8, 3)
@@ -480,7 +484,7 @@ def test_a_head_search_record_without_its_tol_draws_the_estimators(rng):
 
 
 def test_the_legend_of_a_search_hides_no_count():
-    """Three counts decided three ways and seven legend entries: matplotlib's
+    """Counts decided three ways and seven legend entries: matplotlib's
     best place inside the axes covered the first count's marker; the axis is
     raised to make room above the counts instead. No marker of a count (the
     chosen line and the lifted fit's line span the axes, and are left out) lies
@@ -497,7 +501,7 @@ def test_the_legend_of_a_search_hides_no_count():
             alpha=0.1, fit_intercept=True, solver="dual"
         ).fit(X, y)
     display = HeadSearchDisplay.from_estimator(model)
-    assert len(model.head_search_.counts) == 3
+    assert len(model.head_search_.counts) >= 3
     figure = display.figure_
     figure.canvas.draw()
     box = display.ax_.get_legend().get_window_extent(figure.canvas.get_renderer())
