@@ -1191,9 +1191,9 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         (causal attention, each position sees its prefix) if True,
         :math:`S = Z^\top Z` (each position sees the whole sequence) if False.
     batch_size : int, default=None
-        Samples per chunk while streaming; None picks chunks of about 32 MiB of
-        lifted features. Memory beyond the input is one chunk plus
-        :math:`O(p^2)`.
+        Samples per chunk while streaming; None picks chunks of ``2 p`` rows,
+        kept between 32 and 256 MiB of lifted features. Memory beyond the input
+        is one chunk plus :math:`O(p^2)`.
     n_jobs : int, default=None
         Threads computing lifted features (None means 1, -1 all cores).
     verbose : int, default=0

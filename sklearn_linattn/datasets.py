@@ -425,6 +425,11 @@ def automaton_lookup_attention(n_states, n_symbols):
     ``[onehot(state, symbol) ; 0]``; the head matches the query's (state, symbol)
     against each token's and returns that token's next state, one-hot.
 
+    Parameters
+    ----------
+    n_states, n_symbols : int
+        The automaton's numbers of states and of symbols.
+
     Returns
     -------
     model : MultiHeadLinearAttention

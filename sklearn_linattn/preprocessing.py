@@ -242,6 +242,11 @@ class SeriesToTokens(TransformerMixin, BaseEstimator):
     group values (``window=4`` gives ``p = 40``) or append positions
     (:class:`PositionalEncoding`).
 
+    The three layouts are interchangeable: fitted in one, the transformer takes
+    series of any length in any of them, with the channels seen in ``fit`` (rows of
+    univariate series fitted as ``(3, 10)`` transform as ``(3, 12)``, ``(3, 1, 10)``
+    or a list).
+
     Parameters
     ----------
     window : int, default=1
@@ -253,11 +258,6 @@ class SeriesToTokens(TransformerMixin, BaseEstimator):
     max_len : int, default=None
         Number of tokens of the output; None uses the longest series of the data
         transformed. Longer series keep their last ``max_len`` tokens.
-
-    The three layouts are interchangeable: fitted in one, the transformer takes
-    series of any length in any of them, with the channels seen in ``fit`` (rows of
-    univariate series fitted as ``(3, 10)`` transform as ``(3, 12)``, ``(3, 1, 10)``
-    or a list).
 
     Attributes
     ----------

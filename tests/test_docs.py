@@ -229,6 +229,46 @@ def test_every_parameter_of_a_public_class_is_documented():
     assert not missing, "\n".join(missing)
 
 
+def test_documented_parameters_are_the_signature():
+    """A public class's or function's Parameters section names exactly the
+    parameters of its signature: no prose inside the section, which numpydoc reads
+    as a parameter (SeriesToTokens showed a paragraph as a bold parameter name with
+    raw backticks), and every parameter of a public function described
+    (automaton_lookup_attention had no Parameters section)."""
+    import dataclasses
+    import importlib
+    import inspect
+
+    docscrape = pytest.importorskip("numpydoc.docscrape")
+    wrong = []
+    for module_name in ("sklearn_linattn", "sklearn_linattn.datasets",
+                        "sklearn_linattn.preprocessing"):
+        module = importlib.import_module(module_name)
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if inspect.isclass(obj):
+                if obj.__init__ is object.__init__ or dataclasses.is_dataclass(obj):
+                    continue
+                doc = docscrape.ClassDoc(obj)
+            elif inspect.isfunction(obj):
+                doc = docscrape.FunctionDoc(obj)
+            else:
+                continue
+            parameters = {
+                key
+                for key, value in inspect.signature(obj).parameters.items()
+                if value.kind not in (value.VAR_POSITIONAL, value.VAR_KEYWORD)
+            }
+            documented = {
+                part.strip()
+                for entry in doc["Parameters"]
+                for part in entry.name.split(",")
+            }
+            wrong += [f"{name}: documented {key!r}" for key in documented - parameters]
+            wrong += [f"{name}: missing {key!r}" for key in parameters - documented]
+    assert not wrong, "\n".join(sorted(wrong))
+
+
 def test_real_data_numbers_come_from_the_recorded_run():
     """The real-data page types no score: its tables are drawn from the recorded
     run of benchmarks/bench_real_sequences.py, which covers every data set and
