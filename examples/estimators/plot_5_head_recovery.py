@@ -58,7 +58,9 @@ for offset, (name, values) in zip(
 left.set_xlabel("heads of the generating model")
 left.set_ylabel("heads returned")
 left.set_title(f"d = {d}: heads returned by each read-out")
-left.legend()
+left.set_ylim(0, d + 2)  # room above the bars for the legend
+left.set_yticks(range(d + 1))
+left.legend(loc="upper center", ncols=3, fontsize="small")
 right.semilogy(
     range(1, paper.n_heads_ + 1),
     head_strengths(paper),
