@@ -1209,8 +1209,14 @@ class InMemoryLiftedData:
             if n_workers == 1:
                 results = [accumulate(lane) for lane in range(n_lanes)]
             else:  # (map returns the lanes in order, whichever thread took each)
+                errors = np.geterr()  # the caller's: numpy's errstate is per thread
+
+                def in_callers_errstate(lane):
+                    with np.errstate(**errors):
+                        return accumulate(lane)
+
                 with ThreadPoolExecutor(n_workers) as pool:
-                    results = list(pool.map(accumulate, range(n_lanes)))
+                    results = list(pool.map(in_callers_errstate, range(n_lanes)))
             if find_scale:
                 if large_tokens.is_set():  # max |X| >= 2^20: scan all of X
                     largest = largest_magnitude(self.sequences)

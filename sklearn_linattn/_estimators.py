@@ -625,11 +625,16 @@ class _LinearAttentionBase(BaseEstimator):
         keep_folds = self.n_heads is not None and (
             first_call or self._fold_statistics is not None
         )
-        if keep_folds:
-            folds = data.fold_statistics(HELDOUT_FOLDS, first_sample=first_sample)
-            batch = sum_statistics(folds)
-        else:
-            folds, batch = None, data.statistics()
+        # A later batch far larger than the first can overflow in the kept
+        # scales: _check_batch_scale refuses it with a clear error, without
+        # numpy's overflow warnings first.
+        quiet = {} if first_call else {"over": "ignore", "invalid": "ignore"}
+        with np.errstate(**quiet):
+            if keep_folds:
+                folds = data.fold_statistics(HELDOUT_FOLDS, first_sample=first_sample)
+                batch = sum_statistics(folds)
+            else:
+                folds, batch = None, data.statistics()
         if first_call:
             self._check_rows(data)
             statistics = batch

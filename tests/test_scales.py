@@ -342,11 +342,16 @@ def test_partial_fit_every_position_with_a_1e20_batch_recovers_the_truth():
     )
 
 
-def test_partial_fit_batch_that_overflows_is_refused():
+@pytest.mark.parametrize(
+    "threads", [{}, {"n_jobs": 2, "batch_size": 10}], ids=["one thread", "lanes"]
+)
+def test_partial_fit_batch_that_overflows_is_refused(threads):
     truth, X1, y1, X2, y2 = _batches()
-    est = LinearAttentionRegressor(n_heads=None).partial_fit(X1, y1)
-    with pytest.raises(ValueError, match="overflow with this batch in the scales"):
-        est.partial_fit(X2 * 1e52, y2)
+    est = LinearAttentionRegressor(n_heads=None, **threads).partial_fit(X1, y1)
+    with warnings.catch_warnings():  # the clear error alone, no numpy overflow
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(ValueError, match="overflow with this batch in the scales"):
+            est.partial_fit(X2 * 1e52, y2)
     # the estimator is unchanged by the refused batch
     np.testing.assert_allclose(est.predict(X1), y1, atol=1e-12)
 
@@ -375,8 +380,10 @@ def test_partial_fit_targets_whose_squares_overflow_are_refused():
     limit), and the estimator is unchanged."""
     truth, X1, y1, X2, y2 = _batches()
     est = LinearAttentionRegressor(n_heads=None).partial_fit(X1, y1)
-    with pytest.raises(ValueError, match=r"y \(whose squares enter\)"):
-        est.partial_fit(X2, y2 * 1e160)
+    with warnings.catch_warnings():  # the clear error alone, no numpy overflow
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(ValueError, match=r"y \(whose squares enter\)"):
+            est.partial_fit(X2, y2 * 1e160)
     np.testing.assert_allclose(est.predict(X1), y1, atol=1e-12)
 
 
