@@ -1297,6 +1297,8 @@ class LinearAttentionRegressorCV(RegressorMixin, _LinearAttentionCVBase):
         See :class:`LinearAttentionRegressor`; with ``"all"`` folds split whole
         sequences and ``cv=None`` is not available.
     causal : bool, default=True
+        With ``positions="all"``: causal attention (each position sees its
+        prefix) if True; see :class:`LinearAttentionRegressor`.
     batch_size : int, default=None
         Samples per chunk while streaming.
     n_jobs : int, default=None

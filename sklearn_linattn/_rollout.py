@@ -433,9 +433,8 @@ def generate_pipeline(pipeline, X, n_steps, to_token=None):
     outputs : ndarray of shape (n_samples, n_steps) or \
 (n_samples, n_steps, n_outputs)
         ``outputs[:, t]`` is ``pipeline.predict`` (``decision_function``) of the
-        prompt followed by ``tokens[:, :t]``, read at its last token.
-
-    Both come as a named tuple ``GeneratedSequences(tokens, outputs)``.
+        prompt followed by ``tokens[:, :t]``, read at its last token. Both come
+        as a named tuple ``GeneratedSequences(tokens, outputs)``.
 
     Raises
     ------

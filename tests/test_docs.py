@@ -234,7 +234,8 @@ def test_documented_parameters_are_the_signature():
     parameters of its signature: no prose inside the section, which numpydoc reads
     as a parameter (SeriesToTokens showed a paragraph as a bold parameter name with
     raw backticks), and every parameter of a public function described
-    (automaton_lookup_attention had no Parameters section)."""
+    (automaton_lookup_attention had no Parameters section); no prose in Returns
+    either."""
     import dataclasses
     import importlib
     import inspect
@@ -266,6 +267,13 @@ def test_documented_parameters_are_the_signature():
             }
             wrong += [f"{name}: documented {key!r}" for key in documented - parameters]
             wrong += [f"{name}: missing {key!r}" for key in parameters - documented]
+            # a sentence in Returns is read as a return value of that type
+            # (generate_pipeline's 'Both come as a named tuple ...' rendered bold)
+            wrong += [
+                f"{name}: prose in Returns: {entry.type!r}"
+                for entry in doc["Returns"]
+                if not entry.desc and entry.type.rstrip().endswith(".")
+            ]
     assert not wrong, "\n".join(sorted(wrong))
 
 
