@@ -396,9 +396,8 @@ class MultiHeadLinearAttention:
             The generated tokens.
         outputs : ndarray of shape (n_samples, n_steps, n_outputs)
             ``outputs[:, t]`` is ``predict`` of the prompt followed by
-            ``tokens[:, :t]``.
-
-        Both come as a named tuple ``GeneratedSequences(tokens, outputs)``.
+            ``tokens[:, :t]``. Both come as a named tuple
+            ``GeneratedSequences(tokens, outputs)``.
 
         Raises
         ------

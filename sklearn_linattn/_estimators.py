@@ -1007,9 +1007,8 @@ class _LinearAttentionBase(BaseEstimator):
         outputs : ndarray of shape (n_samples, n_steps) or \
 (n_samples, n_steps, n_outputs)
             ``outputs[:, t]`` is ``predict`` (``decision_function``) of the
-            prompt followed by ``tokens[:, :t]``, read at its last token.
-
-        Both come as a named tuple ``GeneratedSequences(tokens, outputs)``.
+            prompt followed by ``tokens[:, :t]``, read at its last token. Both
+            come as a named tuple ``GeneratedSequences(tokens, outputs)``.
 
         Raises
         ------
