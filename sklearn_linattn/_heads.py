@@ -264,9 +264,11 @@ class CountFit:
     heads returned are then polished on to rounding, so that their distance
     (``head_search_.relative_distance``) can be below their row's. In the
     search, a noisy count that fails generalized cross-validation whatever its
-    training error passes only by reproducing the lifted fit, and is judged by
-    the symmetric split completed to rank k (theory page, "Near
-    interpolation"); its row describes those heads.
+    training error passes only by reproducing the lifted fit; it is first
+    tried as the symmetric split completed to rank k, and where generalized
+    cross-validation fails that completion the count fails and its row
+    describes those heads; otherwise the count is fitted (theory page, "Near
+    interpolation").
 
     Attributes
     ----------
@@ -416,8 +418,9 @@ class HeadReadout:
     criterion : str
         Why this count: ``"tol"`` (the heads reproduce the lifted fit within
         ``tol``), ``"cv"`` (the cross-validated error of ``n_heads=k``, each fold
-        refitted from its own lifted fit, is within its threshold,
-        :class:`CountFit`),
+        refitted from its own lifted fit, is within its threshold, or, with at
+        least 10 training rows per lifted feature, that of its refits
+        linearized at the full fit on every fold, :class:`CountFit`),
         ``"lifted"`` (no fewer heads passed: the
         paper's read-out of the lifted fit), ``"fixed"`` (``n_heads=k``: the best
         model found with at most ``k`` heads), ``"paper"`` (``n_heads=None``).
