@@ -185,6 +185,12 @@ def dense_threads(order):
 # decomposition may take (three copies: the matrix, its factor, workspace).
 _MEMORY_SHARE = 0.25
 _COPIES = 3
+# The memory solver="auto" decides for: a fixed reference (a laptop's), not the
+# machine's free memory, so that the solver, and with it the model (the lifted
+# fit, whether held-out folds are kept for the head search), is the same on every
+# machine and load. A machine that cannot hold the chosen solver's matrices gets
+# check_fit_cost's ValueError, not another model.
+_SOLVER_MEMORY = 16 * 2**30
 _FALLBACK_MEMORY = 4 * 2**30
 
 
@@ -213,9 +219,11 @@ def choose_solver(n_rows, n_lifted, memory=None, distributed=False):
     ``"dual"`` when there are fewer rows than lifted features, the data is in
     memory and the ``n_rows x n_rows`` kernel fits; else ``"normal"`` when the
     ``p x p`` Gram matrix fits; else ``"cg"``. "Fits" means three such float64
-    matrices take at most a quarter of :func:`available_memory`.
+    matrices take at most a quarter of ``memory`` bytes (default 16 GiB, a
+    fixed reference, ``_SOLVER_MEMORY``: not the machine's free memory, on
+    which the model would depend).
     """
-    budget = _MEMORY_SHARE * (available_memory() if memory is None else memory)
+    budget = _MEMORY_SHARE * (_SOLVER_MEMORY if memory is None else memory)
     if not distributed and n_rows < n_lifted and _COPIES * 8 * n_rows**2 <= budget:
         return "dual"
     if _COPIES * 8 * n_lifted**2 <= budget:
@@ -408,6 +416,12 @@ def check_fit_cost(data, solver, memory=None):
         "(d = 64: p = 133,120) or every k-th value; for sequences, "
         "TokenwiseTransformer(PCA(n_components=k)), fewer position features or a "
         "smaller SeriesToTokens window."
+        + (
+            " Or set solver='cg' (O(n_samples d^2) memory): solver='auto' "
+            "chooses as if 16 GiB were available on every machine, so that the "
+            "model is the same on each."
+            if too_large and solver != "cg" else ""
+        )
     )
 
 

@@ -1154,8 +1154,11 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           certificate uses Lanczos estimates of the extreme eigenvalues
           (``certificate_.exact`` is False).
         - ``"auto"``: ``"dual"`` when :math:`n < p` and three :math:`n \times n`
-          matrices fit in a quarter of the free memory, else ``"normal"`` when
-          three :math:`p \times p` matrices do, else ``"cg"``.
+          matrices fit in 4 GiB (a quarter of 16 GiB, a fixed reference: the
+          model does not depend on the machine's free memory), else
+          ``"normal"`` when three :math:`p \times p` matrices do, else
+          ``"cg"``. A machine that cannot hold them gets a ``ValueError``
+          naming the sizes (set ``solver="cg"``).
     tol : float, default=1e-8
         Relative Frobenius tolerance of the head read-out: heads within
         ``tol * ||lifted solution||`` of the lifted solution in lifted coefficients

@@ -532,6 +532,26 @@ def _no_solver(*args, **kwargs):
     raise AssertionError("the solver ran")
 
 
+def test_auto_does_not_depend_on_the_machines_free_memory(monkeypatch):
+    """solver='auto' read the free memory: with 150 kB free the same data were
+    fitted by 'cg' (no held-out folds: the lifted fit's heads, coef_ 8% away)
+    instead of 'normal'. It decides for a fixed 16 GiB; a machine that cannot
+    hold that solver's matrices gets a ValueError naming solver='cg'."""
+    X, y, _ = make_random_mhla(400, 8, 4, n_heads=2, noise=0.1, random_state=0)
+    reference = LinearAttentionRegressor().fit(X, y)
+    monkeypatch.setattr("sklearn_linattn._data.available_memory", lambda: 2**30)
+    assert choose_solver(10_000, 16_896) == "dual"  # fits in a quarter of 16 GiB
+    assert choose_solver(30_000, 16_896) == "cg"
+    small = LinearAttentionRegressor().fit(X, y)
+    assert small.solver_ == reference.solver_ == "normal"
+    np.testing.assert_array_equal(small.coef_, reference.coef_)
+    assert small.n_heads_ == reference.n_heads_
+    monkeypatch.setattr("sklearn_linattn._data.available_memory", lambda: 150_000)
+    with pytest.raises(ValueError, match="Or set solver='cg'"):
+        LinearAttentionRegressor().fit(X, y)
+    assert LinearAttentionRegressor(solver="cg").fit(X, y).solver_ == "cg"
+
+
 @pytest.mark.parametrize("estimator", ["plain", "cv", "partial_fit"])
 def test_fits_beyond_the_memory_are_refused_before_any_work(
     rng, monkeypatch, estimator
