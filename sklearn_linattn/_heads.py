@@ -665,10 +665,20 @@ class _Search:
 
     def completion_start(self, k):
         """The query rows of the symmetric split completed to rank k."""
+        self.budget.spend(self.completion_flops(k))
+        return completion_queries(self.coef, self.d, k, COMPLETION_ITER)
+
+    def completion_flops(self, k):
         small, large = sorted((self.m * self.d, self.d**2))
         rounds = COMPLETION_ITER * (8.0 * k + 4.0) * self.m * self.d**3
-        self.budget.spend(rounds + (4.0 * large + 8.0 * small) * small**2)
-        return completion_queries(self.coef, self.d, k, COMPLETION_ITER)
+        return rounds + (4.0 * large + 8.0 * small) * small**2
+
+    def least_fit_flops(self, k):
+        """The work of a k-head fit's first start: the completion and one
+        evaluation of its values (SVD of the head features)."""
+        small, large = sorted((k * self.d, self.design.n_columns))
+        evaluation = self.design.feature_flops(k) + 6.0 * small * small * large
+        return self.completion_flops(k) + evaluation
 
     def fit(self, k, stage="refits", asked=False, fitted=False):
         """The k-head fit and its verdict (cached), tested up to ``stage``:
@@ -1490,16 +1500,21 @@ def _reproducing_beyond(search, low, paper_count):
     within ``tol`` passes) below the paper's count whose fit reproduces the
     lifted fit, galloping down from the paper's count, each count fitted as
     ``n_heads=k`` fits it; ``paper_count`` where none does. These fits may
-    cost at most the work the search spent before them (``BEYOND_SHARE``);
-    fits that limit cuts short are left out, and the fewest count found to
-    pass is returned (the search is complete: it needed none of them)."""
+    cost at most the work the search spent before them (``BEYOND_SHARE``):
+    the galloping stops at a count whose first start alone would exceed that,
+    fits it cuts short are left out, and the fewest count found to pass is
+    returned (the search is complete: it needed none of them)."""
     budget, undecided = search.budget, search.undecided
     limit = budget.limit
     allowed = max(BEYOND_SHARE * budget.spent, BEYOND_FLOOR)
     budget.limit = min(limit, budget.spent + allowed)
 
     def reproduces(k):
-        return k not in search.hopeless and bool(search.fit(k, fitted=True)[2].passes)
+        if k in search.hopeless:
+            return False
+        if budget.spent + search.least_fit_flops(k) > budget.limit:
+            return None  # its first start alone would overrun: stop here
+        return bool(search.fit(k, fitted=True)[2].passes)
 
     try:
         _fewest(search, low, paper_count, reproduces, "down")
