@@ -37,6 +37,7 @@ from sklearn.utils.validation import (
 )
 
 from ._validation import (
+    _is_pandas_series,
     as_array,
     caller_stacklevel,
     is_dask_array,
@@ -204,6 +205,12 @@ def _ragged_series(items):
     for i, item in enumerate(items):
         if sp.issparse(item):
             raise TypeError(f"series {i} is a sparse matrix; pass a dense array.")
+        if np.iscomplexobj(item):
+            raise ValueError(
+                f"series {i} is complex; complex data is not supported (the "
+                "estimators refuse it): pass the real parts, or real and "
+                "imaginary parts as channels."
+            )
         try:
             array = np.asarray(item, dtype=np.float64)
         except (TypeError, ValueError) as error:
@@ -428,7 +435,10 @@ class SeriesToTokens(TransformerMixin, BaseEstimator):
         """The series as a list of arrays (n_channels, n_timepoints_i), each with
         ``n_channels`` channels (None: those of the first) and any number of time
         points; 2-D rows are univariate series, whatever their width."""
-        ragged = isinstance(X, np.ndarray) and X.dtype.kind == "O" and X.ndim == 1
+        # a 1-D object array or pandas Series holding one series per case
+        ragged = (
+            isinstance(X, np.ndarray) or _is_pandas_series(X)
+        ) and X.dtype == object and X.ndim == 1
         rows = False
         if isinstance(X, (list, tuple)) or ragged:
             series = _ragged_series(X)
@@ -452,6 +462,11 @@ class SeriesToTokens(TransformerMixin, BaseEstimator):
             series = list(array[:, None, :] if rows else array)
         fitted = n_channels is not None
         n_channels = n_channels if fitted else series[0].shape[0]
+        if n_channels == 0:
+            raise ValueError(
+                f"series 0 has 0 channels (shape {series[0].shape}): series are "
+                "(n_channels, n_timepoints_i) with at least one channel."
+            )
         for i, s in enumerate(series):
             if s.shape[0] != n_channels:
                 raise ValueError(

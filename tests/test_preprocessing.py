@@ -253,11 +253,29 @@ def test_series_pipeline_on_ragged_lists_equals_the_padded_fit(rng):
         ([np.ones((2, 2, 2))], {}, ValueError, r"\(n_channels, n_timepoints_i\)"),
         (np.ones((2, 2, 2, 2)), {}, ValueError, "3-D array"),
         ([], {}, ValueError, "no series"),
+        # complex series in a list lost their imaginary parts (numpy's
+        # ComplexWarning only); series of no channel fitted, and transform
+        # failed in numpy's reshape
+        ([np.ones((2, 3)), 1j * np.ones((2, 4))], {}, ValueError, "1 is complex"),
+        (np.ones((3, 0, 4)), {}, ValueError, "series 0 has 0 channels"),
+        ([np.ones((0, 4))], {}, ValueError, "series 0 has 0 channels"),
     ],
 )
 def test_series_errors_name_the_fix(X, kwargs, error, match):
     with pytest.raises(error, match=match):
         SeriesToTokens(**kwargs).fit(X)
+
+
+def test_series_in_a_pandas_series_are_a_list_of_series(rng):
+    """A pandas Series holding one array per case (the 1-D object array that
+    SeriesToTokens takes) failed in numpy: "setting an array element with a
+    sequence"."""
+    import pandas as pd
+
+    series = [rng.normal(size=(2, n)) for n in (3, 5, 4)]
+    expected = SeriesToTokens().fit_transform(series)
+    held = pd.Series(series, dtype=object)
+    np.testing.assert_array_equal(SeriesToTokens().fit_transform(held), expected)
 
 
 def test_series_transform_checks_the_channels(rng):
