@@ -1086,7 +1086,17 @@ class TokenwiseTransformer(_TokenTransformerMixin, TransformerMixin, BaseEstimat
         mask = _padding_mask(sequences, self.padding)
         out = np.zeros(sequences.shape[:2] + (self.token_dim_out_,))
         if mask.any():
-            out[mask] = _dense(self.transformer_.transform(sequences[mask]))
+            tokens = sequences[mask]
+            transformed = _dense(self.transformer_.transform(tokens))
+            if transformed.shape != (len(tokens), self.token_dim_out_):
+                # numpy would broadcast one row over every token
+                raise ValueError(
+                    f"{type(self.transformer).__name__} must map tokens of shape "
+                    f"(n, {self.token_dim_}) to (n, {self.token_dim_out_}), as it "
+                    f"did in fit; it mapped {len(tokens)} tokens to shape "
+                    f"{transformed.shape}."
+                )
+            out[mask] = transformed
         # tokens read as left padding downstream that were not (whatever this
         # step's own padding)
         lost = int(

@@ -1085,6 +1085,23 @@ def test_tokenwise_warns_where_real_tokens_become_padding():
         TokenwiseTransformer(StandardScaler()).fit_transform(X)
 
 
+def test_tokenwise_refuses_a_transformer_output_of_another_shape(rng):
+    """A transformer returning one row for many tokens was broadcast over every
+    token (a silent wrong answer), and one returning another width than in fit
+    failed in numpy's assignment."""
+    from sklearn.preprocessing import FunctionTransformer
+
+    X = rng.normal(size=(4, 3, 2))
+    first_row = TokenwiseTransformer(FunctionTransformer(lambda z: z[:1])).fit(X)
+    with pytest.raises(ValueError, match=r"mapped 12 tokens to shape \(1, 2\)"):
+        first_row.transform(X)
+    # 2 features for the one token fit probes, 3 for more
+    wider = FunctionTransformer(lambda z: np.ones((len(z), 2 + (len(z) > 1))))
+    fitted = TokenwiseTransformer(wider).fit(X)
+    with pytest.raises(ValueError, match=r"to \(n, 2\), as it did in fit"):
+        fitted.transform(X)
+
+
 def test_tokenwise_all_padding_raises():
     with pytest.raises(ValueError, match="no non-padding tokens"):
         TokenwiseTransformer(StandardScaler()).fit(np.zeros((3, 2, 2)))
