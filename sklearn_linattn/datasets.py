@@ -823,7 +823,8 @@ def make_automaton_rollout(
     prompts : ndarray of shape (n_words, n_states * n_symbols + 1, token_dim)
     to_token : callable
         ``to_token(outputs, step)``, outputs of shape (n_words, n_states) (or
-        (n_words,) for two states), returning (n_words, token_dim).
+        (n_words,) for two states), finite, and ``step`` in ``[0, word_length)``,
+        returning (n_words, token_dim); other outputs or steps are a ValueError.
     states : ndarray of int, shape (n_words, word_length)
         The true state after each symbol.
 
@@ -865,6 +866,25 @@ def make_automaton_rollout(
 
     def to_token(outputs, step):
         outputs = np.asarray(outputs)
+        shapes = [(n_words, n_states)] + [(n_words,)] * (n_states == 2)
+        if outputs.shape not in shapes:
+            raise ValueError(
+                f"to_token reads the outputs of the {n_words} words at a step, "
+                f"one score per state: shape ({n_words}, {n_states})"
+                + (f" (or ({n_words},), one score for two states)" * (n_states == 2))
+                + f"; got shape {outputs.shape}."
+            )
+        if not np.all(np.isfinite(outputs)):
+            raise ValueError("to_token got outputs that are not finite (NaN or inf).")
+        if (
+            isinstance(step, (bool, np.bool_))
+            or not isinstance(step, Integral)
+            or not 0 <= step < word_length
+        ):
+            raise ValueError(
+                f"step must be an integer in [0, {word_length}) (word_length), "
+                f"got {step!r}."
+            )
         if outputs.ndim == 1:  # one score for two states
             predicted = (outputs > 0).astype(int)
         else:
@@ -921,6 +941,12 @@ def execute_automaton(model, transitions, word, start=0, positions="last"):
     ...     positions="all")
     array([0, 1, 1, 0, 1])
     """
+    if not hasattr(model, "predict"):
+        raise TypeError(
+            "execute_automaton takes a fitted estimator or a "
+            f"MultiHeadLinearAttention (anything with predict), got "
+            f"{type(model).__name__}."
+        )
     table = _check_transitions(transitions)
     n_states, n_symbols = table.shape
     symbols = _check_word(word, n_symbols)
@@ -991,6 +1017,11 @@ def _check_covariance(covariance, x_dim, n_samples):
     (n_samples, x_dim, x_dim), checked symmetric positive semi-definite."""
     if covariance is None:
         return np.eye(x_dim)
+    if np.iscomplexobj(covariance):
+        raise ValueError(
+            "covariance must be real (a covariance of real inputs), got complex "
+            "values."
+        )
     try:
         cov = np.array(covariance, dtype=np.float64)  # a copy: never the user's array
     except (TypeError, ValueError) as error:
@@ -1210,13 +1241,18 @@ default=None
     X = np.concatenate([inputs, labels[:, :, None]], axis=2)
     X[:, -1, -1] = 0.0  # the query's label slot is empty
     y = labels[:, -1]
-    model = (
-        None
-        if n_tasks is not None
-        else _preconditioner_attention(
-            _optimal_preconditioner(cov, n_context, noise), n_context
-        )
-    )
+    model = None
+    if n_tasks is None:
+        with np.errstate(over="ignore", invalid="ignore"):  # checked below
+            gamma = _optimal_preconditioner(cov, n_context, noise)
+        if not np.all(np.isfinite(gamma)):
+            raise ValueError(
+                "The best preconditioner Gamma* for this covariance overflows (its "
+                "entries grow as 1 / covariance, beyond the float range): the "
+                f"covariance's largest entry is {np.abs(cov).max():.3g}. Scale the "
+                "covariance up (the inputs with it), or pass noise > 0."
+            )
+        model = _preconditioner_attention(gamma, n_context)
     return (X, y, model, tasks) if return_tasks else (X, y, model)
 
 

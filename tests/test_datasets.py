@@ -414,11 +414,28 @@ def test_execute_automaton_refuses_models_that_do_not_predict_states():
             lambda: incontext_preconditioner(associative_recall_attention(2), 3),
             "needs a layer with one output",
         ),
+        # complex covariances lost their imaginary parts (numpy's ComplexWarning
+        # only); a subnormal one gave a layer of infinite entries, refused by
+        # MultiHeadLinearAttention as "query_matrices must be finite"
+        (
+            lambda: make_incontext_regression(5, 3, 2, covariance=(1 + 1j) * np.eye(2)),
+            "covariance must be real",
+        ),
+        (
+            lambda: make_incontext_regression(5, 3, 2, covariance=1e-320 * np.eye(2)),
+            r"Gamma\* for this covariance overflows.*largest entry is 1e-320",
+        ),
     ],
 )
 def test_bad_arguments(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_execute_automaton_refuses_a_model_without_predict():
+    """None (or a class) failed with an AttributeError from inside."""
+    with pytest.raises(TypeError, match="got NoneType"):
+        execute_automaton(None, [[1, 0], [0, 1]], [0, 1])
 
 
 @pytest.mark.parametrize(
@@ -1044,6 +1061,24 @@ def test_automaton_rollout_matches_execute_automaton():
         word = [first % 2] + [t[:6].argmax() % 2 for t in tokens[i, :-1]]
         executed = execute_automaton(model, table, word, start=first // 2)
         np.testing.assert_array_equal(executed[1:], states[i])
+
+
+def test_automaton_rollout_to_token_refuses_outputs_it_cannot_read():
+    """Outputs of another shape failed in numpy's broadcasting, or, with more
+    outputs than states, wrote the token of a state that does not exist (or
+    failed with an IndexError); one score for three states was read as two
+    states; a step outside the word reused another symbol silently."""
+    _, to_token, _ = make_automaton_rollout(3, 4, 3, 2, random_state=0)
+    with pytest.raises(ValueError, match=r"shape \(3, 3\); got shape \(3, 5\)"):
+        to_token(np.eye(3, 5), 0)
+    with pytest.raises(ValueError, match=r"got shape \(3,\)"):
+        to_token(np.ones(3), 0)
+    with pytest.raises(ValueError, match="not finite"):
+        to_token(np.full((3, 3), np.nan), 0)
+    for step in (-1, 4, 1.0, True):
+        with pytest.raises(ValueError, match=r"step must be an integer in \[0, 4\)"):
+            to_token(np.eye(3), step)
+    assert to_token(np.eye(3), np.int64(3)).shape == (3, 9)
 
 
 def test_automaton_rollout_reads_one_score_for_two_states():
