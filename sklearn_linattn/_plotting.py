@@ -1,6 +1,6 @@
 """AttentionHeadsDisplay: the heads of a fitted model as heatmaps (matplotlib)."""
 
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import is_classifier
@@ -8,6 +8,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._attention import MultiHeadLinearAttention
 from ._estimators import _LinearAttentionBase
+from ._heads import HeadReadout
 
 
 def _pyplot(caller):
@@ -161,6 +162,16 @@ class AttentionHeadsDisplay:
                 f"feature_names must be a list of {token_dim} names, one per token "
                 f"feature, got the string {names!r}."
             )
+        # a set or a dict has no order to label the ticks by; a generator or a
+        # number no length
+        if names is not None and (
+            isinstance(names, (set, frozenset, dict)) or np.ndim(names) != 1
+        ):
+            raise TypeError(
+                f"feature_names must be a list of {token_dim} names, one per token "
+                f"feature, in order, got {type(names).__name__}"
+                + (f" of shape {np.shape(names)}." if np.ndim(names) > 1 else ".")
+            )
         if names is not None and len(names) != token_dim:
             raise ValueError(
                 f"feature_names has {len(names)} names but tokens have "
@@ -183,6 +194,12 @@ class AttentionHeadsDisplay:
                 raise ValueError(
                     f"ax must be an array of Axes of shape (2, {shown}) (V_h above "
                     f"Q_h for each of {shown} heads), got shape {ax.shape}."
+                )
+            other = next((a for a in ax.ravel() if not hasattr(a, "imshow")), None)
+            if other is not None:
+                raise TypeError(
+                    f"ax must hold matplotlib Axes, got a {type(other).__name__} "
+                    "among them."
                 )
             figure = ax[0, 0].figure
         limit = max(np.abs(value[:shown]).max(), np.abs(query[:shown]).max())
@@ -372,6 +389,30 @@ class HeadSearchDisplay:
         plt = _pyplot("HeadSearchDisplay.plot")
         from matplotlib.ticker import MaxNLocator, MultipleLocator
         search = self.head_search
+        if not isinstance(search, HeadReadout):
+            raise TypeError(
+                "head_search must be a fitted estimator's head_search_ (a "
+                f"HeadReadout), got {type(search).__name__}"
+                + (
+                    "; HeadSearchDisplay.from_estimator takes the estimator."
+                    if hasattr(search, "head_search_")
+                    else "."
+                )
+            )
+        if self.tol is not None and (
+            isinstance(self.tol, (bool, np.bool_))
+            or not isinstance(self.tol, Real)
+            or not self.tol >= 0
+        ):
+            raise ValueError(
+                f"tol must be a non-negative real number or None, got {self.tol!r}."
+            )
+        if self.identifiable is not None and not isinstance(
+            self.identifiable, (bool, np.bool_)
+        ):
+            raise TypeError(
+                f"identifiable must be True, False or None, got {self.identifiable!r}."
+            )
         counts = sorted(search.counts, key=lambda count: count.n_heads)
         if not counts:
             reasons = {

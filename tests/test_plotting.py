@@ -166,6 +166,38 @@ def test_bad_matrices_and_names():
         AttentionHeadsDisplay(empty.value_matrices, empty.query_matrices).plot()
 
 
+@pytest.mark.parametrize(
+    "names, found",
+    [
+        ({"a", "b", "c"}, "got set"),  # drawn in the set's order
+        ({"a": 0, "b": 1, "c": 2}, "got dict"),
+        ((name for name in "abc"), "got generator"),  # "has no len()"
+        (3, "got int"),
+        ([["a", "b", "c"]], r"got list of shape \(1, 3\)"),
+    ],
+)
+def test_feature_names_must_be_an_ordered_list(names, found):
+    """A set labelled the ticks in its own order (a silent wrong answer); a
+    generator or a number failed in len()."""
+    display = AttentionHeadsDisplay(
+        np.ones((1, 1, 3)), np.ones((1, 3, 3)), feature_names=names
+    )
+    with pytest.raises(TypeError, match=f"list of 3 names, .* in order, {found}"):
+        display.plot()
+    for ordered in (["a", "b", "c"], ("a", "b", "c"), np.array(["a", "b", "c"])):
+        AttentionHeadsDisplay(
+            np.ones((1, 1, 3)), np.ones((1, 3, 3)), feature_names=ordered
+        ).plot()
+
+
+def test_an_array_of_other_objects_than_axes_is_a_type_error():
+    """An array of the right shape holding no Axes was an AttributeError
+    ('str' object has no attribute 'figure')."""
+    display = AttentionHeadsDisplay(np.ones((1, 1, 3)), np.ones((1, 3, 3)))
+    with pytest.raises(TypeError, match="ax must hold matplotlib Axes, got a str"):
+        display.plot(ax=["V", "Q"])
+
+
 # --- HeadSearchDisplay ---------------------------------------------------------------
 
 
@@ -460,6 +492,23 @@ def test_search_display_draws_into_given_axes_and_replots():
     assert all(display.lines_[key].get_xdata().size for key in display.lines_
                if key not in ("lifted", "chosen"))
     assert len(texts) == len(set(texts))
+
+
+def test_search_display_checks_its_parameters():
+    """The estimator itself (or None) was an AttributeError ('... has no
+    attribute counts'); tol='x' a TypeError from a comparison inside (or
+    nothing, on the held-out panel), identifiable='no' taken as True."""
+    model = noisy_search()
+    with pytest.raises(TypeError, match="got LinearAttentionRegressor; .*from_est"):
+        HeadSearchDisplay(model).plot()
+    with pytest.raises(TypeError, match=r"\(a HeadReadout\), got NoneType"):
+        HeadSearchDisplay(None).plot()
+    for tol in ("x", -1.0, np.nan, True):
+        with pytest.raises(ValueError, match="tol must be a non-negative real"):
+            HeadSearchDisplay(model.head_search_, tol=tol).plot()
+    with pytest.raises(TypeError, match="identifiable must be True, False or None"):
+        HeadSearchDisplay(model.head_search_, identifiable="no").plot()
+    HeadSearchDisplay(model.head_search_, tol=np.float32(1e-8), identifiable=False)
 
 
 def test_search_display_takes_one_axes():
