@@ -12,7 +12,7 @@ import functools
 
 import numpy as np
 
-from ._data import to_unit
+from ._data import check_allocation, to_unit
 from ._rollout import heads_readout, rollout, sum_heads, unit_heads
 from ._validation import check_sequence_values, is_dask_array, validate_sequences
 
@@ -448,6 +448,12 @@ class MultiHeadLinearAttention:
             ``predict(X) == lifted_features(X) @ lifted_coef().T``.
         """
         d = self.token_dim
+        # the full W and the lifted coefficients (half its size) at once
+        check_allocation(
+            "lifted_coef",
+            {"the coefficients W[a, b, c, e]": (self.n_outputs, d, d, d)},
+            peak=2,
+        )
         # W[(a,b),(c,e)] = sum_h V_h[a,b] Q_h[c,e]
         folded = np.einsum(
             "hab,hce->abce", self.value_matrices, self.query_matrices

@@ -41,6 +41,7 @@ from ._attention import MultiHeadLinearAttention
 from ._data import (
     KeptRows,
     StatisticsSource,
+    check_allocation,
     check_features_memory,
     check_fit_cost,
     effective_observations,
@@ -54,7 +55,7 @@ from ._data import (
     sum_statistics,
 )
 from ._heads import INTERPOLATION_MARGIN, WORK_FLOOR, heads_phrase, read_out_heads
-from ._lift import lifted_feature_pairs, lifted_features
+from ._lift import lifted_feature_pairs, lifted_features, n_lifted_features
 from ._progress import ChunkProgress
 from ._rollout import lifted_readout, rollout
 from ._solvers import HELDOUT_FOLDS, SOLVERS, resolve_solver, solve_normal
@@ -2069,6 +2070,12 @@ class LiftedAttentionFeatures(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         _check_feature_names_in(self, input_features)
+        # about 128 bytes per feature: three indices and its name "S[b,c]*q[e]"
+        n_lifted = n_lifted_features(self.token_dim_)
+        check_allocation(
+            "get_feature_names_out",
+            {f"the names of p = {n_lifted:,} lifted features": (n_lifted, 16)},
+        )
         b, c, e = lifted_feature_pairs(self.token_dim_)
         return np.asarray(
             [f"S[{i},{j}]*q[{k}]" for i, j, k in zip(b, c, e, strict=True)],

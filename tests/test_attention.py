@@ -566,3 +566,22 @@ def test_distance_of_coefficients_beyond_the_float_range():
         big = MultiHeadLinearAttention(V * 1e200, Q * 1e200)
         assert big.distance(big) == 0.0
         assert big.distance(MultiHeadLinearAttention(V, Q)) == np.inf
+
+
+def test_lifted_coef_beyond_memory_is_refused_before_allocation(rng, monkeypatch):
+    """lifted_coef (and distance) of d = 2000 was numpy's MemoryError for the
+    full W of n_outputs d^3 entries; here with 50 kB available, d = 8 fits (W
+    of 4 kB, twice at the peak) and d = 12 with 3 outputs (41 kB) does not."""
+    import sklearn_linattn._data as data
+
+    monkeypatch.setattr(data, "available_memory", lambda: 50_000)
+    small = MultiHeadLinearAttention(
+        rng.normal(size=(1, 1, 8)), rng.normal(size=(1, 8, 8))
+    )
+    assert small.lifted_coef().shape == (1, 288)
+    large = MultiHeadLinearAttention(
+        rng.normal(size=(2, 3, 12)), rng.normal(size=(2, 12, 12))
+    )
+    message = r"lifted_coef would allocate .* of shape \(3, 12, 12, 12\)"
+    with pytest.raises(ValueError, match=message):
+        large.distance(large)

@@ -359,3 +359,17 @@ def test_lifted_features_beyond_the_float_range_warn(rng):
     with pytest.warns(RuntimeWarning, match="Scale X down"):
         overflowing = features.transform(X * 1e103)
     assert np.isinf(overflowing).any()
+
+
+def test_feature_names_beyond_memory_are_refused_before_allocation(rng, monkeypatch):
+    """Names of d = 2000 (p = 4e9 lifted features) were numpy's MemoryError from
+    the index arrays; here with 100 kB available, d = 8 (288 names) fits and
+    d = 12 (936 names, about 120 kB) does not."""
+    import sklearn_linattn._data as data
+
+    monkeypatch.setattr(data, "available_memory", lambda: 100_000)
+    small = LiftedAttentionFeatures().fit(rng.normal(size=(2, 3, 8)))
+    assert small.get_feature_names_out().shape == (288,)
+    features = LiftedAttentionFeatures().fit(rng.normal(size=(2, 3, 12)))
+    with pytest.raises(ValueError, match="names of p = 936 lifted features"):
+        features.get_feature_names_out()
