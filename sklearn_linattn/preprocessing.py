@@ -36,6 +36,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from ._data import check_allocation
 from ._validation import (
     _is_pandas_series,
     as_array,
@@ -184,6 +185,7 @@ def pad_sequences(sequences, max_len=None, truncating="pre", dtype=float):
     length = max(a.shape[0] for a in arrays) if max_len is None else int(max_len)
     if length == 0:
         raise ValueError("every sequence is empty; pass at least one token.")
+    check_allocation("pad_sequences", {"padded": (len(arrays), length, token_dim)})
     padded = np.zeros((len(arrays), length, token_dim), dtype=dtype)
     for i, array in enumerate(arrays):
         kept = array[-length:] if truncating == "pre" else array[:length]
@@ -826,6 +828,12 @@ class PositionalEncoding(_TokenTransformerMixin, TransformerMixin, BaseEstimator
         check_is_fitted(self)
         sequences, was_2d = self._validate_tokens(X, reset=False)
         n_samples, n_tokens, _ = sequences.shape
+        # the output, and the position features before they are copied in
+        check_allocation(
+            "PositionalEncoding.transform",
+            {"X_out": (n_samples, n_tokens, self.token_dim_out_)},
+            peak=2,
+        )
         real = _padding_mask(sequences, self.padding)
         out = np.empty((n_samples, n_tokens, self.token_dim_out_))
         out[:, :, : self.token_dim_] = sequences

@@ -1233,3 +1233,20 @@ def test_pad_sequences_refuses_complex_sequences():
     estimators refuse complex data)."""
     with pytest.raises(ValueError, match="sequence 1 is complex"):
         pad_sequences([np.ones((2, 2)), np.ones((3, 2)) * 1j])
+
+
+def test_outputs_beyond_memory_are_refused_before_allocation(monkeypatch):
+    """A large n_positions or max_len was numpy's MemoryError (n_positions=10**9
+    on 12 tokens: 89 GiB). Here with 10 kB available."""
+    import sklearn_linattn._data as data
+
+    monkeypatch.setattr(data, "available_memory", lambda: 10_000)
+    X = np.ones((4, 3, 2))
+    encoder = PositionalEncoding(n_positions=100).fit(X)
+    with pytest.raises(ValueError, match=r"X_out of shape \(4, 3, 103\)"):
+        encoder.transform(X)
+    assert PositionalEncoding(n_positions=10).fit_transform(X).shape == (4, 3, 13)
+    with pytest.raises(ValueError, match=r"padded of shape \(1, 1000, 2\)"):
+        pad_sequences([np.ones((2, 2))], max_len=1000)
+    with pytest.raises(ValueError, match=r"padded of shape \(2, 1000, 1\)"):
+        SeriesToTokens(max_len=1000).fit_transform(np.ones((2, 1, 3)))
