@@ -924,11 +924,19 @@ def _inner_has(attribute):
     return check
 
 
-def _dense(transformed):
-    """A transformer's output as a dense array (sparse matrices too)."""
+def _dense(transformed, transformer):
+    """A transformer's output as a dense array (sparse matrices too); complex
+    output is refused (assigned into real tokens it would lose its imaginary
+    part)."""
     if sp.issparse(transformed):
         transformed = transformed.toarray()
-    return np.asarray(transformed)
+    transformed = np.asarray(transformed)
+    if np.iscomplexobj(transformed):
+        raise ValueError(
+            f"{type(transformer).__name__} returned complex values: tokens are "
+            "real (return the real and imaginary parts as features)."
+        )
+    return transformed
 
 
 class TokenwiseTransformer(_TokenTransformerMixin, TransformerMixin, BaseEstimator):
@@ -1040,11 +1048,12 @@ class TokenwiseTransformer(_TokenTransformerMixin, TransformerMixin, BaseEstimat
                 f"{type(self).__name__} needs real tokens to fit the transformer."
             )
         self.transformer_ = clone(self.transformer).fit(tokens)
-        probe = _dense(self.transformer_.transform(tokens[:1]))
-        if probe.ndim != 2 or probe.shape[0] != 1:
+        probe = _dense(self.transformer_.transform(tokens[:1]), self.transformer)
+        if probe.ndim != 2 or probe.shape[0] != 1 or probe.shape[1] == 0:
             raise ValueError(
                 f"{type(self.transformer).__name__} must map tokens of shape "
-                f"(n, {self.token_dim_}) to (n, k); it returned shape {probe.shape}."
+                f"(n, {self.token_dim_}) to (n, k), k >= 1; it returned shape "
+                f"{probe.shape}."
             )
         self.token_dim_out_ = probe.shape[1]
         self._warn_if_constant_lost(tokens[:_CONSTANT_CHECK_TOKENS])
@@ -1058,7 +1067,7 @@ class TokenwiseTransformer(_TokenTransformerMixin, TransformerMixin, BaseEstimat
         (and with no more tokens than features, the span says nothing)."""
         if len(tokens) <= tokens.shape[1] or not _spans_constant(tokens):
             return
-        transformed = _dense(self.transformer_.transform(tokens))
+        transformed = _dense(self.transformer_.transform(tokens), self.transformer)
         if _spans_constant(np.asarray(transformed, dtype=np.float64)):
             return
         name = type(self.transformer).__name__
@@ -1095,7 +1104,7 @@ class TokenwiseTransformer(_TokenTransformerMixin, TransformerMixin, BaseEstimat
         out = np.zeros(sequences.shape[:2] + (self.token_dim_out_,))
         if mask.any():
             tokens = sequences[mask]
-            transformed = _dense(self.transformer_.transform(tokens))
+            transformed = _dense(self.transformer_.transform(tokens), self.transformer)
             if transformed.shape != (len(tokens), self.token_dim_out_):
                 # numpy would broadcast one row over every token
                 raise ValueError(

@@ -1102,6 +1102,25 @@ def test_tokenwise_refuses_a_transformer_output_of_another_shape(rng):
         fitted.transform(X)
 
 
+@pytest.mark.parametrize(
+    "function, match",
+    [
+        (lambda z: z + 1j, "FunctionTransformer returned complex values"),
+        (lambda z: z[:, :0], r"to \(n, k\), k >= 1; it returned shape \(1, 0\)"),
+    ],
+)
+def test_tokenwise_refuses_complex_or_empty_transformer_output(function, match, rng):
+    """Complex output lost its imaginary part (numpy's ComplexWarning only);
+    output of no feature gave tokens of dimension 0, with a warning that the
+    tokens had become padding."""
+    from sklearn.preprocessing import FunctionTransformer
+
+    with pytest.raises(ValueError, match=match):
+        TokenwiseTransformer(FunctionTransformer(function)).fit_transform(
+            rng.normal(size=(4, 3, 2))
+        )
+
+
 def test_tokenwise_all_padding_raises():
     with pytest.raises(ValueError, match="no non-padding tokens"):
         TokenwiseTransformer(StandardScaler()).fit(np.zeros((3, 2, 2)))
