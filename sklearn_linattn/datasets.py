@@ -48,6 +48,11 @@ def _generator(random_state):
     """A numpy Generator from an int, None, a Generator or a RandomState."""
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(0, 2**31 - 1))
+    if isinstance(random_state, (bool, np.bool_)):  # numpy reads True as seed 1
+        raise ValueError(
+            "random_state must be None, an int, a numpy Generator or a RandomState "
+            f"(not a bool), got {random_state!r}."
+        )
     try:
         return np.random.default_rng(random_state)
     except (TypeError, ValueError) as error:

@@ -292,6 +292,15 @@ def test_execute_automaton_refuses_models_that_do_not_predict_states():
     [
         (lambda: make_random_mhla(0, 3, 2), "n_samples must be an integer >= 1"),
         (lambda: make_random_mhla(3, 3, 2, random_state="a"), "random_state must be"),
+        # True was seed 1 and False seed 0 (np.True_ was refused)
+        (
+            lambda: make_random_mhla(3, 3, 2, random_state=True),
+            r"random_state must be .* \(not a bool\), got True",
+        ),
+        (
+            lambda: make_incontext_regression(3, 3, 2, random_state=False),
+            r"\(not a bool\), got False",
+        ),
         (lambda: make_random_mhla(5, 3, 2.5), "token_dim must be an integer"),
         (
             lambda: make_random_mhla(5, 3, 2, noise=-1),
