@@ -958,7 +958,8 @@ def execute_automaton(model, transitions, word, start=0, positions="last"):
     start = _check_index("start", start, n_states)
     positions, _ = _check_positions(positions, True)
     encoded = n_states * n_symbols + n_states
-    token_dim = getattr(model, "token_dim", getattr(model, "token_dim_", None))
+    # a fitted estimator's token_dim_ (its token_dim parameter may be None)
+    token_dim = getattr(model, "token_dim_", getattr(model, "token_dim", None))
     if isinstance(token_dim, Integral) and token_dim != encoded:
         raise ValueError(
             f"The model reads tokens of dimension {token_dim}, but an automaton of "

@@ -441,6 +441,17 @@ def test_bad_arguments(call, match):
         call()
 
 
+def test_execute_automaton_names_the_sizes_for_an_estimator_of_other_sizes():
+    """The check of the token dimension read an estimator's token_dim
+    parameter (None), not its token_dim_, and a fitted estimator of other sizes
+    got predict's message about shapes instead."""
+    X, y, _, _ = make_automaton_lookups(50, 3, 2, random_state=0)
+    model = LinearAttentionRegressor(n_heads=None, alpha=1.0).fit(X, y)
+    message = r"tokens of dimension 9, but an automaton of 2 states and 2 symbols"
+    with pytest.raises(ValueError, match=message):
+        execute_automaton(model, [[1, 0], [0, 1]], [0, 1])
+
+
 def test_execute_automaton_refuses_a_model_without_predict():
     """None (or a class) failed with an AttributeError from inside."""
     with pytest.raises(TypeError, match="got NoneType"):
