@@ -19,6 +19,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
 from ._data import check_allocation, to_unit
+from ._validation import validate_sequences
 from .preprocessing import (
     PositionalEncoding,
     SeriesToTokens,
@@ -497,9 +498,16 @@ def generate_pipeline(pipeline, X, n_steps, to_token=None):
     _check_to_token(to_token)
     sequences = X
     for step, fitted in steps:  # the prompts through the steps, one at a time
-        step.start(sequences)
+        step_input = sequences
         if fitted not in (None, "passthrough"):
+            # transform checks its input (naming what is wrong) before start
+            # reads it
             sequences = fitted.transform(sequences)
+        step.start(step_input)
+    if sequences is X:  # no step transformed X: check it as generate will
+        sequences = validate_sequences(
+            X, token_dim=getattr(final, "token_dim_", None), estimator=final
+        )
     raw_token_dim = next(
         (step.token_dim_in for step, _ in steps if step.token_dim_in),
         getattr(final, "token_dim_", None),

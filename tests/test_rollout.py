@@ -905,3 +905,34 @@ def test_generate_pipeline_of_an_unfitted_pipeline_is_not_fitted_error(step):
     pipe = make_pipeline(step, LinearAttentionRegressor())
     with pytest.raises(NotFittedError, match="not fitted yet"):
         generate_pipeline(pipe, np.ones((3, 6, 2)), 2)
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        TokenwiseTransformer(StandardScaler()),
+        PositionalEncoding(origin="start", n_positions=2),
+        "passthrough",
+    ],
+    ids=["tokenwise", "positions", "passthrough"],
+)
+@pytest.mark.parametrize(
+    "prompts, error, match",
+    [
+        (None, ValueError, r"got an array with 0 dimension\(s\)"),
+        ([np.ones((5, 2)), np.ones((3, 2))], ValueError, "different lengths"),
+        (np.ones((2, 5, 1)), ValueError, "token dimension 1"),
+    ],
+    ids=["None", "ragged", "token_dim"],
+)
+def test_generate_pipeline_checks_the_prompts_as_its_steps_do(
+    step, prompts, error, match
+):
+    """The steps' token-by-token state read the raw prompts before the step's
+    transform checked them: None was "len() of unsized object", a ragged list
+    numpy's "inhomogeneous shape", and tokens of another dimension before
+    PositionalEncoding "cannot reshape array of size 10"."""
+    X, y = shifted_data(100)
+    pipe = make_pipeline(step, LinearAttentionRegressor(n_heads=None)).fit(X, y)
+    with pytest.raises(error, match=match):
+        generate_pipeline(pipe, prompts, 2, to_token=lambda o, s: o)
