@@ -450,6 +450,14 @@ class SeriesToTokens(TransformerMixin, BaseEstimator):
             try:
                 array = check_array(X, allow_nd=True, dtype=np.float64, input_name="X")
             except ValueError as error:
+                if "setting an array element with a sequence" in str(error):
+                    # a table of series (sktime's nested DataFrame, say)
+                    raise ValueError(
+                        "X holds a sequence in each cell (a table of series, as "
+                        "sktime's nested DataFrame); pass the series as a 3-D "
+                        "array (n_cases, n_channels, n_timepoints) or a list of "
+                        "arrays (n_channels, n_timepoints_i), one per case."
+                    ) from None
                 if "NaN" not in str(error) and "infinity" not in str(error):
                     raise
                 raise ValueError(f"{error}{_NAN_PADDING_HINT}") from None

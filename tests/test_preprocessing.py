@@ -266,6 +266,19 @@ def test_series_errors_name_the_fix(X, kwargs, error, match):
         SeriesToTokens(**kwargs).fit(X)
 
 
+def test_a_table_of_series_names_the_layouts(rng):
+    """A DataFrame holding a series in each cell (sktime's nested layout) failed
+    in numpy: "setting an array element with a sequence"."""
+    import pandas as pd
+
+    nested = pd.DataFrame(
+        {"a": [pd.Series(rng.normal(size=4)) for _ in range(3)],
+         "b": [pd.Series(rng.normal(size=4)) for _ in range(3)]}
+    )
+    with pytest.raises(ValueError, match=r"a sequence in each cell .* list of arr"):
+        SeriesToTokens().fit(nested)
+
+
 def test_series_in_a_pandas_series_are_a_list_of_series(rng):
     """A pandas Series holding one array per case (the 1-D object array that
     SeriesToTokens takes) failed in numpy: "setting an array element with a
