@@ -1934,6 +1934,13 @@ def _check_label_values(labels, name):
 
 def _checked_classes(classes):
     """The sorted distinct classes passed to ``partial_fit``, checked as labels."""
+    # a set, a dict, a string or a generator became one object "class"
+    if isinstance(classes, (str, set, frozenset, dict)) or np.ndim(classes) != 1:
+        shape = f" of shape {np.shape(classes)}" if np.ndim(classes) > 1 else ""
+        raise ValueError(
+            "classes must be a 1-D array-like of labels (a list or an array), got "
+            f"{type(classes).__name__}{shape}."
+        )
     _check_label_values(np.ravel(np.asarray(classes, dtype=object)), "classes")
     return np.unique(np.asarray(classes))
 

@@ -519,7 +519,13 @@ def test_pandas_missing_labels_are_a_clear_error():
     "classes, message",
     [([0, 1, np.nan], "classes contains NaN"),
      (["a", "b", None], "classes contains NaN"),
-     ([0, "a"], "classes mixes strings and numbers")],
+     ([0, "a"], "classes mixes strings and numbers"),
+     # one object "class" each: "must hold at least two classes, got
+     # array([{0, 1}], dtype=object)"; a column was flattened silently
+     ({0, 1}, "classes must be a 1-D array-like of labels .* got set"),
+     ((c for c in (0, 1)), "got generator"),
+     ("ab", "got str"),
+     ([[0], [1]], r"got list of shape \(2, 1\)")],
 )
 def test_bad_partial_fit_classes_are_named(classes, message):
     X, _ = _data()
