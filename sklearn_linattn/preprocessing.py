@@ -178,6 +178,12 @@ def pad_sequences(sequences, max_len=None, truncating="pre", dtype=float):
             "rows)." + hint
         )
     token_dim = dims.pop()
+    if token_dim == 0:
+        i, array = given[0]
+        raise ValueError(
+            f"sequence {i} has shape {array.shape}: tokens of dimension 0; each "
+            "token needs at least one feature."
+        )
     arrays = [
         np.zeros((0, token_dim), dtype=dtype) if array is None else array
         for array in arrays

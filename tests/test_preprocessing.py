@@ -128,6 +128,9 @@ def test_pad_sequences_empty_sequence_is_all_padding():
         ([np.ones((2, 3))], {"max_len": 2.5}, ValueError, "max_len"),
         ([np.ones((2, 3))], {"truncating": "middle"}, ValueError, "truncating"),
         ([["a", "b"]], {}, ValueError, "sequence 0 could not be converted"),
+        # tokens of no feature were padded into an array (n, n_tokens, 0)
+        ([np.zeros((0,)), np.zeros((2, 0))], {}, ValueError, r"1 has shape \(2, 0\)"),
+        ([[[]]], {}, ValueError, "tokens of dimension 0"),
     ],
 )
 def test_pad_sequences_errors(sequences, kwargs, error, match):
