@@ -1193,7 +1193,9 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         at its last token (the query). ``"all"``: an output at every position
         :math:`t`, :math:`\sum_h V_h S_t Q_h z_t`, trained on every position
         (targets per position). Leading all-zero tokens are left padding: their
-        positions are left out of the loss, the certificate and ``score``.
+        positions are left out of the loss, the certificate and ``score``
+        (their targets are not used, but must be finite numbers like every
+        target).
     causal : bool, default=True
         With ``positions="all"``: :math:`S_t = \sum_{s \le t} z_s z_s^\top`
         (causal attention, each position sees its prefix) if True,
