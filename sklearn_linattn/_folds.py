@@ -27,13 +27,31 @@ from ._designs import LiftedDesign, SequenceDesign, predict_rows, rows_are_cheap
 from ._lift import lifted_matvec
 from ._low_rank import head_coef
 
-__all__ = ["RowFolds", "StatisticsFolds", "metric_factor", "moments_of_pairs"]
+__all__ = [
+    "FoldsBeyondWork",
+    "RowFolds",
+    "StatisticsFolds",
+    "metric_factor",
+    "moments_of_pairs",
+]
 
 
-def metric_factor(gram, alpha, tol):
+class FoldsBeyondWork(Exception):
+    """Building the held-out folds would exceed the work left (``flops``: the
+    work done before it stopped)."""
+
+    def __init__(self, flops):
+        super().__init__(
+            f"the held-out folds need more than the work left ({flops:.2g} flops done)"
+        )
+        self.flops = flops
+
+
+def metric_factor(gram, alpha, tol, flops_left=np.inf):
     """A factor ``F`` of ``M = gram + alpha I`` (``M = F F^T``) and a solver of
     ``M x = b`` (minimum norm when ``M`` is singular: eigenvalues at most ``tol``
-    times the largest count as zero).
+    times the largest count as zero). :class:`FoldsBeyondWork` (its ``flops``
+    0) before a factorization whose flops exceed ``flops_left``.
 
     Returns
     -------
@@ -44,6 +62,8 @@ def metric_factor(gram, alpha, tol):
     flops : float
     """
     p = len(gram)
+    if p**3 / 3 > flops_left:
+        raise FoldsBeyondWork(0.0)
     system = gram + alpha * np.eye(p)
     try:
         upper = scipy.linalg.cholesky(system, check_finite=False)
@@ -57,6 +77,8 @@ def metric_factor(gram, alpha, tol):
             return upper.T, solve, p**3 / 3
     except np.linalg.LinAlgError:
         pass
+    if 9.0 * p**3 > flops_left:
+        raise FoldsBeyondWork(p**3 / 3)
     eigenvalues, vectors = scipy.linalg.eigh(system, check_finite=False)
     kept = eigenvalues > tol * max(eigenvalues[-1], 0.0)
     basis, values = vectors[:, kept], eigenvalues[kept]
@@ -191,10 +213,14 @@ class StatisticsFolds(_Folds):
         is cheaper (:func:`rows_are_cheaper`), and with ``classify`` the held-out
         errors are counts of misclassified rows.
     classify : bool, default=False
+    flops_limit : float, default=inf
+        The work the folds' lifted fits may take: :class:`FoldsBeyondWork`
+        before a fold's factorization would exceed it.
     """
 
     def __init__(
-        self, folds, alpha, fit_intercept, token_dim, tol, rows=None, classify=False
+        self, folds, alpha, fit_intercept, token_dim, tol, rows=None, classify=False,
+        flops_limit=np.inf,
     ):
         self.n_folds = len(folds)
         self.n_outputs = folds[0].moment.shape[1]
@@ -209,7 +235,12 @@ class StatisticsFolds(_Folds):
             self.loss = "misclassified"
         self._statistics = folds
         for left_out, heldout in enumerate(folds):
-            training, equations, factor, coef = self._lifted_fit_without((left_out,))
+            try:
+                training, equations, factor, coef = self._lifted_fit_without(
+                    (left_out,), flops_limit - self.flops
+                )
+            except FoldsBeyondWork as beyond:
+                raise FoldsBeyondWork(self.flops + beyond.flops) from None
             gram, moment, squares, feature_mean, target_mean = equations
             # the training objective of the fold's lifted fit (a rows design's
             # baseline: its heads' losses are measured above it)
@@ -242,7 +273,7 @@ class StatisticsFolds(_Folds):
         if self.loss == "squared":  # kept for the classifier's learning curve
             self._statistics = None
 
-    def _lifted_fit_without(self, left_out):
+    def _lifted_fit_without(self, left_out, flops_left=np.inf):
         """The lifted fit on the folds not in ``left_out`` (its flops counted):
         ``(training statistics, normal equations, metric factor, coef)``."""
         training = sum_statistics(
@@ -251,7 +282,7 @@ class StatisticsFolds(_Folds):
         )
         equations = training.normal_equations(self.fit_intercept)
         gram, moment = equations[:2]
-        factor, solve, flops = metric_factor(gram, self.alpha, self.tol)
+        factor, solve, flops = metric_factor(gram, self.alpha, self.tol, flops_left)
         self.flops += flops + 4.0 * len(gram) ** 2 * (1 + moment.shape[1])
         return training, equations, factor, solve(moment)
 

@@ -27,6 +27,7 @@ import numpy as np
 from ._attention import fold_lifted_coef, unfold_lifted_coef
 from ._data import single_threaded_blas
 from ._designs import LiftedDesign, PenalizedDesign, design_loss
+from ._folds import FoldsBeyondWork
 from ._low_rank import (
     ACCURACY,
     LINEARIZED_TOL,
@@ -561,9 +562,18 @@ class _Search:
 
     @property
     def folds(self):
-        """The held-out folds, built on first use (None without any)."""
+        """The held-out folds, built on first use (None without any, or where
+        building them would exceed the work limit: the search is then cut
+        short, its budget exhausted)."""
         if callable(self._folds):
-            self._folds = self._folds()
+            left = self.budget.limit - self.budget.spent
+            try:
+                self._folds = self._folds(flops_limit=left)
+            except FoldsBeyondWork as beyond:  # a fold's factorization: p^3 work
+                self._folds = None
+                self.budget.spend(beyond.flops)
+                self.budget.refused = self.undecided = True
+                return None
             self.budget.spend(self._folds.flops)
             self.lifted_cv = self._folds.lifted
         return self._folds
@@ -773,11 +783,13 @@ class _Search:
             loss = design_loss(self.design, value_rows, query_rows)
         excess = max(loss - self.design.baseline, 0.0) / self.signal
         count = CountFit(k, self.distance(value_rows, query_rows), excess)
-        if self.within(value_rows, query_rows, loss, self.design):
+        within = self.within(value_rows, query_rows, loss, self.design)
+        folds = None if within or self.exact else self.folds  # built on first use
+        if within:
             count = replace(count, passes=True, criterion="tol")
         elif self.budget.exhausted:
             self.undecided = True
-        elif self.exact or self.folds is None:
+        elif folds is None:
             count = replace(count, passes=False, criterion="tol", failed_on="tol")
         else:
             count = self.training_count(value_rows, query_rows, count)
@@ -1440,6 +1452,8 @@ def _search(search, n_heads):
             return search.fit(k)[2].passes
 
         high = _fewest(search, low, paper_count, passes, "down")
+    elif not search.exact and search.folds is None and search.budget.refused:
+        return search.split, paper_count, "lifted", True  # cut short (undecided)
     elif not search.exact and search.folds is None:
         warnings.warn(
             "n_heads='auto' decides the head count of noisy data on held-out folds, "

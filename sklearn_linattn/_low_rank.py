@@ -233,15 +233,16 @@ class Budget:
     def __init__(self, limit=None):
         self.limit = np.inf if limit is None else float(limit)
         self.spent = 0.0
+        self.refused = False  # work refused as beyond the limit before it ran
 
     def spend(self, flops):
         """Charge ``flops``; whether the limit still holds."""
         self.spent += float(flops)
-        return self.spent <= self.limit
+        return not self.exhausted
 
     @property
     def exhausted(self):
-        return self.spent > self.limit
+        return self.spent > self.limit or self.refused
 
 
 def _step(point, damping, normal):

@@ -119,7 +119,8 @@ class LiftedSolution:
         heads (:mod:`sklearn_linattn._low_rank`) for the head read-out, with
         output ``j``'s targets multiplied by ``output_weights[j]``.
     heldout_folds : callable or None
-        ``heldout_folds(classify=False, output_weights=None)`` returns the
+        ``heldout_folds(classify=False, output_weights=None, flops_limit=inf)``
+        returns the
         held-out folds of the read-out's criterion (:mod:`sklearn_linattn._folds`),
         counting misclassified rows with ``classify`` where the rows are at hand
         (targets weighted as by ``head_design``); None when the fit kept none.
@@ -517,7 +518,7 @@ def _solve_statistics(
         weights = _weights_or_one(output_weights)
         return LiftedDesign(coef * np.reshape(weights, (-1, 1)), data.token_dim, factor)
 
-    def heldout_folds(classify=False, output_weights=None):
+    def heldout_folds(classify=False, output_weights=None, flops_limit=np.inf):
         parts = folds() if callable(folds) else folds
         weights = _weights_or_one(output_weights)
         if output_weights is not None:
@@ -532,7 +533,8 @@ def _solve_statistics(
                 )
 
         return StatisticsFolds(
-            parts, alpha, fit_intercept, data.token_dim, spectrum.tol, rows, classify
+            parts, alpha, fit_intercept, data.token_dim, spectrum.tol, rows, classify,
+            flops_limit,
         )
 
     return LiftedSolution(
@@ -634,7 +636,8 @@ def _row_head_problem(data, pairs, queries, kernel, alpha, fit_intercept, residu
         )
         return design
 
-    def heldout_folds(classify=False, output_weights=None):
+    def heldout_folds(classify=False, output_weights=None, flops_limit=np.inf):
+        # (the kernel's folds cost n^3 / 3 each, as the fit itself: not limited)
         weights = _weights_or_one(output_weights)
         return RowFolds(
             moments(), queries, targets * weights, row_scale, _row_folds(data), alpha,

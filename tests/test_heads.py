@@ -1332,6 +1332,30 @@ def test_the_work_limit_cuts_the_search_short_and_says_so(monkeypatch):
         np.testing.assert_allclose(cut.coef_, lifted.coef_, rtol=1e-8, atol=1e-12)
 
 
+def test_folds_beyond_the_work_limit_are_not_built(monkeypatch):
+    """partial_fit keeps the folds' statistics, and with fewer sequences than
+    lifted features each fold's Gram is singular: its eigendecomposition (9 p^3
+    flops) was computed for all 5 folds and only then charged, overrunning the
+    work limit 3 to 5 times (d = 16 to 21, helper-59). A fold whose
+    factorization would exceed the work left is not built: the search is cut
+    short within its limit and says so; with the limit lifted it runs."""
+    _, X, y = noisy_sequences(2, 6, 2, 1, 0.1, n_samples=60)  # p = 126
+    monkeypatch.setattr("sklearn_linattn._estimators.WORK_FLOOR", 1e7)
+    cut = LinearAttentionRegressor(head_work_limit=0.0).partial_fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="stopped at its work limit"):
+        search = cut.head_search_  # (solved when the model is first read)
+    assert not search.complete and search.criterion == "lifted"
+    assert search.work <= search.work_limit == 1e7 < 9 * 126**3
+    assert not search.counts
+    lifted = LinearAttentionRegressor(n_heads=None).partial_fit(X, y)
+    np.testing.assert_allclose(cut.coef_, lifted.coef_, rtol=1e-8, atol=1e-12)
+    full = LinearAttentionRegressor(head_work_limit=None).partial_fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        assert full.head_search_.complete
+    assert full.head_search_.work > 5 * 9 * 126**3
+
+
 def test_the_head_searchs_warnings_point_at_the_callers_line(monkeypatch):
     """The head search's warnings (cut short by the work limit, no folds kept,
     every weighted row in one sequence, a classifier's rows dropped) were
@@ -1346,9 +1370,11 @@ def test_the_head_searchs_warnings_point_at_the_callers_line(monkeypatch):
     calls = {
         "work limit": lambda: LinearAttentionRegressor(head_work_limit=1.0).fit(X, y),
         "did not keep": lambda: LinearAttentionRegressor(solver="cg").fit(X, y),
-        "lies in one sequence": lambda: LinearAttentionRegressor().fit(
-            X, y, sample_weight=weights
-        ),
+        # (no work limit: one sequence's folds have singular Grams, whose
+        # factorizations exceed the patched limit)
+        "lies in one sequence": lambda: LinearAttentionRegressor(
+            head_work_limit=None
+        ).fit(X, y, sample_weight=weights),
         "work limit ": lambda: LinearAttentionRegressor(head_work_limit=1.0)
         .partial_fit(X, y)
         .predict(X[:2]),  # (solved when predict reads the model)
