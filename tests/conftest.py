@@ -184,6 +184,18 @@ def hidden_head_outputs(seed, n_samples=400, n_test=0):
     return X, clean + rng.normal(size=clean.shape) * spread, clean
 
 
+def seventeen_sequences_three_labels():
+    """17 sequences of 6 Gaussian tokens of d = 3 labelled "a", "b", "c" by the
+    largest of three outputs of a random two-head layer, with noise of 0.3 times
+    their spread: near interpolation, the counts are decided three ways."""
+    rng = np.random.default_rng(6)
+    truth = random_attention(rng, 3, 2, 3)
+    X = random_sequences(rng, 17, 6, 3)
+    scores = truth.predict(X)
+    scores = scores + 0.3 * scores.std() * rng.normal(size=scores.shape)
+    return X, np.asarray(["a", "b", "c"])[scores.argmax(axis=1)]
+
+
 def few_sequences_three_classes(n_test=2000):
     """Nine sequences of 8 Gaussian tokens of d = 3, labelled by the largest of
     three outputs of a random three-head layer (noise a tenth of their spread),

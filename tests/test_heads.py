@@ -23,6 +23,7 @@ from conftest import (
     random_attention,
     random_sequences,
     relative_error,
+    seventeen_sequences_three_labels,
 )
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.linalg import LinAlgWarning
@@ -657,12 +658,7 @@ def test_counts_beyond_the_interpolating_one_are_fitted_down_from_the_papers():
     fit's 6 heads came back where 3 reproduce it. Fitted down from the
     paper's count, as n_heads=k fits them: 3 heads, within tol of the lifted
     fit, and n_heads=2 fails."""
-    rng = np.random.default_rng(6)
-    truth = random_attention(rng, 3, 2, 3)
-    X = random_sequences(rng, 17, 6, 3)
-    scores = truth.predict(X)
-    scores = scores + 0.3 * scores.std() * rng.normal(size=scores.shape)
-    y = np.asarray(["a", "b", "c"])[scores.argmax(axis=1)]
+    X, y = seventeen_sequences_three_labels()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # few rows per lifted feature
 

@@ -10,6 +10,7 @@ from conftest import (
     hidden_head_outputs,
     random_attention,
     random_sequences,
+    seventeen_sequences_three_labels,
 )
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.pipeline import make_pipeline
@@ -538,12 +539,7 @@ def test_the_legend_of_a_search_hides_no_count():
     raised to make room above the counts instead. No marker of a count (the
     chosen line and the lifted fit's line span the axes, and are left out) lies
     under the legend."""
-    rng = np.random.default_rng(6)
-    truth = random_attention(rng, 3, 2, 3)
-    X = random_sequences(rng, 17, 6, 3)
-    scores = truth.predict(X)
-    scores = scores + 0.3 * scores.std() * rng.normal(size=scores.shape)
-    y = np.asarray(["a", "b", "c"])[scores.argmax(axis=1)]
+    X, y = seventeen_sequences_three_labels()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # few rows per lifted feature
         model = LinearAttentionClassifier(
