@@ -108,8 +108,8 @@ DRIFT = 1e3
 DRIFT_PENALTY = 1e-6
 # Counts with as many dimensions as equations (only tol passes them) are fitted,
 # galloping down from the paper's count, with at most BEYOND_SHARE times the work
-# the search spent before them, or BEYOND_FLOOR flops (a tenth of a second or
-# two of one core) where that is more.
+# the search spent before them, or BEYOND_FLOOR flops (under a tenth of a second
+# of one core, benchmarks/README.md) where that is more.
 BEYOND_SHARE = 1.0
 BEYOND_FLOOR = 2e8
 # The estimators' work limit: head_work_limit times the lifted fit's flops plus
