@@ -11,7 +11,9 @@ round spreads the machine's drift over both. Cases:
 
 - ``partial``: 30 ``partial_fit`` calls of 100 sequences (d = 3, one noisy head),
   then ``coef_``, as ``bench_default_cases.py``'s ``partial`` case;
-- ``threads``: ``fit`` of 20,000 sequences of 32 tokens, d = 8, ``n_jobs=2``.
+- ``threads``: ``fit`` of 20,000 sequences of 32 tokens, d = 8, ``n_jobs=2``;
+- ``vowels``: aeon's JapaneseVowels through the documented pipeline (classifier,
+  d = 21), as ``bench_default_cases.py``'s case (needs aeon).
 
 Reported: the medians over the rounds, and the default's ratio to ``n_heads=None``.
 """
@@ -41,6 +43,16 @@ X, y = rng.normal(size=(20000, 32, 8)), rng.normal(size=20000)
 
 def run(n_heads):
     LinearAttentionRegressor(n_heads=n_heads, n_jobs=2).fit(X, y)
+""",
+    "vowels": """
+import warnings
+from bench_default_cases import real_cases
+_, _, pipeline, _, X, y, _ = next(real_cases())
+warnings.simplefilter("ignore")  # the interpolation warning
+
+def run(n_heads):
+    estimator = pipeline.set_params(**{pipeline.steps[-1][0] + "__n_heads": n_heads})
+    estimator.fit(X, y)
 """,
 }
 
