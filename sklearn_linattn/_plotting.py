@@ -413,6 +413,10 @@ class HeadSearchDisplay:
             raise TypeError(
                 f"identifiable must be True, False or None, got {self.identifiable!r}."
             )
+        if self.error_name is not None and not isinstance(self.error_name, str):
+            raise TypeError(
+                f"error_name must be a string or None, got {self.error_name!r}."
+            )
         counts = sorted(search.counts, key=lambda count: count.n_heads)
         if not counts:
             reasons = {

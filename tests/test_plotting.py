@@ -498,7 +498,8 @@ def test_search_display_draws_into_given_axes_and_replots():
 def test_search_display_checks_its_parameters():
     """The estimator itself (or None) was an AttributeError ('... has no
     attribute counts'); tol='x' a TypeError from a comparison inside (or
-    nothing, on the held-out panel), identifiable='no' taken as True."""
+    nothing, on the held-out panel), identifiable='no' taken as True,
+    error_name=3 drawn as the label "cross-validated 3"."""
     model = noisy_search()
     with pytest.raises(TypeError, match="got LinearAttentionRegressor; .*from_est"):
         HeadSearchDisplay(model).plot()
@@ -509,6 +510,8 @@ def test_search_display_checks_its_parameters():
             HeadSearchDisplay(model.head_search_, tol=tol).plot()
     with pytest.raises(TypeError, match="identifiable must be True, False or None"):
         HeadSearchDisplay(model.head_search_, identifiable="no").plot()
+    with pytest.raises(TypeError, match="error_name must be a string or None"):
+        HeadSearchDisplay(model.head_search_, error_name=3).plot()
     HeadSearchDisplay(model.head_search_, tol=np.float32(1e-8), identifiable=False)
 
 
