@@ -1517,7 +1517,8 @@ def _reproducing_beyond(search, low, paper_count):
     cost at most the work the search spent before them (``BEYOND_SHARE``):
     the galloping stops at a count whose first start alone would exceed that,
     fits it cuts short are left out, and the fewest count found to pass is
-    returned (the search is complete: it needed none of them)."""
+    returned (the search is complete: it needed none of them, unless the
+    search's own work limit, not that share, stopped them)."""
     budget, undecided = search.budget, search.undecided
     limit = budget.limit
     allowed = max(BEYOND_SHARE * budget.spent, BEYOND_FLOOR)
@@ -1534,7 +1535,10 @@ def _reproducing_beyond(search, low, paper_count):
         _fewest(search, low, paper_count, reproduces, "down")
     finally:
         budget.limit = limit
-    search.undecided = undecided
+    # cut short by their own cap, the search is complete; by the search's work
+    # limit (where that cap is it), it is not: the counts below the one returned
+    # that a completion failed are then left unfitted (_fitted_below)
+    search.undecided = undecided or budget.exhausted
     for k, fit in list(search.fits.items()):
         if k >= low and fit[2].passes is None:
             del search.fits[k]
@@ -1552,8 +1556,11 @@ def _fitted_below(search, high):
     the lifted fit (:attr:`_Search.hopeless`), ends them."""
     completed = {k for k in search.completed if k < high}
     k = max(completed, default=0)
-    while k >= 1 and not search.budget.exhausted:
+    while k >= 1:
         if (k in search.fits and k not in completed) or k in search.hopeless:
+            break
+        if search.budget.exhausted:  # a count left to fit: cut short
+            search.undecided = True
             break
         completed.discard(k)
         search.fits.pop(k, None)

@@ -680,6 +680,35 @@ def test_counts_beyond_the_interpolating_one_are_fitted_down_from_the_papers():
         assert count.passes == asked[count.n_heads].head_search_.passes
 
 
+def test_the_work_limit_reached_beyond_the_interpolating_count_says_so(monkeypatch):
+    """The 17 sequences above: the counts beyond the interpolating one are
+    fitted within a share of the work spent before them, capped by the
+    search's own limit. Where that limit (not the share) stopped them, the
+    search said it was complete, without a ConvergenceWarning, and the counts
+    below that a completion had failed were left unfitted: n_heads=k-1 passed.
+    Limits in the middle of those fits: a complete search has n_heads=k-1
+    failing, and complete is False exactly when the warning says so."""
+    X, y = seventeen_sequences_three_labels()
+    for floor in (1.9e8, 2.1e8, 2.2e8):
+        monkeypatch.setattr("sklearn_linattn._estimators.WORK_FLOOR", floor)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = LinearAttentionClassifier(
+                alpha=0.1, fit_intercept=True, head_work_limit=0.0
+            ).fit(X, y)
+        warned = any(issubclass(w.category, ConvergenceWarning) for w in caught)
+        search = model.head_search_
+        assert search.complete is not warned
+        assert search.work <= 1.5 * search.work_limit
+        if search.complete and model.n_heads_ >= 2:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fewer = LinearAttentionClassifier(
+                    alpha=0.1, fit_intercept=True, n_heads=model.n_heads_ - 1
+                ).fit(X, y)
+            assert not fewer.head_search_.passes
+
+
 def test_near_interpolation_counts_that_cannot_pass_are_not_fitted(monkeypatch):
     """d = 5, 60 noisy sequences (p = 75), alpha = 1: two heads (47 dimensions)
     fail generalized cross-validation even at half the lifted fit's training
