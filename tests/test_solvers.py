@@ -6,6 +6,7 @@ import re
 import sys
 import tracemalloc
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -33,7 +34,7 @@ from sklearn_linattn import (
     certify,
 )
 from sklearn_linattn._certificate import default_rank_tol, gram_spectrum
-from sklearn_linattn._data import fit_cost
+from sklearn_linattn._data import check_fit_cost, fit_cost
 from sklearn_linattn._lift import (
     lifted_kernel,
     lifted_matvec,
@@ -550,6 +551,22 @@ def test_auto_does_not_depend_on_the_machines_free_memory(monkeypatch):
     with pytest.raises(ValueError, match="Or set solver='cg'"):
         LinearAttentionRegressor().fit(X, y)
     assert LinearAttentionRegressor(solver="cg").fit(X, y).solver_ == "cg"
+
+
+def test_solver_cg_is_suggested_only_where_its_memory_fits():
+    """The memory error names solver='cg' (its O(n d^2) memory): but where the
+    lifted coefficients and W, which every solver keeps, are what does not fit,
+    'cg' is refused too, and was suggested all the same (d = 100, 8 outputs)."""
+    data = SimpleNamespace(n_rows=500, token_dim=100, n_outputs=8)
+    cg, dual = (fit_cost(500, 100, 8, solver).memory for solver in ("cg", "dual"))
+    assert dual > cg
+    with pytest.raises(ValueError, match="memory") as refused:
+        check_fit_cost(data, "dual", memory=0.95 * cg)
+    assert "solver='cg'" not in str(refused.value)
+    with pytest.raises(ValueError, match="memory"):
+        check_fit_cost(data, "cg", memory=0.95 * cg)
+    with pytest.raises(ValueError, match="Or set solver='cg'"):
+        check_fit_cost(data, "dual", memory=0.5 * (cg + dual))
 
 
 @pytest.mark.parametrize("estimator", ["plain", "cv", "partial_fit"])
