@@ -215,7 +215,8 @@ class StatisticsFolds(_Folds):
     classify : bool, default=False
     flops_limit : float, default=inf
         The work the folds' lifted fits may take: :class:`FoldsBeyondWork`
-        before a fold's factorization would exceed it.
+        before a fold's factorization, times the folds left to build, would
+        exceed what is left of it.
     """
 
     def __init__(
@@ -235,9 +236,13 @@ class StatisticsFolds(_Folds):
             self.loss = "misclassified"
         self._statistics = folds
         for left_out, heldout in enumerate(folds):
+            # refused as soon as this fold's factorization, repeated for the
+            # folds left (their Grams are alike: all singular or none), would
+            # exceed the work left, not after building all but the last
+            share = (flops_limit - self.flops) / (self.n_folds - left_out)
             try:
                 training, equations, factor, coef = self._lifted_fit_without(
-                    (left_out,), flops_limit - self.flops
+                    (left_out,), share
                 )
             except FoldsBeyondWork as beyond:
                 raise FoldsBeyondWork(self.flops + beyond.flops) from None

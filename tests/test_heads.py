@@ -1381,6 +1381,24 @@ def test_folds_beyond_the_work_limit_are_not_built(monkeypatch):
     assert full.head_search_.work > 5 * 9 * 126**3
 
 
+def test_folds_that_cannot_all_be_built_are_refused_before_the_first(monkeypatch):
+    """The data above (p = 126, 60 sequences: each fold's Gram singular, 9 p^3
+    flops to factorize), a limit of 3e7 flops: one fold fits in it, five do
+    not. The folds were built until one did not fit, then all discarded (at
+    d = 13, 300 sequences by partial_fit: 6.0e10 of 6.9e10 flops for no
+    verdict). Refused before the first fold's eigendecomposition: the search
+    is cut short as before, with less work than one of them."""
+    _, X, y = noisy_sequences(2, 6, 2, 1, 0.1, n_samples=60)  # p = 126
+    monkeypatch.setattr("sklearn_linattn._estimators.WORK_FLOOR", 3e7)
+    assert 9 * 126**3 < 3e7 < 5 * 9 * 126**3
+    cut = LinearAttentionRegressor(head_work_limit=0.0).partial_fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="stopped at its work limit"):
+        search = cut.head_search_
+    assert not search.complete and search.criterion == "lifted"
+    assert not search.counts
+    assert search.work < 9 * 126**3
+
+
 def test_the_head_searchs_warnings_point_at_the_callers_line(monkeypatch):
     """The head search's warnings (cut short by the work limit, no folds kept,
     every weighted row in one sequence, a classifier's rows dropped) were
