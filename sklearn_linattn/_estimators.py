@@ -1180,8 +1180,10 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         each of the 5 folds' training data). A search cut short
         returns the fewest heads that passed so far, else the lifted fit's own
         heads, with ``head_search_.complete`` False and a
-        ``ConvergenceWarning``. None: no limit. A fixed
-        ``n_heads=k`` is fitted without a limit.
+        ``ConvergenceWarning``. None: no limit (near interpolation the
+        search then also fits every count that could reproduce the lifted
+        fit, which under a limit it tries only within about the work it
+        spent before them). A fixed ``n_heads=k`` is fitted without a limit.
     solver_tol : float, default=1e-10
         Stopping tolerance of LSQR (``atol`` and ``btol``) for ``solver="cg"``.
     max_iter : int, default=None

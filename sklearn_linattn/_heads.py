@@ -1513,8 +1513,9 @@ def _reproducing_beyond(search, low, paper_count):
     dimensions as the equations: from it on only reproducing the lifted fit
     within ``tol`` passes) below the paper's count whose fit reproduces the
     lifted fit, galloping down from the paper's count, each count fitted as
-    ``n_heads=k`` fits it; ``paper_count`` where none does. These fits may
-    cost at most the work the search spent before them (``BEYOND_SHARE``):
+    ``n_heads=k`` fits it; ``paper_count`` where none does. Under a work
+    limit these fits may cost at most the work the search spent before them
+    (``BEYOND_SHARE``):
     the galloping stops at a count whose first start alone would exceed that,
     fits it cuts short are left out, and the fewest count found to pass is
     returned (the search is complete: it needed none of them, unless the
@@ -1522,7 +1523,8 @@ def _reproducing_beyond(search, low, paper_count):
     budget, undecided = search.budget, search.undecided
     limit = budget.limit
     allowed = max(BEYOND_SHARE * budget.spent, BEYOND_FLOOR)
-    budget.limit = min(limit, budget.spent + allowed)
+    if limit < np.inf:  # no work limit (head_work_limit=None): no cap either
+        budget.limit = min(limit, budget.spent + allowed)
 
     def reproduces(k):
         if k in search.hopeless:

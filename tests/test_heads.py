@@ -709,6 +709,31 @@ def test_the_work_limit_reached_beyond_the_interpolating_count_says_so(monkeypat
             assert not fewer.head_search_.passes
 
 
+def test_no_work_limit_lifts_the_cap_on_counts_beyond_the_interpolating_one(
+    monkeypatch,
+):
+    """head_work_limit=None is documented as no limit, but the fits beyond the
+    interpolating count kept their cap (a share of the work spent before
+    them). With that share and its floor at 0, the 17-sequence classifier's
+    counts 4 and 5 are not fitted under a limit, and are without one."""
+    monkeypatch.setattr("sklearn_linattn._heads.BEYOND_SHARE", 0.0)
+    monkeypatch.setattr("sklearn_linattn._heads.BEYOND_FLOOR", 0.0)
+    X, y = seventeen_sequences_three_labels()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # few rows per lifted feature
+
+        def fitted(limit):
+            return LinearAttentionClassifier(
+                alpha=0.1, fit_intercept=True, head_work_limit=limit
+            ).fit(X, y)
+
+        capped, unlimited = fitted(20.0), fitted(None)
+    assert {4, 5}.isdisjoint(capped.head_search_.counts_tried)
+    assert {4, 5} <= set(unlimited.head_search_.counts_tried)
+    assert capped.head_search_.complete and unlimited.head_search_.complete
+    assert unlimited.n_heads_ == capped.n_heads_ == 3  # the fewest either way
+
+
 def test_near_interpolation_counts_that_cannot_pass_are_not_fitted(monkeypatch):
     """d = 5, 60 noisy sequences (p = 75), alpha = 1: two heads (47 dimensions)
     fail generalized cross-validation even at half the lifted fit's training
