@@ -383,14 +383,14 @@ def check_fit_cost(data, solver, memory=None):
     memory = available_memory() if memory is None else memory
     too_large = cost.memory > memory
     too_slow = cost.readout_flops > _READOUT_MAX_FLOPS
-    # (solver='cg' is suggested only where its own memory fits: the lifted
-    # coefficients and W, kept by every solver, can be what does not)
-    cg_too_large = (
-        fit_cost(data.n_rows, data.token_dim, max(data.n_outputs, 1), "cg").memory
-        > memory
-    )
     if not (too_large or too_slow):
         return cost
+    # (solver='cg' is suggested only where its own memory fits: the lifted
+    # coefficients and W, kept by every solver, can be what does not)
+    cg_fits = (
+        fit_cost(data.n_rows, data.token_dim, max(data.n_outputs, 1), "cg").memory
+        <= memory
+    )
     reasons = []
     if too_large:
         reasons.append(
@@ -426,7 +426,7 @@ def check_fit_cost(data, solver, memory=None):
             " Or set solver='cg' (O(n_samples d^2) memory): solver='auto' "
             "chooses as if 16 GiB were available on every machine, so that the "
             "model is the same on each."
-            if too_large and solver != "cg" and not cg_too_large else ""
+            if too_large and solver != "cg" and cg_fits else ""
         )
     )
 

@@ -1071,11 +1071,12 @@ class _Search:
             self.design, query_rows, 0, budget=self.budget
         )
         value_rows, query_rows = self.reproduce(value_rows, query_rows)
+        distance = self.distance(value_rows, query_rows)
+        if distance <= self.tol:
+            return None
         loss = design_loss(self.design, value_rows, query_rows)
         excess = max(loss - self.design.baseline, 0.0) / self.signal
-        count = CountFit(k, self.distance(value_rows, query_rows), excess)
-        if count.relative_distance <= self.tol:
-            return None
+        count = CountFit(k, distance, excess)
         count = self.training_count(value_rows, query_rows, count)
         if not self.gcv_fails(k, count.gcv_error):
             return None
@@ -1452,9 +1453,9 @@ def _search(search, n_heads):
             return search.fit(k)[2].passes
 
         high = _fewest(search, low, paper_count, passes, "down")
-    elif not search.exact and search.folds is None and search.budget.refused:
-        return search.split, paper_count, "lifted", True  # cut short (undecided)
     elif not search.exact and search.folds is None:
+        if search.budget.refused:  # building them would exceed the work limit
+            return search.split, paper_count, "lifted", True  # (cut short)
         warnings.warn(
             "n_heads='auto' decides the head count of noisy data on held-out folds, "
             "which this fit did not keep (solver='cg' keeps none, and partial_fit "
