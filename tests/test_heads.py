@@ -651,6 +651,18 @@ def test_counts_with_as_many_dimensions_as_equations_are_not_fitted():
     assert search.complete
 
 
+def seventeen_sequences_classifier(**params):
+    """:func:`seventeen_sequences_three_labels` fitted by a classifier with
+    ``alpha=0.1`` and an intercept (and ``params``), its warnings of few rows
+    per lifted feature ignored."""
+    X, y = seventeen_sequences_three_labels()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return LinearAttentionClassifier(
+            alpha=0.1, fit_intercept=True, **params
+        ).fit(X, y)
+
+
 def test_counts_beyond_the_interpolating_one_are_fitted_down_from_the_papers():
     """17 sequences of d = 3, three classes, alpha = 0.1: from 3 heads on the
     models have as many dimensions as the equations, and only reproducing
@@ -658,18 +670,13 @@ def test_counts_beyond_the_interpolating_one_are_fitted_down_from_the_papers():
     fit's 6 heads came back where 3 reproduce it. Fitted down from the
     paper's count, as n_heads=k fits them: 3 heads, within tol of the lifted
     fit, and n_heads=2 fails."""
-    X, y = seventeen_sequences_three_labels()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # few rows per lifted feature
-
-        def fitted(n_heads):
-            return LinearAttentionClassifier(
-                alpha=0.1, fit_intercept=True, n_heads=n_heads
-            ).fit(X, y)
-
-        model, lifted = fitted("auto"), fitted(None)
-        fewer = fitted(model.n_heads_ - 1)
-        asked = {c.n_heads: fitted(c.n_heads) for c in model.head_search_.counts}
+    model = seventeen_sequences_classifier()
+    lifted = seventeen_sequences_classifier(n_heads=None)
+    fewer = seventeen_sequences_classifier(n_heads=model.n_heads_ - 1)
+    asked = {
+        count.n_heads: seventeen_sequences_classifier(n_heads=count.n_heads)
+        for count in model.head_search_.counts
+    }
     search = model.head_search_
     assert search.criterion == "tol" and search.complete
     assert model.n_heads_ < lifted.n_heads_
@@ -701,11 +708,7 @@ def test_the_work_limit_reached_beyond_the_interpolating_count_says_so(monkeypat
         assert search.complete is not warned
         assert search.work <= 1.5 * search.work_limit
         if search.complete and model.n_heads_ >= 2:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                fewer = LinearAttentionClassifier(
-                    alpha=0.1, fit_intercept=True, n_heads=model.n_heads_ - 1
-                ).fit(X, y)
+            fewer = seventeen_sequences_classifier(n_heads=model.n_heads_ - 1)
             assert not fewer.head_search_.passes
 
 
@@ -718,16 +721,8 @@ def test_no_work_limit_lifts_the_cap_on_counts_beyond_the_interpolating_one(
     counts 4 and 5 are not fitted under a limit, and are without one."""
     monkeypatch.setattr("sklearn_linattn._heads.BEYOND_SHARE", 0.0)
     monkeypatch.setattr("sklearn_linattn._heads.BEYOND_FLOOR", 0.0)
-    X, y = seventeen_sequences_three_labels()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # few rows per lifted feature
-
-        def fitted(limit):
-            return LinearAttentionClassifier(
-                alpha=0.1, fit_intercept=True, head_work_limit=limit
-            ).fit(X, y)
-
-        capped, unlimited = fitted(20.0), fitted(None)
+    capped = seventeen_sequences_classifier(head_work_limit=20.0)
+    unlimited = seventeen_sequences_classifier(head_work_limit=None)
     assert {4, 5}.isdisjoint(capped.head_search_.counts_tried)
     assert {4, 5} <= set(unlimited.head_search_.counts_tried)
     assert capped.head_search_.complete and unlimited.head_search_.complete
