@@ -40,11 +40,13 @@ class FoldsBeyondWork(Exception):
     """Building the held-out folds would exceed the work left (``flops``: the
     work done before it stopped)."""
 
-    def __init__(self, flops):
+    def __init__(self, flops, unheld=False):
         super().__init__(
             f"the held-out folds need more than the work left ({flops:.2g} flops done)"
         )
         self.flops = flops
+        # whether they would be of no use: every row of positive weight in one fold
+        self.unheld = unheld
 
 
 def metric_factor(gram, alpha, tol, flops_left=np.inf):
@@ -169,13 +171,20 @@ class _Folds:
         e)`` on all of them; an error that rises with the rows (``e' < e``: the
         folds near the lifted fit's interpolation peak, where it fits the noise)
         is taken at ``e'`` (theory page, "How many heads"). Computed once, its
-        fits charged to ``budget``."""
+        fits charged to ``budget``; refused (``budget.refused``, the ratio 1)
+        as soon as the fits left would exceed what is left of its limit."""
         if self.loss == "squared":
             return 1.0
         if self._learning_ratio is None:
             spent = self.flops
             now = self.lifted[0]
-            fewer = self.summary(self.lifted_errors_on_fewer_rows())[0]
+            try:
+                errors = self.lifted_errors_on_fewer_rows(budget.limit - budget.spent)
+            except FoldsBeyondWork as beyond:
+                budget.spend(beyond.flops)
+                budget.refused = True
+                return 1.0
+            fewer = self.summary(errors)[0]
             budget.spend(self.flops - spent)
             if fewer >= now:
                 fall = (self.n_folds - 2) / self.n_folds * (fewer - now)
@@ -245,7 +254,8 @@ class StatisticsFolds(_Folds):
                     (left_out,), share
                 )
             except FoldsBeyondWork as beyond:
-                raise FoldsBeyondWork(self.flops + beyond.flops) from None
+                unheld = sum(fold.weight_sum > 0 for fold in folds) <= 1
+                raise FoldsBeyondWork(self.flops + beyond.flops, unheld) from None
             gram, moment, squares, feature_mean, target_mean = equations
             # the training objective of the fold's lifted fit (a rows design's
             # baseline: its heads' losses are measured above it)
@@ -300,14 +310,19 @@ class StatisticsFolds(_Folds):
         predictions += np.outer(scale, target_mean - coef @ feature_mean)
         return _misclassified(predictions, targets, scale)
 
-    def lifted_errors_on_fewer_rows(self):
+    def lifted_errors_on_fewer_rows(self, flops_limit=np.inf):
         """Misclassified rows of each fold under the lifted fit trained without it
-        and without the next fold (``K - 2`` folds)."""
-        errors = []
+        and without the next fold (``K - 2`` folds); :class:`FoldsBeyondWork`
+        as soon as a fit, times the fits left, would exceed ``flops_limit``."""
+        errors, start = [], self.flops
         for fold in range(self.n_folds):
-            _, equations, _, coef = self._lifted_fit_without(
-                (fold, (fold + 1) % self.n_folds)
-            )
+            share = (flops_limit - (self.flops - start)) / (self.n_folds - fold)
+            try:
+                _, equations, _, coef = self._lifted_fit_without(
+                    (fold, (fold + 1) % self.n_folds), share
+                )
+            except FoldsBeyondWork as beyond:
+                raise FoldsBeyondWork(self.flops - start + beyond.flops) from None
             feature_mean, target_mean = equations[3:]
             errors.append(self._misclassified_by(fold, coef, feature_mean, target_mean))
         return errors
@@ -497,15 +512,19 @@ class RowFolds(_Folds):
                 self.weights.append(float(held[3] @ held[3]) * targets.shape[1])
                 self.lifted_errors.append(self.lifted_squared[-1])
 
-    def lifted_errors_on_fewer_rows(self):
+    def lifted_errors_on_fewer_rows(self, flops_limit=np.inf):
         """Misclassified rows of each fold under the lifted fit trained without it
-        and without the next fold (``K - 2`` folds)."""
+        and without the next fold (``K - 2`` folds); :class:`FoldsBeyondWork`
+        as soon as a fit, times the fits left, would exceed ``flops_limit``."""
         kernel, kernel_solve, row_folds, alpha = self._kernel
         _, _, targets, scale = self._all
-        errors = []
+        errors, start = [], self.flops
         for fold in range(self.n_folds):
             heldout = row_folds == fold
             train = ~heldout & (row_folds != (fold + 1) % self.n_folds)
+            done = self.flops - start
+            if (self.n_folds - fold) * int(train.sum()) ** 3 / 3 > flops_limit - done:
+                raise FoldsBeyondWork(done)
             predictions = self._lifted_predictions(
                 kernel, train, heldout, alpha, kernel_solve
             )[0]

@@ -107,7 +107,7 @@ REFIT_MARGIN = 10.0
 DRIFT = 1e3
 DRIFT_PENALTY = 1e-6
 # Counts with as many dimensions as equations (only tol passes them) are fitted,
-# galloping down from the paper's count, with at most BEYOND_SHARE times the work
+# by bisection up to the paper's count, with at most BEYOND_SHARE times the work
 # the search spent before them, or BEYOND_FLOOR flops (under a tenth of a second
 # of one core, benchmarks/README.md) where that is more.
 BEYOND_SHARE = 1.0
@@ -555,6 +555,8 @@ class _Search:
         self.residual_sum_of_squares = residual_sum_of_squares
         self.lifted_cv = (float("nan"), float("nan"))
         self.frobenius = LiftedDesign(coef, d)
+        # whether the folds were not built, every row of positive weight in one
+        self.unheld = False
 
     @property
     def folds_built(self):
@@ -572,7 +574,9 @@ class _Search:
             except FoldsBeyondWork as beyond:  # a fold's factorization: p^3 work
                 self._folds = None
                 self.budget.spend(beyond.flops)
-                self.budget.refused = self.undecided = True
+                # (folds that could not be used are not work the limit cut short)
+                self.unheld = beyond.unheld
+                self.budget.refused = self.undecided = not beyond.unheld
                 return None
             self.budget.spend(self._folds.flops)
             self.lifted_cv = self._folds.lifted
@@ -841,15 +845,22 @@ class _Search:
 
     def reproduce(self, value_rows, query_rows):
         """Heads that end beyond ``tol`` of the lifted fit but within
-        ``sqrt(tol)``, refined in the Frobenius metric, kept where that brings
-        them within ``tol`` (they then reproduce it). A design on the training
+        ``sqrt(tol)``, or of a count from the interpolating one on (which passes
+        only by reproducing the lifted fit: n_heads=7 stopped 1.75e-3 away at
+        d = 5 in a singular training metric where 4 to 6 heads reproduce it),
+        refined in the Frobenius metric, kept where that brings them within
+        ``tol`` (they then reproduce it). A design on the training
         rows measures its loss as the objective less the lifted fit's, a
         difference of two sums of squares: on noisy targets its rounding
         resolves the heads only to about ``sqrt(eps)`` of the lifted fit, above
         ``tol``, and a count that reproduces it (three heads of a three-class
         classifier at d = 3) stopped at 1.2e-8 and failed."""
         distance = self.distance(value_rows, query_rows)
-        if not self.tol < distance <= np.sqrt(self.tol) or self.budget.exhausted:
+        near = distance <= np.sqrt(self.tol) or (
+            self.n_observations is not None
+            and len(query_rows) >= self.fewest_interpolating()
+        )
+        if not self.tol < distance or not near or self.budget.exhausted:
             return value_rows, query_rows
         accept = self.stop_rules(self.frobenius)[0]
         refined = fit_heads(
@@ -1453,7 +1464,7 @@ def _search(search, n_heads):
             return search.fit(k)[2].passes
 
         high = _fewest(search, low, paper_count, passes, "down")
-    elif not search.exact and search.folds is None:
+    elif not search.exact and search.folds is None and not search.unheld:
         if search.budget.refused:  # building them would exceed the work limit
             return search.split, paper_count, "lifted", True  # (cut short)
         warnings.warn(
@@ -1466,7 +1477,7 @@ def _search(search, n_heads):
             stacklevel=caller_stacklevel(),
         )
         return search.split, paper_count, "lifted", True
-    elif not search.exact and not np.any(search.held_folds):
+    elif not search.exact and (search.unheld or not np.any(search.held_folds)):
         warnings.warn(
             "n_heads='auto' decides the head count of noisy data on 5 interleaved "
             "folds of the sequences of positive sample_weight, and every row of "
@@ -1513,11 +1524,13 @@ def _reproducing_beyond(search, low, paper_count):
     """The fewest count from ``low`` (the fewest whose models have as many
     dimensions as the equations: from it on only reproducing the lifted fit
     within ``tol`` passes) below the paper's count whose fit reproduces the
-    lifted fit, galloping down from the paper's count, each count fitted as
-    ``n_heads=k`` fits it; ``paper_count`` where none does. Under a work
-    limit these fits may cost at most the work the search spent before them
-    (``BEYOND_SHARE``):
-    the galloping stops at a count whose first start alone would exceed that,
+    lifted fit, by bisection (the fewest is usually near ``low``, and a fit
+    costs more the more heads it has: galloping down from the paper's count
+    spent the work on its largest counts, bench_fewest_heads.py), each count
+    fitted as ``n_heads=k`` fits it; ``paper_count`` where none does. Under a
+    work limit these fits may cost at most the work the search spent before
+    them (``BEYOND_SHARE``):
+    the bisection stops at a count whose first start alone would exceed that,
     fits it cuts short are left out, and the fewest count found to pass is
     returned (the search is complete: it needed none of them, unless the
     search's own work limit, not that share, stopped them)."""
@@ -1535,7 +1548,7 @@ def _reproducing_beyond(search, low, paper_count):
         return bool(search.fit(k, fitted=True)[2].passes)
 
     try:
-        _fewest(search, low, paper_count, reproduces, "down")
+        _fewest(search, low, paper_count, reproduces, "bisect")
     finally:
         budget.limit = limit
     # cut short by their own cap, the search is complete; by the search's work
@@ -1582,8 +1595,8 @@ def _fewest(search, low, high, verdict, order):
     last count that failed: 1, 2, 4, ..., then bisecting) or ``"down"`` (high -
     1, high - 2, high - 4, ..., at least low, then bisecting; low first when it
     is at most a third of high: a fit of few heads is cheap even when it
-    fails)."""
-    step, galloping = 1, order != "up"
+    fails) or ``"bisect"``."""
+    step, galloping = 1, order not in ("up", "bisect")
     probe = order == "down" and 3 * low <= high  # a small bound: cheap to fit
     while low < high and not search.budget.exhausted:
         probed = False

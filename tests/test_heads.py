@@ -28,7 +28,7 @@ from conftest import (
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.linalg import LinAlgWarning
 from sklearn.base import clone
-from sklearn.datasets import load_digits, load_wine
+from sklearn.datasets import load_digits, load_linnerud, load_wine
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import r2_score
 from sklearn.model_selection import train_test_split
@@ -727,6 +727,44 @@ def test_no_work_limit_lifts_the_cap_on_counts_beyond_the_interpolating_one(
     assert {4, 5} <= set(unlimited.head_search_.counts_tried)
     assert capped.head_search_.complete and unlimited.head_search_.complete
     assert unlimited.n_heads_ == capped.n_heads_ == 3  # the fewest either way
+
+
+def fifteen_linnerud_rows():
+    """15 of linnerud's 20 rows (a seeded draw), its 3 features as 3 tokens of
+    one feature with positions and a constant (d = 5, p = 75), its 3 targets
+    standardized."""
+    X, y = load_linnerud(return_X_y=True)
+    rows = np.random.default_rng(207678900).permutation(len(X))[:15]
+    X = StandardScaler().fit_transform(X[rows]).reshape(15, 3, 1)
+    X = PositionalEncoding(constant=True, padding=None).fit_transform(X)
+    return X, StandardScaler().fit_transform(y[rows].astype(float))
+
+
+def test_counts_beyond_the_interpolating_one_reproduce_as_fewer_heads_do():
+    """15 rows, d = 5, alpha = 1: n_heads=4 to 6 reproduce the lifted fit,
+    but n_heads=7 stopped 1.75e-3 away in the singular training metric and
+    failed, so the default's galloping down from the paper's 8 heads stopped
+    at 7 and returned the lifted fit. A count beyond the interpolating one
+    passes only by reproducing the lifted fit: it is refined toward it
+    whatever its distance, and every count from 4 on passes. Bisecting
+    between the interpolating count (3) and 8, within its share of work, the
+    default finds 4."""
+    X, y = fifteen_linnerud_rows()
+
+    def fitted(**params):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return LinearAttentionRegressor(alpha=1.0, **params).fit(X, y)
+
+    lifted = fitted(n_heads=None)
+    for k in range(4, lifted.n_heads_):
+        model = fitted(n_heads=k)
+        assert model.head_search_.passes, k
+        distance = np.linalg.norm(model.coef_ - lifted.coef_)
+        assert distance <= 1e-8 * np.linalg.norm(lifted.coef_)
+    model = fitted()
+    assert model.head_search_.criterion == "tol"
+    assert model.n_heads_ == 4 and not fitted(n_heads=3).head_search_.passes
 
 
 def test_near_interpolation_counts_that_cannot_pass_are_not_fitted(monkeypatch):
@@ -1751,6 +1789,34 @@ def test_a_classifiers_learning_ratio_is_its_lifted_fits_on_fewer_rows(
     assert budget.spent == spent
 
 
+@pytest.mark.parametrize("solver", ["normal", "dual"])
+def test_a_classifiers_learning_ratio_beyond_the_work_limit_is_not_computed(
+    rng, solver
+):
+    """The learning ratio's K more lifted fits were charged after they ran:
+    under a limit smaller than their work, all ran, and the search overran
+    its limit by as much. Refused before the fit that would exceed what is
+    left: the budget is marked refused (the search is cut short), the work
+    spent stays within the limit, and the ratio is 1."""
+    d, m = 3, 3
+    n = 90 if solver == "normal" else 16  # p = 18
+    X = random_sequences(rng, n, 5, d)
+    y = np.where(np.eye(m)[rng.integers(0, m, n)] > 0, 1.0, -1.0)
+    solution = SOLVERS[solver](
+        lifted_data(X, y), alpha=0.05, fit_intercept=False, heldout=True
+    )
+    full = Budget()
+    solution.heldout_folds(classify=True).learning_ratio(full)
+    for share in (0.0, 0.5):  # (the factorizations: most of the work)
+        budget = Budget(share * full.spent)
+        ratio = solution.heldout_folds(classify=True).learning_ratio(budget)
+        assert ratio == 1.0 and budget.refused and budget.exhausted
+        assert budget.spent <= budget.limit
+    enough = Budget(full.spent)
+    solution.heldout_folds(classify=True).learning_ratio(enough)
+    assert not enough.refused and enough.spent == full.spent
+
+
 def test_a_classifier_near_its_interpolation_peak_keeps_the_lifted_fit():
     """28 sequences of d = 3 (p = 18), three classes: the folds' 22 rows sit at
     the lifted fit's interpolation peak (it misclassifies 0.75 of their held-out
@@ -1914,6 +1980,28 @@ def test_zero_weights_in_partial_fit_batches_are_as_good_as_removed():
         removed.partial_fit(X[batch][kept[batch]], y[batch][kept[batch]])
     assert weighted.n_heads_ == 2
     assert_same_model(weighted, removed)
+
+
+def test_weight_on_one_sequence_is_said_before_the_folds_work(monkeypatch):
+    """Positive weight on one sequence, folds beyond the work limit (their
+    training Grams singular): the search was cut short with a
+    ConvergenceWarning telling the user to raise head_work_limit, which would
+    only have built folds of no use. It says instead that the weight lies in
+    one sequence, and the search is complete."""
+    monkeypatch.setattr("sklearn_linattn._estimators.WORK_FLOOR", 0.0)
+    truth, X, y = noisy_sequences(2, 4, 2, 1, 0.05)
+    weights = np.zeros(len(X))
+    weights[0] = 1.0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = LinearAttentionRegressor(head_work_limit=1.0).fit(
+            X, y, sample_weight=weights
+        )
+    messages = [str(w.message) for w in caught]
+    assert any("lies in one sequence" in message for message in messages)
+    assert not any(issubclass(w.category, ConvergenceWarning) for w in caught)
+    assert model.head_search_.complete
+    assert model.head_search_.criterion == "lifted"
 
 
 @pytest.mark.parametrize("solver", ["normal", "dual"])
