@@ -8,7 +8,8 @@
 - Signatures: dataclass fields whose names start with ``_`` (internal state) are
   left out of the documented signatures.
 - ``.. demo-output::``: runs ``python -m sklearn_linattn --quick`` during the build
-  and shows what it prints.
+  and shows what it prints, its wide tables split and long lines wrapped to fit the
+  page.
 - ``.. recorded-table:: SCRIPT``: a table of the recorded run
   ``benchmarks/recorded/SCRIPT.json``, drawn by the script's own ``rst_table``
   (nothing is run but the formatting).
@@ -16,6 +17,7 @@
 
 import importlib.util
 import inspect
+import itertools
 import json
 import os
 import re
@@ -182,11 +184,72 @@ def _public_signature(app, what, name, obj, options, signature, return_annotatio
     return str(shown), return_annotation
 
 
+def _table_columns(lines):
+    """The column ranges ``[start, end)`` of a table of right-aligned columns (the
+    demo's ``format_table``): each column from the end of the previous one (its
+    padding) to the end of its text; a header word over blank cells in every row
+    (the first word of a two-word header) belongs to the column after it."""
+    width = max(map(len, lines))
+    lines = [line.ljust(width) for line in lines]
+    filled = [any(line[i] != " " for line in lines) for i in range(width)]
+    columns, start, i = [], 0, 0
+    while i < width:
+        if not filled[i]:
+            i += 1
+            continue
+        end = i
+        while end < width and filled[end]:
+            end += 1
+        columns.append([start, end])
+        start = i = end
+    merged = []
+    for column in columns:
+        if merged and merged[-1][2]:  # the previous segment was a header word only
+            column = [merged.pop()[0], column[1]]
+        header_only = not any(line[column[0] : column[1]].strip() for line in lines[1:])
+        merged.append([column[0], column[1], header_only])
+    return [(start, end) for start, end, _ in merged]
+
+
+def split_table(lines, width):
+    """A table wider than ``width`` as tables of its first column and some of the
+    others, one under the other (a blank line between them): as few as fit, their
+    widths as even as can be. Lines as they are if no split fits."""
+    if max(map(len, lines)) <= width or len(lines) < 2:
+        return lines
+    (first, *others) = _table_columns(lines)
+    budget = width - (first[1] - first[0])
+    sizes = [end - start for start, end in others]
+    for n_groups in range(2, len(others) + 1):
+        splits = [
+            (0, *cuts, len(others))
+            for cuts in itertools.combinations(range(1, len(others)), n_groups - 1)
+        ]
+        widths = [
+            max(sum(sizes[a:b]) for a, b in itertools.pairwise(cut)) for cut in splits
+        ]
+        if min(widths) <= budget:
+            cut = splits[widths.index(min(widths))]
+            break
+    else:
+        return lines
+    out = []
+    for a, b in itertools.pairwise(cut):
+        if out:
+            out.append("")
+        for line in lines:
+            cells = [line[start:end] for start, end in [first, *others[a:b]]]
+            out.append("".join(cells).rstrip())
+    return out
+
+
 class DemoOutput(Directive):
     """What ``python -m sklearn_linattn --quick`` prints, run during the build.
 
-    Table rows are kept as printed; prose lines longer than ``:width:`` are
-    wrapped so that the block needs no horizontal scrolling.
+    Prose lines longer than ``:width:`` are wrapped; a table (consecutive lines
+    indented by four spaces or more) wider than that is split into tables of its
+    first column and as many of the others as fit, stacked, so that the block
+    needs no horizontal scrolling and no row is broken.
     """
 
     option_spec = {"width": directives.positive_int}
@@ -204,21 +267,29 @@ class DemoOutput(Directive):
             cwd=root,
             env={**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": path},
         )
-        lines = []
-        for line in result.stdout.rstrip().splitlines():
-            if len(line) <= width:
-                lines.append(line)
-                continue
-            indent = re.match(r" *", line).group()
-            lines.extend(
-                textwrap.wrap(
-                    line, width, initial_indent="", subsequent_indent=indent + "   "
-                )
-            )
-        text = "\n".join(lines)
+        text = "\n".join(demo_lines(result.stdout, width))
         block = nodes.literal_block(text, text, classes=["demo-output"])
         block["language"] = "none"
         return [block]
+
+
+def demo_lines(output, width):
+    """The demo's printed ``output`` fitted to ``width`` characters: tables split
+    (:func:`split_table`), prose wrapped with a hanging indent."""
+    lines, table = [], []
+    for line in [*output.rstrip().splitlines(), ""]:
+        if line.startswith("    ") and line.strip():
+            table.append(line)
+            continue
+        if table:
+            lines.extend(split_table(table, width))
+            table = []
+        if len(line) <= width:
+            lines.append(line)
+            continue
+        indent = re.match(r" *", line).group()
+        lines.extend(textwrap.wrap(line, width, subsequent_indent=indent + "   "))
+    return lines[:-1]
 
 
 def benchmark_script(name):
