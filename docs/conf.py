@@ -109,4 +109,10 @@ sphinx_gallery_conf = {
 }
 
 myst_enable_extensions = ["dollarmath"]
+
+# Formulas as MathML, converted during the build (docutils' converter, in
+# _ext/linattn_docs.py), which browsers render without a script: the pages show
+# them offline too, where MathJax, loaded from its CDN, left the TeX as text.
+# Online, MathJax (mathjax_path) still loads and typesets the MathML.
+html_math_renderer = "mathml"
 suppress_warnings = ["myst.header"]

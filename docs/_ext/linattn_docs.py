@@ -338,9 +338,70 @@ class RecordedTable(Directive):
         return container.children
 
 
+def _mathml(translator, node, tex, block):
+    """MathML of the TeX ``tex`` (docutils' converter); a build warning, and the TeX
+    as text, where it cannot convert."""
+    from docutils.utils.math import MathError, latex2mathml
+    from sphinx.util import logging
+
+    # TeX reads x' as x^{\prime}; the converter gives an apostrophe operator,
+    # which MathJax draws as a large quote.
+    tex = re.sub(r"'+", lambda m: "^{" + r"\prime" * len(m.group()) + "}", tex)
+    try:
+        mathml = latex2mathml.tex2mathml(tex, as_block=block)
+    except (MathError, SyntaxError, IndexError) as error:
+        logging.getLogger(__name__).warning(
+            "math %r is not converted to MathML: %s", tex, error, location=node
+        )
+        return translator.encode(tex)
+    # upright capital Greek, as TeX sets it (the converter marks it with a class
+    # for a style sheet of its own)
+    return mathml.replace('<mi class="capital-greek">', '<mi mathvariant="normal">')
+
+
+def _visit_math(translator, node):
+    translator.body.append(translator.starttag(node, "span", "", CLASS="math"))
+    translator.body.append(_mathml(translator, node, node.astext(), False))
+    translator.body.append("</span>")
+    raise nodes.SkipNode
+
+
+def _visit_math_block(translator, node):
+    from sphinx.util.math import get_node_equation_number
+
+    translator.body.append(translator.starttag(node, "div", CLASS="math"))
+    if node["number"]:
+        number = get_node_equation_number(translator, node)
+        translator.body.append(f'<span class="eqno">({number})')
+        translator.add_permalink_ref(node, "Link to this equation")
+        translator.body.append("</span>")
+    for part in node.astext().split("\n\n"):
+        if not part.strip():
+            continue
+        if "\\\\" in part and "\\begin" not in part:  # lines, as MathJax aligns them
+            part = "\\begin{aligned}" + part + "\\end{aligned}"
+        translator.body.append(_mathml(translator, node, part, True))
+    translator.body.append("</div>\n")
+    raise nodes.SkipNode
+
+
+def _add_mathjax(app, pagename, templatename, context, doctree):
+    """MathJax (``mathjax_path``, its CDN by default) on the pages with formulas:
+    online it typesets their MathML in its own fonts, as it did their TeX; offline,
+    where it does not load, the browser renders the MathML itself."""
+    if app.builder.format != "html" or app.builder.math_renderer_name != "mathml":
+        return
+    if app.config.mathjax_path and context.get("has_maths_elements", True):
+        app.builder.add_js_file(app.config.mathjax_path, defer="defer")
+
+
 def setup(app):
     app.connect("missing-reference", _warn_unresolved, priority=900)
     app.connect("autodoc-process-signature", _public_signature)
     app.add_directive("demo-output", DemoOutput)
     app.add_directive("recorded-table", RecordedTable)
+    app.add_html_math_renderer(
+        "mathml", (_visit_math, None), (_visit_math_block, None)
+    )
+    app.connect("html-page-context", _add_mathjax)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
