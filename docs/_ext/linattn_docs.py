@@ -341,14 +341,23 @@ class RecordedTable(Directive):
 def _mathml(translator, node, tex, block):
     """MathML of the TeX ``tex`` (docutils' converter); a build warning, and the TeX
     as text, where it cannot convert."""
-    from docutils.utils.math import MathError, latex2mathml
+    from docutils.utils.math import latex2mathml
     from sphinx.util import logging
+
+    try:
+        from docutils.utils.math import MathError
+    except ImportError:  # docutils before 0.21 raised SyntaxError
+        MathError = SyntaxError
+    if "as_block" in inspect.signature(latex2mathml.tex2mathml).parameters:
+        options = {"as_block": block}
+    else:  # docutils before 0.21
+        options = {"inline": not block}
 
     # TeX reads x' as x^{\prime}; the converter gives an apostrophe operator,
     # which MathJax draws as a large quote.
     tex = re.sub(r"'+", lambda m: "^{" + r"\prime" * len(m.group()) + "}", tex)
     try:
-        mathml = latex2mathml.tex2mathml(tex, as_block=block)
+        mathml = latex2mathml.tex2mathml(tex, **options)
     except (MathError, SyntaxError, IndexError) as error:
         logging.getLogger(__name__).warning(
             "math %r is not converted to MathML: %s", tex, error, location=node
