@@ -107,9 +107,9 @@ REFIT_MARGIN = 10.0
 DRIFT = 1e3
 DRIFT_PENALTY = 1e-6
 # Counts with as many dimensions as equations (only tol passes them) are fitted,
-# by bisection up to the paper's count, with at most BEYOND_SHARE times the work
-# the search spent before them, or BEYOND_FLOOR flops (under a tenth of a second
-# of one core, benchmarks/README.md) where that is more.
+# the paper's count less one, then by bisection, with at most BEYOND_SHARE times
+# the work the search spent before them, or BEYOND_FLOOR flops (under a tenth of a
+# second of one core, benchmarks/README.md) where that is more.
 BEYOND_SHARE = 1.0
 BEYOND_FLOOR = 2e8
 # The estimators' work limit: head_work_limit times the lifted fit's flops plus
@@ -1524,7 +1524,9 @@ def _reproducing_beyond(search, low, paper_count):
     """The fewest count from ``low`` (the fewest whose models have as many
     dimensions as the equations: from it on only reproducing the lifted fit
     within ``tol`` passes) below the paper's count whose fit reproduces the
-    lifted fit, by bisection (the fewest is usually near ``low``, and a fit
+    lifted fit: the paper's count less one first (where it fails, none is
+    fitted: the search is not doubled where nothing reproduces the lifted
+    fit), then by bisection (the fewest is usually near ``low``, and a fit
     costs more the more heads it has: galloping down from the paper's count
     spent the work on its largest counts, bench_fewest_heads.py), each count
     fitted as ``n_heads=k`` fits it; ``paper_count`` where none does. Under a
@@ -1595,8 +1597,8 @@ def _fewest(search, low, high, verdict, order):
     last count that failed: 1, 2, 4, ..., then bisecting) or ``"down"`` (high -
     1, high - 2, high - 4, ..., at least low, then bisecting; low first when it
     is at most a third of high: a fit of few heads is cheap even when it
-    fails) or ``"bisect"``."""
-    step, galloping = 1, order not in ("up", "bisect")
+    fails) or ``"bisect"`` (high - 1, then bisecting)."""
+    step, galloping = 1, order != "up"
     probe = order == "down" and 3 * low <= high  # a small bound: cheap to fit
     while low < high and not search.budget.exhausted:
         probed = False
