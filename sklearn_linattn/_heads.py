@@ -785,8 +785,7 @@ class _Search:
                 )[:2]
         if design is not self.design:
             loss = design_loss(self.design, value_rows, query_rows)
-        excess = max(loss - self.design.baseline, 0.0) / self.signal
-        count = CountFit(k, self.distance(value_rows, query_rows), excess)
+        count = CountFit(k, self.distance(value_rows, query_rows), self.excess(loss))
         within = self.within(value_rows, query_rows, loss, self.design)
         folds = None if within or self.exact else self.folds  # built on first use
         if within:
@@ -805,6 +804,11 @@ class _Search:
                 count = replace(count, passes=False, criterion="cv", failed_on="gcv")
         self.log_count(count)
         return value_rows, query_rows, count
+
+    def excess(self, loss):
+        """A training loss's excess over the lifted fit's, per unit of the
+        explained energy (:attr:`CountFit.training_loss`)."""
+        return max(loss - self.design.baseline, 0.0) / self.signal
 
     def training_count(self, value_rows, query_rows, count):
         """``count`` with the heads' training error (squared errors; NaN for
@@ -1086,8 +1090,7 @@ class _Search:
         if distance <= self.tol:
             return None
         loss = design_loss(self.design, value_rows, query_rows)
-        excess = max(loss - self.design.baseline, 0.0) / self.signal
-        count = CountFit(k, distance, excess)
+        count = CountFit(k, distance, self.excess(loss))
         count = self.training_count(value_rows, query_rows, count)
         if not self.gcv_fails(k, count.gcv_error):
             return None
