@@ -60,6 +60,8 @@ from ._progress import ChunkProgress
 from ._rollout import lifted_readout, rollout
 from ._solvers import HELDOUT_FOLDS, SOLVERS, resolve_solver, solve_normal
 from ._validation import (
+    BooleanRefusingParamsMixin,
+    RealInterval,
     caller_stacklevel,
     input_precision,
     reject_boolean_parameters,
@@ -393,12 +395,12 @@ def _centering_precision(solution, data):
     return min(1.0, float(np.max(PRECISION_MARGIN * np.finfo(float).eps * ratio)))
 
 
-class _LinearAttentionBase(BaseEstimator):
+class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
     """Shared machinery: data source, solver, head read-out, certificate."""
 
     _parameter_constraints = {
         "token_dim": [Interval(Integral, 1, None, closed="left"), None],
-        "alpha": [Interval(Real, 0, None, closed="left")],
+        "alpha": [RealInterval(Real, 0, None, closed="left")],
         "n_heads": [
             StrOptions({"auto"}),
             Interval(Integral, 1, None, closed="left"),
@@ -406,9 +408,9 @@ class _LinearAttentionBase(BaseEstimator):
         ],
         "fit_intercept": ["boolean"],
         "solver": [StrOptions({"auto", "normal", "dual", "cg"})],
-        "tol": [Interval(Real, 0, 1, closed="left")],
-        "head_work_limit": [Interval(Real, 0, None, closed="left"), None],
-        "solver_tol": [Interval(Real, 0, 1, closed="left")],
+        "tol": [RealInterval(Real, 0, 1, closed="left")],
+        "head_work_limit": [RealInterval(Real, 0, None, closed="left"), None],
+        "solver_tol": [RealInterval(Real, 0, 1, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left"), None],
         "positions": [StrOptions({"last", "all"})],
         "causal": ["boolean"],
@@ -561,9 +563,10 @@ class _LinearAttentionBase(BaseEstimator):
         start = time.perf_counter()
         solution = SOLVERS[solver](
             data,
-            alpha=self.alpha,
+            # (a fractions.Fraction, which the constraints accept, as a float)
+            alpha=float(self.alpha),
             fit_intercept=self.fit_intercept,
-            solver_tol=self.solver_tol,
+            solver_tol=float(self.solver_tol),
             max_iter=self.max_iter,
             progress=ChunkProgress("lifting") if self.verbose else None,
             # the head count's held-out folds, from the same pass
@@ -780,7 +783,7 @@ class _LinearAttentionBase(BaseEstimator):
             )
             start = time.perf_counter()
             solution = solve_normal(
-                source, alpha=self.alpha, fit_intercept=self.fit_intercept,
+                source, alpha=float(self.alpha), fit_intercept=self.fit_intercept,
                 heldout=self._fold_statistics is not None and self.n_heads is not None,
             )
             self._set_model(
@@ -799,6 +802,7 @@ class _LinearAttentionBase(BaseEstimator):
         rank = data.n_lifted if rank is None else rank
         # the search's limit; a fixed count, asked for, is fitted without one
         limit = self.head_work_limit if self.n_heads == "auto" else None
+        limit = None if limit is None else float(limit)  # (a Fraction too)
         # a multi-output regression's heads weigh its outputs alike, whatever
         # their units (the paper's read-out, n_heads=None, is left as it is)
         weights = None
@@ -813,7 +817,7 @@ class _LinearAttentionBase(BaseEstimator):
             # float32 data pin the coefficients down to their precision only,
             # and so does centering targets far from zero
             max(
-                self.tol,
+                float(self.tol),
                 solution.coef_tol,
                 PRECISION_MARGIN * getattr(self, "_input_precision", 0.0),
                 _centering_precision(solution, data)
@@ -1949,7 +1953,9 @@ def _checked_classes(classes):
     return np.unique(np.asarray(classes))
 
 
-class LiftedAttentionFeatures(TransformerMixin, BaseEstimator):
+class LiftedAttentionFeatures(
+    TransformerMixin, BooleanRefusingParamsMixin, BaseEstimator
+):
     """The lifted features of multi-head linear attention, for any linear model.
 
     Each sequence ``Z`` (tokens as rows, query ``q = Z[-1]``) becomes the

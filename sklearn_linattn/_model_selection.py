@@ -44,7 +44,6 @@ from sklearn.metrics import (
 )
 from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import (
-    Interval,
     InvalidParameterError,
     StrOptions,
 )
@@ -75,6 +74,7 @@ from ._estimators import (
 from ._lift import lifted_kernel
 from ._solvers import resolve_solver, solve_dual, solve_normal, uncentered_scale
 from ._validation import (
+    RealInterval,
     caller_stacklevel,
     check_sequence_values,
     reject_boolean_parameters,
@@ -662,7 +662,7 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         "alphas": [
             StrOptions({"auto"}),
             "array-like",
-            Interval(Real, 0, None, closed="left"),
+            RealInterval(Real, 0, None, closed="left"),
         ],
         "cv": ["cv_object"],
         "scoring": [StrOptions(set(get_scorer_names())), callable, None],

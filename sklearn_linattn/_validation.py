@@ -12,14 +12,20 @@ where they are computed. Dask is imported only when a Dask array is passed
 import inspect
 import sys
 import warnings
-from numbers import Number
+from numbers import Integral, Number, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils._param_validation import InvalidParameterError
+from sklearn.utils._param_validation import (
+    Interval,
+    InvalidParameterError,
+    make_constraint,
+)
 from sklearn.utils.validation import _check_sample_weight, check_array, validate_data
 
 __all__ = [
+    "BooleanRefusingParamsMixin",
+    "RealInterval",
     "as_array",
     "caller_stacklevel",
     "check_sequence_values",
@@ -496,6 +502,70 @@ def validate_class_weight(class_weight):
                 "class_weight must map each class to a finite non-negative number, "
                 f"got class_weight[{label!r}] = {weight!r}."
             )
+
+
+class RealInterval(Interval):
+    """scikit-learn's ``Interval`` that also holds real numbers numpy cannot test
+    for NaN: ``Interval(Real, ...)`` accepts ``fractions.Fraction(1, 2)`` as a
+    ``numbers.Real`` and then fails inside ``numpy.isnan`` with "ufunc 'isnan'
+    not supported" (scikit-learn's own ``Ridge(alpha=Fraction(1, 2))`` too,
+    while ``RidgeCV(alphas=[Fraction(1, 2)])`` converts it). The value is
+    compared as the float it converts to; the estimator converts it the same
+    way where it uses it."""
+
+    def __contains__(self, val):
+        if isinstance(val, Real) and not isinstance(val, Integral):
+            try:
+                val = float(val)
+            except (TypeError, ValueError, OverflowError):
+                return False
+        return super().__contains__(val)
+
+
+def _numeric_constraints(constraints):
+    """Whether a parameter's constraints take numbers (an ``Interval``) and no
+    boolean (``"boolean"``, ``"verbose"`` or the type ``bool``)."""
+    if not isinstance(constraints, list):
+        return False
+    takes_numbers = any(isinstance(c, Interval) for c in constraints)
+    takes_bools = any(
+        (isinstance(c, str) and c in ("boolean", "verbose"))
+        or (isinstance(c, type) and issubclass(c, (bool, np.bool_)))
+        for c in constraints
+    )
+    return takes_numbers and not takes_bools
+
+
+class BooleanRefusingParamsMixin:
+    """Refuse a bool for a numeric parameter, naming it, before scikit-learn's
+    parameter check: that check reads ``True`` as the number 1 (accepted where 1
+    is) and ``False`` as 0, refused where 0 is with a message that does not say
+    what was wrong with ``False`` (``n_heads=False``: "must be a str among
+    {'auto'}, an int in the range [1, inf) or None. Got False instead")."""
+
+    def _validate_params(self):
+        constraints = getattr(self, "_parameter_constraints", {})
+        params = self.get_params(deep=False)
+        for name, value in params.items():
+            if not isinstance(value, (bool, np.bool_)):
+                continue
+            if not _numeric_constraints(constraints.get(name)):
+                continue
+            shown = [
+                str(c)
+                for c in map(make_constraint, constraints[name])
+                if not c.hidden
+            ]
+            expected = (
+                shown[0]
+                if len(shown) == 1
+                else f"{', '.join(shown[:-1])} or {shown[-1]}"
+            )
+            raise InvalidParameterError(
+                f"The {name!r} parameter of {type(self).__name__} must be "
+                f"{expected} (not a bool). Got {value!r} instead."
+            )
+        super()._validate_params()
 
 
 def reject_boolean_parameters(estimator, names, kind="an int or None"):

@@ -38,6 +38,7 @@ from sklearn.utils.validation import (
 
 from ._data import check_allocation
 from ._validation import (
+    BooleanRefusingParamsMixin,
     _is_pandas_series,
     as_array,
     caller_stacklevel,
@@ -240,7 +241,7 @@ def _ragged_series(items):
     return series
 
 
-class SeriesToTokens(TransformerMixin, BaseEstimator):
+class SeriesToTokens(TransformerMixin, BooleanRefusingParamsMixin, BaseEstimator):
     """Time series in the toolkits' channels-first layout as token sequences.
 
     aeon and sktime hold a collection of time series as an array ``(n_cases,
@@ -634,7 +635,9 @@ def _refuse_dataframe_output(estimator, when, fix):
         )
 
 
-class PositionalEncoding(_TokenTransformerMixin, TransformerMixin, BaseEstimator):
+class PositionalEncoding(
+    _TokenTransformerMixin, TransformerMixin, BooleanRefusingParamsMixin, BaseEstimator
+):
     """Append position features, counted from the query or the start, and a constant.
 
     Linear attention forgets the order of the context tokens: ``S = Z^T Z`` is the
@@ -953,7 +956,9 @@ def _dense(transformed, transformer):
     return transformed
 
 
-class TokenwiseTransformer(_TokenTransformerMixin, TransformerMixin, BaseEstimator):
+class TokenwiseTransformer(
+    _TokenTransformerMixin, TransformerMixin, BooleanRefusingParamsMixin, BaseEstimator
+):
     """Apply a scikit-learn transformer to every token, fitted on the real tokens.
 
     Flattened rows mix tokens: ``StandardScaler`` on ``(n_samples, n_tokens *

@@ -557,6 +557,59 @@ def test_bad_parameters(rng, params, match):
         )
 
 
+@pytest.mark.parametrize(
+    "estimator, name",
+    [
+        (LinearAttentionRegressor(n_heads=False), "n_heads"),
+        (LinearAttentionRegressor(n_heads=np.False_), "n_heads"),
+        (LinearAttentionRegressor(batch_size=False), "batch_size"),
+        (LinearAttentionRegressor(max_iter=False), "max_iter"),
+        (LinearAttentionRegressor(n_jobs=False), "n_jobs"),
+        (LinearAttentionClassifier(token_dim=False), "token_dim"),
+        (LiftedAttentionFeatures(token_dim=False), "token_dim"),
+    ],
+)
+def test_false_for_a_number_is_refused_as_a_bool(rng, estimator, name):
+    """scikit-learn's check reads False as 0: where 0 is out of range it said
+    only "must be a str among {'auto'}, an int in the range [1, inf) or None.
+    Got False instead" (True, read as 1, got the bool message after it)."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    X = random_sequences(rng, 10, 3, 2)
+    message = f"'{name}' parameter .* or None \\(not a bool\\). Got (np.)?False"
+    with pytest.raises(InvalidParameterError, match=message):
+        if isinstance(estimator, LiftedAttentionFeatures):
+            estimator.fit(X)
+        else:
+            estimator.fit(X, np.arange(10) % 2)
+
+
+@pytest.mark.parametrize("solver", ["normal", "dual", "cg"])
+def test_fractions_are_real_parameters(rng, solver):
+    """alpha=Fraction(1, 2) (a numbers.Real) failed inside scikit-learn's
+    Interval check with numpy's "ufunc 'isnan' not supported"; it is the float
+    it converts to, in every solver, for alpha, tol, head_work_limit and
+    solver_tol alike."""
+    from fractions import Fraction
+
+    X = random_sequences(rng, 30, 4, 2)
+    y = rng.normal(size=30)
+    params = {
+        "alpha": Fraction(1, 2),
+        "tol": Fraction(1, 10**6),
+        "head_work_limit": Fraction(5),
+        "solver_tol": Fraction(1, 10**10),
+    }
+    fraction = LinearAttentionRegressor(solver=solver, **params).fit(X, y)
+    floats = {name: float(value) for name, value in params.items()}
+    plain = LinearAttentionRegressor(solver=solver, **floats).fit(X, y)
+    np.testing.assert_array_equal(fraction.coef_, plain.coef_)
+    assert fraction.n_heads_ == plain.n_heads_
+    assert fraction.alpha == Fraction(1, 2)  # the parameter itself is kept
+    with pytest.raises(ValueError, match=r"'alpha' parameter .*range \[0.0, inf\)"):
+        LinearAttentionRegressor(alpha=Fraction(-1, 2)).fit(X, y)
+
+
 def test_verbose_reports_solver_and_time(rng, capsys):
     LinearAttentionRegressor(verbose=1, batch_size=10).fit(
         random_sequences(rng, 25, 3, 2), np.ones(25)

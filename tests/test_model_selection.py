@@ -1081,6 +1081,44 @@ def test_a_boolean_alphas_is_refused(rng, alphas):
 
 @pytest.mark.parametrize("estimator", [LinearAttentionRegressorCV,
                                        LinearAttentionClassifierCV])
+def test_fraction_alphas_are_real_numbers(rng, estimator):
+    """alphas=Fraction(1, 2) failed inside scikit-learn's Interval check with
+    numpy's "ufunc 'isnan' not supported" (RidgeCV's own scalar check fails the
+    same way, while it takes Fractions in a list as floats): a scalar Fraction is
+    the grid of its float, as a list of Fractions already was."""
+    from fractions import Fraction
+
+    X = random_sequences(rng, 30, 4, 2)
+    y = np.arange(30) % 2
+    scalar = estimator(alphas=Fraction(1, 2)).fit(X, y)
+    listed = estimator(alphas=[Fraction(1, 2)]).fit(X, y)
+    plain = estimator(alphas=0.5).fit(X, y)
+    assert scalar.alpha_ == listed.alpha_ == plain.alpha_ == 0.5
+    np.testing.assert_array_equal(scalar.coef_, plain.coef_)
+    assert scalar.alphas == Fraction(1, 2)
+    with pytest.raises(ValueError, match="'alphas' parameter .*Fraction\\(-1, 2\\)"):
+        estimator(alphas=Fraction(-1, 2)).fit(X, y)
+
+
+@pytest.mark.parametrize("estimator", [LinearAttentionRegressorCV,
+                                       LinearAttentionClassifierCV])
+def test_false_n_heads_is_refused_as_a_bool(rng, estimator):
+    """n_heads=False (0, out of range) got scikit-learn's message, which does
+    not say that a bool is the mistake; True got the bool message."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    for value in (False, True):
+        with pytest.raises(
+            InvalidParameterError,
+            match=r"'n_heads' parameter .*'auto'.* or None \(not a bool\)",
+        ):
+            estimator(n_heads=value).fit(
+                rng.normal(size=(20, 3, 2)), np.arange(20) % 2
+            )
+
+
+@pytest.mark.parametrize("estimator", [LinearAttentionRegressorCV,
+                                       LinearAttentionClassifierCV])
 def test_a_boolean_tol_is_refused(rng, estimator):
     """tol=False was taken as tol=0 (tol=True failed on its range alone)."""
     from sklearn.utils._param_validation import InvalidParameterError
