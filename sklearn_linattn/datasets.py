@@ -57,8 +57,8 @@ def _generator(random_state):
         return np.random.default_rng(random_state)
     except (TypeError, ValueError) as error:
         raise ValueError(
-            "random_state must be None, an int, a numpy Generator or a RandomState, "
-            f"got {random_state!r}."
+            "random_state must be None, a non-negative int, a numpy Generator or a "
+            f"RandomState, got {random_state!r}."
         ) from error
 
 
@@ -408,7 +408,14 @@ def _integer_array(name, value):
             f"{name} must hold integers, got {array.dtype} values such as "
             f"{array.ravel()[0].item()!r}."
         )
-    return array.astype(int)
+    largest = np.iinfo(np.int64).max
+    if array.dtype.kind == "u" and array.max() > largest:
+        # (the int64 cast would show it negative: 2**63 + 5 as -2**63 + 5)
+        raise ValueError(
+            f"{name} must hold state or symbol indices, got "
+            f"{array.max().item()}, beyond the int64 range of any index."
+        )
+    return array.astype(np.int64)
 
 
 def _check_index(name, value, upper):

@@ -503,6 +503,49 @@ def test_the_memory_check_counts_the_generators_peak(monkeypatch):
         make_random_mhla(2**13, 16, 2)  # 2**21 + 2**16 bytes, 8 times: 16.5 MiB
 
 
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (
+            lambda big: encode_automaton_lookup(
+                [[1, 0], [0, 1]], 0, 0, rows=np.array([[big, 0]], dtype=np.uint64)
+            ),
+            "rows must hold state or symbol indices, got 9223372036854775813",
+        ),
+        (
+            lambda big: execute_automaton(
+                automaton_lookup_attention(2, 2),
+                [[1, 0], [0, 1]],
+                np.array([0, big], dtype=np.uint64),
+            ),
+            "word must hold state or symbol indices, got 9223372036854775813",
+        ),
+    ],
+    ids=["rows", "word"],
+)
+def test_uint64_indices_beyond_int64_are_shown_as_given(call, match):
+    """uint64 indices were cast to int64 before the range check, which showed
+    2**63 + 5 as -9223372036854775803."""
+    with pytest.raises(ValueError, match=match) as error:
+        call(np.uint64(2**63 + 5))
+    assert "-9223372036854775803" not in str(error.value)
+
+
+def test_uint64_indices_in_range_are_read():
+    table = [[1, 0], [0, 1]]
+    word = np.array([0, 1, 0], dtype=np.uint64)
+    model = automaton_lookup_attention(2, 2)
+    assert (
+        execute_automaton(model, table, word).tolist()
+        == execute_automaton(model, table, [0, 1, 0]).tolist()
+    )
+
+
+def test_a_negative_random_state_is_named():
+    with pytest.raises(ValueError, match="a non-negative int.* got -1"):
+        make_random_mhla(3, 3, 2, random_state=-1)
+
+
 def test_rows_in_range_still_encode_and_empty_word_runs():
     table = [[1, 0], [0, 1]]
     sequence = encode_automaton_lookup(table, 1, 1, rows=[[1, 1], [0, 0]])
