@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
@@ -322,10 +323,59 @@ def _identity(tokens):
     return tokens
 
 
+def _static_reason(step):
+    """Why a step cannot act token by token, read from its class and parameters
+    alone (fitted or not), or None when that needs its fitted attributes or it
+    can."""
+    if step is None or (isinstance(step, str) and step == "passthrough"):
+        return None
+    if isinstance(step, TokenwiseTransformer):
+        return None
+    if isinstance(step, PositionalEncoding):
+        n_positions = step.n_positions
+        if (
+            step.origin != "start"
+            and isinstance(n_positions, Integral)
+            and n_positions > 0
+        ):
+            return _positions_reason(n_positions)
+        return None  # (n_positions=None: counted at fit time)
+    if isinstance(step, SeriesToTokens):
+        if step.window != 1:
+            return (
+                f"with window={step.window} a new time step shifts every window "
+                "of the series (each generated token would be one time step)"
+            )
+        if step.max_len is not None:
+            return (
+                f"max_len={step.max_len} drops the first token of a series that "
+                "grows beyond it"
+            )
+        return None
+    return (
+        f"{type(step).__name__} is not a token-wise step of "
+        "sklearn_linattn.preprocessing; wrap a transformer of single tokens in "
+        "TokenwiseTransformer"
+    )
+
+
+def _positions_reason(n_positions):
+    return (
+        f"its {n_positions} position feature(s) count from the query, "
+        "so each appended token moves every earlier token one position "
+        "back and changes its features (count them from the start, "
+        "PositionalEncoding(origin='start'), or append the constant "
+        "alone, n_positions=0)"
+    )
+
+
 def _token_step(step):
-    """``(token_step, None)`` for a step that acts token by token, ``(None,
-    reason)`` for one that does not."""
-    if step is None or step == "passthrough":
+    """``(token_step, None)`` for a fitted step that acts token by token,
+    ``(None, reason)`` for one that does not."""
+    reason = _static_reason(step)
+    if reason is not None:
+        return None, reason
+    if step is None or (isinstance(step, str) and step == "passthrough"):
         return _TokenStep(_identity, None), None
     if isinstance(step, TokenwiseTransformer):
         return (
@@ -336,13 +386,7 @@ def _token_step(step):
         if step.origin == "start" and step.n_positions_ > 0:
             return _CountedPositionStep(step), None
         if step.n_positions_ > 0:
-            return None, (
-                f"its {step.n_positions_} position feature(s) count from the query, "
-                "so each appended token moves every earlier token one position "
-                "back and changes its features (count them from the start, "
-                "PositionalEncoding(origin='start'), or append the constant "
-                "alone, n_positions=0)"
-            )
+            return None, _positions_reason(step.n_positions_)
         if not step.constant:
             return _TokenStep(_identity, step.token_dim_), None
 
@@ -350,43 +394,45 @@ def _token_step(step):
             return np.column_stack([tokens, np.ones(len(tokens))])
 
         return _TokenStep(with_constant, step.token_dim_, step.padding), None
-    if isinstance(step, SeriesToTokens):
-        if step.window != 1:
-            return None, (
-                f"with window={step.window} a new time step shifts every window "
-                "of the series (each generated token would be one time step)"
-            )
-        if step.max_len is not None:
-            return None, (
-                f"max_len={step.max_len} drops the first token of a series that "
-                "grows beyond it"
-            )
-        # window=1: a generated token is one time step, its channels as features
-        return _TokenStep(_identity, step.n_channels_), None
-    return None, (
-        f"{type(step).__name__} is not a token-wise step of "
-        "sklearn_linattn.preprocessing; wrap a transformer of single tokens in "
-        "TokenwiseTransformer"
-    )
+    # SeriesToTokens(window=1) without max_len: a generated token is one time
+    # step, its channels as features
+    return _TokenStep(_identity, step.n_channels_), None
 
 
-def _token_steps(steps, prefix=""):
+def _token_steps(steps, prefix="", fitted=True):
     """The token steps of ``(name, step)`` pairs (nested pipelines flattened),
     each paired with its fitted step, and the reasons for the steps that do not
-    act token by token."""
+    act token by token; with ``fitted=False``, only the reasons that the
+    steps' classes and parameters give (no step is read as fitted)."""
     maps, reasons = [], []
-    for name, fitted in steps:
-        if isinstance(fitted, Pipeline):
-            inner_maps, inner_reasons = _token_steps(fitted.steps, f"{prefix}{name}__")
+    for name, step in steps:
+        if isinstance(step, Pipeline):
+            inner_maps, inner_reasons = _token_steps(
+                step.steps, f"{prefix}{name}__", fitted
+            )
             maps += inner_maps
             reasons += inner_reasons
             continue
-        token_step, reason = _token_step(fitted)
+        if fitted:
+            token_step, reason = _token_step(step)
+        else:
+            token_step, reason = None, _static_reason(step)
         if reason is None:
-            maps.append((token_step, fitted))
+            maps.append((token_step, step))
         else:
             reasons.append(f"{prefix}{name!r}: {reason}")
     return maps, reasons
+
+
+def _refuse_steps(reasons):
+    if reasons:
+        raise ValueError(
+            "generate_pipeline preprocesses each generated token on its own, which "
+            "needs every step before the final estimator to act token by token; "
+            "these steps do not: " + "; ".join(reasons) + ". Roll out with "
+            "pipeline.predict on the grown sequence instead (each step then "
+            "transforms the whole sequence at every step)."
+        )
 
 
 def generate_pipeline(pipeline, X, n_steps, to_token=None):
@@ -482,18 +528,17 @@ def generate_pipeline(pipeline, X, n_steps, to_token=None):
             f"The final step of the pipeline, {type(final).__name__}, has no "
             "generate method; it must be an attention estimator of sklearn_linattn."
         )
-    for _, step in pipeline.steps:  # (the steps' checks read fitted attributes)
-        if step not in (None, "passthrough"):
-            check_is_fitted(step)
+    try:
+        for _, step in pipeline.steps:  # (the steps' checks read fitted attributes)
+            if not (step is None or (isinstance(step, str) and step == "passthrough")):
+                check_is_fitted(step)
+    except NotFittedError:
+        # Steps that cannot act token by token whatever their fit come first:
+        # fitting the pipeline, as NotFittedError asks, would not help.
+        _refuse_steps(_token_steps(pipeline.steps[:-1], fitted=False)[1])
+        raise
     steps, reasons = _token_steps(pipeline.steps[:-1])
-    if reasons:
-        raise ValueError(
-            "generate_pipeline preprocesses each generated token on its own, which "
-            "needs every step before the final estimator to act token by token; "
-            "these steps do not: " + "; ".join(reasons) + ". Roll out with "
-            "pipeline.predict on the grown sequence instead (each step then "
-            "transforms the whole sequence at every step)."
-        )
+    _refuse_steps(reasons)
     n_steps = _check_n_steps(n_steps)
     _check_to_token(to_token)
     sequences = X

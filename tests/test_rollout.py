@@ -908,6 +908,32 @@ def test_generate_pipeline_of_an_unfitted_pipeline_is_not_fitted_error(step):
 
 
 @pytest.mark.parametrize(
+    "steps, named",
+    [
+        ([StandardScaler()], "'standardscaler': StandardScaler is not a token-wise"),
+        ([PositionalEncoding(n_positions=2)], "'positionalencoding': its 2 position"),
+        ([SeriesToTokens(window=2)], "'seriestotokens': with window=2"),
+        ([SeriesToTokens(max_len=4)], "'seriestotokens': max_len=4"),
+        (
+            [make_pipeline(TokenwiseTransformer(StandardScaler()), StandardScaler())],
+            "pipeline__'standardscaler'",
+        ),
+    ],
+    ids=["scaler", "positions", "window", "max_len", "nested"],
+)
+def test_generate_pipeline_names_steps_that_cannot_roll_out_before_fitting(
+    steps, named
+):
+    """A step that cannot act token by token whatever its fit was reported
+    after NotFittedError: the user fitted the pipeline only to learn that it can
+    never roll out."""
+    pipe = make_pipeline(*steps, LinearAttentionRegressor())
+    with pytest.raises(ValueError, match="do not") as error:
+        generate_pipeline(pipe, np.ones((3, 6, 2)), 2)
+    assert named in str(error.value)
+
+
+@pytest.mark.parametrize(
     "step",
     [
         TokenwiseTransformer(StandardScaler()),
