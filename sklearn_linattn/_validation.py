@@ -9,6 +9,7 @@ where they are computed. Dask is imported only when a Dask array is passed
 (:func:`require_dask`). This module imports no other module of the package.
 """
 
+import contextlib
 import inspect
 import sys
 import warnings
@@ -141,24 +142,33 @@ def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
             f"Complex data not supported: X has dtype {complex_dtype}; sequences "
             "are real token matrices."
         )
+    _refuse_dates("X", X)
     if X.ndim == 3:
-        sequences = check_array(
-            X,
-            allow_nd=True,
-            dtype=np.float64,
-            order="C",
-            input_name="X",
-            estimator=estimator,
-        )
+        with _converted_to_float(
+            "X", "an array of shape (n_samples, n_tokens, token_dim)"
+        ):
+            sequences = check_array(
+                X,
+                allow_nd=True,
+                dtype=np.float64,
+                order="C",
+                input_name="X",
+                estimator=estimator,
+            )
         _check_3d_shape(sequences.shape, token_dim, estimator, reset)
         return sequences
     _check_ndim(X)
     if reset and token_dim is not None:  # before validate_data sets n_features_in_
         _token_dim_of_width(X.shape[1], token_dim)
-    if estimator is None:
-        rows = check_array(X, dtype=np.float64, order="C", input_name="X")
-    else:
-        rows = validate_data(estimator, X, reset=reset, dtype=np.float64, order="C")
+    with _converted_to_float(
+        "X", "an array of shape (n_samples, n_tokens * token_dim)"
+    ):
+        if estimator is None:
+            rows = check_array(X, dtype=np.float64, order="C", input_name="X")
+        else:
+            rows = validate_data(
+                estimator, X, reset=reset, dtype=np.float64, order="C"
+            )
     n_samples, n_features = rows.shape
     from_rows = token_dim is None
     token_dim = _token_dim_of_width(n_features, token_dim)
@@ -183,6 +193,40 @@ def _is_array_of_sequences(X):
 def _is_pandas_series(X):
     """Whether ``X`` is a pandas Series, without importing pandas."""
     return type(X).__module__.split(".")[0] == "pandas" and type(X).__name__ == "Series"
+
+
+def _refuse_dates(name, array):
+    """Datetime and timedelta arrays (or DataFrame columns) are refused: numpy
+    casts them to float64 silently (days or nanoseconds since 1970), a number
+    that means nothing to the model."""
+    kind = next((t for t in _numpy_dtypes(array) if t.kind in "Mm"), None)
+    if kind is not None:
+        raise ValueError(
+            f"{name} has dtype {kind}: dates and durations are not numbers here "
+            f"(numpy would read them as counts since 1970 or of their unit). "
+            f"{name} must hold real numbers (float, int or bool); convert them "
+            "explicitly first."
+        )
+
+
+@contextlib.contextmanager
+def _converted_to_float(name, expected):
+    """numpy's "could not convert string to float: 'a'" (or "float() argument
+    must be a string or a real number, not 'dict'") raised while converting
+    ``name`` to float64, with the input named and what it must hold; numpy's
+    words are kept after it."""
+    try:
+        yield
+    except (TypeError, ValueError) as error:
+        text = str(error)
+        if not any(
+            words in text for words in ("could not convert", "argument must be")
+        ):
+            raise
+        raise type(error)(
+            f"{name} must be {expected} of real numbers (float, int or bool); "
+            f"numpy could not convert it: {text}"
+        ) from error
 
 
 def as_array(X, dtype=None):
@@ -360,13 +404,24 @@ def validate_targets(y, n_samples, estimator_name="estimator", n_tokens=None):
         if per_position
         else f"(n_samples,) or (n_samples, n_outputs) with n_samples={n_samples}"
     )
+    _refuse_dates("y", y)
+    complex_dtype = next((t for t in _numpy_dtypes(y) if t.kind == "c"), None)
+    if complex_dtype is not None:  # (scikit-learn's message prints all of y)
+        raise ValueError(
+            f"Complex data not supported: y has dtype {complex_dtype}; targets are "
+            "real numbers."
+        )
     if is_dask_array(y):
         _check_known_chunks(y, "y")
         targets = y.map_blocks(
             _checked_target_block, dtype=np.float64, meta=np.empty((0,) * y.ndim)
         )
     else:
-        targets = _checked_target_block(y, ensure_min_samples=1)
+        # (scikit-learn: "Input should have at least 1 dimension ...")
+        if isinstance(y, (Number, str, bytes)) or getattr(y, "shape", None) == ():
+            raise ValueError(f"y must have shape {expected}, got the scalar {y!r}.")
+        with _converted_to_float("y", f"an array of shape {expected}"):
+            targets = _checked_target_block(y, ensure_min_samples=1)
     if targets.ndim >= 1 and targets.shape[0] != n_samples:
         raise ValueError(
             f"X has {n_samples} samples but y has {targets.shape[0]}; they must match."
@@ -460,6 +515,13 @@ def validate_sample_weight(sample_weight, sequences, require_positive=True):
     n_samples = sequences.shape[0]
     if sample_weight is None:
         return None
+    expected = f"None, a number or an array of shape ({n_samples},)"
+    if isinstance(sample_weight, (str, bytes)):
+        raise TypeError(
+            f"sample_weight must be {expected} of real numbers, got the string "
+            f"{sample_weight!r}."
+        )
+    _refuse_dates("sample_weight", sample_weight)
     if is_dask_array(sample_weight) and not is_dask_array(sequences):
         sample_weight = np.asarray(sample_weight.compute())
     if is_dask_array(sample_weight):
@@ -476,13 +538,14 @@ def validate_sample_weight(sample_weight, sequences, require_positive=True):
         check_array(
             np.atleast_1d(sample_weight), ensure_2d=False, input_name="sample_weight"
         )
-    weights = _check_sample_weight(
-        sample_weight,
-        np.empty((n_samples, 0)),
-        dtype=np.float64,
-        ensure_non_negative=True,
-        **_ALL_ZERO_WEIGHTS_CHECKED_HERE,
-    )
+    with _converted_to_float("sample_weight", expected):
+        weights = _check_sample_weight(
+            sample_weight,
+            np.empty((n_samples, 0)),
+            dtype=np.float64,
+            ensure_non_negative=True,
+            **_ALL_ZERO_WEIGHTS_CHECKED_HERE,
+        )
     if require_positive and n_samples and not np.any(weights):
         raise ValueError(_NO_POSITIVE_WEIGHT)  # (scikit-learn 1.6 lets these through)
     return weights

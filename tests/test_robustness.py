@@ -53,7 +53,23 @@ BAD_X = {
         "not a multiple of token_dim=2|X has 7 features, but .* is expecting 8",
     ),
     "complex": (GOOD + 1j, "Complex data not supported"),
-    "strings": (np.full((12, 4, 2), "a"), "could not convert|dtype='numeric'"),
+    # (numpy's "could not convert string to float" alone named neither X nor
+    # what it must hold)
+    "strings": (
+        np.full((12, 4, 2), "a"),
+        r"X must be an array of shape \(n_samples, n_tokens, token_dim\) of real "
+        "numbers .*could not convert string to float",
+    ),
+    # datetime64 and timedelta64 were read as counts since 1970 (or of their
+    # unit): a silent wrong answer
+    "dates": (
+        np.arange(96).astype("datetime64[D]").reshape(12, 4, 2),
+        "X has dtype datetime64.D.: dates and durations are not numbers",
+    ),
+    "durations": (
+        np.arange(96).astype("timedelta64[s]").reshape(12, 4, 2),
+        "X has dtype timedelta64.s.: dates and durations are not numbers",
+    ),
     "objects": (np.full((12, 4, 2), None, dtype=object), "NaN"),
     "ragged object array": (
         object_array([np.ones((4, 2))] * 11 + [np.ones((3, 2))]),
@@ -592,7 +608,28 @@ BAD_FIT_ARGUMENTS = {
     "y NaN": ("r", np.r_[np.nan, np.ones(29)], {}, ValueError, "y contains NaN"),
     "y inf": ("r", np.r_[np.inf, np.ones(29)], {}, ValueError, "y contains infinity"),
     "y complex": ("r", np.ones(30) + 1j, {}, ValueError, "Complex data"),
-    "y strings": ("r", np.array(["a"] * 30), {}, ValueError, "could not convert"),
+    "y strings": ("r", np.array(["a"] * 30), {}, ValueError,
+                  r"y must be an array of shape \(n_samples,\) .*real numbers "
+                  ".*could not convert"),
+    # numpy read dates as days since 1970, without a word
+    "y dates": ("r", np.arange(30).astype("datetime64[D]"), {}, ValueError,
+                "y has dtype datetime64.D.: dates and durations are not numbers"),
+    # scikit-learn: "Input should have at least 1 dimension"
+    "y scalar": ("r", 3.0, {}, ValueError, r"y must have shape .* got the scalar"),
+    # (numpy's "could not convert string to float: 'abc'" named nothing)
+    "weights a string": ("r", None, {"sample_weight": "abc"}, TypeError,
+                         r"sample_weight must be None, a number or an array of "
+                         r"shape \(30,\) of real numbers, got the string 'abc'"),
+    "weights strings": ("r", None, {"sample_weight": np.array(["a"] * 30)},
+                        ValueError, r"sample_weight must be .*an array of shape "
+                        r"\(30,\) of real numbers.*could not convert"),
+    "weights objects": ("r", None, {"sample_weight": np.full(30, object())},
+                        TypeError, r"sample_weight must be .*real numbers.*not "
+                        "'object'"),
+    "weights dates": ("r", None, {"sample_weight": np.ones(30).astype("M8[D]")},
+                      ValueError, "sample_weight has dtype datetime64.D.: dates"),
+    "classifier weights a string": ("c", None, {"sample_weight": "abc"},
+                                    TypeError, "got the string 'abc'"),
     "y sparse": ("r", sp.csr_matrix(np.ones((30, 1))), {}, TypeError, "[Ss]parse"),
     "weights negative": ("r", None, {"sample_weight": -np.ones(30)}, ValueError,
                          "Negative values"),
