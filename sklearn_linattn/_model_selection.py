@@ -872,6 +872,10 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         if score_weights is not None and score_weights.shape[0] != data.n_rows:
             row_score_weights = np.repeat(score_weights, per_sample)
         scorer = self._scorer()
+        # the default regression score in units of 2**exponent of the targets:
+        # squared errors of targets beyond 1e154 would overflow, every alpha
+        # scoring -inf (alpha_ then no choice at all)
+        exponent = self._error_exponent(scorer, truth)
         mode = self.gcv_mode
         if mode == "auto":
             # the kernel also for as many rows as lifted features (+ 1 centered):
@@ -924,7 +928,8 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                 scores = np.array(
                     [
                         self._score(
-                            scorer, loo[:, index], truth, row_score_weights, kept_rows
+                            scorer, loo[:, index], truth, row_score_weights,
+                            kept_rows, exponent,
                         )
                         for index in range(len(scaled))
                     ]
@@ -947,13 +952,16 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                     groups,
                     alphas,
                     scorer,
+                    exponent,
                 )
         self._warn_about_scores(scores)
         scores = np.where(np.isfinite(scores), scores, -np.inf)
         best = int(np.argmax(scores))
         self.alpha_ = float(self.alphas_[best])
-        self.best_score_ = float(scores[best])
-        self.cv_scores_ = scores
+        with np.errstate(over="ignore"):  # (a mean squared error beyond float64)
+            in_data_units = np.ldexp(scores, 2 * exponent)
+        self.best_score_ = float(in_data_units[best])
+        self.cv_scores_ = in_data_units
         self._log(
             f"alpha_={self.alpha_:g} (score {self.best_score_:.6g}) of "
             f"{len(scores)} alphas in {time.perf_counter() - start:.2f} s"
@@ -1000,10 +1008,12 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         groups,
         alphas,
         scorer,
+        exponent,
     ):
         """The total statistics (None in kernel form, ``mode="dual"``), the alphas
-        in rescaled units and the mean score of each over the folds; sets
-        ``alphas_``."""
+        in rescaled units and the mean score of each over the folds (the default
+        regression score in units of ``2**exponent``, see ``_error_exponent``);
+        sets ``alphas_``."""
         n_samples = sequences.shape[0]
         per_sample = data.n_rows // max(n_samples, 1)
         if isinstance(self.cv, Iterable) and not hasattr(self.cv, "split"):
@@ -1095,7 +1105,8 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
             test_truth = rows(truth, test)
             for index in range(len(scaled)):
                 fold_scores[fold, index] = self._score(
-                    scorer, predictions[:, index], test_truth, test_weights, test_kept
+                    scorer, predictions[:, index], test_truth, test_weights,
+                    test_kept, exponent,
                 )
             self._log(f"fold {fold + 1}/{len(folds.splits)}: {fold_scores[fold]}")
         if not scored.any():
@@ -1404,14 +1415,28 @@ certificate_, head_search_, token_dim_, n_features_in_, feature_names_in_
     def _stand_in(self):
         return _PredictionsRegressor()
 
-    def _score(self, scorer, predictions, targets, weights, kept):
+    def _error_exponent(self, scorer, truth):
+        """The power of two of the largest target (0 for a scorer's own score):
+        the default score's squared errors are formed in its units (exact), and
+        the scores scaled back to the data's once alpha is chosen."""
+        if scorer is not None:
+            return 0
+        largest = np.max(np.abs(truth), initial=0.0)
+        return int(np.frexp(largest)[1]) if np.isfinite(largest) else 0
+
+    def _score(self, scorer, predictions, targets, weights, kept, exponent=0):
         predictions, targets = predictions[kept], targets[kept]
         if not np.all(np.isfinite(predictions)):  # a leverage of one
             return -np.inf
         if scorer is None:
             weights = None if weights is None else weights[kept]
-            # mean_squared_error's definition, without its validation per alpha.
-            errors = ((predictions - targets) ** 2).mean(axis=1)
+            # mean_squared_error's definition, without its validation per alpha,
+            # in units of 2**exponent (exact); an error beyond them is inf
+            difference = np.ldexp(predictions, -exponent) - np.ldexp(
+                targets, -exponent
+            )
+            with np.errstate(over="ignore"):
+                errors = (difference**2).mean(axis=1)
             return -float(np.average(errors, weights=weights))
         if targets.shape[1] == 1:
             predictions, targets = predictions[:, 0], targets[:, 0]
@@ -1617,7 +1642,10 @@ feature_names_in_
     def _decisions(self, scores):
         return scores[:, 0] if scores.shape[1] == 1 else scores
 
-    def _score(self, scorer, predictions, labels, weights, kept):
+    def _error_exponent(self, scorer, truth):
+        return 0  # (accuracy, or a scorer's own score)
+
+    def _score(self, scorer, predictions, labels, weights, kept, exponent=0):
         scores = self._decisions(predictions[kept])
         if not np.all(np.isfinite(scores)):  # a leverage of one
             return -np.inf

@@ -1079,6 +1079,29 @@ def test_a_boolean_alphas_is_refused(rng, alphas):
         )
 
 
+@pytest.mark.parametrize("cv", [None, 3])
+@pytest.mark.parametrize("exponent", [-700, 600])
+def test_targets_at_the_ends_of_the_float_range_choose_the_same_alpha(cv, exponent):
+    """Squared errors of targets beyond 1e154 overflowed: 11 RuntimeWarnings
+    ("overflow encountered in square"), every alpha scored -inf and alpha_ was
+    the first of the grid; below 1e-154 they underflowed to 0, a tie. The
+    errors are formed in the targets' power of two: the choice is that of the
+    targets at unit scale, and the scores are theirs times 2**(2 exponent)
+    (-inf or -0.0 where that is beyond float64)."""
+    rng = np.random.default_rng(3)
+    X, y = noisy_regression(rng, 60, token_dim=2)
+    unit = LinearAttentionRegressorCV(cv=cv).fit(X, y)
+    scale = 2.0**exponent
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        scaled = LinearAttentionRegressorCV(cv=cv).fit(X, scale * y)
+    assert scaled.alpha_ == unit.alpha_
+    np.testing.assert_array_equal(scaled.predict(X) / scale, unit.predict(X))
+    with np.errstate(over="ignore", under="ignore"):
+        expected = np.ldexp(unit.cv_scores_, 2 * exponent)
+    np.testing.assert_array_equal(scaled.cv_scores_, expected)
+
+
 @pytest.mark.parametrize("estimator", [LinearAttentionRegressorCV,
                                        LinearAttentionClassifierCV])
 def test_fraction_alphas_are_real_numbers(rng, estimator):
