@@ -21,7 +21,7 @@ first non-zero one) all zero.
 """
 
 import warnings
-from numbers import Integral
+from numbers import Integral, Number
 
 import numpy as np
 import scipy.sparse as sp
@@ -39,7 +39,10 @@ from sklearn.utils.validation import (
 from ._data import check_allocation
 from ._validation import (
     BooleanRefusingParamsMixin,
+    _converted_to_float,
     _is_pandas_series,
+    _numpy_dtypes,
+    _refuse_dates,
     as_array,
     caller_stacklevel,
     is_dask_array,
@@ -105,7 +108,8 @@ def pad_sequences(sequences, max_len=None, truncating="pre", dtype=float):
     array([[2., 3.],
            [0., 4.]])
     """
-    if isinstance(sequences, str) or sp.issparse(sequences):
+    # (a dict was read as the list of its keys)
+    if isinstance(sequences, (str, bytes, dict)) or sp.issparse(sequences):
         raise TypeError(
             "sequences must be a list of arrays of shape (n_tokens_i, token_dim), "
             f"got {type(sequences).__name__}."
@@ -139,6 +143,12 @@ def pad_sequences(sequences, max_len=None, truncating="pre", dtype=float):
                 f"sequence {i} is complex; complex data is not supported (the "
                 "estimators refuse it): pass the real parts, or real and "
                 "imaginary parts as features."
+            )
+        kind = getattr(getattr(sequence, "dtype", None), "kind", None)
+        if kind in ("M", "m"):  # (numpy casts them to counts since 1970, silently)
+            raise ValueError(
+                f"sequence {i} has dtype {sequence.dtype}: dates and durations are "
+                "not numbers here; convert them to real numbers explicitly first."
             )
         try:
             array = np.asarray(sequence, dtype=dtype)
@@ -201,6 +211,11 @@ def pad_sequences(sequences, max_len=None, truncating="pre", dtype=float):
     return padded
 
 
+_SERIES_LAYOUT = (
+    "Expected time series as a 3-D array (n_cases, n_channels, n_timepoints), "
+    "2-D rows (n_cases, n_timepoints) of univariate series, or a list of arrays "
+    "(n_channels, n_timepoints_i)"
+)
 _NAN_PADDING_HINT = (
     " Series of different lengths padded with NaN go in as a list of arrays of "
     "shape (n_channels, n_timepoints_i), each without its padding."
@@ -220,6 +235,7 @@ def _ragged_series(items):
                 "estimators refuse it): pass the real parts, or real and "
                 "imaginary parts as channels."
             )
+        _refuse_dates(f"series {i}", item)
         try:
             array = np.asarray(item, dtype=np.float64)
         except (TypeError, ValueError) as error:
@@ -454,8 +470,35 @@ class SeriesToTokens(TransformerMixin, BooleanRefusingParamsMixin, BaseEstimator
             if not series:
                 raise ValueError("X holds no series; pass at least one.")
         else:
+            ndim = getattr(X, "ndim", None)
+            if X is None or isinstance(X, (Number, str, bytes)) or ndim in (0, 1):
+                # (scikit-learn: "Expected 2D array, got 1D array instead ...
+                # reshape(-1, 1)", which would make series of one time point)
+                got = (
+                    f"an array of shape {X.shape}"
+                    if ndim is not None
+                    else type(X).__name__
+                )
+                raise ValueError(
+                    f"{_SERIES_LAYOUT}; got {got}. Reshape your data: one "
+                    "univariate series s of shape (n_timepoints,) is s[None]."
+                )
+            _refuse_dates("X", X)
+            complex_dtype = next(
+                (t for t in _numpy_dtypes(X) if t.kind == "c"), None
+            )
+            if complex_dtype is not None:  # (scikit-learn's message prints X)
+                raise ValueError(
+                    f"Complex data not supported: X has dtype {complex_dtype}; "
+                    "series are real numbers."
+                )
             try:
-                array = check_array(X, allow_nd=True, dtype=np.float64, input_name="X")
+                with _converted_to_float(
+                    "X", "an array of shape (n_cases, n_channels, n_timepoints)"
+                ):
+                    array = check_array(
+                        X, allow_nd=True, dtype=np.float64, input_name="X"
+                    )
             except ValueError as error:
                 if "setting an array element with a sequence" in str(error):
                     # a table of series (sktime's nested DataFrame, say)
@@ -470,10 +513,7 @@ class SeriesToTokens(TransformerMixin, BooleanRefusingParamsMixin, BaseEstimator
                 raise ValueError(f"{error}{_NAN_PADDING_HINT}") from None
             if array.ndim > 3:
                 raise ValueError(
-                    "Expected time series as a 3-D array (n_cases, n_channels, "
-                    "n_timepoints), 2-D rows (n_cases, n_timepoints) of univariate "
-                    "series, or a list of arrays (n_channels, n_timepoints_i); got "
-                    f"an array of shape {array.shape}."
+                    f"{_SERIES_LAYOUT}; got an array of shape {array.shape}."
                 )
             rows = array.ndim == 2
             series = list(array[:, None, :] if rows else array)

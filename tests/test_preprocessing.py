@@ -131,6 +131,15 @@ def test_pad_sequences_empty_sequence_is_all_padding():
         # tokens of no feature were padded into an array (n, n_tokens, 0)
         ([np.zeros((0,)), np.zeros((2, 0))], {}, ValueError, r"1 has shape \(2, 0\)"),
         ([[[]]], {}, ValueError, "tokens of dimension 0"),
+        # a dict was read as the list of its keys ("could not convert 'a'")
+        ({"a": np.ones((2, 2))}, {}, TypeError, "list of arrays .* got dict"),
+        # dates were cast to days since 1970 without a word
+        (
+            [np.ones((2, 2)), np.zeros((2, 2), dtype="datetime64[D]")],
+            {},
+            ValueError,
+            r"sequence 1 has dtype datetime64\[D\]: dates and durations",
+        ),
     ],
 )
 def test_pad_sequences_errors(sequences, kwargs, error, match):
@@ -262,6 +271,33 @@ def test_series_pipeline_on_ragged_lists_equals_the_padded_fit(rng):
         ([np.ones((2, 3)), 1j * np.ones((2, 4))], {}, ValueError, "1 is complex"),
         (np.ones((3, 0, 4)), {}, ValueError, "series 0 has 0 channels"),
         ([np.ones((0, 4))], {}, ValueError, "series 0 has 0 channels"),
+        # numpy's "could not convert string to float" named nothing
+        (
+            np.full((2, 1, 3), "a"),
+            {},
+            ValueError,
+            r"X must be an array of shape \(n_cases, n_channels, n_timepoints\) "
+            "of real numbers .*could not convert string",
+        ),
+        # dates were read as days since 1970, silently
+        (
+            np.zeros((2, 1, 3), dtype="datetime64[D]"),
+            {},
+            ValueError,
+            "X has dtype datetime64.D.: dates and durations",
+        ),
+        (
+            [np.zeros((1, 3), dtype="datetime64[D]")],
+            {},
+            ValueError,
+            "series 0 has dtype datetime64.D.: dates",
+        ),
+        # scikit-learn's message printed every value after its own
+        (1j * np.ones((2, 1, 3)), {}, ValueError, "X has dtype complex128; series"),
+        # scikit-learn: "Expected 2D array, got 1D array ... reshape(-1, 1)",
+        # which would make series of one time point; None: "array=nan"
+        (np.ones(5), {}, ValueError, r"3-D array .*got an array of shape \(5,\)"),
+        (None, {}, ValueError, "3-D array .*got NoneType"),
     ],
 )
 def test_series_errors_name_the_fix(X, kwargs, error, match):
