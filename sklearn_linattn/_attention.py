@@ -11,6 +11,7 @@ determined by the function, and ``theta = (W[a,b,c,e] + W[a,c,b,e]) / sqrt(2)``
 import functools
 
 import numpy as np
+import scipy.sparse as sp
 
 from ._data import check_allocation, to_unit
 from ._rollout import heads_readout, rollout, sum_heads, unit_heads
@@ -125,7 +126,19 @@ def _outputs_at_every_position(tokens, queries, exponents, value, query, causal)
 def _real_matrices(name, matrices, shape):
     """``matrices`` as a new float64 array; what numpy cannot convert (text,
     nested lists of different lengths, integers beyond the float range) is an
-    error naming the parameter and its expected shape."""
+    error naming the parameter and its expected shape; so are sparse matrices
+    and dates (which numpy would cast to counts since 1970, silently)."""
+    if sp.issparse(matrices):
+        raise TypeError(
+            f"{name} must be a dense array of real numbers of shape {shape}, got "
+            f"a sparse matrix; convert it with .toarray()."
+        )
+    kind = getattr(getattr(matrices, "dtype", None), "kind", None)
+    if kind in ("M", "m"):
+        raise ValueError(
+            f"{name} must be an array of real numbers of shape {shape}, got dtype "
+            f"{matrices.dtype} (dates or durations)."
+        )
     try:
         is_complex = np.iscomplexobj(matrices)
         array = None if is_complex else np.array(matrices, dtype=np.float64)

@@ -126,6 +126,21 @@ def test_complex_matrices_are_refused_and_inputs_copied(rng):
     np.testing.assert_array_equal(model.predict(X), before)
 
 
+def test_dated_and_sparse_matrices_are_refused_by_name():
+    """datetime64 matrices were cast to days since 1970 without a word; a
+    sparse matrix failed in numpy ("setting an array element with a
+    sequence")."""
+    import scipy.sparse as sp
+
+    query = np.ones((1, 2, 2))
+    with pytest.raises(ValueError, match="value_matrices .* dtype datetime64"):
+        MultiHeadLinearAttention(np.zeros((1, 2, 2), dtype="datetime64[D]"), query)
+    with pytest.raises(ValueError, match="query_matrices .* dtype timedelta64"):
+        MultiHeadLinearAttention(query, np.zeros((1, 2, 2), dtype="timedelta64[s]"))
+    with pytest.raises(TypeError, match="value_matrices must be a dense .* sparse"):
+        MultiHeadLinearAttention(sp.csr_matrix(np.ones((2, 2))), query)
+
+
 def test_bad_predict_input_and_distance_arguments(rng):
     model = random_attention(rng, 3, 1)
     with pytest.raises(ValueError, match="token dimension 4"):
