@@ -906,6 +906,8 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
             value.compute() if is_dask_array(value) else value
             for value in (y, sample_weight)
         )
+        if not is_classifier(self):  # fit's checks and messages (numpy's alone)
+            validate_targets(y, len(predictions), type(self).__name__)
         return float(metric(y, predictions, sample_weight=sample_weight))
 
     def _score_positions(self, metric, X, y, sample_weight):
@@ -921,6 +923,8 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
                 f"(n_samples, n_tokens[, n_outputs]) = ({n_samples}, {n_tokens}"
                 f"[, n_outputs]); got shape {targets.shape}."
             )
+        if not is_classifier(self):  # fit's checks and messages (numpy's alone)
+            validate_targets(targets, n_samples, type(self).__name__, n_tokens)
         # the weights in memory, checked against the targets' samples
         weights = validate_sample_weight(sample_weight, targets)
         predictions = self.predict(X)

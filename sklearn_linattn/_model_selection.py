@@ -1406,8 +1406,6 @@ certificate_, head_search_, token_dim_, n_features_in_, feature_names_in_
     predict = LinearAttentionRegressor.predict
 
     def score(self, X, y, sample_weight=None):
-        if self.positions == "last":
-            return RegressorMixin.score(self, X, y, sample_weight=sample_weight)
         return LinearAttentionRegressor.score(self, X, y, sample_weight=sample_weight)
 
     score.__doc__ = LinearAttentionRegressor.score.__doc__

@@ -682,6 +682,34 @@ def test_bad_targets_and_weights_get_a_clear_error(case):
         np.testing.assert_array_equal(original, copy)
 
 
+@pytest.mark.parametrize("positions", ["last", "all"])
+@pytest.mark.parametrize("cv", [False, True])
+@pytest.mark.parametrize(
+    "y, match",
+    [
+        (np.array(["a"] * 30), "y must be an array of shape .*could not convert"),
+        (np.zeros(30, dtype="datetime64[D]"), "y has dtype datetime64.D.: dates"),
+    ],
+    ids=["strings", "dates"],
+)
+def test_regressor_score_checks_y_as_fit_does(positions, cv, y, match):
+    """score passed y to r2_score unchecked: numpy's "could not convert string
+    to float" alone, and dates were scored as days since 1970."""
+    from sklearn_linattn import LinearAttentionRegressorCV
+
+    X, good = _data()
+    if positions == "all":
+        good = np.repeat(good[:, None], 4, axis=1)
+        y = np.repeat(y[:, None], 4, axis=1)
+    model = (
+        LinearAttentionRegressorCV(cv=3, positions=positions)
+        if cv
+        else LinearAttentionRegressor(positions=positions)
+    ).fit(X, good)
+    with pytest.raises(ValueError, match=match):
+        model.score(X, y)
+
+
 @pytest.mark.parametrize(
     "alpha", [-1, np.nan, np.inf, "1", True, np.True_, None]
 )
