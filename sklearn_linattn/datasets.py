@@ -1035,6 +1035,12 @@ def _check_covariance(covariance, x_dim, n_samples):
             "covariance must be real (a covariance of real inputs), got complex "
             "values."
         )
+    dtype = getattr(covariance, "dtype", None)
+    if getattr(dtype, "kind", None) in ("M", "m"):  # (numpy casts them silently)
+        raise ValueError(
+            f"covariance must be an array of real numbers, got dtype {dtype} "
+            "(dates or durations)."
+        )
     try:
         cov = np.array(covariance, dtype=np.float64)  # a copy: never the user's array
     except (TypeError, ValueError) as error:

@@ -541,6 +541,14 @@ def test_uint64_indices_in_range_are_read():
     )
 
 
+def test_a_dated_covariance_is_refused():
+    """A datetime64 covariance was read as days since 1970, silently."""
+    with pytest.raises(ValueError, match="covariance .* dtype datetime64"):
+        make_incontext_regression(
+            5, 3, 2, covariance=np.zeros((2, 2), dtype="datetime64[D]")
+        )
+
+
 def test_a_negative_random_state_is_named():
     with pytest.raises(ValueError, match="a non-negative int.* got -1"):
         make_random_mhla(3, 3, 2, random_state=-1)
