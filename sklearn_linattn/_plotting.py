@@ -33,6 +33,15 @@ def _attention_estimator(estimator, display):
     return final
 
 
+def _norm(matrix):
+    """Frobenius norm, computed at unit scale: numpy's squares the entries and
+    overflows from 1e154 on ("overflow encountered in dot", inf)."""
+    largest = np.abs(matrix).max(initial=0.0)
+    if not largest:
+        return 0.0
+    return float(largest * np.linalg.norm(matrix / largest))
+
+
 class AttentionHeadsDisplay:
     r"""Heatmaps of the value and query matrices of each attention head.
 
@@ -204,11 +213,23 @@ class AttentionHeadsDisplay:
             figure = ax[0, 0].figure
         limit = max(np.abs(value[:shown]).max(), np.abs(query[:shown]).max())
         limit = limit if limit > 0 else 1.0
+        # entries near the float range drawn in units of a power of two:
+        # matplotlib's color scale spans 2 * limit (inf beyond 9e307, "Axis
+        # limits cannot be NaN or Inf")
+        unit = int(np.frexp(limit)[1]) if limit > 2.0**1000 else 0
+        if unit:
+            value, query, limit = (
+                np.ldexp(value, -unit), np.ldexp(query, -unit), np.ldexp(limit, -unit)
+            )
         images = np.empty((2, shown), dtype=object)
         ticks = np.arange(token_dim)
         labels = names if names is not None else [str(i) for i in ticks]
         for h in range(shown):
-            strength = np.linalg.norm(value[h]) * np.linalg.norm(query[h])
+            # (in the data's units; inf where beyond float64)
+            with np.errstate(over="ignore"):
+                strength = np.ldexp(
+                    _norm(value[h]) * _norm(query[h]), 2 * unit
+                )
             for row, matrix in enumerate((value[h], query[h])):
                 axes = ax[row, h]
                 images[row, h] = axes.imshow(
@@ -226,7 +247,8 @@ class AttentionHeadsDisplay:
         ax[1, 0].set_ylabel("$Q_h$: key feature", fontsize=8)
         colorbar = figure.colorbar(images[1, 0], ax=list(ax.ravel()), shrink=0.8)
         # what the colors are, in the heatmaps' type sizes
-        colorbar.set_label("entry of $V_h$ and $Q_h$", fontsize=8)
+        in_units = f" (units of $2^{{{unit}}}$)" if unit else ""
+        colorbar.set_label("entry of $V_h$ and $Q_h$" + in_units, fontsize=8)
         colorbar.ax.tick_params(labelsize=7)
         self.images_, self.axes_, self.colorbar_, self.figure_ = (
             images,

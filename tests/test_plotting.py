@@ -68,6 +68,34 @@ def test_the_color_scale_says_what_it_shows_in_the_heatmaps_type_size():
     assert sizes and max(sizes) <= heatmap
 
 
+@pytest.mark.parametrize("scale", [1e200, 8e307])
+def test_heads_near_the_float_range_are_drawn(scale):
+    """Entries beyond 1e154 warned "overflow encountered in dot" (the norms in
+    the titles squared them), and beyond 9e307 the color scale, -limit to
+    limit, failed in matplotlib ("Axis limits cannot be NaN or Inf"): the
+    norms are taken at unit scale and such entries drawn in units of a power
+    of two, which the colorbar names."""
+    rng = np.random.default_rng(0)
+    value, query = rng.uniform(-1, 1, size=(1, 2, 3)), rng.uniform(-1, 1, (1, 3, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        display = AttentionHeadsDisplay(scale * value, scale * query).plot()
+        display.figure_.canvas.draw()
+    assert "inf" in display.axes_[0, 0].get_title()  # |V| |Q| beyond float64
+    label = display.colorbar_.ax.get_ylabel()
+    if scale > 1e300:
+        unit = int(np.frexp(scale * max(np.abs(value).max(), np.abs(query).max()))[1])
+        assert f"units of $2^{{{unit}}}$" in label
+        np.testing.assert_array_equal(
+            display.images_[0, 0].get_array(), np.ldexp(scale * value[0], -unit)
+        )
+    else:
+        assert "units" not in label
+        np.testing.assert_array_equal(
+            display.images_[0, 0].get_array(), scale * value[0]
+        )
+
+
 def test_max_heads_draws_the_strongest_first_heads():
     model = fitted_regressor(n_heads=None)
     display = AttentionHeadsDisplay.from_estimator(model, max_heads=2)
