@@ -9,13 +9,19 @@ determined by the function, and ``theta = (W[a,b,c,e] + W[a,c,b,e]) / sqrt(2)``
 """
 
 import functools
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
 
 from ._data import check_allocation, to_unit
 from ._rollout import heads_readout, rollout, sum_heads, unit_heads
-from ._validation import check_sequence_values, is_dask_array, validate_sequences
+from ._validation import (
+    caller_stacklevel,
+    check_sequence_values,
+    is_dask_array,
+    validate_sequences,
+)
 
 __all__ = ["MultiHeadLinearAttention", "fold_lifted_coef", "unfold_lifted_coef"]
 
@@ -353,16 +359,29 @@ class MultiHeadLinearAttention:
         # Every factor of V_h S Q_h z_t at unit size, scaled by powers of two
         # (exact): each head, each sequence (for S) and each query token, so that
         # large or tiny numbers overflow or underflow only in an output beyond
-        # the float range (+-inf and numpy's warning), not on the way to it.
-        if positions == "last":
-            tokens, token_exponents = to_unit(sequences, (1, 2))
-            gram = np.matmul(tokens.transpose(0, 2, 1), tokens)  # S = Z^T Z
-            query, query_exponent = to_unit(sequences[:, -1], 1)
-            readout = heads_readout(self.value_matrices, self.query_matrices)
-            return readout(gram, query, 2 * token_exponents + query_exponent)
-        return _every_position(
-            sequences, self.value_matrices, self.query_matrices, causal
-        )
+        # the float range (+-inf and a warning that says so), not on the way.
+        with np.errstate(over="ignore"):
+            if positions == "last":
+                tokens, token_exponents = to_unit(sequences, (1, 2))
+                gram = np.matmul(tokens.transpose(0, 2, 1), tokens)  # S = Z^T Z
+                query, query_exponent = to_unit(sequences[:, -1], 1)
+                readout = heads_readout(self.value_matrices, self.query_matrices)
+                outputs = readout(gram, query, 2 * token_exponents + query_exponent)
+            else:
+                outputs = _every_position(
+                    sequences, self.value_matrices, self.query_matrices, causal
+                )
+        if not np.isfinite(outputs).all():
+            # (was numpy's "overflow encountered in ldexp", which names nothing)
+            warnings.warn(
+                "Some outputs of the model are beyond the float64 range (inf): "
+                "sum_h V_h S Q_h q is cubic in the tokens, whose largest entry "
+                f"here is {float(np.max(np.abs(sequences), initial=0.0)):.3g}. "
+                "Scale X down: a factor c multiplies every output by c^3.",
+                RuntimeWarning,
+                stacklevel=caller_stacklevel(),
+            )
+        return outputs
 
     def _predict_dask(self, sequences, positions, causal):
         """:meth:`predict` of each block of a validated Dask array (chunked

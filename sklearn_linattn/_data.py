@@ -1457,7 +1457,9 @@ def lifted_predict(
         np.matmul(features, coef.T, out=predictions[rows])
         # the cube of each sequence's scale, row by row
         cubes = np.repeat(3 * exponents, per_sample)[:, None]
-        predictions[rows] = np.ldexp(predictions[rows], cubes)
+        # (an output beyond float64 is inf; the estimators' predict says so)
+        with np.errstate(over="ignore"):
+            predictions[rows] = np.ldexp(predictions[rows], cubes)
     return predictions + intercept
 
 

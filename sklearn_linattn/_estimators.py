@@ -950,6 +950,18 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
         rows = self._lifted_rows(
             sequences, np.atleast_2d(self.coef_), np.atleast_1d(self.intercept_)
         )
+        if not is_dask_array(rows) and not np.isfinite(rows).all():
+            # (was numpy's "overflow encountered in ldexp", which names nothing)
+            largest = float(np.max(np.abs(sequences), initial=0.0))
+            warnings.warn(
+                "Some outputs of the model are beyond the float64 range (inf): "
+                "they are cubic in the tokens, whose largest entry here is "
+                f"{largest:.3g}, times the fitted coefficients (largest "
+                f"{float(np.max(np.abs(self.coef_), initial=0.0)):.3g}). Scale X "
+                "down: a factor c multiplies every output by c^3.",
+                RuntimeWarning,
+                stacklevel=caller_stacklevel(),
+            )
         if self.positions == "all":
             return rows.reshape(sequences.shape[0], sequences.shape[1], -1)
         return rows

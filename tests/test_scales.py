@@ -220,8 +220,38 @@ def test_bad_integer_parameters(rng, params):
     "Estimator", [LinearAttentionRegressor, LinearAttentionRegressorCV]
 )
 def test_a_boolean_n_heads_is_rejected_naming_its_choices(rng, Estimator):
-    with pytest.raises(InvalidParameterError, match="'auto', an int or None"):
+    with pytest.raises(
+        InvalidParameterError, match=r"'auto'.*, an int.* or None \(not a bool\)"
+    ):
         Estimator(n_heads=True).fit(rng.normal(size=(5, 2, 2)), np.ones(5))
+
+
+@pytest.mark.parametrize("kind", ["regressor", "classifier", "attention"])
+def test_outputs_beyond_the_float_range_are_inf_with_a_warning_naming_them(kind):
+    """Outputs beyond float64 came with numpy's "overflow encountered in
+    ldexp" alone; they are +-inf (the float64 value of the output) with a
+    RuntimeWarning that says so and names the remedy. Tiny inputs give the
+    outputs' float64 values (0 below the range) without any warning."""
+    rng = np.random.default_rng(0)
+    X = random_sequences(rng, 60, 4, 2)
+    truth = random_attention(rng, 2, 2)
+    y = truth.predict(X)[:, 0]
+    model = {
+        "regressor": lambda: LinearAttentionRegressor().fit(X, y),
+        "classifier": lambda: LinearAttentionClassifier().fit(X, y > 0),
+        "attention": lambda: truth,
+    }[kind]()
+    output = model.decision_function if kind == "classifier" else model.predict
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tiny = output(1e-200 * X[:3])
+        scaled = output(1e100 * X[:3])  # outputs near 1e300: in the range
+    np.testing.assert_array_equal(tiny, 0.0)
+    np.testing.assert_allclose(scaled, 1e300 * output(X[:3]), rtol=1e-12)
+    with pytest.warns(RuntimeWarning, match="beyond the float64 range") as record:
+        huge = output(1e200 * X[:3])
+    assert len(record) == 1 and "Scale X down" in str(record[0].message)
+    assert np.all(np.isinf(huge) | (output(X[:3]) == 0))
 
 
 def test_dask_unknown_chunk_sizes_are_explained(rng):
