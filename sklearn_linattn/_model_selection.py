@@ -1153,7 +1153,7 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         """The scorer on cross-validated predictions; a clear error when it asks
         for a method the estimator does not have (``predict_proba``)."""
         try:
-            return scorer(stand_in, predictions, truth)
+            score = scorer(stand_in, predictions, truth)
         except AttributeError as error:
             methods = (
                 "decision_function and predict (like RidgeClassifierCV; a score of "
@@ -1172,6 +1172,15 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                 f"cross-validated model, but {type(self).__name__} has only "
                 f"{methods}."
             ) from error
+        # as GridSearchCV checks it (a string failed in numpy's isnan)
+        if isinstance(score, np.ndarray) and score.size == 1:
+            score = score.item()
+        if isinstance(score, (bool, np.bool_)) or not isinstance(score, Real):
+            raise ValueError(
+                f"scoring must return a real number, got {score!r} "
+                f"({type(score).__name__}) instead (scoring={self.scoring!r})."
+            )
+        return score
 
     def _fit_final(self, data, statistics, mode, single_output, scaled_alpha):
         """The model for ``alpha_`` (``scaled_alpha`` in the rescaled units, exact

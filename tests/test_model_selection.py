@@ -1079,6 +1079,18 @@ def test_a_boolean_alphas_is_refused(rng, alphas):
         )
 
 
+@pytest.mark.parametrize("returned", ["0.5", None, 1j, [0.1, 0.2], True])
+@pytest.mark.parametrize("cv", [None, 3])
+def test_a_scorer_that_returns_no_real_number_is_named(rng, cv, returned):
+    """A callable scoring that returned a string failed in numpy's isnan
+    ("ufunc 'isnan' not supported"); GridSearchCV names it."""
+    X = random_sequences(rng, 20, 4, 2)
+    with pytest.raises(ValueError, match="scoring must return a real number, got"):
+        LinearAttentionRegressorCV(
+            cv=cv, scoring=lambda estimator, X, y: returned
+        ).fit(X, rng.normal(size=20))
+
+
 @pytest.mark.parametrize("cv", [None, 3])
 @pytest.mark.parametrize("exponent", [-700, 600])
 def test_targets_at_the_ends_of_the_float_range_choose_the_same_alpha(cv, exponent):
