@@ -32,7 +32,6 @@ from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
-    _check_feature_names_in,
     check_is_fitted,
     column_or_1d,
 )
@@ -63,6 +62,7 @@ from ._validation import (
     BooleanRefusingParamsMixin,
     RealInterval,
     caller_stacklevel,
+    check_input_features,
     input_precision,
     reject_boolean_parameters,
     require_dask,
@@ -2102,7 +2102,7 @@ class LiftedAttentionFeatures(
         names : ndarray of str, shape (n_lifted_features,)
         """
         check_is_fitted(self)
-        _check_feature_names_in(self, input_features)
+        check_input_features(self, input_features)
         # about 128 bytes per feature: three indices and its name "S[b,c]*q[e]"
         n_lifted = n_lifted_features(self.token_dim_)
         check_allocation(

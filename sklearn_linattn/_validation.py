@@ -22,13 +22,19 @@ from sklearn.utils._param_validation import (
     InvalidParameterError,
     make_constraint,
 )
-from sklearn.utils.validation import _check_sample_weight, check_array, validate_data
+from sklearn.utils.validation import (
+    _check_feature_names_in,
+    _check_sample_weight,
+    check_array,
+    validate_data,
+)
 
 __all__ = [
     "BooleanRefusingParamsMixin",
     "RealInterval",
     "as_array",
     "caller_stacklevel",
+    "check_input_features",
     "check_sequence_values",
     "input_precision",
     "is_dask_array",
@@ -629,6 +635,23 @@ class BooleanRefusingParamsMixin:
                 f"{expected} (not a bool). Got {value!r} instead."
             )
         super()._validate_params()
+
+
+def check_input_features(estimator, input_features):
+    """scikit-learn's ``_check_feature_names_in`` (the names of the input
+    features, checked against ``feature_names_in_`` and ``n_features_in_``),
+    with a named error for names that are not a 1-D list: a string, a number
+    or a set failed inside it with "len() of unsized object"."""
+    if input_features is not None and (
+        isinstance(input_features, (str, bytes, set, frozenset, dict))
+        or np.ndim(input_features) != 1
+    ):
+        raise TypeError(
+            "input_features must be a 1-D array-like of "
+            f"{estimator.n_features_in_} feature names, in order, or None; got "
+            f"{input_features!r}."
+        )
+    return _check_feature_names_in(estimator, input_features)
 
 
 def reject_boolean_parameters(estimator, names, kind="an int or None"):

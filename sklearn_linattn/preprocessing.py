@@ -30,7 +30,6 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import (
-    _check_feature_names_in,
     check_array,
     check_is_fitted,
     validate_data,
@@ -45,6 +44,7 @@ from ._validation import (
     _refuse_dates,
     as_array,
     caller_stacklevel,
+    check_input_features,
     is_dask_array,
     reject_boolean_parameters,
     validate_sequences,
@@ -444,7 +444,7 @@ class SeriesToTokens(TransformerMixin, BooleanRefusingParamsMixin, BaseEstimator
          'token1_temp_step1', 'token1_wind_step1']
         """
         check_is_fitted(self)
-        channels = _check_feature_names_in(self, input_features)
+        channels = check_input_features(self, input_features)
         steps = [""] if self.window == 1 else [f"_step{j}" for j in range(self.window)]
         return np.asarray(
             [
@@ -646,7 +646,7 @@ class _TokenTransformerMixin:
         a previous step of this module) is dropped, so that names do not grow
         along a pipeline. Without names, a token's features are ``x0, x1, ...``.
         """
-        names = _check_feature_names_in(self, input_features)
+        names = check_input_features(self, input_features)
         d = self.token_dim_
         if input_features is None and not hasattr(self, "feature_names_in_"):
             return [[f"x{j}" for j in range(d)]] * self.n_tokens_

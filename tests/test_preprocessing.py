@@ -1299,6 +1299,28 @@ def test_a_boolean_for_a_number_is_refused_naming_the_parameter(transformer, nam
         transformer.fit(X)
 
 
+@pytest.mark.parametrize(
+    "transformer",
+    [
+        LiftedAttentionFeatures(token_dim=2),
+        PositionalEncoding(token_dim=2, n_positions=1),
+        TokenwiseTransformer(StandardScaler(), token_dim=2),
+        SeriesToTokens(),
+    ],
+    ids=["features", "positions", "tokenwise", "series"],
+)
+@pytest.mark.parametrize("names", ["abcd", 4, {"a", "b", "c", "d"}, [["a", "b"]]])
+def test_input_features_that_are_no_list_of_names_are_named(transformer, names):
+    """get_feature_names_out("abcd") failed inside scikit-learn's check with
+    "len() of unsized object" (a set has no order to name features by)."""
+    X = np.random.default_rng(0).normal(size=(6, 4))
+    if isinstance(transformer, SeriesToTokens):
+        X = X.reshape(6, 4, 1)
+    fitted = transformer.fit(X)
+    with pytest.raises(TypeError, match="input_features must be a 1-D array-like of"):
+        fitted.get_feature_names_out(names)
+
+
 def test_pad_sequences_refuses_complex_sequences():
     """The imaginary parts were dropped with numpy's ComplexWarning only (the
     estimators refuse complex data)."""
