@@ -1673,6 +1673,11 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
             )
         n_samples, n_tokens, _ = sequences.shape
         labels = np.asarray(y.compute() if is_dask_array(y) else y)
+        if labels.dtype.kind == "c":  # (scikit-learn's message prints all of y)
+            raise ValueError(
+                f"Complex data not supported: y has dtype {labels.dtype}; labels "
+                "are classes (ints, strings, bools or real numbers)."
+            )
         if self.positions == "all":
             if labels.shape[:2] != (n_samples, n_tokens) or labels.ndim != 2:
                 raise ValueError(

@@ -650,6 +650,10 @@ BAD_FIT_ARGUMENTS = {
                       ValueError, "NaN"),
     "continuous labels": ("c", np.linspace(0, 1, 30), {}, ValueError,
                           "Unknown label type"),
+    # scikit-learn's message printed every label after "Complex data"
+    "complex labels": ("c", (np.arange(30) % 2) + 1j, {}, ValueError,
+                       r"Complex data not supported: y has dtype complex128; "
+                       r"labels are classes \(ints"),
     "sparse labels": ("c", sp.csr_matrix((np.arange(30) % 2)[:, None]), {},
                       TypeError, "sparse matrix"),
     "labels of strings and numbers": ("c", np.array(["a", 1] * 15, dtype=object),
