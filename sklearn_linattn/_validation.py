@@ -420,14 +420,16 @@ def validate_targets(y, n_samples, estimator_name="estimator", n_tokens=None):
     if is_dask_array(y):
         _check_known_chunks(y, "y")
         targets = y.map_blocks(
-            _checked_target_block, dtype=np.float64, meta=np.empty((0,) * y.ndim)
+            _checked_target_block,
+            expected=expected,
+            dtype=np.float64,
+            meta=np.empty((0,) * y.ndim),
         )
     else:
         # (scikit-learn: "Input should have at least 1 dimension ...")
         if isinstance(y, (Number, str, bytes)) or getattr(y, "shape", None) == ():
             raise ValueError(f"y must have shape {expected}, got the scalar {y!r}.")
-        with _converted_to_float("y", f"an array of shape {expected}"):
-            targets = _checked_target_block(y, ensure_min_samples=1)
+        targets = _checked_target_block(y, expected, ensure_min_samples=1)
     if targets.ndim >= 1 and targets.shape[0] != n_samples:
         raise ValueError(
             f"X has {n_samples} samples but y has {targets.shape[0]}; they must match."
@@ -445,16 +447,19 @@ def validate_targets(y, n_samples, estimator_name="estimator", n_tokens=None):
     return targets.reshape(n_rows, -1), single_output
 
 
-def _checked_target_block(y, ensure_min_samples=0):
-    """Targets (or a block of them, which may be empty) as finite float64."""
-    return check_array(
-        y,
-        ensure_2d=False,
-        allow_nd=True,
-        dtype=np.float64,
-        input_name="y",
-        ensure_min_samples=ensure_min_samples,
-    )
+def _checked_target_block(y, expected, ensure_min_samples=0):
+    """Targets (or a block of them, which may be empty) as finite float64;
+    ``expected`` describes their shape in the error for values numpy cannot
+    convert."""
+    with _converted_to_float("y", f"an array of shape {expected}"):
+        return check_array(
+            y,
+            ensure_2d=False,
+            allow_nd=True,
+            dtype=np.float64,
+            input_name="y",
+            ensure_min_samples=ensure_min_samples,
+        )
 
 
 _NO_POSITIVE_WEIGHT = "Sample weights must contain at least one non-zero number."
@@ -471,14 +476,15 @@ def _checked_weight_block(weights):
     """A block of Dask sample weights as finite non-negative float64 (a block
     of zeros too: the weights as a whole need a positive one,
     :func:`_checked_dask_weights`)."""
-    if not np.size(weights) or not np.any(weights):
-        return np.asarray(weights, dtype=np.float64)
-    return _check_sample_weight(
-        weights,
-        np.empty((np.shape(weights)[0], 0)),
-        dtype=np.float64,
-        ensure_non_negative=True,
-    )
+    with _converted_to_float("sample_weight", "an array of shape (n_samples,)"):
+        if not np.size(weights) or not np.any(weights):
+            return np.asarray(weights, dtype=np.float64)
+        return _check_sample_weight(
+            weights,
+            np.empty((np.shape(weights)[0], 0)),
+            dtype=np.float64,
+            ensure_non_negative=True,
+        )
 
 
 def _with_a_positive_weight(weights, any_positive):

@@ -174,6 +174,20 @@ def test_bad_dask_input_is_a_clear_error(client, data):
         LinearAttentionRegressor().fit(da.from_array(bad, chunks=(300, 6, 4)), y)
 
 
+def test_dask_targets_and_weights_numpy_cannot_convert_are_named(data):
+    """Strings in a Dask y or sample_weight failed in each block with numpy's
+    "could not convert string to float" alone, as in-memory ones did."""
+    X, y = data
+    X_dask = da.from_array(X, chunks=(300, 6, 4))
+    text = da.from_array(np.full(900, "a"), chunks=300)
+    with pytest.raises(ValueError, match=r"y must be an array of shape .*could not"):
+        LinearAttentionRegressor().fit(X_dask, text)
+    with pytest.raises(
+        ValueError, match=r"sample_weight must be an array of shape .*could not"
+    ):
+        LinearAttentionRegressor().fit(X_dask, y, sample_weight=text)
+
+
 def corrupted(case, y, weights):
     """Copies of targets and weights with one defect of the kind named."""
     y, weights = y.astype(np.float64), weights.copy()
