@@ -226,7 +226,12 @@ def _converted_to_float(name, expected):
     except (TypeError, ValueError) as error:
         text = str(error)
         if not any(
-            words in text for words in ("could not convert", "argument must be")
+            words in text
+            for words in (
+                "could not convert",
+                "argument must be",
+                "setting an array element with a sequence",  # (a table of arrays)
+            )
         ):
             raise
         raise type(error)(
@@ -429,7 +434,8 @@ def validate_targets(y, n_samples, estimator_name="estimator", n_tokens=None):
         # (scikit-learn: "Input should have at least 1 dimension ...")
         if isinstance(y, (Number, str, bytes)) or getattr(y, "shape", None) == ():
             raise ValueError(f"y must have shape {expected}, got the scalar {y!r}.")
-        targets = _checked_target_block(y, expected, ensure_min_samples=1)
+        # (no sample: the count's mismatch with X's below names y)
+        targets = _checked_target_block(y, expected)
     if targets.ndim >= 1 and targets.shape[0] != n_samples:
         raise ValueError(
             f"X has {n_samples} samples but y has {targets.shape[0]}; they must match."
@@ -549,6 +555,15 @@ def validate_sample_weight(sample_weight, sequences, require_positive=True):
             raise ValueError("Complex data not supported: sample_weight is complex.")
         check_array(
             np.atleast_1d(sample_weight), ensure_2d=False, input_name="sample_weight"
+        )
+    shape = getattr(sample_weight, "shape", None)  # (np.shape calls __array__ ...)
+    if shape is None and isinstance(sample_weight, (list, tuple)):
+        shape = np.shape(sample_weight)
+    if shape is not None and len(shape) == 1 and shape[0] != n_samples:
+        # (scikit-learn: "Found array with 0 sample(s)", naming no input, for [])
+        raise ValueError(
+            f"sample_weight has shape {shape}, expected ({n_samples},): one weight "
+            "per sample."
         )
     with _converted_to_float("sample_weight", expected):
         weights = _check_sample_weight(

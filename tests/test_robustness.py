@@ -639,6 +639,10 @@ BAD_FIT_ARGUMENTS = {
                       r"expected \(30,\)"),
     "weights 2-D": ("r", None, {"sample_weight": np.ones((30, 1))}, ValueError,
                     "1D array"),
+    # scikit-learn: "Found array with 0 sample(s)", naming neither input
+    "weights empty": ("r", None, {"sample_weight": np.ones(0)}, ValueError,
+                      r"sample_weight has shape \(0,\), expected \(30,\)"),
+    "y empty": ("r", np.ones(0), {}, ValueError, "30 samples but y has 0"),
     "weights all zero": ("r", None, {"sample_weight": np.zeros(30)}, ValueError,
                          "non-zero"),
     "one class": ("c", np.zeros(30), {}, ValueError, "at least two classes"),
@@ -684,6 +688,15 @@ def test_bad_targets_and_weights_get_a_clear_error(case):
             LinearAttentionRegressor(n_heads=None).partial_fit(X, y, **kwargs)
     for original, copy in zip([X, *kwargs.values()], copies, strict=True):
         np.testing.assert_array_equal(original, copy)
+
+
+def test_a_table_of_arrays_is_named_as_x():
+    """A DataFrame holding an array in each cell (sktime's nested layout) got
+    numpy's "setting an array element with a sequence" alone."""
+    pandas = pytest.importorskip("pandas")
+    nested = pandas.DataFrame({"a": [pandas.Series(np.ones(3))] * 5})
+    with pytest.raises(ValueError, match="X must be an array of shape .*sequence"):
+        LinearAttentionRegressor().fit(nested, np.ones(5))
 
 
 @pytest.mark.parametrize("positions", ["last", "all"])
