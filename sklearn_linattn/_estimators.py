@@ -944,6 +944,9 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
         ``(n_samples, n_tokens, n_outputs)`` with ``positions="all"``; lazy and
         blockwise for a Dask array."""
         check_is_fitted(self)
+        self._validate_params_used_after_fit(
+            ("positions", "causal", "batch_size", "n_jobs")
+        )
         sequences = validate_sequences(
             X, token_dim=self.token_dim_, estimator=self, reset=False
         )
@@ -2069,6 +2072,7 @@ class LiftedAttentionFeatures(
             for Dask input.
         """
         check_is_fitted(self)
+        self._validate_params_used_after_fit(("n_jobs",))
         sequences = validate_sequences(
             X, token_dim=self.token_dim_, estimator=self, reset=False
         )

@@ -21,6 +21,7 @@ from sklearn.utils._param_validation import (
     Interval,
     InvalidParameterError,
     make_constraint,
+    validate_parameter_constraints,
 )
 from sklearn.utils.validation import (
     _check_feature_names_in,
@@ -656,6 +657,19 @@ class BooleanRefusingParamsMixin:
                 f"{expected} (not a bool). Got {value!r} instead."
             )
         super()._validate_params()
+
+    def _validate_params_used_after_fit(self, names):
+        """The parameters a fitted model reads again (``positions``, ``n_jobs``
+        ...), checked as fit checks them: ``set_params`` after ``fit`` takes any
+        value, and ``positions="x"`` then predicted as ``"all"`` silently,
+        ``n_jobs="x"`` failed in joblib ("'<' not supported between 'str' and
+        'int'")."""
+        constraints = self._parameter_constraints
+        validate_parameter_constraints(
+            {name: constraints[name] for name in names},
+            {name: getattr(self, name) for name in names},
+            caller_name=type(self).__name__,
+        )
 
 
 def check_input_features(estimator, input_features):

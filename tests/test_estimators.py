@@ -610,6 +610,34 @@ def test_fractions_are_real_parameters(rng, solver):
         LinearAttentionRegressor(alpha=Fraction(-1, 2)).fit(X, y)
 
 
+@pytest.mark.parametrize(
+    "params, name",
+    [
+        ({"positions": "x"}, "positions"),
+        ({"causal": "yes"}, "causal"),
+        ({"n_jobs": "x"}, "n_jobs"),
+        ({"batch_size": -3}, "batch_size"),
+    ],
+)
+def test_parameters_set_after_fit_are_checked_where_predict_reads_them(
+    rng, params, name
+):
+    """set_params after fit takes any value: positions="x" was predicted as
+    "all" (another shape, silently), n_jobs="x" failed in joblib ("'<' not
+    supported between instances of 'str' and 'int'"), batch_size=-3 ran."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    X = random_sequences(rng, 20, 3, 2)
+    model = LinearAttentionRegressor().fit(X, rng.normal(size=20))
+    model.set_params(**params)
+    with pytest.raises(InvalidParameterError, match=f"'{name}' parameter"):
+        model.predict(X)
+    if name == "n_jobs":
+        features = LiftedAttentionFeatures().fit(X).set_params(**params)
+        with pytest.raises(InvalidParameterError, match="'n_jobs' parameter"):
+            features.transform(X)
+
+
 def test_verbose_reports_solver_and_time(rng, capsys):
     LinearAttentionRegressor(verbose=1, batch_size=10).fit(
         random_sequences(rng, 25, 3, 2), np.ones(25)
