@@ -398,6 +398,7 @@ class SeriesToTokens(TransformerMixin, BooleanRefusingParamsMixin, BaseEstimator
         X_tokens : ndarray of shape (n_cases, n_tokens, `token_dim_out_`)
         """
         check_is_fitted(self)
+        self._validate_params_used_after_fit(("window", "max_len"))
         _refuse_dataframe_output(
             self,
             " (n_cases, n_tokens, token_dim)",
@@ -883,6 +884,7 @@ class PositionalEncoding(
             The same layout as ``X``.
         """
         check_is_fitted(self)
+        self._validate_params_used_after_fit(("kind", "constant", "padding", "origin"))
         sequences, was_2d = self._validate_tokens(X, reset=False)
         n_samples, n_tokens, _ = sequences.shape
         # the output, and the position features before they are copied in
@@ -1158,6 +1160,7 @@ class TokenwiseTransformer(
             The same layout as ``X``.
         """
         check_is_fitted(self)
+        self._validate_params_used_after_fit(("padding",))
         sequences, was_2d = self._validate_tokens(X, reset=False)
         mask = _padding_mask(sequences, self.padding)
         out = np.zeros(sequences.shape[:2] + (self.token_dim_out_,))

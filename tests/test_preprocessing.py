@@ -1321,6 +1321,31 @@ def test_input_features_that_are_no_list_of_names_are_named(transformer, names):
         fitted.get_feature_names_out(names)
 
 
+@pytest.mark.parametrize(
+    "transformer, params, name",
+    [
+        (PositionalEncoding(n_positions=2), {"kind": "x"}, "kind"),
+        (PositionalEncoding(n_positions=2), {"origin": "x"}, "origin"),
+        (PositionalEncoding(n_positions=2), {"constant": "x"}, "constant"),
+        (TokenwiseTransformer(StandardScaler()), {"padding": "x"}, "padding"),
+        (SeriesToTokens(), {"window": 0}, "window"),
+        (SeriesToTokens(), {"max_len": -1}, "max_len"),
+    ],
+)
+def test_parameters_set_after_fit_are_checked_where_transform_reads_them(
+    transformer, params, name
+):
+    """set_params after fit takes any value: kind="x" transformed as sinusoidal
+    positions and origin="x" as counted from the query, silently; window=0
+    failed in numpy ("integer modulo by zero")."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    X = np.random.default_rng(0).normal(size=(6, 4, 2))
+    fitted = transformer.fit(X).set_params(**params)
+    with pytest.raises(InvalidParameterError, match=f"'{name}' parameter"):
+        fitted.transform(X)
+
+
 def test_pad_sequences_refuses_complex_sequences():
     """The imaginary parts were dropped with numpy's ComplexWarning only (the
     estimators refuse complex data)."""
