@@ -11,6 +11,7 @@ in-context regression the best one), so that recovery can be measured with
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 
 from ._attention import MultiHeadLinearAttention, fold_lifted_coef
 from ._data import check_allocation
@@ -382,7 +383,18 @@ def make_automaton(n_states, n_symbols, random_state=None):
     return rng.integers(0, n_states, size=(n_states, n_symbols))
 
 
+def _refuse_sparse(name, value):
+    """A sparse matrix became a 0-d object array in numpy (an AttributeError
+    or a shape of () further on)."""
+    if sp.issparse(value):
+        raise TypeError(
+            f"{name} must be a dense integer array, got a sparse matrix; convert "
+            "it with .toarray()."
+        )
+
+
 def _check_transitions(transitions):
+    _refuse_sparse("transitions", transitions)
     table = np.asarray(transitions)
     if table.ndim != 2 or table.size == 0 or table.dtype.kind not in "iu":
         raise ValueError(
@@ -400,6 +412,7 @@ def _check_transitions(transitions):
 def _integer_array(name, value):
     """``value`` as an int array; floats (even 1.0), bools and strings are refused
     rather than truncated."""
+    _refuse_sparse(name, value)
     array = np.asarray(value)
     if array.size == 0:
         return array.astype(int)

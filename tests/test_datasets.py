@@ -541,6 +541,33 @@ def test_uint64_indices_in_range_are_read():
     )
 
 
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda m: encode_automaton_lookup(m([[1, 0], [0, 1]]), 0, 0), "transitions"),
+        (
+            lambda m: encode_automaton_lookup([[1, 0], [0, 1]], 0, 0, rows=m([[0, 0]])),
+            "rows",
+        ),
+        (
+            lambda m: execute_automaton(
+                automaton_lookup_attention(2, 2), [[1, 0], [0, 1]], m([[0, 1]])
+            ),
+            "word",
+        ),
+    ],
+    ids=["transitions", "rows", "word"],
+)
+def test_sparse_indices_are_a_type_error_naming_them(call, name):
+    """A sparse matrix of rows or of a word failed with AttributeError ("'csr_matrix'
+    object has no attribute 'item'"), a sparse table as an object array of
+    shape ()."""
+    import scipy.sparse as sp
+
+    with pytest.raises(TypeError, match=f"{name} must be a dense integer array"):
+        call(sp.csr_matrix)
+
+
 def test_a_dated_covariance_is_refused():
     """A datetime64 covariance was read as days since 1970, silently."""
     with pytest.raises(ValueError, match="covariance .* dtype datetime64"):
