@@ -383,6 +383,20 @@ def make_automaton(n_states, n_symbols, random_state=None):
     return rng.integers(0, n_states, size=(n_states, n_symbols))
 
 
+def _as_array(name, value):
+    """``numpy.asarray(value)``, refusing what numpy cannot make a rectangular
+    array of by name (a ragged list failed with "setting an array element with
+    a sequence", a sparse matrix became a 0-d object array)."""
+    _refuse_sparse(name, value)
+    try:
+        return np.asarray(value)
+    except ValueError as error:
+        raise ValueError(
+            f"{name} must be a rectangular integer array; numpy could not make one "
+            f"of it: {error}"
+        ) from None
+
+
 def _refuse_sparse(name, value):
     """A sparse matrix became a 0-d object array in numpy (an AttributeError
     or a shape of () further on)."""
@@ -394,8 +408,7 @@ def _refuse_sparse(name, value):
 
 
 def _check_transitions(transitions):
-    _refuse_sparse("transitions", transitions)
-    table = np.asarray(transitions)
+    table = _as_array("transitions", transitions)
     if table.ndim != 2 or table.size == 0 or table.dtype.kind not in "iu":
         raise ValueError(
             "transitions must be a non-empty integer array of shape "
@@ -412,14 +425,24 @@ def _check_transitions(transitions):
 def _integer_array(name, value):
     """``value`` as an int array; floats (even 1.0), bools and strings are refused
     rather than truncated."""
-    _refuse_sparse(name, value)
-    array = np.asarray(value)
+    array = _as_array(name, value)
     if array.size == 0:
         return array.astype(int)
     if array.dtype.kind not in "iu":
+        items = array.ravel()
+        # the first item that is no integer (of an object array, whose items
+        # have no .item())
+        bad = next(
+            (
+                item
+                for item in items
+                if isinstance(item, (bool, np.bool_)) or not isinstance(item, Integral)
+            ),
+            items[0],
+        )
+        bad = bad.item() if isinstance(bad, np.generic) else bad
         raise ValueError(
-            f"{name} must hold integers, got {array.dtype} values such as "
-            f"{array.ravel()[0].item()!r}."
+            f"{name} must hold integers, got {array.dtype} values such as {bad!r}."
         )
     largest = np.iinfo(np.int64).max
     if array.dtype.kind == "u" and array.max() > largest:

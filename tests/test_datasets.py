@@ -568,6 +568,23 @@ def test_sparse_indices_are_a_type_error_naming_them(call, name):
         call(sp.csr_matrix)
 
 
+@pytest.mark.parametrize(
+    "word, match",
+    [
+        (None, "word must hold integers, got object values such as None"),
+        ([0, None], "word must hold integers, got object values such as None"),
+        ({0: 1}, r"word must hold integers, got object values such as \{0: 1\}"),
+        ([[0, 1], [0]], "word must be a rectangular integer array"),
+    ],
+)
+def test_words_numpy_reads_as_objects_are_named(word, match):
+    """None, a dict or a list holding None failed with AttributeError ("'NoneType'
+    object has no attribute 'item'") while the error was worded; a ragged
+    list got numpy's "inhomogeneous shape" alone."""
+    with pytest.raises(ValueError, match=match):
+        execute_automaton(automaton_lookup_attention(2, 2), [[1, 0], [0, 1]], word)
+
+
 def test_a_dated_covariance_is_refused():
     """A datetime64 covariance was read as days since 1970, silently."""
     with pytest.raises(ValueError, match="covariance .* dtype datetime64"):
