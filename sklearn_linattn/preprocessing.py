@@ -108,11 +108,16 @@ def pad_sequences(sequences, max_len=None, truncating="pre", dtype=float):
     array([[2., 3.],
            [0., 4.]])
     """
-    # (a dict was read as the list of its keys)
-    if isinstance(sequences, (str, bytes, dict)) or sp.issparse(sequences):
+    # (a dict was read as the list of its keys, a DataFrame as its column
+    # labels: "sequence 0 has shape ()")
+    frame = type(sequences).__module__.split(".")[0] == "pandas" and (
+        type(sequences).__name__ == "DataFrame"
+    )
+    if isinstance(sequences, (str, bytes, dict)) or sp.issparse(sequences) or frame:
         raise TypeError(
             "sequences must be a list of arrays of shape (n_tokens_i, token_dim), "
-            f"got {type(sequences).__name__}."
+            f"got {type(sequences).__name__}"
+            + (" (one sequence? pass [df])." if frame else ".")
         )
     try:
         sequences = list(sequences)

@@ -133,6 +133,7 @@ def test_pad_sequences_empty_sequence_is_all_padding():
         ([[[]]], {}, ValueError, "tokens of dimension 0"),
         # a dict was read as the list of its keys ("could not convert 'a'")
         ({"a": np.ones((2, 2))}, {}, TypeError, "list of arrays .* got dict"),
+
         # dates were cast to days since 1970 without a word
         (
             [np.ones((2, 2)), np.zeros((2, 2), dtype="datetime64[D]")],
@@ -152,6 +153,14 @@ def test_ragged_lists_fail_in_numpy_but_pad(rng):
     with pytest.raises(ValueError):
         np.asarray(sequences, dtype=float)
     assert pad_sequences(sequences).shape == (2, 3, 3)
+
+
+def test_pad_sequences_refuses_a_dataframe_as_the_list():
+    """A DataFrame was read as its column labels ("sequence 0 has shape ()")."""
+    pandas = pytest.importorskip("pandas")
+    message = r"got DataFrame \(one sequence\? pass \[df\]\)"
+    with pytest.raises(TypeError, match=message):
+        pad_sequences(pandas.DataFrame(np.ones((3, 2))))
 
 
 def test_pad_sequences_suggests_the_transpose_for_channels_first_series(rng):
