@@ -50,9 +50,14 @@ __all__ = ["CountFit", "HeadReadout", "paper_heads", "read_out_heads"]
 # projections complete the split to rank k (noisy data); the one-output subspace
 # starts take ISOTROPIC_STARTS seeds on exact data, NOISY_ISOTROPIC_STARTS on noisy
 # data, EXACT_STARTS_PER_DIM * d for d - 1 heads of exact data; RANDOM_STARTS
-# seeded random query matrices on exact data; every seed starts from START_SEED.
+# seeded random query matrices on exact data, NOISY_RANDOM_STARTS on noisy data of
+# several outputs with k >= 2 (which have no isotropic starts: from the completion
+# and the split's SVD alone, 2 heads of d = 5 with 3 outputs stopped at 5 times the
+# generating model's training error, benchmarks/README.md); every seed starts from
+# START_SEED.
 COMPLETION_ITER = 30
 RANDOM_STARTS = 8
+NOISY_RANDOM_STARTS = 2
 ISOTROPIC_STARTS = 40
 NOISY_ISOTROPIC_STARTS = 8
 EXACT_STARTS_PER_DIM = 20
@@ -640,8 +645,10 @@ class _Search:
         starts = [self.split_svd[2][:k]]
         if not self.exact:
             starts.insert(0, self.completion_start(k))
-        n_random = RANDOM_STARTS if self.exact else 0
         one_output = self.one_output
+        n_random = RANDOM_STARTS if self.exact else 0
+        if not self.exact and one_output is None and k >= 2:
+            n_random = NOISY_RANDOM_STARTS
         if one_output is not None and self.d / 2 <= k < self.d:
             n_isotropic = ISOTROPIC_STARTS if self.exact else NOISY_ISOTROPIC_STARTS
             if self.exact and k == self.d - 1:

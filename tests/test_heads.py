@@ -794,7 +794,7 @@ def test_near_interpolation_counts_that_cannot_pass_are_not_fitted(monkeypatch):
     )
 
 
-@pytest.mark.parametrize("seed", [0, 2])
+@pytest.mark.parametrize("seed", [2, 3])  # (split 0: 3 heads pass the folds)
 def test_counts_only_tol_can_pass_are_judged_by_completing_the_split(seed):
     """sklearn's wine, 133 rows of d = 9 (positions and a constant), three
     classes, alpha 2 to 22 (the CV estimator): from 5 heads on, a count fails
@@ -1039,13 +1039,16 @@ def test_small_classifications_classify_about_as_well_as_the_lifted_fit(
     assert accuracy >= lifted.score(X[test], labels[test]) - 0.03
 
 
-def test_a_count_tied_with_the_lifted_fit_in_misclassified_rows_fails():
+def test_a_count_tied_with_the_lifted_fit_in_misclassified_rows_fails(monkeypatch):
     """Five classes (the largest of 5 outputs of a d = 3 model, 10% of labels
     redrawn), 42 sequences: near interpolation, where a count is held to the
     lifted fit's misclassification itself, two heads misclassify as many
     held-out rows as the lifted fit (a tie, once passed on the refits' lower
     squared error: one head at 0.403 accuracy on new data against
-    n_heads=None's 0.539). A tie is not shown to classify as well, and fails."""
+    n_heads=None's 0.539). A tie is not shown to classify as well, and fails.
+    (Without the noisy fits' random starts: with them two heads misclassify
+    fewer held-out rows, 0.595 against 0.643, and pass.)"""
+    monkeypatch.setattr("sklearn_linattn._heads.NOISY_RANDOM_STARTS", 0)
     X, scores, _ = make_random_mhla(52 + 3000, 8, 3, n_heads=2, n_outputs=5,
                                     random_state=14)
     rng = np.random.default_rng(113)
@@ -1178,6 +1181,35 @@ def test_two_heads_of_two_outputs_reach_the_generating_models_loss():
     generating = np.sum((y - truth.predict(X)) ** 2)
     assert model.n_heads_ == 2
     assert training_objective(model, X, y) <= generating * (1 + 1e-9)
+
+
+def test_two_heads_of_three_outputs_near_interpolation_reach_the_generating_loss():
+    """d = 5, 90 sequences (p = 75), 2 generating heads, 3 outputs, 10% noise,
+    alpha = 1e-3: from the completion and the split's SVD alone, n_heads=2
+    stopped at 4.5 times the generating model's training error, and the
+    default returned those 2 heads with 1.8 times the lifted fit's test error.
+    With the seeded random starts of several outputs' noisy fits, 2 heads fit
+    the training rows at least as well as the generating model, and predict
+    new sequences better than the lifted fit."""
+    n = 90
+    X, y, truth = make_random_mhla(n + 1000, 10, 5, n_heads=2, n_outputs=3,
+                                   random_state=5000)
+    clean = y.copy()
+    y = y + 0.1 * y[:n].std() * np.random.default_rng(6000).normal(size=y.shape)
+    fixed = LinearAttentionRegressor(n_heads=2, alpha=1e-3, fit_intercept=True)
+    fixed.fit(X[:n], y[:n])
+    assert np.mean((fixed.predict(X[:n]) - y[:n]) ** 2) <= np.mean(
+        (clean[:n] - y[:n]) ** 2
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # few rows per lifted feature
+        default = LinearAttentionRegressor(alpha=1e-3, fit_intercept=True)
+        lifted = clone(default).set_params(n_heads=None)
+        errors = [
+            np.mean((model.fit(X[:n], y[:n]).predict(X[n:]) - y[n:]) ** 2)
+            for model in (default, lifted)
+        ]
+    assert default.n_heads_ == 2 and errors[0] < errors[1]
 
 
 @pytest.mark.parametrize("k", [1, 2, 3])
@@ -2401,13 +2433,15 @@ def test_thread_counts_do_not_change_the_cv_estimators(Estimator):
     assert_same_model(single, double)
 
 
-def test_a_tie_of_linearized_refits_goes_to_the_folds_own_refits():
+def test_a_tie_of_linearized_refits_goes_to_the_folds_own_refits(monkeypatch):
     """d = 3, two outputs, 1% noise: four heads reproduce the lifted fit, and
     three heads' refits linearized at the full fit reproduce the folds' lifted
     fits, so their error ties with the threshold (3e-9 apart, relative); by
     rounding partial_fit failed three heads and returned four, fit refitted
     the folds and returned three. Ties within the linearized errors' precision
-    go to the folds' own refits in both."""
+    go to the folds' own refits in both. (Without the noisy fits' random
+    starts: with them two heads, the generating count, pass first.)"""
+    monkeypatch.setattr("sklearn_linattn._heads.NOISY_RANDOM_STARTS", 0)
     rng = np.random.default_rng(2)
     truth = random_attention(rng, 3, 2, n_outputs=2)
     X = random_sequences(rng, 150, 5, 3)
