@@ -12,6 +12,8 @@ round spreads the machine's drift over both. Cases:
 - ``partial``: 30 ``partial_fit`` calls of 100 sequences (d = 3, one noisy head),
   then ``coef_``, as ``bench_default_cases.py``'s ``partial`` case;
 - ``threads``: ``fit`` of 20,000 sequences of 32 tokens, d = 8, ``n_jobs=2``;
+- ``grid``: ``GridSearchCV`` of 15 alphas x 5 folds on ``make_random_mhla(1000, 16,
+  3, n_heads=1)`` plus 10% noise, as ``bench_default_cases.py``'s ``grid`` case;
 - ``vowels``: aeon's JapaneseVowels through the documented pipeline (classifier,
   d = 21), as ``bench_default_cases.py``'s case (needs aeon).
 
@@ -43,6 +45,13 @@ X, y = rng.normal(size=(20000, 32, 8)), rng.normal(size=20000)
 
 def run(n_heads):
     LinearAttentionRegressor(n_heads=n_heads, n_jobs=2).fit(X, y)
+""",
+    "grid": """
+from bench_default_cases import grid_search, noisy_mhla
+X, y = noisy_mhla(1000, 3, 1)
+
+def run(n_heads):
+    grid_search(LinearAttentionRegressor(n_heads=n_heads), X, y)
 """,
     "vowels": """
 import warnings
