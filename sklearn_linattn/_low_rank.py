@@ -51,11 +51,10 @@ def svd(matrix):
     """Thin SVD (``scipy.linalg.svd``, LAPACK's ``gesdd``); falls back to
     ``gesvd`` when ``gesdd`` does not converge."""
     if matrix.dtype == np.float64 and matrix.size:
-        # the workspace scipy.linalg.svd asks for (the same blocking, the same bits)
-        work, info = _GESDD_LWORK(*matrix.shape, compute_uv=True, full_matrices=False)
+        work, info = _gesdd_workspace(*matrix.shape)
         if info == 0:
             left, singular, right_t, info = _GESDD(
-                matrix, compute_uv=True, lwork=int(work), full_matrices=False
+                matrix, compute_uv=True, lwork=work, full_matrices=False
             )
             if info == 0:
                 return left, singular, right_t
@@ -65,6 +64,15 @@ def svd(matrix):
         return scipy.linalg.svd(matrix, full_matrices=False, check_finite=False)
     except np.linalg.LinAlgError:
         return _svd_by_gesvd(matrix)
+
+
+@functools.lru_cache(maxsize=64)
+def _gesdd_workspace(n_rows, n_columns):
+    """``(lwork, info)``: the workspace scipy.linalg.svd asks ``gesdd`` for (the
+    same blocking, the same bits), a function of the shape alone (kept: the
+    query was a tenth of a thin SVD at d = 3)."""
+    work, info = _GESDD_LWORK(n_rows, n_columns, compute_uv=True, full_matrices=False)
+    return int(work), info
 
 
 def _svd_by_gesvd(matrix):
@@ -92,17 +100,24 @@ class _Values:
         self.x = query_rows.ravel()
         features = design.features(query_rows)
         left, singular, right_t = svd(features)
-        kept = np.zeros(singular.shape, dtype=bool)  # no rows of weight: V = 0
-        if singular.size and singular[0] > 0:
-            kept = singular > singular[0] * max(features.shape) * _EPS
-        self.row_space = right_t[kept]
-        # X^+ = row_space^T inverse
-        self._inverse = (left[:, kept] / singular[kept]).T
+        small, large = sorted(features.shape)
+        threshold = singular[0] * large * _EPS if singular.size else 0.0
+        if singular.size and singular[0] > 0 and singular[-1] > threshold:
+            # every singular value kept (they are sorted): the arrays the masks
+            # below make, in the same layouts, without the masks (3 us of the
+            # 27 us of an evaluation at d = 3)
+            self.row_space = np.ascontiguousarray(right_t)
+            self._inverse = (left / singular).T  # X^+ = row_space^T inverse
+        else:
+            kept = np.zeros(singular.shape, dtype=bool)  # no rows of weight: V = 0
+            if singular.size and singular[0] > 0:
+                kept = singular > threshold
+            self.row_space = right_t[kept]
+            self._inverse = (left[:, kept] / singular[kept]).T
         fitted = design.targets @ self.row_space.T
         self.values = fitted @ self._inverse  # (m, k d)
         self.residual = (fitted @ self.row_space - design.targets).ravel()
         self.loss = float(self.residual @ self.residual)
-        small, large = sorted(features.shape)
         rows = design.n_outputs * design.n_columns
         self.product_flops = (
             design.feature_flops(len(query_rows))
