@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse
 
 from ._attention import _fold_indices, fold_lifted_coef
+from ._low_rank import matmul
 
 __all__ = [
     "LiftedDesign",
@@ -70,7 +71,7 @@ def query_features_adjoint(weights, token_dim):
 def _contract(moments, queries, query_rows):
     """``S_i Q_h q_i`` for every row and head: shape (n_rows, k, d)."""
     k, d = query_rows.shape[0], queries.shape[1]
-    mixed = queries @ query_rows.reshape(k * d, d).T  # Q_h q_i
+    mixed = matmul(queries, query_rows.reshape(k * d, d).T)  # Q_h q_i
     return np.matmul(mixed.reshape(-1, k, d), moments)  # (S symmetric)
 
 
@@ -126,7 +127,7 @@ class LiftedDesign:
         """``X(Q)`` of shape (k d, n_columns)."""
         k, d = query_rows.shape[0], self.token_dim
         if self._basis is not None:
-            return (query_rows @ self._basis.reshape(d * d, -1)).reshape(k * d, -1)
+            return matmul(query_rows, self._basis.reshape(d * d, -1)).reshape(k * d, -1)
         lifted = query_features(query_rows, d).reshape(k * d, -1)
         return lifted if self.factor is None else lifted @ self.factor
 
@@ -135,7 +136,7 @@ class LiftedDesign:
         d = self.token_dim
         k = weights.shape[0] // d
         if self._basis is not None:
-            return weights.reshape(k, -1) @ self._basis.reshape(d * d, -1).T
+            return matmul(weights.reshape(k, -1), self._basis.reshape(d * d, -1).T)
         if self.factor is not None:
             weights = weights @ self.factor.T
         return query_features_adjoint(weights.reshape(k, d, -1), d)
@@ -224,7 +225,8 @@ class SequenceDesign:
         k = weights.shape[0] // d
         rows = self._project(weights[:, :n].T).reshape(n, k, d)
         mixed = np.matmul(rows, self.moments).reshape(n, k * d)  # S_i w_ih
-        gradient = (mixed.T @ self.queries).reshape(k, d * d)  # sum_i (S_i w_ih) q_i^T
+        # sum_i (S_i w_ih) q_i^T
+        gradient = matmul(mixed.T, self.queries).reshape(k, d * d)
         if self.alpha:
             ridge = weights[:, n:].reshape(k, d, -1)
             gradient += np.sqrt(self.alpha) * query_features_adjoint(ridge, d)

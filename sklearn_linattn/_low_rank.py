@@ -32,6 +32,7 @@ __all__ = [
     "isotropic_queries",
     "levenberg_marquardt",
     "linearized_refit",
+    "matmul",
     "svd",
 ]
 
@@ -45,6 +46,17 @@ _EPS, _TINY = np.finfo(float).eps, np.finfo(float).tiny
 _GESDD, _GESDD_LWORK, _POTRF, _POTRS = scipy.linalg.get_lapack_funcs(
     ("gesdd", "gesdd_lwork", "potrf", "potrs"), dtype=np.float64
 )
+
+
+def matmul(a, b):
+    """``a @ b`` of 1-D or 2-D arrays, by ``ndarray.dot`` where both are
+    contiguous (C or Fortran order): the same BLAS call and bits as ``@`` there
+    (checked on random shapes and layouts) without the matmul ufunc's dispatch,
+    0.35 against 0.95 us a call (a read-out at d = 3 makes thousands). Other
+    strides take ``@`` (the two copy them differently: other bits)."""
+    if a.flags.forc and b.flags.forc:
+        return a.dot(b)
+    return a @ b
 
 
 def svd(matrix):
@@ -114,10 +126,10 @@ class _Values:
                 kept = singular > threshold
             self.row_space = right_t[kept]
             self._inverse = (left[:, kept] / singular[kept]).T
-        fitted = design.targets @ self.row_space.T
-        self.values = fitted @ self._inverse  # (m, k d)
-        self.residual = (fitted @ self.row_space - design.targets).ravel()
-        self.loss = float(self.residual @ self.residual)
+        fitted = matmul(design.targets, self.row_space.T)
+        self.values = matmul(fitted, self._inverse)  # (m, k d)
+        self.residual = (matmul(fitted, self.row_space) - design.targets).ravel()
+        self.loss = float(matmul(self.residual, self.residual))
         rows = design.n_outputs * design.n_columns
         self.product_flops = (
             design.feature_flops(len(query_rows))
@@ -127,15 +139,15 @@ class _Values:
         self.flops = self.product_flops + 6.0 * small * small * large + 3 * CALL_FLOPS
 
     def _project(self, rows):
-        return rows - (rows @ self.row_space.T) @ self.row_space
+        return rows - matmul(matmul(rows, self.row_space.T), self.row_space)
 
     def jvp(self, step):
         d_query = step.reshape(self.query_rows.shape)
-        return self._project(self.values @ self.design.features(d_query)).ravel()
+        return self._project(matmul(self.values, self.design.features(d_query))).ravel()
 
     def vjp(self, residual):
         projected = self._project(residual.reshape(self.design.targets.shape))
-        return self.design.features_adjoint(self.values.T @ projected).ravel()
+        return self.design.features_adjoint(matmul(self.values.T, projected)).ravel()
 
     def jacobian(self):
         """Kaufman's Jacobian as a linear operator (for LSMR)."""
@@ -162,19 +174,20 @@ class _Values:
         metric = self.design.metric()
         if not self._few_heads:
             moved = moved.transpose(1, 0, 2).reshape(d**3, -1)  # rows (b, x)
-            kept = (moved @ moved.T).reshape(d, d * d, d, d * d).transpose(0, 2, 1, 3)
+            kept = matmul(moved, moved.T).reshape(d, d * d, d, d * d)
+            kept = kept.transpose(0, 2, 1, 3)
             metric = metric - kept.reshape(d * d, d**4)
-        normal = (outer @ metric).reshape(k, k, d * d, d * d)
+        normal = matmul(outer, metric).reshape(k, k, d * d, d * d)
         normal = normal.transpose(0, 2, 1, 3).reshape(k * d * d, k * d * d)
         if self._few_heads:
             # (a, h, x, j): np.tensordot's product, without its wrapper
             r, m = len(self.row_space), values.shape[0]  # r = 0: no rows of weight
-            kept = values.reshape(m * k, d) @ moved.transpose(1, 0, 2).reshape(
-                d, d * d * r
+            kept = matmul(
+                values.reshape(m * k, d), moved.transpose(1, 0, 2).reshape(d, d * d * r)
             )
             kept = kept.reshape(m, k, d * d, r)
             kept = kept.transpose(0, 3, 1, 2).reshape(-1, k * d * d)
-            normal -= kept.T @ kept
+            normal -= matmul(kept.T, kept)
         return normal, self.vjp(self.residual)
 
     @property
@@ -283,7 +296,7 @@ def _step(point, damping, normal):
 def _predicted_gain(step, normal):
     """``||r||^2 - ||r + J s||^2`` from the normal equations ``(J^T J, J^T r)``."""
     matrix, gradient = normal
-    return -float(2 * step @ gradient + step @ matrix @ step)
+    return -float(matmul(2 * step, gradient) + matmul(matmul(step, matrix), step))
 
 
 def _gauss_newton_step(point, normal):
@@ -369,7 +382,7 @@ def levenberg_marquardt(
             else:
                 budget.spend(point.product_flops)
                 linear = point.residual + point.jvp(step)
-                predicted = point.loss - float(linear @ linear)
+                predicted = point.loss - float(matmul(linear, linear))
             # at a minimum: no step gains more than the loss's rounding (the
             # damping would otherwise grow through a dozen rejected steps). Not
             # 1e3 times eps * loss: fits then stopped short (a 4-head fit above
@@ -428,7 +441,7 @@ def _orthonormal_columns(matrix):
         if 0 < scale < np.inf:
             column = matrix / scale
             flat = column.ravel()
-            return column / math.sqrt(flat @ flat)
+            return column / math.sqrt(matmul(flat, flat))
     return np.linalg.qr(matrix)[0]
 
 
@@ -543,8 +556,8 @@ def completion_queries(lifted_coef, token_dim, n_heads, n_iter):
     split = folded = fold_lifted_coef(lifted_coef, d)
     basis = svd(folded)[0][:, :n_heads]
     for _ in range(n_iter):
-        basis = _orthonormal_columns(folded @ (folded.T @ basis))
-        low_rank = basis @ (basis.T @ folded)
+        basis = _orthonormal_columns(matmul(folded, matmul(folded.T, basis)))
+        low_rank = matmul(basis, matmul(basis.T, folded))
         # the split plus the low-rank W's part antisymmetric in (b, c): the W
         # nearest it with the fitted symmetric part (fold(unfold(W)) is W's
         # symmetric part)
