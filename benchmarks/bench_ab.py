@@ -17,7 +17,9 @@ round spreads the machine's drift over both. Cases:
 - ``vowels``: aeon's JapaneseVowels through the documented pipeline (classifier,
   d = 21), as ``bench_default_cases.py``'s case (needs aeon).
 
-Reported: the medians over the rounds, and the default's ratio to ``n_heads=None``.
+Reported: the medians over the rounds, and the default's ratio to ``n_heads=None``,
+in wall time and in process CPU time (less sensitive to other processes on a
+shared machine: their contention made whole rounds 40% slower in wall time).
 """
 
 import json
@@ -71,16 +73,18 @@ import numpy as np
 import sklearn_linattn
 from sklearn_linattn import LinearAttentionRegressor
 {case}
-seconds = {{}}
+seconds, cpu = {{}}, {{}}
 for n_heads in ("auto", None):
     run(n_heads)
-    times = []
+    times, cpu_times = [], []
     for _ in range({repeats}):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         run(n_heads)
         times.append(time.perf_counter() - start)
+        cpu_times.append(time.process_time() - cpu_start)
     seconds[str(n_heads)] = float(np.median(times))
-print(json.dumps(dict(seconds=seconds, package=sklearn_linattn.__file__)))
+    cpu[str(n_heads)] = float(np.median(cpu_times))
+print(json.dumps(dict(seconds=seconds, cpu=cpu, package=sklearn_linattn.__file__)))
 """
 
 
@@ -102,7 +106,7 @@ def time_checkout(folder, case, repeats):
     expected = os.path.join(os.path.abspath(folder), "sklearn_linattn")
     if not result["package"].startswith(expected):
         raise SystemExit(f"{folder}: imported {result['package']} instead")
-    return result["seconds"]
+    return result
 
 
 def main():
@@ -120,11 +124,20 @@ def main():
             runs[name].append(time_checkout(folder, args.case, args.repeats))
     summary = {}
     for name, rounds in runs.items():
-        default = float(np.median([r["auto"] for r in rounds]))
-        lifted = float(np.median([r["None"] for r in rounds]))
-        summary[name] = dict(default=default, none=lifted, ratio=default / lifted)
-        print(f"{name}: default {default:.4f} s, n_heads=None {lifted:.4f} s, "
-              f"ratio {default / lifted:.2f}")
+        summary[name] = {}
+        for clock in ("seconds", "cpu"):
+            default = float(np.median([r[clock]["auto"] for r in rounds]))
+            lifted = float(np.median([r[clock]["None"] for r in rounds]))
+            summary[name][clock] = dict(
+                default=default, none=lifted, ratio=default / lifted
+            )
+            print(f"{name} ({'wall' if clock == 'seconds' else 'CPU'}): default "
+                  f"{default:.4f} s, n_heads=None {lifted:.4f} s, ratio "
+                  f"{default / lifted:.2f}")
+    for clock in ("seconds", "cpu"):
+        after, before = summary["after"][clock], summary["before"][clock]
+        print(f"after / before ({'wall' if clock == 'seconds' else 'CPU'}): "
+              f"default {after['default'] / before['default']:.3f}")
     write_json(args.json, dict(case=args.case, runs=runs, summary=summary))
 
 
