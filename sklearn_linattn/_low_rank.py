@@ -512,6 +512,19 @@ def _beyond(max_norm, point):
     return bool(np.linalg.norm(theta) > max_norm)
 
 
+def _lstsq(matrix, rhs):
+    """Minimum-norm least squares (``scipy.linalg.lstsq``, LAPACK's ``gelsd``);
+    falls back to ``gelss`` (``gesvd``'s SVD) when ``gelsd``'s does not converge
+    (a finite, well-scaled singular normal matrix of 4 heads at d = 4: "SVD did
+    not converge in Linear Least Squares"), as :func:`svd` falls back."""
+    try:
+        return scipy.linalg.lstsq(matrix, rhs, check_finite=False)[0]
+    except np.linalg.LinAlgError:
+        return scipy.linalg.lstsq(
+            matrix, rhs, check_finite=False, lapack_driver="gelss"
+        )[0]
+
+
 def linearized_refit(design, query_rows, budget=None):
     """Heads refitted on ``design`` to first order: ``V' X(Q) + V X(dQ)`` fitted by
     least squares in ``(V', dQ)``, one undamped Gauss-Newton step of the reduced
@@ -529,7 +542,7 @@ def linearized_refit(design, query_rows, budget=None):
         normal, gradient = point.normal_equations()
         step = _gauss_newton_step(point, (normal, gradient))
         if step is None:
-            step = -scipy.linalg.lstsq(normal, gradient, check_finite=False)[0]
+            step = -_lstsq(normal, gradient)
         budget.spend(point.normal_flops() + len(normal) ** 3 / 3)
     else:
         step, _, n_iter = scipy.sparse.linalg.lsmr(

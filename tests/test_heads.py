@@ -1272,6 +1272,45 @@ def test_a_fixed_count_reports_its_verdict():
     assert fit.linearized_cv_error >= fit.training_error
 
 
+
+def test_a_linearized_refit_survives_lapacks_least_squares_not_converging(
+    monkeypatch,
+):
+    """A singular normal matrix the Gauss-Newton step cannot factorize goes to
+    least squares; LAPACK's gelsd failed on one (finite, entries below 3e-4:
+    its SVD did not converge) and n_heads=4 of 16 noisy sequences at d = 4
+    with 3 outputs raised LinAlgError ("SVD did not converge in Linear Least
+    Squares") from the linearized refits. gelss (gesvd) solves it: the
+    minimum-norm solution, and the fit returns its verdict."""
+    import scipy.linalg
+
+    from sklearn_linattn._low_rank import _lstsq
+
+    rng = np.random.default_rng(0)
+    factor = rng.normal(size=(12, 20))
+    normal = factor.T @ factor  # singular, rank 12
+    gradient = normal @ rng.normal(size=20)
+    lstsq = scipy.linalg.lstsq
+
+    def gelsd_fails(*args, lapack_driver="gelsd", **kwargs):
+        if lapack_driver == "gelsd":
+            raise np.linalg.LinAlgError("SVD did not converge in Linear Least Squares")
+        return lstsq(*args, lapack_driver=lapack_driver, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(scipy.linalg, "lstsq", gelsd_fails)
+        solution = _lstsq(normal, gradient)
+    assert_allclose(solution, np.linalg.pinv(normal) @ gradient, rtol=1e-8, atol=1e-10)
+    # the data whose gelsd failed with this machine's OpenBLAS 0.3.30
+    X, y, _ = make_random_mhla(16, 5, 4, n_heads=2, n_outputs=3, random_state=321813192)
+    y = np.asarray(y)
+    y = y + 0.1 * y.std(axis=0) * np.random.default_rng(321813192).normal(size=y.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # (p = 40 for 16 sequences)
+        model = LinearAttentionRegressor(alpha=1e-3, n_heads=4).fit(X, y)
+    assert model.n_heads_ <= 4 and np.all(np.isfinite(model.coef_))
+    assert model.head_search_.counts[0].cv_error >= 0
+
 # --- what head_search_ says -----------------------------------------------------------
 
 
