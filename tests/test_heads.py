@@ -1671,6 +1671,38 @@ def test_a_search_cut_short_returns_the_fewest_count_that_passed():
         assert search.work > search.work_limit
 
 
+def test_a_search_cut_short_leaves_the_completions_it_did_not_refit_undecided(
+    monkeypatch,
+):
+    """Near interpolation counts 2, 4 and 5 were failed by their completions
+    (generalized cross-validation of the split completed to rank k), which
+    fits of those counts are to confirm, from the largest down. Cut short by
+    the work limit after refitting 5 (which reproduced the lifted fit), the
+    search reported 4 (and 2) as failed on "gcv", while n_heads=4 alone
+    reproduces the lifted fit to 2e-15 and passes. The counts it did not
+    refit are undecided: every verdict head_search_ reports is n_heads=k's."""
+    seed = 170651018
+    X, y, _ = make_random_mhla(220, 4, 3, n_heads=3, n_outputs=2, random_state=seed)
+    y = np.asarray(y, float)
+    y = y + 0.3 * y.std(axis=0) * np.random.default_rng(seed).normal(size=y.shape)
+    X, y = X[:20], y[:20]
+    monkeypatch.setattr("sklearn_linattn._estimators.WORK_FLOOR", 3e7)
+    with pytest.warns(ConvergenceWarning, match="stopped at its work limit"):
+        search = LinearAttentionRegressor(
+            alpha=10.0, fit_intercept=True, head_work_limit=1.0
+        ).fit(X, y).head_search_
+    assert not search.complete
+    counts = {count.n_heads: count for count in search.counts}
+    assert 4 in counts and counts[4].passes is None and counts[4].failed_on is None
+    monkeypatch.undo()
+    for k, count in counts.items():
+        if count.passes is not None:
+            alone = LinearAttentionRegressor(alpha=10.0, fit_intercept=True, n_heads=k)
+            assert alone.fit(X, y).head_search_.passes == count.passes, k
+    assert LinearAttentionRegressor(
+        alpha=10.0, fit_intercept=True, n_heads=4
+    ).fit(X, y).head_search_.passes
+
 def test_the_papers_read_out_is_asked_for_only():
     truth, X, y = noisy_sequences(2, 4, 2, 1, 0.05)
     paper = LinearAttentionRegressor(n_heads=None).fit(X, y).head_search_
