@@ -556,6 +556,7 @@ class _Search:
         self.linearized_errors = {}  # count -> its linearized refits' fold errors
         self.anchored = set()  # counts whose fits drifted (polished with a penalty)
         self.completed = set()  # counts judged by completion_verdict
+        self.completions = {}  # count -> the split completed to its rank
         # the generalized cross-validation's inputs (given with the folds)
         self.degrees_of_freedom = degrees_of_freedom
         self.n_observations, self.fit_intercept = n_observations, fit_intercept
@@ -687,9 +688,15 @@ class _Search:
         return singular[:1, None] * right_t[:1]
 
     def completion_start(self, k):
-        """The query rows of the symmetric split completed to rank k."""
-        self.budget.spend(self.completion_flops(k))
-        return completion_queries(self.coef, self.d, k, COMPLETION_ITER)
+        """The query rows of the symmetric split completed to rank k (computed, and
+        charged, once per count: a count :meth:`completion_verdict` sends to its
+        fit starts from the same)."""
+        if k not in self.completions:
+            self.budget.spend(self.completion_flops(k))
+            self.completions[k] = completion_queries(
+                self.coef, self.d, k, COMPLETION_ITER
+            )
+        return self.completions[k].copy()
 
     def completion_flops(self, k):
         small, large = sorted((self.m * self.d, self.d**2))

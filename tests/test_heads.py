@@ -687,6 +687,24 @@ def test_counts_beyond_the_interpolating_one_are_fitted_down_from_the_papers():
         assert count.passes == asked[count.n_heads].head_search_.passes
 
 
+def test_each_count_completes_the_split_once(monkeypatch):
+    """A count whose completion a verdict reads and that is then fitted from it
+    (near interpolation, the 17-sequence classifier) completed the split twice,
+    and was charged twice. Each (lifted fit, count) completes it once."""
+    import sklearn_linattn._heads as heads
+
+    calls = []
+    original = heads.completion_queries
+
+    def counted(lifted_coef, token_dim, n_heads, n_iter):
+        calls.append((lifted_coef.tobytes(), n_heads))
+        return original(lifted_coef, token_dim, n_heads, n_iter)
+
+    monkeypatch.setattr(heads, "completion_queries", counted)
+    seventeen_sequences_classifier()
+    assert calls and len(set(calls)) == len(calls)
+
+
 def test_the_work_limit_reached_beyond_the_interpolating_count_says_so(monkeypatch):
     """The 17 sequences above: the counts beyond the interpolating one are
     fitted within a share of the work spent before them, capped by the
