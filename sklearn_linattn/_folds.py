@@ -245,17 +245,15 @@ class StatisticsFolds(_Folds):
             self.loss = "misclassified"
         self._statistics = folds
         for left_out, heldout in enumerate(folds):
-            # refused as soon as this fold's factorization, repeated for the
-            # folds left (their Grams are alike: all singular or none), would
-            # exceed the work left, not after building all but the last
-            share = (flops_limit - self.flops) / (self.n_folds - left_out)
+            # refused before the fold whose work, times the folds left, would
+            # exceed the limit, not after building all but the last
             try:
-                training, equations, factor, coef = self._lifted_fit_without(
-                    (left_out,), share
+                training, equations, factor, coef = self._lifted_fit_within(
+                    (left_out,), flops_limit, 0.0, self.n_folds - left_out
                 )
             except FoldsBeyondWork as beyond:
-                unheld = sum(fold.weight_sum > 0 for fold in folds) <= 1
-                raise FoldsBeyondWork(self.flops + beyond.flops, unheld) from None
+                beyond.unheld = sum(fold.weight_sum > 0 for fold in folds) <= 1
+                raise
             gram, moment, squares, feature_mean, target_mean = equations
             # the training objective of the fold's lifted fit (a rows design's
             # baseline: its heads' losses are measured above it)
@@ -288,6 +286,19 @@ class StatisticsFolds(_Folds):
         if self.loss == "squared":  # kept for the classifier's learning curve
             self._statistics = None
 
+    def _lifted_fit_within(self, left_out, flops_limit, start, fits_left):
+        """:meth:`_lifted_fit_without`, or :class:`FoldsBeyondWork` (the work done
+        since ``start``, in :attr:`flops`) where its factorization, repeated for
+        the ``fits_left`` fits of a series (their Grams alike: all singular or
+        none), would exceed what is left of ``flops_limit``."""
+        done = self.flops - start
+        try:
+            return self._lifted_fit_without(
+                left_out, (flops_limit - done) / fits_left
+            )
+        except FoldsBeyondWork as beyond:
+            raise FoldsBeyondWork(done + beyond.flops) from None
+
     def _lifted_fit_without(self, left_out, flops_left=np.inf):
         """The lifted fit on the folds not in ``left_out`` (its flops counted):
         ``(training statistics, normal equations, metric factor, coef)``."""
@@ -316,13 +327,10 @@ class StatisticsFolds(_Folds):
         as soon as a fit, times the fits left, would exceed ``flops_limit``."""
         errors, start = [], self.flops
         for fold in range(self.n_folds):
-            share = (flops_limit - (self.flops - start)) / (self.n_folds - fold)
-            try:
-                _, equations, _, coef = self._lifted_fit_without(
-                    (fold, (fold + 1) % self.n_folds), share
-                )
-            except FoldsBeyondWork as beyond:
-                raise FoldsBeyondWork(self.flops - start + beyond.flops) from None
+            _, equations, _, coef = self._lifted_fit_within(
+                (fold, (fold + 1) % self.n_folds), flops_limit, start,
+                self.n_folds - fold,
+            )
             feature_mean, target_mean = equations[3:]
             errors.append(self._misclassified_by(fold, coef, feature_mean, target_mean))
         return errors

@@ -877,8 +877,7 @@ class _Search:
         classifier at d = 3) stopped at 1.2e-8 and failed."""
         distance = self.distance(value_rows, query_rows)
         near = distance <= np.sqrt(self.tol) or (
-            self.n_observations is not None
-            and len(query_rows) >= self.fewest_interpolating()
+            len(query_rows) >= self.fewest_interpolating()
         )
         if not self.tol < distance or not near or self.budget.exhausted:
             return value_rows, query_rows
@@ -1049,7 +1048,10 @@ class _Search:
 
     def fewest_interpolating(self):
         """The fewest heads whose models have as many dimensions as the training
-        rows have equations (they fail, :meth:`gcv_fails`)."""
+        rows have equations (they fail, :meth:`gcv_fails`); inf in a fold's
+        refit, whose search is given no observation count."""
+        if self.n_observations is None:
+            return np.inf
         equations = self.n_observations * self.outputs
         return next(
             (k for k in range(1, self.d * self.d + 1)
