@@ -112,12 +112,11 @@ REFIT_MARGIN = 10.0
 DRIFT = 1e3
 DRIFT_PENALTY = 1e-6
 # Counts with as many dimensions as equations (only tol passes them) are fitted,
-# the paper's count less one, then by bisection; a fit starts only while these
-# fits have spent at most BEYOND_SHARE times the work the search spent before them
-# (3: n_heads=k-1 passed where k came back in 35 of 515 fits of
-# bench_fewest_heads.py against 44 with 1, for 2.6% more work), or BEYOND_FLOOR
-# flops (under a tenth of a second of one core, benchmarks/README.md) where that
-# is more.
+# the paper's count less one, then by bisection, with at most BEYOND_SHARE times
+# the work the search spent before them (3: n_heads=k-1 passed where k came back in
+# 35 of 515 fits of bench_fewest_heads.py against 44 with 1, for 2.6% more work),
+# or BEYOND_FLOOR flops (under a tenth of a second of one core, benchmarks/README.md)
+# where that is more.
 BEYOND_SHARE = 3.0
 BEYOND_FLOOR = 2e8
 # The estimators' work limit: head_work_limit times the lifted fit's flops plus
@@ -1552,31 +1551,32 @@ def _reproducing_beyond(search, low, paper_count):
     costs more the more heads it has: galloping down from the paper's count
     spent the work on its largest counts, bench_fewest_heads.py), each count
     fitted as ``n_heads=k`` fits it; ``paper_count`` where none does. Under a
-    work limit these fits may start only while the work the search spent
-    since it reached them is at most three times the work it spent before
-    (``BEYOND_SHARE``): the bisection stops at a count whose first start
-    would exceed that, and the fewest count found to pass is returned (the
-    search is complete: it needed none of them). A fit, once started, runs
-    under the search's own limit alone: cut short by the share, a fit's
-    verdict had depended on where rounding put its last steps (4 heads in
-    memory and 5 through Dask on the same data); the search's limit cuts it
-    short only where it stops the search."""
+    work limit these fits may cost at most three times the work the search
+    spent before them (``BEYOND_SHARE``):
+    the bisection stops at a count whose first start alone would exceed that,
+    fits it cuts short are left out, and the fewest count found to pass is
+    returned (the search is complete: it needed none of them, unless the
+    search's own work limit, not that share, stopped them)."""
     budget, undecided = search.budget, search.undecided
-    cap = budget.spent + max(BEYOND_SHARE * budget.spent, BEYOND_FLOOR)
-    if budget.limit == np.inf:  # no work limit (head_work_limit=None): no cap
-        cap = np.inf
+    limit = budget.limit
+    allowed = max(BEYOND_SHARE * budget.spent, BEYOND_FLOOR)
+    if limit < np.inf:  # no work limit (head_work_limit=None): no cap either
+        budget.limit = min(limit, budget.spent + allowed)
 
     def reproduces(k):
         if k in search.hopeless:
             return False
-        if budget.spent + search.least_fit_flops(k) > cap:
-            return None  # its first start alone would overrun the share: stop
+        if budget.spent + search.least_fit_flops(k) > budget.limit:
+            return None  # its first start alone would overrun: stop here
         return bool(search.fit(k, fitted=True)[2].passes)
 
-    _fewest(search, low, paper_count, reproduces, "bisect")
-    # stopped by the share, the search is complete; by its own work limit, it
-    # is not: the counts below the one returned that a completion failed are
-    # then left unfitted (_fitted_below)
+    try:
+        _fewest(search, low, paper_count, reproduces, "bisect")
+    finally:
+        budget.limit = limit
+    # cut short by their own cap, the search is complete; by the search's work
+    # limit (where that cap is it), it is not: the counts below the one returned
+    # that a completion failed are then left unfitted (_fitted_below)
     search.undecided = undecided or budget.exhausted
     for k, fit in list(search.fits.items()):
         if k >= low and fit[2].passes is None:

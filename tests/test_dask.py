@@ -597,40 +597,6 @@ def test_heads_and_held_out_folds_equal_in_memory(client, positions):
     )
 
 
-def test_heads_beyond_the_interpolating_count_equal_in_memory(client):
-    """15 linnerud rows (d = 5, 3 outputs, ridge CV): from 3 heads on the
-    models have as many dimensions as the equations, and 4 to 7 heads
-    reproduce the lifted fit. The fits of those counts may start within a
-    share of the work spent before them; where that share cut a fit short,
-    its verdict depended on rounding: 5 heads in memory, 4 through Dask.
-    A fit once started runs to its end: the same heads either way, and the
-    fewest (n_heads=k-1 fails)."""
-    from sklearn.datasets import load_linnerud
-    from sklearn.preprocessing import StandardScaler
-
-    from sklearn_linattn.preprocessing import PositionalEncoding
-
-    X, y = load_linnerud(return_X_y=True)
-    rows = np.random.default_rng(131267412).permutation(len(X))[:15]
-    X = StandardScaler().fit_transform(X[rows]).reshape(15, 3, 1)
-    X = PositionalEncoding(constant=True, padding=None).fit_transform(X)
-    y = StandardScaler().fit_transform(y[rows].astype(float))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        local = LinearAttentionRegressorCV(fit_intercept=False).fit(X, y)
-        remote = LinearAttentionRegressorCV(fit_intercept=False).fit(
-            da.from_array(X, chunks=(5, -1, -1)), da.from_array(y, chunks=5)
-        )
-        fewer = LinearAttentionRegressorCV(
-            fit_intercept=False, n_heads=local.n_heads_ - 1
-        ).fit(X, y)
-    lifted = local.head_search_
-    assert lifted.criterion == remote.head_search_.criterion == "tol"
-    assert lifted.complete and remote.head_search_.complete
-    assert remote.n_heads_ == local.n_heads_
-    assert not fewer.head_search_.passes
-
-
 def test_a_block_of_zero_weights_fits_as_in_memory(client):
     """Every sample weight of one Dask block zero (a day of rows masked out):
     each block's weights were checked as a whole, and the block raised

@@ -28,7 +28,7 @@ from conftest import (
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.linalg import LinAlgWarning
 from sklearn.base import clone
-from sklearn.datasets import load_diabetes, load_digits, load_linnerud, load_wine
+from sklearn.datasets import load_digits, load_linnerud, load_wine
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import r2_score
 from sklearn.model_selection import train_test_split
@@ -784,40 +784,6 @@ def test_counts_beyond_the_interpolating_one_reproduce_as_fewer_heads_do():
     assert model.n_heads_ < lifted.n_heads_
     distance = np.linalg.norm(model.coef_ - lifted.coef_)
     assert distance <= 1e-8 * np.linalg.norm(lifted.coef_)
-
-
-def fifteen_diabetes_rows():
-    """15 of diabetes' rows (a seeded draw), its 10 features as 5 tokens of 2
-    with positions and a constant (d = 8), the target standardized."""
-    X, y = load_diabetes(return_X_y=True)
-    rows = np.random.default_rng(65330231).permutation(len(X))[:15]
-    X = StandardScaler().fit_transform(X[rows]).reshape(15, 5, 2)
-    X = PositionalEncoding(constant=True, padding=None).fit_transform(X)
-    y = y[rows].astype(float)
-    return X, (y - y.mean()) / y.std()
-
-
-def test_partial_fit_reads_counts_beyond_the_interpolating_one_as_fit_does():
-    """The 15 diabetes rows, alpha = 1e-3: fit returned 6 heads and two
-    partial_fit batches the lifted fit's 7, on the same lifted fit to
-    rounding. The fits of counts beyond the interpolating one start within a
-    share of the work spent before them, and that share cut count 6's fit
-    short on one path and not the other. A fit once started runs to its end:
-    the same count either way, reproducing the lifted fit."""
-    X, y = fifteen_diabetes_rows()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = LinearAttentionRegressor(alpha=1e-3).fit(X, y)
-        batches = LinearAttentionRegressor(alpha=1e-3)
-        for rows in (slice(None, 7), slice(7, None)):
-            batches.partial_fit(X[rows], y[rows])
-        lifted = LinearAttentionRegressor(alpha=1e-3, n_heads=None).fit(X, y)
-    for fitted in (model, batches):
-        search = fitted.head_search_
-        assert search.criterion == "tol" and search.complete
-        distance = np.linalg.norm(fitted.coef_ - lifted.coef_)
-        assert distance <= search.tol * np.linalg.norm(lifted.coef_)
-    assert batches.n_heads_ == model.n_heads_ < lifted.n_heads_
 
 
 def test_near_interpolation_counts_that_cannot_pass_are_not_fitted(monkeypatch):
