@@ -186,7 +186,8 @@ class _Folds:
                 return 1.0
             fewer = self.summary(errors)[0]
             budget.spend(self.flops - spent)
-            if fewer >= now:
+            self.learning_falls = fewer >= now
+            if self.learning_falls:
                 fall = (self.n_folds - 2) / self.n_folds * (fewer - now)
             else:
                 fall = now - fewer
@@ -194,6 +195,7 @@ class _Folds:
         return self._learning_ratio
 
     _learning_ratio = None
+    learning_falls = False  # whether the lifted fit's error falls with the rows
 
     @property
     def squared_weight(self):

@@ -341,7 +341,8 @@ class CountFit:
         being fitted to all the rows instead of a fold's 80% (the factor of
         least-squares fits' squared errors, for misclassification too, where
         it is also at most the lifted fit's own learning curve on the folds,
-        extrapolated to all the rows); near interpolation, for squared errors,
+        extrapolated to all the rows, less the heads' own fall in proportion
+        to their degrees of freedom); near interpolation, for squared errors,
         the lower of ``head_search_.cv_error`` and ``head_search_.gcv_error``,
         not lowered (theory page; NaN when not computed).
     passes : bool or None
@@ -938,9 +939,15 @@ class _Search:
 
     def threshold_of(self, k):
         """The threshold of k heads: :attr:`threshold` times :meth:`size_ratio`, for
-        misclassification at most the lifted fit's learning ratio
-        (``_Folds.learning_ratio``)."""
+        misclassification at most the lifted fit's learning ratio ``L``
+        (``_Folds.learning_ratio``); where its error falls with the rows, the
+        heads' own fall credited, of an error ``a + b / n`` whose ``b`` is in
+        proportion to the degrees of freedom: ``L + (1 - L) D_k / D`` (theory
+        page, "How many heads")."""
         learning = self.folds.learning_ratio(self.budget)
+        if self.folds.learning_falls:
+            share = min(self.head_dof(k), self.lifted_dof) / self.lifted_dof
+            learning += (1 - learning) * share
         return float(self.threshold * min(self.size_ratio(k), learning))
 
     def size_ratio(self, k):
