@@ -1967,6 +1967,20 @@ def test_a_classifier_near_its_interpolation_peak_keeps_the_lifted_fit():
     )
 
 
+def low_signal_data(seed, n, d, n_heads, n_outputs, n_tokens, noise):
+    """``(X, y, X_test, y_test)`` as ``bench_head_criterion.py --low-signal`` draws
+    them: Gaussian tokens, a random MHLA (V, Q entries N(0, 1)), noise of
+    ``noise`` times the targets' spread, 2000 noiseless test sequences."""
+    rng = np.random.default_rng(seed)
+    truth = MultiHeadLinearAttention(
+        rng.normal(size=(n_heads, n_outputs, d)), rng.normal(size=(n_heads, d, d))
+    )
+    X = rng.normal(size=(n, n_tokens, d))
+    X_test = rng.normal(size=(2000, n_tokens, d))
+    y, y_test = truth.predict(X), truth.predict(X_test)
+    return X, y + noise * y.std() * rng.normal(size=y.shape), X_test, y_test
+
+
 def test_a_classifiers_heads_are_credited_with_their_own_learning():
     """36 sequences of d = 3 labelled by the largest of three outputs of a
     two-head model (10% noise), alpha = 1e-3 with an intercept. The lifted
@@ -1976,13 +1990,7 @@ def test_a_classifiers_heads_are_credited_with_their_own_learning():
     fall credited in proportion to their degrees of freedom, fewer heads pass
     and classify new sequences better (from bench_head_criterion.py
     --low-signal)."""
-    rng = np.random.default_rng(937343)
-    truth = MultiHeadLinearAttention(
-        rng.normal(size=(2, 3, 3)), rng.normal(size=(2, 3, 3))
-    )
-    X, X_test = rng.normal(size=(36, 8, 3)), rng.normal(size=(2000, 8, 3))
-    y, y_test = truth.predict(X), truth.predict(X_test)
-    y = y + 0.1 * y.std() * rng.normal(size=y.shape)
+    X, y, X_test, y_test = low_signal_data(937343, 36, 3, 2, 3, 8, 0.1)
     labels, test_labels = np.argmax(y, 1), np.argmax(y_test, 1)
     model = LinearAttentionClassifier(alpha=1e-3, fit_intercept=True)
     model.fit(X, labels)
@@ -2001,13 +2009,7 @@ def test_a_count_must_be_no_worse_than_the_lifted_fit_on_most_folds():
     sequences 1.8 times worse than n_heads=None; it fails, and the generating
     two heads are returned (45 sequences of 2 tokens, d = 3, 30% noise; from
     bench_head_criterion.py --low-signal)."""
-    rng = np.random.default_rng(541141)
-    truth = MultiHeadLinearAttention(
-        rng.normal(size=(2, 2, 3)), rng.normal(size=(2, 3, 3))
-    )
-    X, X_test = rng.normal(size=(45, 2, 3)), rng.normal(size=(2000, 2, 3))
-    y, y_test = truth.predict(X), truth.predict(X_test)
-    y = y + 0.3 * y.std() * rng.normal(size=y.shape)
+    X, y, X_test, y_test = low_signal_data(541141, 45, 3, 2, 2, 2, 0.3)
     model = LinearAttentionRegressor().fit(X, y)
     search = model.head_search_
     one = next(count for count in search.counts if count.n_heads == 1)
