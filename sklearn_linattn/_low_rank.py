@@ -60,39 +60,37 @@ def matmul(a, b):
 
 
 def svd(matrix):
-    """Thin SVD (``scipy.linalg.svd``, LAPACK's ``gesdd``); falls back to
-    ``gesvd`` when ``gesdd`` does not converge."""
+    """Thin SVD, ``scipy.linalg.svd``'s bits (LAPACK's ``gesdd``, called directly
+    for float64); by ``gesvd`` where ``gesdd`` does not converge."""
     if matrix.dtype == np.float64 and matrix.size:
-        work, info = _gesdd_workspace(*matrix.shape)
+        left, singular, right_t, info = _GESDD(
+            matrix, compute_uv=True, lwork=_gesdd_workspace(*matrix.shape),
+            full_matrices=False,
+        )
         if info == 0:
-            left, singular, right_t, info = _GESDD(
-                matrix, compute_uv=True, lwork=work, full_matrices=False
-            )
-            if info == 0:
-                return left, singular, right_t
-        if info > 0:  # gesdd did not converge
-            return _svd_by_gesvd(matrix)
-    try:  # other types, empty matrices; NaN raises scipy's ValueError
-        return scipy.linalg.svd(matrix, full_matrices=False, check_finite=False)
-    except np.linalg.LinAlgError:
-        return _svd_by_gesvd(matrix)
+            return left, singular, right_t
+    # scipy's errors (NaN: ValueError) and fallback; other types, empty matrices
+    return _with_fallback(scipy.linalg.svd, "gesvd", matrix, full_matrices=False)
 
 
 @functools.lru_cache(maxsize=64)
 def _gesdd_workspace(n_rows, n_columns):
-    """``(lwork, info)``: the workspace scipy.linalg.svd asks ``gesdd`` for (the
-    same blocking, the same bits), a function of the shape alone (kept: the
-    query was a tenth of a thin SVD at d = 3)."""
+    """The workspace scipy.linalg.svd asks ``gesdd`` for (the same blocking, the
+    same bits), a function of the shape alone (kept: the query was a tenth of a
+    thin SVD at d = 3)."""
     work, info = _GESDD_LWORK(n_rows, n_columns, compute_uv=True, full_matrices=False)
-    return int(work), info
+    if info != 0:  # scipy.linalg.svd raises here too
+        raise ValueError(f"gesdd's workspace query failed (info {info})")
+    return int(work)
 
 
-def _svd_by_gesvd(matrix):
-    """Thin SVD by LAPACK's ``gesvd`` (slower than ``gesdd``, and it converges
-    where ``gesdd`` does not)."""
-    return scipy.linalg.svd(
-        matrix, full_matrices=False, check_finite=False, lapack_driver="gesvd"
-    )
+def _with_fallback(solver, driver, *args, **kwargs):
+    """``solver(*args, **kwargs)`` of scipy.linalg (``svd``, ``lstsq``), again by
+    the LAPACK ``driver`` given where its default one does not converge."""
+    try:
+        return solver(*args, check_finite=False, **kwargs)
+    except np.linalg.LinAlgError:
+        return solver(*args, check_finite=False, lapack_driver=driver, **kwargs)
 
 
 def head_coef(value_rows, query_rows, token_dim):
@@ -514,15 +512,10 @@ def _beyond(max_norm, point):
 
 def _lstsq(matrix, rhs):
     """Minimum-norm least squares (``scipy.linalg.lstsq``, LAPACK's ``gelsd``);
-    falls back to ``gelss`` (``gesvd``'s SVD) when ``gelsd``'s does not converge
-    (a finite, well-scaled singular normal matrix of 4 heads at d = 4: "SVD did
-    not converge in Linear Least Squares"), as :func:`svd` falls back."""
-    try:
-        return scipy.linalg.lstsq(matrix, rhs, check_finite=False)[0]
-    except np.linalg.LinAlgError:
-        return scipy.linalg.lstsq(
-            matrix, rhs, check_finite=False, lapack_driver="gelss"
-        )[0]
+    by ``gelss`` (``gesvd``'s SVD) where ``gelsd``'s does not converge (a finite,
+    well-scaled singular normal matrix of 4 heads at d = 4: "SVD did not
+    converge in Linear Least Squares")."""
+    return _with_fallback(scipy.linalg.lstsq, "gelss", matrix, rhs)[0]
 
 
 def linearized_refit(design, query_rows, budget=None):

@@ -418,3 +418,21 @@ def test_orthonormal_columns_span_the_columns_at_every_scale(scale, n_columns):
     np.testing.assert_allclose(basis.T @ basis, np.eye(n_columns), atol=1e-14)
     # the same span: the columns are their projection on the basis
     np.testing.assert_allclose(basis @ (basis.T @ matrix), matrix, atol=1e-13)
+
+
+def test_svd_falls_back_to_gesvd_where_gesdd_does_not_converge(rng, monkeypatch):
+    """gesdd's failure (info > 0, direct or by scipy: LinAlgError) gives gesvd's
+    SVD, as scipy.linalg.svd(lapack_driver="gesvd") computes it."""
+    matrix = rng.normal(size=(5, 12))
+    expected = scipy.linalg.svd(matrix, full_matrices=False, lapack_driver="gesvd")
+    scipy_svd = scipy.linalg.svd
+
+    def gesdd_fails(*args, lapack_driver="gesdd", **kwargs):
+        if lapack_driver == "gesdd":
+            raise np.linalg.LinAlgError("SVD did not converge")
+        return scipy_svd(*args, lapack_driver=lapack_driver, **kwargs)
+
+    monkeypatch.setattr(low_rank, "_GESDD", lambda *args, **kwargs: (None,) * 3 + (1,))
+    monkeypatch.setattr(scipy.linalg, "svd", gesdd_fails)
+    for ours, theirs in zip(svd(matrix), expected, strict=True):
+        np.testing.assert_array_equal(ours, theirs)
