@@ -111,19 +111,16 @@ class _Values:
         features = design.features(query_rows)
         left, singular, right_t = svd(features)
         small, large = sorted(features.shape)
-        threshold = singular[0] * large * _EPS if singular.size else 0.0
-        if singular.size and singular[0] > 0 and singular[-1] > threshold:
-            # every singular value kept (they are sorted): the arrays the masks
-            # below make, in the same layouts, without the masks (3 us of the
-            # 27 us of an evaluation at d = 3)
-            self.row_space = np.ascontiguousarray(right_t)
-            self._inverse = (left / singular).T  # X^+ = row_space^T inverse
-        else:
-            kept = np.zeros(singular.shape, dtype=bool)  # no rows of weight: V = 0
-            if singular.size and singular[0] > 0:
-                kept = singular > threshold
-            self.row_space = right_t[kept]
-            self._inverse = (left[:, kept] / singular[kept]).T
+        rank = 0  # no rows of weight: V = 0
+        if singular.size and singular[0] > 0:
+            # the singular values above rounding: a leading block (they are sorted)
+            threshold = singular[0] * large * _EPS
+            rank = len(singular)
+            if singular[-1] <= threshold:
+                rank = np.count_nonzero(singular > threshold)
+        self.row_space = np.ascontiguousarray(right_t[:rank])
+        # X^+ = row_space^T inverse
+        self._inverse = (left[:, :rank] / singular[:rank]).T
         fitted = matmul(design.targets, self.row_space.T)
         self.values = matmul(fitted, self._inverse)  # (m, k d)
         self.residual = (matmul(fitted, self.row_space) - design.targets).ravel()
