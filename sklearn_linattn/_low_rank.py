@@ -271,25 +271,29 @@ class Budget:
 def _step(point, damping, normal):
     """The step ``min ||J s + r||^2 + damping ||s||^2`` from the normal equations
     ``(J^T J, J^T r)`` (None when the damped system is numerically singular), or
-    by LSMR from Jacobian products; and the products it took."""
+    by LSMR from Jacobian products; and its flops."""
     if normal is not None:
         matrix, gradient = normal
+        flops = len(matrix) ** 3 / 3 + 4.0 * len(matrix) ** 2  # Cholesky, solves
         system = matrix.copy()
         system.flat[:: len(matrix) + 1] += damping  # matrix + damping I
         # scipy.linalg.cho_factor and cho_solve, without their wrappers
         factor, info = _POTRF(system, lower=False, overwrite_a=True, clean=False)
         if info != 0:
-            return None, 0
-        return _POTRS(factor, -gradient, lower=False)[0], 0
+            return None, flops
+        return _POTRS(factor, -gradient, lower=False)[0], flops
     result = scipy.sparse.linalg.lsmr(
         point.jacobian(), -point.residual, damp=np.sqrt(damping), atol=1e-10,
         btol=1e-10, maxiter=LSMR_ITER,
     )
-    return result[0], 2 * result[2] + 2
+    return result[0], (2 * result[2] + 2) * point.product_flops
 
 
 def _predicted_gain(step, normal):
-    """``||r||^2 - ||r + J s||^2`` from the normal equations ``(J^T J, J^T r)``."""
+    """``||r||^2 - ||r + J s||^2`` from the normal equations ``(J^T J, J^T r)``
+    (inf where the step is None: not known)."""
+    if step is None:
+        return np.inf
     matrix, gradient = normal
     return -float(matmul(2 * step, gradient) + matmul(matmul(step, matrix), step))
 
@@ -302,12 +306,6 @@ def _gauss_newton_step(point, normal):
     matrix = normal[0]
     damping = len(matrix) * _EPS * max(np.max(np.diag(matrix)), 0.0)
     return _step(point, max(damping, _TINY), normal)[0]
-
-
-def _gauss_newton_gain(point, normal):
-    """The most any step gains by the linear model (inf: not known)."""
-    step = _gauss_newton_step(point, normal)
-    return np.inf if step is None else _predicted_gain(step, normal)
 
 
 def levenberg_marquardt(
@@ -327,7 +325,7 @@ def levenberg_marquardt(
     """Minimize ``||r(x)||^2`` by Levenberg-Marquardt.
 
     ``evaluate(x)`` returns a point with ``x`` (normalized), ``residual``,
-    ``loss``, ``flops``, ``product_flops``, and ``jvp`` and ``jacobian()`` or,
+    ``loss``, ``flops``, and ``product_flops``, ``jvp`` and ``jacobian()`` or,
     with ``structured``, ``normal_equations()`` and ``normal_flops()``. Each
     step solves ``min ||J s + r||^2 + lambda ||s||^2`` and is taken when it
     lowers the loss; ``lambda`` follows Nielsen's rule. It stops after
@@ -350,27 +348,25 @@ def levenberg_marquardt(
     budget = Budget() if budget is None else budget
     point = evaluate(x)
     budget.spend(point.flops)
-    damping, factor, normal, scale = None, 2.0, None, 1.0
+    damping, factor, normal = None, 2.0, None
     history = [point.loss - baseline]
     n_steps, flat_steps = 0, 0
-    while n_steps < max_iter and point.loss > max(accept_below, 0.0):
-        if budget.exhausted:
-            break
+    while (
+        n_steps < max_iter
+        and point.loss > max(accept_below, 0.0)
+        and not budget.exhausted
+    ):
         n_steps += 1
         if structured and normal is None:
             normal = point.normal_equations()
             budget.spend(point.normal_flops())
-            if damping is None:
-                scale = float(np.trace(normal[0])) / len(point.x)
-        if damping is None:
-            if not structured:
-                scale = point.loss / len(point.x)
-            scale = max(scale, _TINY)
+        if damping is None:  # the scale of J^T J (module constants)
+            scale = float(np.trace(normal[0])) if structured else point.loss
+            scale = max(scale / len(point.x), _TINY)
             damping = INITIAL_DAMPING * scale
-        step, n_products = _step(point, damping, normal)
-        if normal is not None:
-            budget.spend(len(point.x) ** 3 / 3 + 4.0 * len(point.x) ** 2)
-        budget.spend(n_products * point.product_flops)
+        step, flops = _step(point, damping, normal)
+        budget.spend(flops)
+        trial = None
         if step is not None:  # the gain the linear model predicts
             if normal is not None:
                 predicted = _predicted_gain(step, normal)
@@ -388,13 +384,10 @@ def levenberg_marquardt(
                 and rounding == 0
                 and predicted <= floor
                 and budget.spend(len(point.x) ** 3 / 3)
-                and _gauss_newton_gain(point, normal) <= floor
+                and _predicted_gain(_gauss_newton_step(point, normal), normal) <= floor
             ):
                 break
-        trial = (
-            None if step is None else evaluate(point.x + step.reshape(point.x.shape))
-        )
-        if trial is not None:
+            trial = evaluate(point.x + step.reshape(point.x.shape))
             budget.spend(trial.flops)
         if (
             trial is not None
@@ -575,29 +568,24 @@ class _Isotropy:
     orthonormal, residual ``N^T S_e N`` for every slice ``S_e``."""
 
     def __init__(self, slices, flat):
-        d = slices.shape[1]
-        self.slices = slices
-        self.basis = np.linalg.qr(flat.reshape(d, -1))[0]
+        self.basis = np.linalg.qr(flat.reshape(slices.shape[1], -1))[0]
         self.x = self.basis.ravel()
         self.moved = slices @ self.basis  # S_e N
         self.residual = np.einsum("bj,ebk->ejk", self.basis, self.moved).ravel()
         self.loss = float(self.residual @ self.residual)
         d, j = self.basis.shape
-        self.flops = self.product_flops = 2.0 * d**3 * j + 2.0 * d * d * j * j
+        self.flops = 2.0 * d**3 * j + 2.0 * d * d * j * j
 
-    def jacobian(self):
-        """``d(N^T S_e N)[t, u] / dN[r, s]``: ``[t = s] (S_e N)[r, u] + [u = s]
-        (S_e N)[r, t]``."""
+    def normal_equations(self):
+        """``(J^T J, J^T r)`` of ``J = d(N^T S_e N)[t, u] / dN[r, s] = [t = s]
+        (S_e N)[r, u] + [u = s] (S_e N)[r, t]``."""
         d, j = self.basis.shape
         moved = self.moved.transpose(0, 2, 1)  # [e, u, r] = (S_e N)[r, u]
         jacobian = np.zeros((len(moved), j, j, d, j))
         for s in range(j):
             jacobian[:, s, :, :, s] += moved  # [t = s]
             jacobian[:, :, s, :, s] += moved  # [u = s]
-        return jacobian.reshape(-1, d * j)
-
-    def normal_equations(self):
-        jacobian = self.jacobian()
+        jacobian = jacobian.reshape(-1, d * j)
         return jacobian.T @ jacobian, jacobian.T @ self.residual
 
     def normal_flops(self):
