@@ -23,6 +23,7 @@ from sklearn_linattn._folds import moments_of_pairs
 from sklearn_linattn._lift import pair_statistics
 from sklearn_linattn._low_rank import (
     Budget,
+    _orthonormal_columns,
     _Values,
     completion_queries,
     fit_heads,
@@ -302,7 +303,7 @@ def test_a_fit_stalls_when_its_steps_gain_less_than_the_resolution(rng):
     assert steps < full_steps and loss <= resolution
 
 
-def test_a_fit_started_at_its_minimum_stops_at_once(rng):
+def test_a_fit_started_at_its_minimum_stops_at_once(rng, monkeypatch):
     """At a minimum of a noisy fit no step gains more than the loss's rounding:
     a fit restarted there computes one step, evaluates none and returns the
     same heads (the damping used to grow through a dozen rejected steps)."""
@@ -318,14 +319,11 @@ def test_a_fit_started_at_its_minimum_stops_at_once(rng):
         evaluations.append(1)
         return original(*args)
 
-    low_rank._Values = counted
-    try:
-        for _ in range(20):  # the stall rule ends a fit near the minimum; restarts
-            evaluations.clear()  # end at it
-            previous = query_rows
-            value_rows, query_rows, loss, n_steps = fit_heads(design, previous, 100)
-    finally:
-        low_rank._Values = original
+    monkeypatch.setattr(low_rank, "_Values", counted)
+    for _ in range(20):  # the stall rule ends a fit near the minimum; restarts
+        evaluations.clear()  # end at it
+        previous = query_rows
+        value_rows, query_rows, loss, n_steps = fit_heads(design, previous, 100)
     assert n_steps == 1 and len(evaluations) == 1
     np.testing.assert_array_equal(query_rows, previous)
 
@@ -408,8 +406,6 @@ def test_large_token_dimensions_take_lsmr_steps(rng):
 @pytest.mark.parametrize("scale", [1e-300, 1e-160, 1.0, 1e154, 1e300])
 @pytest.mark.parametrize("n_columns", [1, 2])
 def test_orthonormal_columns_span_the_columns_at_every_scale(scale, n_columns):
-    from sklearn_linattn._low_rank import _orthonormal_columns
-
     rng = np.random.default_rng(n_columns)
     matrix = rng.normal(size=(6, n_columns))
     with warnings.catch_warnings():
