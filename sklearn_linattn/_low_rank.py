@@ -473,18 +473,11 @@ def fit_heads(
     # its entries.
     size = float(np.linalg.norm(design.targets))
     point, n_steps = levenberg_marquardt(
-        evaluate,
-        start,
-        max_iter,
-        accept_below,
-        design.baseline,
-        budget,
+        evaluate, start, max_iter, accept_below, design.baseline, budget,
         stall=(1, 0.0) if polish else (STALL_STEPS, STALL_DROP),
         rounding=ROUNDING * _EPS * size**2 if polish else 0.0,
-        structured=design.structured,
-        resolution=resolution,
+        structured=design.structured, resolution=resolution, target_norm=size,
         astray=None if max_norm == np.inf else functools.partial(_beyond, max_norm),
-        target_norm=size,
     )
     return point.value_rows(), point.query_rows, point.loss, n_steps
 
@@ -615,11 +608,8 @@ def isotropic_queries(
     for _ in range(n_starts):
         start = random_state.normal(size=(d, d - k)).ravel()
         point = levenberg_marquardt(
-            lambda flat: _Isotropy(slices, flat),
-            start,
-            ISOTROPIC_ITER,
-            accept_below=(ACCURACY * tol * norm) ** 2,
-            budget=budget,
+            functools.partial(_Isotropy, slices), start, ISOTROPIC_ITER,
+            accept_below=(ACCURACY * tol * norm) ** 2, budget=budget,
         )[0]
         projector = np.eye(d) - point.basis @ point.basis.T
         kept = projector @ slices
@@ -628,7 +618,7 @@ def isotropic_queries(
         # weight) are their own nearest model: distance 0, not 0 / 0
         distance = np.sqrt(point.loss) / norm if norm else 0.0
         found.append((distance, svd(folded)[2][:k]))
-        if found[-1][0] <= tol:
+        if distance <= tol:
             break
     found.sort(key=lambda pair: pair[0])
     return found
