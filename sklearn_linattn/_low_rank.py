@@ -203,9 +203,8 @@ class _Values:
     def value_rows(self, values=None):
         """The values (or other ``(m, k d)`` values) as stacked rows (k, m * d)."""
         values = self.values if values is None else values
-        m, d = values.shape[0], self.design.token_dim
-        k = self.query_rows.shape[0]
-        return values.reshape(m, k, d).transpose(1, 0, 2).reshape(k, m * d)
+        k, d = len(self.query_rows), self.design.token_dim
+        return values.reshape(-1, k, d).transpose(1, 0, 2).reshape(k, -1)
 
 
 # Work is counted in flops, and each Jacobian product (a few numpy calls) is
