@@ -31,6 +31,7 @@ import functools
 import math
 import os
 import threading
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -50,7 +51,12 @@ from ._lift import (
     position_pair_statistics,
     upper_outer_products,
 )
-from ._validation import check_sequence_values, is_dask_array, require_dask
+from ._validation import (
+    caller_stacklevel,
+    check_sequence_values,
+    is_dask_array,
+    require_dask,
+)
 
 __all__ = [
     "CenteredOperator",
@@ -1556,15 +1562,40 @@ def _block_compact(block, weights, layout_args, rescaling):
     return np.hstack(data.compact_rows())
 
 
-def _block_predict(block, coef, intercept, positions, causal):
-    return lifted_predict(
-        check_sequence_values(block), coef, intercept, positions, causal
+def warn_if_outputs_beyond_float64(predictions, sequences, coef):
+    """Warn, naming the cause and the remedy, where lifted-model predictions
+    (of ``sequences`` with coefficients ``coef``) are beyond the float64 range:
+    :func:`lifted_predict` returns them as +-inf (numpy's "overflow encountered
+    in ldexp", which names nothing, is silenced there)."""
+    if np.isfinite(predictions).all():
+        return
+    largest = float(np.max(np.abs(sequences), initial=0.0))
+    warnings.warn(
+        "Some outputs of the model are beyond the float64 range (inf): "
+        "they are cubic in the tokens, whose largest entry here is "
+        f"{largest:.3g}, times the fitted coefficients (largest "
+        f"{float(np.max(np.abs(coef), initial=0.0)):.3g}). Scale X "
+        "down: a factor c multiplies every output by c^3.",
+        RuntimeWarning,
+        stacklevel=caller_stacklevel(),
     )
 
 
-def predict_dask(sequences, coef, intercept, positions="last", causal=True):
+def _block_predict(block, coef, intercept, positions, causal, warn):
+    sequences = check_sequence_values(block)
+    predictions = lifted_predict(sequences, coef, intercept, positions, causal)
+    if warn:
+        warn_if_outputs_beyond_float64(predictions, sequences, coef)
+    return predictions
+
+
+def predict_dask(
+    sequences, coef, intercept, positions="last", causal=True, warn=False
+):
     """Lazy predictions of a 3-D Dask array chunked along samples, one block at a
-    time; only the coefficients travel with the graph.
+    time; only the coefficients travel with the graph. With ``warn``, a block
+    whose predictions are beyond float64 warns as in-memory ``predict`` does
+    (:func:`warn_if_outputs_beyond_float64`), when it is computed.
 
     Returns
     -------
@@ -1578,6 +1609,7 @@ def predict_dask(sequences, coef, intercept, positions="last", causal=True):
         intercept,
         positions,
         causal,
+        warn,
         dtype=np.float64,
         drop_axis=[1, 2],
         new_axis=1,

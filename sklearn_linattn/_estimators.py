@@ -52,6 +52,7 @@ from ._data import (
     positive_weight_sequences,
     predict_dask,
     sum_statistics,
+    warn_if_outputs_beyond_float64,
 )
 from ._heads import INTERPOLATION_MARGIN, WORK_FLOOR, heads_phrase, read_out_heads
 from ._lift import lifted_feature_pairs, lifted_features, n_lifted_features
@@ -951,30 +952,25 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
             X, token_dim=self.token_dim_, estimator=self, reset=False
         )
         rows = self._lifted_rows(
-            sequences, np.atleast_2d(self.coef_), np.atleast_1d(self.intercept_)
+            sequences,
+            np.atleast_2d(self.coef_),
+            np.atleast_1d(self.intercept_),
+            warn=True,
         )
-        if not is_dask_array(rows) and not np.isfinite(rows).all():
-            # (was numpy's "overflow encountered in ldexp", which names nothing)
-            largest = float(np.max(np.abs(sequences), initial=0.0))
-            warnings.warn(
-                "Some outputs of the model are beyond the float64 range (inf): "
-                "they are cubic in the tokens, whose largest entry here is "
-                f"{largest:.3g}, times the fitted coefficients (largest "
-                f"{float(np.max(np.abs(self.coef_), initial=0.0)):.3g}). Scale X "
-                "down: a factor c multiplies every output by c^3.",
-                RuntimeWarning,
-                stacklevel=caller_stacklevel(),
-            )
         if self.positions == "all":
             return rows.reshape(sequences.shape[0], sequences.shape[1], -1)
         return rows
 
-    def _lifted_rows(self, sequences, coef, intercept):
+    def _lifted_rows(self, sequences, coef, intercept, warn=False):
         """Lifted model(s) ``coef``, ``intercept`` (data units) on validated
-        sequences: ``(n_rows, n_outputs)``, lazy and blockwise for a Dask array."""
+        sequences: ``(n_rows, n_outputs)``, lazy and blockwise for a Dask array.
+        With ``warn``, outputs beyond float64 (inf) come with a warning naming
+        the cause (on Dask, from each block as it is computed)."""
         if is_dask_array(sequences):
-            return predict_dask(sequences, coef, intercept, self.positions, self.causal)
-        return lifted_predict(
+            return predict_dask(
+                sequences, coef, intercept, self.positions, self.causal, warn=warn
+            )
+        rows = lifted_predict(
             sequences,
             coef,
             intercept,
@@ -983,6 +979,9 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
             batch_size=self.batch_size,
             n_threads=effective_n_jobs(self.n_jobs),
         )
+        if warn:
+            warn_if_outputs_beyond_float64(rows, sequences, coef)
+        return rows
 
     def _single_column(self):
         """Whether ``predict``/``decision_function`` return one value per row."""

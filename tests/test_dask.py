@@ -410,6 +410,40 @@ def test_classifier_on_dask_arrays(client, data):
     np.testing.assert_array_equal(predicted.compute(), local.predict(X))
 
 
+@pytest.mark.parametrize(
+    "kind, positions",
+    [("regressor", "last"), ("regressor", "all"), ("classifier", "last")],
+)
+def test_dask_outputs_beyond_the_float_range_warn_as_in_memory(kind, positions):
+    """Dask predictions beyond float64 were inf without the RuntimeWarning that
+    in-memory predict gives (the lazy blocks skipped its check): each block
+    computed says so and names the remedy; outputs within the range (near
+    1e300) still come without a warning."""
+    rng = np.random.default_rng(0)
+    X = random_sequences(rng, 60, 4, 2)
+    y = random_attention(rng, 2, 2).predict(X, positions=positions)[..., 0]
+    if kind == "classifier":
+        model = LinearAttentionClassifier(positions=positions).fit(X, y > 0)
+        output = model.decision_function
+    else:
+        model = LinearAttentionRegressor(positions=positions).fit(X, y)
+        output = model.predict
+    with dask.config.set(scheduler="sync"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            within = output(da.from_array(1e100 * X[:6], chunks=3)).compute()
+        np.testing.assert_array_equal(within, output(1e100 * X[:6]))
+        with pytest.warns(RuntimeWarning, match="beyond the float64 range") as ours:
+            huge = output(da.from_array(1e200 * X[:6], chunks=3)).compute()
+    with pytest.warns(RuntimeWarning, match="beyond the float64 range") as memory:
+        np.testing.assert_array_equal(huge, output(1e200 * X[:6]))
+    assert np.isinf(huge).any()
+    assert {str(w.message).split(",")[0] for w in ours} == {
+        str(w.message).split(",")[0] for w in memory
+    }
+    assert all("Scale X down" in str(w.message) for w in ours)
+
+
 def test_a_classifiers_count_judged_on_dask_is_said(data):
     """On Dask the default count of a classifier is judged on the squared errors
     of its class scores, not on misclassified held-out rows as in memory, and
