@@ -936,7 +936,7 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                 )
                 if self.store_cv_results:
                     self.cv_results_ = self._cv_results(
-                        loo, targets, row_score_weights, single_output
+                        loo, targets, row_score_weights, single_output, exponent
                     )
             else:
                 statistics, scaled, scores = self._kfold(
@@ -1219,6 +1219,15 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         self.token_dim_ = data.token_dim
 
 
+def _squared_errors(predictions, targets, exponent):
+    """``(predictions - targets) ** 2`` in units of ``2 ** (2 * exponent)``
+    (scaled by powers of two: exact), so that the errors of targets of about
+    ``2 ** exponent`` neither overflow nor underflow; call it where numpy's
+    overflow warning is silenced (an error beyond those units is inf)."""
+    difference = np.ldexp(predictions, -exponent) - np.ldexp(targets, -exponent)
+    return difference**2
+
+
 def _select(array, samples, per_sample):
     """Rows of ``array`` for the given (sorted) samples, ``per_sample`` rows each,
     repeated as often as a sample is listed; a view when the samples are
@@ -1437,24 +1446,22 @@ certificate_, head_search_, token_dim_, n_features_in_, feature_names_in_
             return -np.inf
         if scorer is None:
             weights = None if weights is None else weights[kept]
-            # mean_squared_error's definition, without its validation per alpha,
-            # in units of 2**exponent (exact); an error beyond them is inf
-            difference = np.ldexp(predictions, -exponent) - np.ldexp(
-                targets, -exponent
-            )
+            # mean_squared_error's definition, without its validation per alpha
             with np.errstate(over="ignore"):
-                errors = (difference**2).mean(axis=1)
+                errors = _squared_errors(predictions, targets, exponent).mean(axis=1)
             return -float(np.average(errors, weights=weights))
         if targets.shape[1] == 1:
             predictions, targets = predictions[:, 0], targets[:, 0]
         return self._call_scorer(scorer, _PredictionsRegressor(), predictions, targets)
 
-    def _cv_results(self, loo, targets, weights, single_output):
+    def _cv_results(self, loo, targets, weights, single_output, exponent=0):
         if self.scoring is None:
-            errors = (loo - targets[:, None, :]) ** 2
-            if weights is not None:
-                errors *= weights[:, None, None]
-            results = errors
+            # in the data's units: inf (or 0) only where beyond float64
+            with np.errstate(over="ignore"):
+                errors = _squared_errors(loo, targets[:, None, :], exponent)
+                if weights is not None:
+                    errors *= weights[:, None, None]
+                results = np.ldexp(errors, 2 * exponent)
         else:
             results = loo
         results = np.swapaxes(results, 1, 2)  # (n, o, A)
@@ -1665,7 +1672,7 @@ feature_names_in_
             )
         return self._call_scorer(scorer, stand_in, scores, labels)
 
-    def _cv_results(self, loo, targets, weights, single_output):
+    def _cv_results(self, loo, targets, weights, single_output, exponent=0):
         return np.swapaxes(loo, 1, 2)
 
     @_fit_context(prefer_skip_nested_validation=True)

@@ -1114,6 +1114,36 @@ def test_targets_at_the_ends_of_the_float_range_choose_the_same_alpha(cv, expone
     np.testing.assert_array_equal(scaled.cv_scores_, expected)
 
 
+@pytest.mark.parametrize(
+    "exponent, weight_exponent", [(-700, 0), (600, 0), (520, -100)]
+)
+def test_stored_squared_errors_of_targets_at_the_ends_of_the_float_range(
+    exponent, weight_exponent
+):
+    """cv_results_'s squared errors of targets beyond 1e154 raised numpy's
+    "overflow encountered in square" (the score was fixed, cv_results_ was
+    not), and an error squared beyond float64 times a small weight was inf
+    where the product is not. They are the errors of the targets at unit scale
+    times 2**(2 exponent) (inf or 0 only where that is beyond float64), without
+    a warning."""
+    rng = np.random.default_rng(3)
+    X, y = noisy_regression(rng, 60, token_dim=2)
+    weights = rng.uniform(0.5, 2.0, size=60)
+    unit = LinearAttentionRegressorCV(store_cv_results=True).fit(
+        X, y, sample_weight=weights
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        scaled = LinearAttentionRegressorCV(store_cv_results=True).fit(
+            X, 2.0**exponent * y, sample_weight=2.0**weight_exponent * weights
+        )
+    with np.errstate(over="ignore", under="ignore"):
+        expected = np.ldexp(unit.cv_results_, 2 * exponent + weight_exponent)
+    np.testing.assert_allclose(scaled.cv_results_, expected, rtol=1e-9, atol=0)
+    if weight_exponent:  # 2**940: in the range
+        assert np.all(np.isfinite(scaled.cv_results_))
+
+
 @pytest.mark.parametrize("estimator", [LinearAttentionRegressorCV,
                                        LinearAttentionClassifierCV])
 def test_fraction_alphas_are_real_numbers(rng, estimator):
