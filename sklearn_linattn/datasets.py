@@ -12,6 +12,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils.validation import check_is_fitted
 
 from ._attention import MultiHeadLinearAttention, fold_lifted_coef
 from ._data import check_allocation
@@ -1347,6 +1348,11 @@ def incontext_preconditioner(model, n_context):
     -------
     gamma : ndarray of shape (x_dim, x_dim)
 
+    Raises
+    ------
+    sklearn.exceptions.NotFittedError
+        If ``model`` is an estimator that is not fitted yet.
+
     Examples
     --------
     >>> from sklearn_linattn import LinearAttentionRegressor
@@ -1366,6 +1372,8 @@ def incontext_preconditioner(model, n_context):
     elif hasattr(model, "coef_") and hasattr(model, "token_dim_"):
         coef, token_dim = np.atleast_2d(model.coef_), model.token_dim_
     else:
+        if hasattr(model, "fit"):  # an estimator not fitted: sklearn's error
+            check_is_fitted(model)
         raise TypeError(
             "incontext_preconditioner expects a MultiHeadLinearAttention or a fitted "
             f"estimator with coef_ and token_dim_, got {type(model).__name__}."

@@ -8,6 +8,7 @@ from scipy import stats
 from sklearn_linattn import (
     LinearAttentionClassifier,
     LinearAttentionRegressor,
+    LinearAttentionRegressorCV,
     MultiHeadLinearAttention,
     certify,
 )
@@ -1100,6 +1101,25 @@ def test_incontext_preconditioner_from_any_head_split():
     )
     with pytest.raises(TypeError, match="MultiHeadLinearAttention or a fitted"):
         incontext_preconditioner(np.zeros(3), n_context)
+
+
+@pytest.mark.parametrize(
+    "estimator", [LinearAttentionRegressor(), LinearAttentionRegressorCV()]
+)
+def test_incontext_preconditioner_of_an_unfitted_estimator_is_not_fitted_error(
+    estimator,
+):
+    """An unfitted estimator was refused with a TypeError ("expects a
+    MultiHeadLinearAttention or a fitted estimator"), not scikit-learn's
+    NotFittedError; an estimator of another kind, fitted, keeps the TypeError."""
+    from sklearn.exceptions import NotFittedError
+    from sklearn.linear_model import Ridge
+
+    with pytest.raises(NotFittedError, match=type(estimator).__name__):
+        incontext_preconditioner(estimator, 5)
+    fitted_other = Ridge().fit(np.ones((3, 2)), np.ones(3))
+    with pytest.raises(TypeError, match="got Ridge"):
+        incontext_preconditioner(fitted_other, 5)
 
 
 def test_incontext_certificate_and_covers():
