@@ -455,14 +455,18 @@ def _integer_array(name, value):
     return array.astype(np.int64)
 
 
-def _check_index(name, value, upper):
+def _check_index(name, value, upper, upper_name=None):
+    """``value`` as an int in ``[0, upper)``, else a ValueError naming ``name``
+    (and the parameter ``upper_name`` that sets ``upper``, if given)."""
     if (
         isinstance(value, (bool, np.bool_))
         or not isinstance(value, Integral)
         or not 0 <= value < upper
     ):
+        bound = f" ({upper_name})" if upper_name else ""
         raise ValueError(
-            f"{name} must lie in [0, {upper}) and be an integer, got {value!r}."
+            f"{name} must lie in [0, {upper}){bound} and be an integer, got "
+            f"{value!r}."
         )
     return int(value)
 
@@ -925,15 +929,7 @@ def make_automaton_rollout(
             )
         if not np.all(np.isfinite(outputs)):
             raise ValueError("to_token got outputs that are not finite (NaN or inf).")
-        if (
-            isinstance(step, (bool, np.bool_))
-            or not isinstance(step, Integral)
-            or not 0 <= step < word_length
-        ):
-            raise ValueError(
-                f"step must be an integer in [0, {word_length}) (word_length), "
-                f"got {step!r}."
-            )
+        step = _check_index("step", step, word_length, "word_length")
         if outputs.ndim == 1:  # one score for two states
             predicted = (outputs > 0).astype(int)
         else:

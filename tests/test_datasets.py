@@ -1202,7 +1202,8 @@ def test_automaton_rollout_to_token_refuses_outputs_it_cannot_read():
     """Outputs of another shape failed in numpy's broadcasting, or, with more
     outputs than states, wrote the token of a state that does not exist (or
     failed with an IndexError); one score for three states was read as two
-    states; a step outside the word reused another symbol silently."""
+    states; a step outside the word reused another symbol silently (refused
+    by the datasets' index check, its message naming step and word_length)."""
     _, to_token, _ = make_automaton_rollout(3, 4, 3, 2, random_state=0)
     with pytest.raises(ValueError, match=r"shape \(3, 3\); got shape \(3, 5\)"):
         to_token(np.eye(3, 5), 0)
@@ -1211,7 +1212,10 @@ def test_automaton_rollout_to_token_refuses_outputs_it_cannot_read():
     with pytest.raises(ValueError, match="not finite"):
         to_token(np.full((3, 3), np.nan), 0)
     for step in (-1, 4, 1.0, True):
-        with pytest.raises(ValueError, match=r"step must be an integer in \[0, 4\)"):
+        with pytest.raises(
+            ValueError,
+            match=r"step must lie in \[0, 4\) \(word_length\) and be an integer, got",
+        ):
             to_token(np.eye(3), step)
     assert to_token(np.eye(3), np.int64(3)).shape == (3, 9)
 
