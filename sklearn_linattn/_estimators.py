@@ -95,7 +95,15 @@ _MODEL_ATTRIBUTES = frozenset(
         "head_search_",
     }
 )
-_INTEGER_PARAMETERS = ("token_dim", "max_iter", "batch_size", "n_jobs")
+# The numeric parameters a bool is refused for, with what each takes; every
+# estimator checks those it has (again at each partial_fit, which scikit-learn's
+# parameter check sees only on the first call).
+_NUMERIC_PARAMETERS = (
+    (("token_dim", "max_iter", "batch_size", "n_jobs"), "an int or None"),
+    (("n_heads",), "'auto', an int or None"),
+    (("alpha", "tol", "solver_tol"), "a float"),
+    (("head_work_limit",), "a float or None"),
+)
 # The parameters the solve after partial_fit reads: their values at the last
 # partial_fit call are kept for it, as fit uses those at its call.
 _SOLVE_PARAMETERS = ("alpha", "fit_intercept", "n_heads", "tol", "head_work_limit")
@@ -481,10 +489,12 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
             print(f"[{type(self).__name__}] {message}")
 
     def _check_parameters(self):
-        reject_boolean_parameters(self, _INTEGER_PARAMETERS)
-        reject_boolean_parameters(self, ("n_heads",), "'auto', an int or None")
-        reject_boolean_parameters(self, ("alpha", "tol", "solver_tol"), "a float")
-        reject_boolean_parameters(self, ("head_work_limit",), "a float or None")
+        """Refuse a bool for any numeric parameter this estimator has."""
+        params = self.get_params(deep=False)
+        for names, kind in _NUMERIC_PARAMETERS:
+            reject_boolean_parameters(
+                self, [name for name in names if name in params], kind
+            )
 
     # --- the one fitting path -------------------------------------------------
 

@@ -77,13 +77,11 @@ from ._validation import (
     RealInterval,
     caller_stacklevel,
     check_sequence_values,
-    reject_boolean_parameters,
     validate_sample_weight,
 )
 
 __all__ = ["LinearAttentionClassifierCV", "LinearAttentionRegressorCV"]
 
-_INTEGER_PARAMETERS = ("token_dim", "batch_size", "n_jobs")
 # A leverage within this of one (at least; from the Gram, within its rounding,
 # see _loo_normal) is taken for an exact one: a row whose lifted features no other
 # row shares (every row, for alpha=0 with at most as many rows as lifted
@@ -722,10 +720,7 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
 
     def _check_parameters(self):
         """The alphas to try (None for "auto"), after checking the parameters."""
-        reject_boolean_parameters(self, _INTEGER_PARAMETERS)
-        reject_boolean_parameters(self, ("n_heads",), "'auto', an int or None")
-        reject_boolean_parameters(self, ("head_work_limit",), "a float or None")
-        reject_boolean_parameters(self, ("tol",), "a float")
+        super()._check_parameters()
         if self.store_cv_results and self.cv is not None:
             raise ValueError(
                 "cv!=None and store_cv_results=True are incompatible: cv_results_ "
