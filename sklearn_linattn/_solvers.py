@@ -304,11 +304,13 @@ def solve_gram(gram, moment, alpha, spectrum, kernel=False, moment_rounding=None
     -------
     coef : ndarray of shape (n_outputs, p)
     """
-    coef = _solve_gram(gram, moment, alpha, spectrum, kernel)
-    if kernel or moment_rounding is None or spectrum.full_rank:
-        return coef
-    if alpha <= spectrum.threshold:  # left out already
-        return coef
+    if (
+        kernel
+        or moment_rounding is None
+        or spectrum.full_rank
+        or alpha <= spectrum.threshold  # left out already
+    ):
+        return _solve_gram(gram, moment, alpha, spectrum, kernel)
     if spectrum.eigenvectors is None:  # not full rank: not an estimated spectrum
         eigenvalues, eigenvectors = scipy.linalg.eigh(gram, check_finite=False)
         spectrum = GramSpectrum(
@@ -318,11 +320,16 @@ def solve_gram(gram, moment, alpha, spectrum, kernel=False, moment_rounding=None
     null = spectrum.eigenvectors[:, spectrum.eigenvalues <= spectrum.threshold]
     in_null = np.linalg.norm(null.T @ moment, axis=0)
     rounding = in_null <= np.asarray(moment_rounding, dtype=np.float64)
-    if np.any(rounding):
-        coef[rounding] = _eigen_solve(
-            spectrum.eigenvalues, spectrum.eigenvectors, spectrum.threshold,
-            moment[:, rounding], alpha,
-        ).T
+    # each output solved once: the outputs of rounding alone in the null
+    # directions without them, the others (if any) as any Gram
+    left_out = _eigen_solve(
+        spectrum.eigenvalues, spectrum.eigenvectors, spectrum.threshold,
+        moment[:, rounding], alpha,
+    ).T
+    if rounding.all():
+        return np.ascontiguousarray(left_out)
+    coef = _solve_gram(gram, moment, alpha, spectrum, kernel)
+    coef[rounding] = left_out
     return coef
 
 
