@@ -1334,13 +1334,16 @@ class KeptRows:
         self.n_rows = sum(len(batch[3]) for batch in self._batches)
 
     @classmethod
-    def of(cls, data, n_folds, first_sample=0):
+    def of(cls, data, n_folds, first_sample=0, compact_rows=None):
         """The rows of in-memory ``data`` (None for data that are not), their
-        sequences in folds counted from ``first_sample`` (:func:`sequence_folds`)."""
+        sequences in folds counted from ``first_sample`` (:func:`sequence_folds`);
+        their ``(pairs, queries)`` from ``compact_rows()`` if given (those the
+        fit computed), else from ``data.compact_rows()``."""
         if not hasattr(data, "compact_rows"):
             return None
         folds = data.folds_of_rows(n_folds, first_sample)
-        batch = (*data.compact_rows(), data.targets, data.row_scale, folds)
+        pairs, queries = (compact_rows or data.compact_rows)()
+        batch = (pairs, queries, data.targets, data.row_scale, folds)
         return cls([batch], data.token_dim)
 
     def merge(self, other):

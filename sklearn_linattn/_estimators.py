@@ -594,7 +594,9 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
         # kept where the read-out uses them.
         self._statistics = solution.statistics
         self._fold_statistics = solution.fold_statistics
-        self._kept_rows = self._rows_to_keep(data, 0, solution.fold_statistics)
+        self._kept_rows = self._rows_to_keep(
+            data, 0, solution.fold_statistics, compact_rows=solution.compact_rows
+        )
         # the sequences of positive weight so far: they take the folds in turn
         self._positive_sequences = _positive_sequences(data)
         self._rescaling = data.rescaling
@@ -683,19 +685,22 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
         }
         return self
 
-    def _rows_to_keep(self, data, first_sample, fold_statistics, kept=None):
+    def _rows_to_keep(
+        self, data, first_sample, fold_statistics, kept=None, compact_rows=None
+    ):
         """The compact rows a classifier's head read-out judges counts on
         (misclassified held-out rows), kept for later ``partial_fit`` batches
         where the folds are kept: ``kept`` (those of earlier batches) followed by
-        ``data``'s; None where none are needed, False where the rows are beyond
-        ``KEPT_ROWS_FLOATS`` (or the kept folds' size) and were dropped."""
+        ``data``'s (from ``compact_rows()``, the fit's, where given); None where
+        none are needed, False where the rows are beyond ``KEPT_ROWS_FLOATS``
+        (or the kept folds' size) and were dropped."""
         if not is_classifier(self) or fold_statistics is None or kept is False:
             return False if kept is False else None
         n_rows = data.n_rows + (0 if kept is None else kept.n_rows)
         d, p = data.token_dim, data.n_lifted
         floats = n_rows * (p // d + d + data.n_outputs + 2)  # pairs, query, ...
         if floats <= max(KEPT_ROWS_FLOATS, HELDOUT_FOLDS * p * p):
-            rows = KeptRows.of(data, HELDOUT_FOLDS, first_sample)
+            rows = KeptRows.of(data, HELDOUT_FOLDS, first_sample, compact_rows)
             if rows is None:  # a batch not in memory (Dask): no rows from now on
                 return False
             return rows if kept is None else kept.merge(rows)

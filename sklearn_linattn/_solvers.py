@@ -145,6 +145,11 @@ class LiftedSolution:
         come from (:func:`residual_correlation`); None with one output, where
         no output has noise, where they are not known to 1e-3 (targets far
         from zero), or for ``"cg"``.
+    compact_rows : callable or None
+        ``compact_rows()`` returns the ``(pairs, queries)`` of the data's rows
+        (``compact_rows`` of the data source), computed on the first call and
+        shared by the head read-out and the rows a classifier keeps (solver
+        ``"normal"`` with the rows at hand; None otherwise).
     """
 
     coef: np.ndarray
@@ -164,6 +169,7 @@ class LiftedSolution:
     mean_gain: np.ndarray = None
     degrees_of_freedom: Callable = None
     residual_correlation: np.ndarray = None
+    compact_rows: Callable = None
 
 
 def degrees_of_freedom(matrix, alpha, spectrum):
@@ -503,8 +509,11 @@ def _solve_statistics(
     )
 
     # the rows, where they are at hand (fitted in memory, or the cross-validated
-    # estimators' data)
+    # estimators' data), lifted to their compact form once, where first read
     in_memory = data if hasattr(data, "compact_rows") else getattr(data, "rows", None)
+    compact_rows = None if in_memory is None else functools.cache(
+        in_memory.compact_rows
+    )
 
     def head_design(output_weights=None):
         if spectrum.factor is not None and alpha == 0:  # G = U^T U, computed
@@ -517,7 +526,7 @@ def _solve_statistics(
         if in_memory is not None and rows_are_cheaper(
             in_memory.n_rows, factor.shape[1], data.token_dim, alpha
         ):
-            pairs, queries = in_memory.compact_rows()
+            pairs, queries = compact_rows()
             return _row_head_problem(
                 in_memory, pairs, queries, None, alpha, fit_intercept, residual,
                 coef, False,
@@ -535,7 +544,7 @@ def _solve_statistics(
 
             def rows():
                 return (
-                    *in_memory.compact_rows(), in_memory.targets * weights,
+                    *compact_rows(), in_memory.targets * weights,
                     in_memory.row_scale, _row_folds(in_memory),
                 )
 
@@ -559,6 +568,7 @@ def _solve_statistics(
         + data.n_lifted**3 / 3,
         head_design=head_design,
         heldout_folds=None if folds is None else heldout_folds,
+        compact_rows=compact_rows,
         # computed once, when first asked for (output weights, then the read-out)
         degrees_of_freedom=functools.cache(
             lambda: degrees_of_freedom(gram, alpha, spectrum)
