@@ -1523,10 +1523,13 @@ def sequence_folds(row_scale, rows_per_sample, n_folds, first_sample=0):
 
 
 def _block_statistics(
-    block, targets, weights, layout_args, rescaling, batch_size, folds=None
+    block, targets, weights, layout_args, rescaling, batch_size, folds=None,
+    padding=False,
 ):
     """Statistics of one block of sequences (runs on a worker); with ``folds =
-    (n_folds, first_sample)`` a list, one per interleaved fold."""
+    (n_folds, first_sample)`` a list, one per interleaved fold. With
+    ``padding``, ``(statistics, [padding mask], sequences of positive weight)``
+    for :func:`_merge_counted`."""
     data = InMemoryLiftedData(
         check_sequence_values(block),
         targets,
@@ -1537,8 +1540,14 @@ def _block_statistics(
     )
     data.set_rescaling(rescaling)
     if folds is not None:
-        return data.fold_statistics(*folds)
-    return data.statistics()
+        statistics = data.fold_statistics(*folds)
+    else:
+        statistics = data.statistics()
+    if not padding:
+        return statistics
+    per_sample = data.layout.rows_per_sample(data.sequences.shape[1])
+    positive = positive_weight_sequences(data.row_scale, per_sample)
+    return statistics, [padding_row_mask(data.sequences)], int(positive.sum())
 
 
 def _merge(*parts):
@@ -1551,6 +1560,28 @@ def _merge(*parts):
         else:
             total.merge(part)
     return total
+
+
+def _rotated(statistics, offset):
+    """Fold statistics whose sequences were counted from 0, as if counted from
+    ``offset`` (:func:`sequence_folds`): fold ``g`` is the one they put in
+    ``(g - offset) mod n_folds``. Plain statistics as they are."""
+    if not isinstance(statistics, list):
+        return statistics
+    n_folds = len(statistics)
+    return [statistics[(fold - offset) % n_folds] for fold in range(n_folds)]
+
+
+def _merge_counted(*parts):
+    """:func:`_merge` of consecutive parts ``(statistics, padding masks,
+    sequences of positive weight)``, each part's folds counted from its own
+    first sequence: those of a later part are turned by the sequences before
+    it (the merged folds are counted from the first part's first sequence)."""
+    statistics, masks, count = parts[0]
+    for other, other_masks, other_count in parts[1:]:
+        statistics = _merge(statistics, _rotated(other, count))
+        masks, count = masks + other_masks, count + other_count
+    return statistics, masks, count
 
 
 def _block_compact(block, weights, layout_args, rescaling):
@@ -1766,21 +1797,30 @@ class DaskLiftedData:
     def _reduce_blocks(self, folds):
         dask, _ = require_dask()
         blocks = self.sequences.to_delayed().ravel()
+        rescaling = self.rescaling  # (its pass, if any, reads the padding too)
+        # With positions="all" and the scales given (partial_fit's later
+        # batches), the padding is read in this pass, not in one of its own:
+        # each block's folds are counted from its first sequence, and turned
+        # into the batch's as the blocks are merged.
+        padding = self.layout.positions == "all" and self._padding is None
         offsets = np.zeros(len(blocks))
-        if folds is not None:  # the sequences of positive weight before each block
+        if folds is not None and not padding:
+            # the sequences of positive weight before each block
             per_sample = self.layout.rows_per_sample(self.sequences.shape[1])
             positive = positive_weight_sequences(self.row_scale, per_sample)
             ends = np.cumsum(self.sequences.chunks[0])
             offsets = np.concatenate([[0], np.cumsum(positive)[ends[:-1] - 1]])
+        first_sample = 0 if padding or folds is None else folds[1]
         parts = [
             dask.delayed(_block_statistics)(
                 block,
                 targets,
                 weights,
                 self.layout_args,
-                self.rescaling,
+                rescaling,
                 self.batch_size,
-                None if folds is None else (folds[0], folds[1] + int(offset)),
+                None if folds is None else (folds[0], first_sample + int(offset)),
+                padding,
             )
             for block, targets, weights, offset in zip(
                 blocks,
@@ -1790,11 +1830,16 @@ class DaskLiftedData:
                 strict=True,
             )
         ]
+        merge = _merge_counted if padding else _merge
         while len(parts) > 1:  # a tree of pairwise sums: only p x p matrices travel
             parts = [
-                dask.delayed(_merge)(*parts[i : i + 2]) for i in range(0, len(parts), 2)
+                dask.delayed(merge)(*parts[i : i + 2]) for i in range(0, len(parts), 2)
             ]
         (total,) = dask.compute(parts[0])
+        if padding:
+            total, masks, _ = total
+            self._padding = np.concatenate(masks)
+            total = _rotated(total, 0 if folds is None else folds[1])
         return total
 
     @property

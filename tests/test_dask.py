@@ -1302,6 +1302,19 @@ def test_boolean_and_integer_dask_sequences_fit_as_in_memory(dtype):
         assert certify(X_dask).rank == certify(X).rank
 
 
+def block_reads():
+    """``(reads, read)``: ``X.map_blocks(read)`` appends to ``reads`` the index
+    of each block of ``X`` as it is read."""
+    reads = []
+
+    def read(block, block_info=None):
+        if block_info is not None:  # not Dask's probe of the output's type
+            reads.append(block_info[0]["chunk-location"][0])
+        return block
+
+    return reads, read
+
+
 @pytest.mark.parametrize("positions", ["last", "all"])
 def test_a_dask_fit_reads_each_block_of_X_twice(small_problem, positions):
     """One pass for the scales (largest magnitudes; with positions="all" the
@@ -1310,13 +1323,7 @@ def test_a_dask_fit_reads_each_block_of_X_twice(small_problem, positions):
     X, y, _ = small_problem
     if positions == "all":
         y = np.cumsum(X[:, :, :2], axis=1)
-    reads = []
-
-    def read(block, block_info=None):
-        if block_info is not None:  # not Dask's probe of the output's type
-            reads.append(block_info[0]["chunk-location"][0])
-        return block
-
+    reads, read = block_reads()
     X_dask = da.from_array(X, chunks=(60, 5, 3)).map_blocks(read, dtype=X.dtype)
     with dask.config.set(scheduler="sync"):
         model = LinearAttentionRegressor(n_heads=None, positions=positions)
@@ -1328,6 +1335,33 @@ def test_a_dask_fit_reads_each_block_of_X_twice(small_problem, positions):
         reads.clear()
         model.predict(X_dask).compute()
         assert sorted(reads) == list(range(4))
+
+
+@pytest.mark.parametrize("n_heads", [None, "auto"])
+def test_a_later_dask_batch_of_every_position_reads_x_once(small_problem, n_heads):
+    """partial_fit's later batches take the first batch's scales: with
+    positions="all" the padding mask was still a pass over X of its own before
+    the statistics' (the folds of the held-out criterion are counted with it);
+    it is read in the statistics' pass, and the fit equals the in-memory one."""
+    X, _, _ = small_problem
+    X = X.copy()
+    X[::3, :2] = 0.0  # left padding
+    y = np.cumsum(X[:, :, :2], axis=1)
+    reads, read = block_reads()
+    local = LinearAttentionRegressor(n_heads=n_heads, positions="all")
+    remote = LinearAttentionRegressor(n_heads=n_heads, positions="all")
+    with dask.config.set(scheduler="sync"):
+        for batch in (slice(0, 110), slice(110, None)):
+            X_dask = da.from_array(X[batch], chunks=(37, 5, 3)).map_blocks(
+                read, dtype=X.dtype
+            )
+            reads.clear()
+            remote.partial_fit(X_dask, da.from_array(y[batch], chunks=37))
+            local.partial_fit(X[batch], y[batch])
+        assert sorted(reads) == list(range(len(X_dask.chunks[0])))
+        assert_fit_agrees(
+            remote, local, da.from_array(X, chunks=60), X, X.shape[0] * X.shape[1]
+        )
 
 
 @pytest.mark.filterwarnings("ignore:The fit has no intercept")
@@ -1344,13 +1378,7 @@ def test_a_dask_fit_with_an_intercept_reads_y_as_often_as_without(
     y = np.cumsum(X[:, :, 0], axis=1) + 5.0
     if positions == "last":
         y = y[:, -1]
-    reads = []
-
-    def read(block, block_info=None):
-        if block_info is not None:  # not Dask's probe of the output's type
-            reads.append(block_info[0]["chunk-location"][0])
-        return block
-
+    reads, read = block_reads()
     X_dask = da.from_array(X, chunks=(60, 5, 3))
     counts = []
     for fit_intercept in (False, True):
