@@ -941,25 +941,27 @@ class _Search:
         """The threshold of k heads: :attr:`threshold` times :meth:`size_ratio`, for
         misclassification at most the lifted fit's learning ratio ``L``
         (``_Folds.learning_ratio``); where its error falls with the rows, the
-        heads' own fall credited, of an error ``a + b / n`` whose ``b`` is in
-        proportion to the degrees of freedom: ``L + (1 - L) D_k / D`` (theory
-        page, "How many heads")."""
+        heads' own fall credited: ``L + (1 - L) s_k``, ``s_k`` their
+        :meth:`fall_share` (theory page, "How many heads")."""
         learning = self.folds.learning_ratio(self.budget)
         if self.folds.learning_falls:
-            share = min(self.head_dof(k), self.lifted_dof) / self.lifted_dof
-            learning += (1 - learning) * share
+            learning += (1 - learning) * self.fall_share(k)
         return float(self.threshold * min(self.size_ratio(k), learning))
+
+    @property
+    def equations(self):
+        """``(E, E_f)``: the equations (rows times outputs) of all the rows and of
+        a fold's training rows (``E_f = 0`` without two folds that hold rows)."""
+        held = np.sum(self.held_folds)
+        equations = self.n_observations * self.outputs
+        return equations, equations * (1 - 1 / held) if held else 0.0
 
     def size_ratio(self, k):
         """The folds' size factor ``r_k = rho(D) / rho(D_k)`` (at most 1), ``rho(D) =
         (1 - D / E_f) / (1 - D / E)``, for squared errors and misclassification
         alike; 1 near interpolation (theory page, "How many heads")."""
-        held = np.sum(self.held_folds)
-        if self.near_interpolation(self.lifted_dof) or not held:
-            return 1.0
-        equations = self.n_observations * self.outputs
-        trained = equations * (1 - 1 / held)
-        if self.lifted_dof >= trained:
+        equations, trained = self.equations
+        if self.near_interpolation(self.lifted_dof) or self.lifted_dof >= trained:
             return 1.0
 
         def rescaling(dof):
@@ -967,6 +969,22 @@ class _Search:
 
         heads = min(self.head_dof(k), self.lifted_dof)
         return rescaling(self.lifted_dof) / rescaling(heads)
+
+    def fall_share(self, k):
+        """k heads' share of the lifted fit's fall in held-out error from a fold's
+        training rows to all of them: ``f(D_k) / f(D)``, ``f(q) = q / (E_f - q) -
+        q / (E - q)`` the fall of least squares' estimation error (the model of
+        :meth:`size_ratio`), about ``D_k / D`` far from interpolation, less near
+        it; 0 from ``D >= E_f`` on."""
+        equations, trained = self.equations
+        dof = self.lifted_dof
+        if not 0 < dof < trained:
+            return 0.0
+
+        def fall(q):
+            return q / (trained - q) - q / (equations - q)
+
+        return fall(min(self.head_dof(k), dof)) / fall(dof)
 
     def near_interpolation(self, dof):
         """Whether a model of ``dof`` degrees of freedom, fitted to the folds'

@@ -1987,9 +1987,9 @@ def test_a_classifiers_heads_are_credited_with_their_own_learning():
     fit's misclassification falls with the rows, and the threshold was that
     fall's extrapolation alone: the heads' own fall was not credited, no count
     passed, and the lifted fit came back (test accuracy 0.53). With the heads'
-    fall credited in proportion to their degrees of freedom, fewer heads pass
-    and classify new sequences better (from bench_head_criterion.py
-    --low-signal)."""
+    fall credited as least squares' estimation error falls with their degrees
+    of freedom, fewer heads pass and classify new sequences better (from
+    bench_head_criterion.py --low-signal)."""
     X, y, X_test, y_test = low_signal_data(937343, 36, 3, 2, 3, 8, 0.1)
     labels, test_labels = np.argmax(y, 1), np.argmax(y_test, 1)
     model = LinearAttentionClassifier(alpha=1e-3, fit_intercept=True)
