@@ -197,6 +197,14 @@ class _Folds:
     _learning_ratio = None
     learning_falls = False  # whether the lifted fit's error falls with the rows
 
+    def errors(self, fold, value_rows, query_rows):
+        """``(error, squared error)`` on ``fold`` of heads fitted without it
+        (:meth:`error` and :meth:`squared_error`: the same for squared errors)."""
+        error = self.error(fold, value_rows, query_rows)
+        if self.loss == "squared":
+            return error, error
+        return error, self.squared_error(fold, value_rows, query_rows)
+
     @property
     def squared_weight(self):
         """The weight of every row times the outputs: squared errors per unit of
@@ -591,14 +599,20 @@ class RowFolds(_Folds):
 
     def error(self, fold, value_rows, query_rows):
         """Held-out error on ``fold`` of heads fitted without it."""
-        return self.squared_error(fold, value_rows, query_rows, self.loss)
+        return self.errors(fold, value_rows, query_rows)[0]
 
-    def squared_error(self, fold, value_rows, query_rows, loss="squared"):
-        """Held-out squared error on ``fold`` of heads (or ``loss``)."""
-        predictions, targets, scale = self._heldout(fold, value_rows, query_rows)
-        if loss == "misclassified":
-            return _misclassified(predictions, targets, scale)
+    def squared_error(self, fold, value_rows, query_rows):
+        """Held-out squared error on ``fold`` of heads (whatever the loss)."""
+        predictions, targets, _ = self._heldout(fold, value_rows, query_rows)
         return _squared(predictions, targets)
+
+    def errors(self, fold, value_rows, query_rows):
+        """:meth:`_Folds.errors` from one prediction of the held-out rows."""
+        predictions, targets, scale = self._heldout(fold, value_rows, query_rows)
+        squared = _squared(predictions, targets)
+        if self.loss == "squared":
+            return squared, squared
+        return _misclassified(predictions, targets, scale), squared
 
     def output_errors(self, fold, value_rows, query_rows):
         """Held-out squared error on ``fold`` of heads, output by output."""

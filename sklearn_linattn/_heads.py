@@ -1208,7 +1208,7 @@ class _Search:
         folds = self.folds
         errors = np.zeros(folds.n_folds)
         output_errors = [None] * folds.n_folds
-        score_errors = np.zeros(folds.n_folds)  # a classifier's, squared
+        score_errors = np.zeros(folds.n_folds)  # squared (a classifier's scores)
         linearized = self.linearized_errors.get(k)
         order = range(folds.n_folds)
         if linearized is not None:
@@ -1220,9 +1220,7 @@ class _Search:
                 self.budget, 0, False, None,
             )
             refit = search._fit(k)[:2]  # polished
-            errors[fold] = folds.error(fold, *refit)
-            if folds.loss != "squared":
-                score_errors[fold] = folds.squared_error(fold, *refit)
+            errors[fold], score_errors[fold] = folds.errors(fold, *refit)
             if self.by_output:
                 output_errors[fold] = folds.output_errors(fold, *refit)
             if self.budget.exhausted:  # undecided: the linearized test its last passed
