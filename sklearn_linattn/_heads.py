@@ -720,16 +720,18 @@ class _Search:
         if k not in self.fits:
             self.fits[k] = self._fit(k, asked, fitted)
         value_rows, query_rows, count = self.fits[k]
-        stages = ("training", "linearized", "refits")
-        for passed, test in (("training", self.linearized_refits),
-                             ("linearized", self.refits)):
-            if count.criterion == passed and stages.index(passed) < stages.index(
-                stage
-            ):
+        tests = (
+            ("training", self.linearized_refits),
+            ("linearized", functools.partial(self.refits, asked=asked)),
+        )
+        for passed, test in tests:
+            if passed == stage:  # tested up to stage
+                break
+            if count.criterion == passed:
                 if self.budget.exhausted:
                     self.undecided = True
                     break
-                count = test(k, value_rows, query_rows, count, asked=asked)
+                count = test(k, value_rows, query_rows, count)
                 self.log_count(count)
         self.fits[k] = value_rows, query_rows, count
         return self.fits[k]
@@ -1153,7 +1155,7 @@ class _Search:
         squared_error = self.residual_sum_of_squares / self.folds.squared_weight
         return self.generalized_cv(squared_error, self.lifted_dof)
 
-    def linearized_refits(self, k, value_rows, query_rows, count, asked=False):
+    def linearized_refits(self, k, value_rows, query_rows, count):
         """The linearized test of k heads: each fold's refit linearized at the full
         fit (:func:`linearized_refit`). With many rows a pass on every fold passes
         (:meth:`linearized_verdict`); every other count goes to its folds' own
