@@ -1048,22 +1048,20 @@ class _Search:
         queries = rank(cube.transpose(3, 0, 1, 2).reshape(d, -1))
         return tokens, queries
 
-    def head_dimension(self, k, m):
-        """The dimension of k-head models of ``m`` outputs on tokens of ``r`` and
-        queries of ``q`` dimensions (:attr:`token_ranks`): ``k (m r + r q) -
-        k^2`` (at most ``m p``, ``p = q r (r + 1) / 2``), with one output ``p - q
-        (r - k) (r - k + 1) / 2 + k (r - k)`` (theory page, "How many heads")."""
-        r, q = self.token_ranks
-        p = q * r * (r + 1) // 2
-        if m <= 1 + 1e-9:
-            return p - q * (r - k) * (r - k + 1) // 2 + k * (r - k) if k < r else p
-        return min(k * (m * r + r * q) - k * k, m * p)
-
     def head_dof(self, k):
-        """The k-head models' degrees of freedom: their dimension, the outputs
-        counted as their effective number, plus one per output with an
-        intercept."""
-        return self.head_dimension(k, self.outputs) + self.outputs * self.fit_intercept
+        """The k-head models' degrees of freedom: their dimension, plus one per
+        output with an intercept. For ``m`` outputs (their effective number) on
+        tokens of ``r`` and queries of ``q`` dimensions (:attr:`token_ranks`) the
+        dimension is ``k (m r + r q) - k^2`` (at most ``m p``, ``p = q r (r + 1) /
+        2``), with one output ``p - q (r - k) (r - k + 1) / 2 + k (r - k)`` (theory
+        page, "How many heads")."""
+        r, q = self.token_ranks
+        p, m = q * r * (r + 1) // 2, self.outputs
+        if m <= 1 + 1e-9:
+            dimension = p - q * (r - k) * (r - k + 1) // 2 + k * (r - k) if k < r else p
+        else:
+            dimension = min(k * (m * r + r * q) - k * k, m * p)
+        return dimension + m * self.fit_intercept
 
     def generalized_cv(self, squared_error, dof):
         """Generalized cross-validation: a training squared error over ``(1 - dof /
@@ -1510,29 +1508,26 @@ def _search(search, n_heads):
             return search.fit(k)[2].passes
 
         high = _fewest(search, low, paper_count, passes, "down")
-    elif not search.exact and search.folds is None and not search.unheld:
-        if search.budget.refused:  # building them would exceed the work limit
-            return search.split, paper_count, "lifted", True  # (cut short)
-        warnings.warn(
-            "n_heads='auto' decides the head count of noisy data on held-out folds, "
-            "which this fit did not keep (solver='cg' keeps none, and partial_fit "
-            "keeps them only when its first call had n_heads other than None): the "
-            "lifted fit's own heads are returned. Fit with solver='normal' or "
-            "'dual', or set n_heads to a number of heads.",
-            UserWarning,
-            stacklevel=caller_stacklevel(),
-        )
-        return search.split, paper_count, "lifted", True
-    elif not search.exact and (search.unheld or not np.any(search.held_folds)):
-        warnings.warn(
-            "n_heads='auto' decides the head count of noisy data on 5 interleaved "
-            "folds of the sequences of positive sample_weight, and every row of "
-            "positive weight lies in one sequence: no fold can be predicted from "
-            "the others, and the lifted fit's own heads are returned. Set n_heads "
-            "to a number of heads.",
-            UserWarning,
-            stacklevel=caller_stacklevel(),
-        )
+    elif not search.exact and (search.folds is None or not np.any(search.held_folds)):
+        if search.folds is None and not search.unheld:
+            if search.budget.refused:  # building them would exceed the work limit
+                return search.split, paper_count, "lifted", True  # (cut short)
+            message = (
+                "n_heads='auto' decides the head count of noisy data on held-out "
+                "folds, which this fit did not keep (solver='cg' keeps none, and "
+                "partial_fit keeps them only when its first call had n_heads other "
+                "than None): the lifted fit's own heads are returned. Fit with "
+                "solver='normal' or 'dual', or set n_heads to a number of heads."
+            )
+        else:
+            message = (
+                "n_heads='auto' decides the head count of noisy data on 5 "
+                "interleaved folds of the sequences of positive sample_weight, and "
+                "every row of positive weight lies in one sequence: no fold can be "
+                "predicted from the others, and the lifted fit's own heads are "
+                "returned. Set n_heads to a number of heads."
+            )
+        warnings.warn(message, UserWarning, stacklevel=caller_stacklevel())
         return search.split, paper_count, "lifted", True
     else:
 
