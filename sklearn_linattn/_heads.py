@@ -289,9 +289,8 @@ class CountFit:
     cv_error : float
         Cross-validated error per unit weight, the count refitted on each fold
         as ``n_heads=k`` fits it, from the fold's own starts (NaN when not
-        computed). For squared errors with at least 10 training rows per lifted
-        feature, a count whose linearized refits pass on every fold is decided
-        by them, and this is their error.
+        computed), or the linearized refits' where they pass the count
+        (``linearized_cv_error``).
     training_error : float
         The same error of these heads on the training rows, where the criterion
         is squared error (NaN otherwise). In the search, when it is above the
@@ -315,15 +314,14 @@ class CountFit:
         zero weight are not counted). A count passes only on a majority of the
         folds as well: a mean of heavy-tailed errors can rest on one fold.
     folds_refitted : int or None
-        How many folds were refitted, one at a time, those the linearized
-        refits found furthest above the lifted fit first (None when they were
-        not, or the work limit stopped their refits): in the search, fewer than
-        all when those
-        already fail the count whatever the others' errors (their errors' sum
-        above the threshold, or too many of them worse than the lifted fit's
+        How many folds were refitted, one at a time, those the linearized refits
+        found furthest above the lifted fit first (None when they were not, or
+        the work limit stopped their refits): in the search, fewer than all when
+        those already fail the count whatever the others' errors (their errors'
+        sum above the threshold, or too many of them worse than the lifted fit's
         for a majority); ``cv_error`` and ``folds_within`` are then NaN and
-        None. A count asked for (``n_heads=k``) that its folds' refits decide
-        is refitted on every fold.
+        None. A count asked for (``n_heads=k``) that its folds' refits decide is
+        refitted on every fold.
     linearized_cv_error : float
         The cross-validated error of the heads' refits linearized at this fit
         (one Gauss-Newton step on each fold; NaN when not computed): with at
@@ -350,18 +348,17 @@ class CountFit:
         returned, or the work limit stopped its test first).
     failed_on : str or None
         The test that failed the count (None when it passes or is undecided):
-        ``"tol"`` (exact data: not within ``tol``), ``"training"`` (its
-        training error above ``threshold``), ``"gcv"`` (near interpolation,
-        ``gcv_error`` above the lifted fit's squared error), ``"refits"`` (its
-        folds' refits' error above ``threshold``, or, for misclassification,
-        not below it), ``"majority"`` (worse than the lifted fit on a
-        majority of the folds), ``"output"`` (several outputs: worse than the
-        lifted fit on one output, by more than 2 standard errors
-        of the per-fold differences, theory page) or ``"scores"`` (a
-        classifier: ``score_cv_error`` above ``score_threshold``); where the
-        first folds' refits already fail it (``folds_refitted`` below 5), the test they
-        fail it on (the folds not refitted could have failed it on another as
-        well).
+        ``"tol"`` (exact data: not within ``tol``), ``"training"`` (its training
+        error above ``threshold``), ``"gcv"`` (near interpolation, ``gcv_error``
+        above the lifted fit's squared error), ``"refits"`` (its folds' refits'
+        error above ``threshold``, or, for misclassification, not below it),
+        ``"majority"`` (worse than the lifted fit on a majority of the folds),
+        ``"output"`` (several outputs: worse than the lifted fit on one output,
+        by more than 2 standard errors of the per-fold differences, theory page)
+        or ``"scores"`` (a classifier: ``score_cv_error`` above
+        ``score_threshold``); where the first folds' refits already fail it
+        (``folds_refitted`` below 5), the test they fail it on (the folds not
+        refitted could have failed it on another as well).
     criterion : str or None
         ``"tol"`` or ``"cv"``: which test it passed or failed last (``"cv"``:
         the held-out tests, training error, linearized refits and refits on
@@ -477,13 +474,12 @@ class HeadReadout:
         outputs. None: not weighted (one output, classifiers, ``n_heads=None``,
         outputs within a factor sqrt(2) of one noise).
     effective_outputs : float
-        The outputs counted as independent ones in the held-out tests'
-        equations and degrees of freedom: ``m^2 / trace(R^2)``, ``R`` the
-        correlations of the lifted fit's training residuals across the ``m``
-        outputs that have noise (those it fits to rounding do not count;
-        theory page, "Several outputs"); ``m`` below two rows per degree of
-        freedom, where the correlations are not known to rounding, and for
-        ``n_heads=None``.
+        The outputs counted as independent ones in the held-out tests' equations
+        and degrees of freedom: ``m^2 / trace(R^2)``, ``R`` the correlations of
+        the lifted fit's training residuals across the ``m`` outputs that have
+        noise (those it fits to rounding do not count; theory page, "Several
+        outputs"); ``m`` below two rows per degree of freedom, where the
+        correlations are not known to rounding, and for ``n_heads=None``.
     tol : float
         The tolerance the read-out used: the estimator's ``tol``, or more where
         the fit pins its coefficients down only so far (float32 input, the
