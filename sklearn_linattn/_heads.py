@@ -747,16 +747,15 @@ class _Search:
                 return judged
         design = self.frobenius if self.frobenius_fits else self.design
         accept, resolution = self.stop_rules(design)
+        run = functools.partial(
+            fit_heads, design, accept_below=accept, budget=self.budget,
+            max_norm=self.max_norm,
+        )
         starts = self.starts(k)
         if not self.exact:  # screen the starts (one at `accept` ends them)
             screened = []
             for start in starts:
-                screened.append(
-                    fit_heads(
-                        design, start, SCREEN_ITER, accept, self.budget,
-                        max_norm=self.max_norm,
-                    )
-                )
+                screened.append(run(start, SCREEN_ITER))
                 if screened[-1][2] <= accept:
                     break
             kept = []  # (coefficients, query rows), the best screened first
@@ -770,12 +769,9 @@ class _Search:
             starts = [query_rows for _, query_rows in kept]
         best = None
         for start in starts:
-            value_rows, query_rows, loss, _ = fit_heads(
-                design, start, FIT_ITER, accept, self.budget, resolution=resolution,
-                max_norm=self.max_norm,
-            )
-            if best is None or loss < best[2]:
-                best = value_rows, query_rows, loss
+            heads = run(start, FIT_ITER, resolution=resolution)[:3]
+            if best is None or heads[2] < best[2]:
+                best = heads
             if self.within(best[0], best[1], best[2], design) or self.budget.exhausted:
                 break
         subspace = None if self.budget.exhausted else self.subspace_start(k)
@@ -784,10 +780,7 @@ class _Search:
             and fit_heads(design, subspace, 0, budget=self.budget)[2] < best[2]
         ):
             # already below the other starts' minimum: refined to a lower one
-            best = fit_heads(
-                design, subspace, FIT_ITER, accept, self.budget,
-                resolution=resolution, max_norm=self.max_norm,
-            )[:3]
+            best = run(subspace, FIT_ITER, resolution=resolution)[:3]
         value_rows, query_rows, loss = best
         if not self.exact:  # judged as n_heads=k returns them: polished
             value_rows, query_rows = self.polish(value_rows, query_rows)
