@@ -1603,43 +1603,37 @@ def _fitted_below(search, high):
     ``n_heads=k - 1`` fails; a count a fit failed, or that cannot reproduce
     the lifted fit (:attr:`_Search.hopeless`), ends them."""
     completed = {k for k in search.completed if k < high}
+
+    def ends(j):  # a count a fit failed, or that cannot reproduce the lifted fit
+        return (j in search.fits and j not in completed) or j in search.hopeless
+
     k = max(completed, default=0)
-    while k >= 1:
-        if (k in search.fits and k not in completed) or k in search.hopeless:
-            break
-        if search.budget.exhausted:  # a count left to fit: cut short
-            _left_undecided(search, completed, k)
-            break
-        completed.discard(k)
-        search.fits.pop(k, None)
-        passes = search.fit(k, fitted=True)[2].passes
-        if passes is None:  # its fit cut short by the work limit
-            _left_undecided(search, completed, k)
+    while k >= 1 and not ends(k):
+        passes = None  # unless fitted: left to fit where no work is left
+        if not search.budget.exhausted:
+            completed.discard(k)
+            search.fits.pop(k, None)
+            passes = search.fit(k, fitted=True)[2].passes
+        if passes is None:
+            # cut short by the work limit before count k's fit decided it: the
+            # counts below k those fits would have reached, failed by a
+            # completion alone (which the fits were to confirm: n_heads=k's
+            # verdict can differ, 4 heads that reproduce the lifted fit failed
+            # on their completion), are left undecided
+            search.undecided = True
+            end = max((j for j in range(1, k) if ends(j)), default=0)
+            left = sorted(j for j in completed if end < j <= k and j in search.fits)
+            for j in left:
+                value_rows, query_rows, count = search.fits[j]
+                search.fits[j] = value_rows, query_rows, replace(
+                    count, passes=None, criterion=None, failed_on=None
+                )
             break
         if not passes:
             break
         high, k = k, k - 1
     search.completed.clear()
     return high
-
-
-def _left_undecided(search, completed, k):
-    """The search cut short in :func:`_fitted_below` before count ``k``'s fit
-    decided it: the counts below ``k`` those fits would have reached, failed by
-    a completion alone (which the fits were to confirm: n_heads=k's verdict
-    can differ, 4 heads that reproduce the lifted fit failed on their
-    completion), are left undecided."""
-    search.undecided = True
-    end = max(
-        (j for j in range(1, k) if (j in search.fits and j not in completed)
-         or j in search.hopeless),
-        default=0,
-    )
-    for left in sorted(j for j in completed if end < j <= k and j in search.fits):
-        value_rows, query_rows, count = search.fits[left]
-        search.fits[left] = value_rows, query_rows, replace(
-            count, passes=None, criterion=None, failed_on=None
-        )
 
 
 def _fewest(search, low, high, verdict, order):
