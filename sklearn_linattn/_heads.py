@@ -20,7 +20,7 @@ in one canonical form (theory page, "Heads in canonical form").
 import functools
 import time
 import warnings
-from dataclasses import dataclass, fields, replace
+from dataclasses import astuple, dataclass, replace
 
 import numpy as np
 
@@ -401,7 +401,7 @@ class CountFit:
         # a refit's of the same data); NaN compares unequal to itself
         return tuple(
             "nan" if isinstance(value, float) and value != value else value
-            for value in (getattr(self, f.name) for f in fields(self))
+            for value in astuple(self)
         )
 
     def __eq__(self, other):
@@ -1560,12 +1560,12 @@ def _reproducing_beyond(search, low, paper_count):
     costs more the more heads it has: galloping down from the paper's count
     spent the work on its largest counts, bench_fewest_heads.py), each count
     fitted as ``n_heads=k`` fits it; ``paper_count`` where none does. Under a
-    work limit these fits may cost at most three times the work the search
-    spent before them (``BEYOND_SHARE``):
-    the bisection stops at a count whose first start alone would exceed that,
-    fits it cuts short are left out, and the fewest count found to pass is
-    returned (the search is complete: it needed none of them, unless the
-    search's own work limit, not that share, stopped them)."""
+    work limit these fits may cost at most ``BEYOND_SHARE`` times the work the
+    search spent before them, or ``BEYOND_FLOOR`` flops: the bisection stops
+    at a count whose first start alone would exceed that, fits it cuts short
+    are left out, and the fewest count found to pass is returned (the search
+    is complete: it needed none of them, unless the search's own work limit,
+    not that share, stopped them)."""
     budget, undecided = search.budget, search.undecided
     limit = budget.limit
     allowed = max(BEYOND_SHARE * budget.spent, BEYOND_FLOOR)
