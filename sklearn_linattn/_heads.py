@@ -339,8 +339,8 @@ class CountFit:
         being fitted to all the rows instead of a fold's 80% (the factor of
         least-squares fits' squared errors, for misclassification too, where
         it is also at most the lifted fit's own learning curve on the folds,
-        extrapolated to all the rows, less the heads' own fall in proportion
-        to their degrees of freedom); near interpolation, for squared errors,
+        extrapolated to all the rows, less the heads' own fall as least
+        squares' estimation error falls with their degrees of freedom); near interpolation, for squared errors,
         the lower of ``head_search_.cv_error`` and ``head_search_.gcv_error``,
         not lowered (theory page; NaN when not computed).
     passes : bool or None
