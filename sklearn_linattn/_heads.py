@@ -340,8 +340,9 @@ class CountFit:
         least-squares fits' squared errors, for misclassification too, where
         it is also at most the lifted fit's own learning curve on the folds,
         extrapolated to all the rows, less the heads' own fall as least
-        squares' estimation error falls with their degrees of freedom); near interpolation, for squared errors,
-        the lower of ``head_search_.cv_error`` and ``head_search_.gcv_error``,
+        squares' estimation error falls with their degrees of freedom); near
+        interpolation, for squared errors, the lower of
+        ``head_search_.cv_error`` and ``head_search_.gcv_error``,
         not lowered (theory page; NaN when not computed).
     passes : bool or None
         The verdict; None when it was not reached (a count above the one
