@@ -1654,13 +1654,36 @@ def predict_dask(
     )
 
 
+def warn_if_features_beyond_float64(features, sequences):
+    """Warn, naming the cause and the remedy, where lifted features (of
+    ``sequences``) are beyond the float64 range (inf)."""
+    # |w S[b, c] q[e]| <= sqrt(2) n_tokens max|x|^3: only then can one overflow
+    largest = float(np.max(np.abs(sequences), initial=0.0))
+    safe = (np.finfo(np.float64).max / (np.sqrt(2.0) * sequences.shape[1])) ** (
+        1 / 3
+    )
+    if largest >= safe and not np.isfinite(features).all():
+        warnings.warn(
+            "Some lifted features are beyond the float64 range (inf): a feature "
+            "S[b,c]*q[e] is cubic in the tokens, whose largest entry here is "
+            f"{largest:.3g}. Scale X down: a factor c multiplies every feature by "
+            "c^3.",
+            RuntimeWarning,
+            stacklevel=caller_stacklevel(),
+        )
+
+
 def _block_features(block):
-    return lifted_features(check_sequence_values(block))
+    sequences = check_sequence_values(block)
+    features = lifted_features(sequences)
+    warn_if_features_beyond_float64(features, sequences)
+    return features
 
 
 def features_dask(sequences):
     """Lazy lifted features of a 3-D Dask array chunked along samples, one block
-    at a time.
+    at a time; a block whose features are beyond float64 warns as in memory
+    (:func:`warn_if_features_beyond_float64`), when it is computed.
 
     Returns
     -------

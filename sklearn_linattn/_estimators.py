@@ -52,6 +52,7 @@ from ._data import (
     positive_weight_sequences,
     predict_dask,
     sum_statistics,
+    warn_if_features_beyond_float64,
     warn_if_outputs_beyond_float64,
 )
 from ._heads import INTERPOLATION_MARGIN, WORK_FLOOR, heads_phrase, read_out_heads
@@ -2094,20 +2095,7 @@ class LiftedAttentionFeatures(
             return features_dask(sequences)
         check_features_memory(sequences.shape[0], self.token_dim_)
         features = lifted_features(sequences, n_threads=effective_n_jobs(self.n_jobs))
-        # |w S[b, c] q[e]| <= sqrt(2) n_tokens max|x|^3: only then can one overflow
-        largest = float(np.max(np.abs(sequences), initial=0.0))
-        safe = (np.finfo(np.float64).max / (np.sqrt(2.0) * sequences.shape[1])) ** (
-            1 / 3
-        )
-        if largest >= safe and not np.isfinite(features).all():
-            warnings.warn(
-                "Some lifted features are beyond the float64 range (inf): a feature "
-                "S[b,c]*q[e] is cubic in the tokens, whose largest entry here is "
-                f"{largest:.3g}. Scale X down: a factor c multiplies every feature by "
-                "c^3.",
-                RuntimeWarning,
-                stacklevel=2,
-            )
+        warn_if_features_beyond_float64(features, sequences)
         return features
 
     def get_feature_names_out(self, input_features=None):

@@ -444,6 +444,31 @@ def test_dask_outputs_beyond_the_float_range_warn_as_in_memory(kind, positions):
     assert all("Scale X down" in str(w.message) for w in ours)
 
 
+def test_dask_lifted_features_beyond_the_float_range_warn_as_in_memory():
+    """LiftedAttentionFeatures.transform of a Dask array returned inf features
+    without the RuntimeWarning the in-memory transform gives: each block
+    computed says so and names the remedy; features within the range still
+    come without a warning."""
+    rng = np.random.default_rng(0)
+    X = random_sequences(rng, 6, 4, 2)
+    lift = LiftedAttentionFeatures().fit(X)
+    with dask.config.set(scheduler="sync"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            within = lift.transform(da.from_array(1e100 * X, chunks=3)).compute()
+        np.testing.assert_array_equal(within, lift.transform(1e100 * X))
+        with pytest.warns(RuntimeWarning, match="beyond the float64 range") as ours:
+            huge = lift.transform(da.from_array(1e200 * X, chunks=3)).compute()
+    with pytest.warns(RuntimeWarning, match="beyond the float64 range") as memory:
+        np.testing.assert_array_equal(huge, lift.transform(1e200 * X))
+    assert np.isinf(huge).any()
+    def cause(caught):  # (each block names its own largest entry)
+        return {str(w.message).split(", whose")[0] for w in caught}
+
+    assert cause(ours) == cause(memory)
+    assert all("Scale X down" in str(w.message) for w in ours)
+
+
 def test_a_classifiers_count_judged_on_dask_is_said(data):
     """On Dask the default count of a classifier is judged on the squared errors
     of its class scores, not on misclassified held-out rows as in memory, and
