@@ -318,8 +318,11 @@ class StatisticsFolds(_Folds):
         )
         equations = training.normal_equations(self.fit_intercept)
         gram, moment = equations[:2]
-        factor, solve, flops = metric_factor(gram, self.alpha, self.tol, flops_left)
-        self.flops += flops + 4.0 * len(gram) ** 2 * (1 + moment.shape[1])
+        solving = 4.0 * len(gram) ** 2 * (1 + moment.shape[1])  # beside the factor
+        factor, solve, flops = metric_factor(
+            gram, self.alpha, self.tol, flops_left - solving
+        )
+        self.flops += flops + solving
         return training, equations, factor, solve(moment)
 
     def _misclassified_by(self, fold, coef, feature_mean, target_mean):
@@ -533,23 +536,27 @@ class RowFolds(_Folds):
     def lifted_errors_on_fewer_rows(self, flops_limit=np.inf):
         """Misclassified rows of each fold under the lifted fit trained without it
         and without the next fold (``K - 2`` folds); :class:`FoldsBeyondWork`
-        as soon as a fit, times the fits left, would exceed ``flops_limit``."""
+        as soon as the fits left would exceed ``flops_limit``."""
         kernel, kernel_solve, row_folds, alpha = self._kernel
         _, _, targets, scale = self._all
+        trains = [
+            (row_folds != fold) & (row_folds != (fold + 1) % self.n_folds)
+            for fold in range(self.n_folds)
+        ]
+        sizes = [int(np.sum(train)) for train in trains]
+        fits = [  # the factorization and the predictions of each
+            n**3 / 3 + 2.0 * n * len(kernel) * targets.shape[1] for n in sizes
+        ]
         errors, start = [], self.flops
-        for fold in range(self.n_folds):
-            heldout = row_folds == fold
-            train = ~heldout & (row_folds != (fold + 1) % self.n_folds)
+        for fold, train in enumerate(trains):
             done = self.flops - start
-            if (self.n_folds - fold) * int(train.sum()) ** 3 / 3 > flops_limit - done:
+            if sum(fits[fold:]) > flops_limit - done:
                 raise FoldsBeyondWork(done)
+            heldout = row_folds == fold
             predictions = self._lifted_predictions(
                 kernel, train, heldout, alpha, kernel_solve
             )[0]
-            n_train = int(train.sum())
-            self.flops += n_train**3 / 3 + 2.0 * n_train * len(kernel) * (
-                predictions.shape[1]
-            )
+            self.flops += fits[fold]
             errors.append(
                 _misclassified(predictions, targets[heldout], scale[heldout])
             )

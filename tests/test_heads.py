@@ -1929,7 +1929,7 @@ def test_a_classifiers_learning_ratio_beyond_the_work_limit_is_not_computed(
     )
     full = Budget()
     solution.heldout_folds(classify=True).learning_ratio(full)
-    for share in (0.0, 0.5):  # (the factorizations: most of the work)
+    for share in (0.0, 0.5, 0.99):  # (the last: just under the work)
         budget = Budget(share * full.spent)
         ratio = solution.heldout_folds(classify=True).learning_ratio(budget)
         assert ratio == 1.0 and budget.refused and budget.exhausted
