@@ -705,7 +705,7 @@ class _Search:
         return rounds + (4.0 * large + 8.0 * small) * small**2
 
     def least_fit_flops(self, k):
-        """The work of a k-head fit's first start: the completion and one
+        """The work of a noisy k-head fit's first start: the completion and one
         evaluation of its values (SVD of the head features) in the training
         metric and in the Frobenius one, where :meth:`reproduce` refines a
         count from the interpolating one on (with more lifted features than
@@ -716,8 +716,11 @@ class _Search:
             small, large = sorted((k * self.d, design.n_columns))
             return design.feature_flops(k) + 6.0 * small * small * large
 
-        designs = {id(design): design for design in (self.design, self.frobenius)}
-        return self.completion_flops(k) + sum(map(evaluation, designs.values()))
+        return (
+            self.completion_flops(k)
+            + evaluation(self.design)
+            + evaluation(self.frobenius)
+        )
 
     def fit(self, k, stage="refits", asked=False, fitted=False):
         """The k-head fit and its verdict (cached), tested up to ``stage``:
