@@ -120,11 +120,8 @@ DRIFT_PENALTY = 1e-6
 BEYOND_SHARE = 3.0
 BEYOND_FLOOR = 2e8
 # The estimators' work limit: head_work_limit times the lifted fit's flops plus
-# WORK_FLOOR (1.3 to 3 seconds of one core): enough for every search of the
-# benchmarks that returns heads predicting unlike the lifted fit (JapaneseVowels'
-# 1 head needs 1.7e10), while searches that end at the lifted fit stop sooner
-# (benchmarks/README.md).
-WORK_FLOOR = 2e10
+# WORK_FLOOR (4 to 7 seconds of one core, benchmarks/README.md).
+WORK_FLOOR = 5e10
 
 
 def heads_phrase(n_heads):
