@@ -15,7 +15,8 @@ Levenberg-Marquardt time split by stage:
 - ``full``: the fits of each count on all the training rows (``_Search.fit``);
 - ``folds``: the folds' own refits of a count (``_Search.refits``);
 - within each, ``screen`` (the ``SCREEN_ITER`` steps every start runs), ``refine``
-  (the kept starts run on) and ``polish`` (``_Search.polish``);
+  (the kept starts run on) and ``polish`` (``_Search.polish`` and the
+  refinement toward the lifted fit, ``_Search.reproduce``);
 - ``starts``: the one-output searches for isotropic subspaces that give starts;
 - ``other``: the rest of the read-out (folds and their lifted fits, linearized
   refits, completions, thresholds), the read-out's time less the stages above.
@@ -83,9 +84,9 @@ class StageTimer:
         if "isotropic_queries" in callers:
             return "starts"
         where = "folds" if "refits" in callers else "full"
-        if "polish" in callers:
+        if "polish" in callers or "reproduce" in callers:
             return f"{where} polish"
-        if max_iter == _heads.SCREEN_ITER:
+        if max_iter in (0, _heads.SCREEN_ITER):  # a start screened or evaluated
             return f"{where} screen"
         return f"{where} refine"
 
@@ -96,6 +97,8 @@ def ridge_capped_dof():
     nominal = _heads._Search.head_dof
 
     def head_dof(search, k):
+        # (search.folds builds the folds where they are not yet: every noisy
+        # search builds them, so only the order of the work changes)
         dof = nominal(search, k)
         if search.folds is not None and search.folds.alpha > 0:
             return min(dof, search.lifted_dof)

@@ -733,28 +733,35 @@ def test_the_work_limit_reached_beyond_the_interpolating_count_says_so(monkeypat
 def test_fits_beyond_the_interpolating_count_are_started_only_within_the_limit(
     monkeypatch,
 ):
-    """30 random sequences of d = 12 (p = 936), three labels, alpha=0: counts
-    from the interpolating one on pass only by reproducing the lifted fit, and
-    are fitted within a share of the work before them (at least BEYOND_FLOOR)
-    and the search's own limit, stopping at a count whose first start would
-    overrun. That start was estimated on the training rows alone (5e7 flops
-    for 35 heads), but such a count is also refined in the Frobenius metric,
-    an SVD of its 420 x 936 head features (1e9): under limits of 1.9e8 and
-    5e8 the search spent 1.2e9. Now 35 heads are not started: the search
-    stays within its limit, cut short where that limit (not the share)
-    refused them, and says so exactly then."""
+    """Random labels on fewer sequences than lifted features: counts from the
+    interpolating one on pass only by reproducing the lifted fit, and are
+    fitted within a share of the work before them (at least BEYOND_FLOOR) and
+    the search's own limit, stopping at a count whose first start would
+    overrun. That start was estimated on the training rows' head features
+    alone, but such a count is also refined in the Frobenius metric, an SVD of
+    its k d x p head features, and each Levenberg-Marquardt step solves for
+    k d^2 unknowns: 30 sequences of d = 12 and three labels spent 1.2e9 flops
+    on 35 heads under limits of 1.9e8 and 5e8; 30 sequences of d = 10 and ten
+    labels (the CV classifier, the default limit) 3.5e11 on 99 heads, 7 times
+    its limit. Such counts are now not started: the search stays within its
+    limit, and (the counts it leaves could only reproduce the lifted fit) is
+    complete, as where the share stops them."""
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(30, 6, 12)), rng.integers(0, 3, 30)
-    for floor, complete in ((1.9e8, False), (5e8, True)):
+    for floor in (1.9e8, 5e8):
         monkeypatch.setattr("sklearn_linattn._estimators.WORK_FLOOR", floor)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            model = LinearAttentionClassifier().fit(X, y)
-        warned = any(issubclass(w.category, ConvergenceWarning) for w in caught)
-        search = model.head_search_
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            search = LinearAttentionClassifier().fit(X, y).head_search_
         assert search.work <= search.work_limit
-        assert search.complete is complete and warned is not complete
-        assert search.criterion == "lifted"
+        assert search.complete and search.criterion == "lifted"
+    monkeypatch.undo()
+    rng = np.random.default_rng(40)
+    X, y = rng.normal(size=(30, 5, 10)), rng.permutation(np.arange(30) % 10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        search = LinearAttentionClassifierCV().fit(X, y).head_search_
+    assert search.work <= search.work_limit and search.complete
 
 
 def test_no_work_limit_lifts_the_cap_on_counts_beyond_the_interpolating_one(
