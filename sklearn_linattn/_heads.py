@@ -130,15 +130,6 @@ def heads_phrase(n_heads):
     return f"{n_heads} head" + ("" if n_heads == 1 else "s")
 
 
-def _canonical_signs(left, right):
-    """Flip paired columns so that the largest-magnitude entry of each left column
-    is positive."""
-    rows = np.argmax(np.abs(left), axis=0)
-    signs = np.sign(left[rows, np.arange(left.shape[1])])
-    signs[signs == 0] = 1.0
-    return left * signs, right * signs
-
-
 def _drifted(value_rows, query_rows, coef, token_dim):
     """Whether heads' lifted coefficients exceed ``DRIFT`` times ``coef``'s norm
     (drift along the null space of a singular training metric, which the
@@ -201,7 +192,11 @@ def heads_of_folded(folded, n_heads, n_outputs, token_dim, decomposition=None):
         folded = (2 * projected - projected @ (basis @ basis.T)).transpose(1, 2, 0)
         left, singular_values, right_t = svd(folded.reshape(d, d * d))
     root = np.sqrt(singular_values[:n_heads])
-    left, right = _canonical_signs(left[:, :n_heads], right_t[:n_heads].T)
+    left, right = left[:, :n_heads], right_t[:n_heads].T
+    # signs: the largest-magnitude entry of each left column positive
+    signs = np.sign(left[np.argmax(np.abs(left), axis=0), np.arange(left.shape[1])])
+    signs[signs == 0] = 1.0
+    left, right = left * signs, right * signs
     value = (left * root).T.reshape(n_heads, n_outputs, d)
     query = (right * root).T.reshape(n_heads, d, d)
     return value, query
@@ -664,17 +659,6 @@ class _Search:
         starts += [random_state.normal(size=(k, self.d**2)) for _ in range(n_random)]
         return starts
 
-    def subspace_start(self, k):
-        """A last start of a noisy k-head fit of one output with ``2 <= k < d / 2``
-        (None elsewhere): the nearest common isotropic subspace of the slices."""
-        if self.exact or self.one_output is None or not 2 <= k < self.d / 2:
-            return None
-        found = isotropic_queries(
-            self.one_output, self.d, k, FEW_HEADS_SEEDS, [START_SEED, k], self.tol,
-            self.budget,
-        )
-        return found[0][1]
-
     @functools.cached_property
     def one_output(self):
         """The lifted coefficients as one output where their rows are proportional
@@ -770,7 +754,7 @@ class _Search:
         accept, resolution = self.stop_rules(design)
         run = functools.partial(
             fit_heads, design, accept_below=accept, budget=self.budget,
-            max_norm=self.max_norm,
+            max_norm=np.inf if self.exact else DRIFT * self.norm,
         )
         starts = self.starts(k)
         if not self.exact:  # screen the starts (one at `accept` ends them)
@@ -795,13 +779,17 @@ class _Search:
                 best = heads
             if self.within(best[0], best[1], best[2], design) or self.budget.exhausted:
                 break
-        subspace = None if self.budget.exhausted else self.subspace_start(k)
         if (
-            subspace is not None
-            and fit_heads(design, subspace, 0, budget=self.budget)[2] < best[2]
-        ):
-            # already below the other starts' minimum: refined to a lower one
-            best = run(subspace, FIT_ITER, resolution=resolution)[:3]
+            not self.budget.exhausted and not self.exact
+            and self.one_output is not None and 2 <= k < self.d / 2
+        ):  # a last start: the nearest common isotropic subspace of the slices
+            subspace = isotropic_queries(
+                self.one_output, self.d, k, FEW_HEADS_SEEDS, [START_SEED, k],
+                self.tol, self.budget,
+            )[0][1]
+            if fit_heads(design, subspace, 0, budget=self.budget)[2] < best[2]:
+                # already below the other starts' minimum: refined to a lower one
+                best = run(subspace, FIT_ITER, resolution=resolution)[:3]
         value_rows, query_rows, loss = best
         if not self.exact:  # judged as n_heads=k returns them: polished
             value_rows, query_rows = self.polish(value_rows, query_rows)
@@ -930,11 +918,6 @@ class _Search:
             self.anchored.add(k)
             heads = polished(_anchored(self.design, self.coef))
         return heads
-
-    @property
-    def max_norm(self):
-        """The norm at which noisy fits stop (``DRIFT`` times the lifted fit's)."""
-        return np.inf if self.exact else DRIFT * self.norm
 
     def drifted(self, value_rows, query_rows):
         """Whether noisy heads have drifted beyond ``DRIFT`` times the lifted norm."""
@@ -1248,24 +1231,19 @@ class _Search:
         output_errors = output_errors if self.by_output else None
         verdict = self.verdict(k, count, list(errors), output_errors=output_errors)
         if folds.loss != "squared":
-            verdict = self.scores_verdict(k, verdict, score_errors)
+            # a classifier: a count that passes on misclassification fails when
+            # its refits' squared error of the class scores is above the lifted
+            # fit's, lowered by size_ratio as for squared errors (theory page,
+            # "How many heads")
+            score_cv_error = float(np.sum(score_errors)) / folds.squared_weight
+            lifted = float(np.sum(folds.lifted_squared)) / folds.squared_weight
+            score_threshold = self.size_ratio(k) * lifted
+            verdict = replace(
+                verdict, score_cv_error=score_cv_error, score_threshold=score_threshold
+            )
+            if verdict.passes and score_cv_error > score_threshold * (1 + ERROR_TIE):
+                verdict = replace(verdict, passes=False, failed_on="scores")
         return replace(verdict, folds_refitted=folds.n_folds)
-
-    def scores_verdict(self, k, count, score_errors):
-        """A classifier's verdict with its refits' held-out squared error of the
-        class scores: a count that passes on misclassification fails when that
-        error is above the lifted fit's, lowered by :meth:`size_ratio` as for
-        squared errors (theory page, "How many heads")."""
-        folds = self.folds
-        score_cv_error = float(np.sum(score_errors)) / folds.squared_weight
-        lifted = float(np.sum(folds.lifted_squared)) / folds.squared_weight
-        score_threshold = self.size_ratio(k) * lifted
-        count = replace(
-            count, score_cv_error=score_cv_error, score_threshold=score_threshold
-        )
-        if count.passes and score_cv_error > score_threshold * (1 + ERROR_TIE):
-            count = replace(count, passes=False, failed_on="scores")
-        return count
 
     def fails_whatever_follows(self, k, count, errors):
         """The test the folds refitted so far fail k heads on whatever the others
