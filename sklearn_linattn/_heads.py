@@ -1169,9 +1169,8 @@ class _Search:
         self.linearized_errors[k] = errors
         count = replace(count, linearized_cv_error=folds.summary(errors)[0])
         decided = self.linearized_verdict(k, count, errors, output_errors or None)
-        if decided is not None:  # as for n_heads=k (asked) as in the search
-            return decided
-        return replace(count, criterion="linearized")
+        # (a pass decides n_heads=k, asked, as it does the search)
+        return decided or replace(count, criterion="linearized")
 
     def linearized_verdict(self, k, count, errors, output_errors=None):
         """The linearized refits' pass where it stands, else None: squared errors,
@@ -1200,35 +1199,29 @@ class _Search:
         independent of the others: the order changes only when a failure shows."""
         folds = self.folds
         errors = np.zeros(folds.n_folds)
-        output_errors = [None] * folds.n_folds
         score_errors = np.zeros(folds.n_folds)  # squared (a classifier's scores)
-        linearized = self.linearized_errors.get(k)
-        order = range(folds.n_folds)
-        if linearized is not None:
-            excess = np.asarray(linearized) - np.asarray(folds.lifted_errors)
-            order = np.argsort(-excess, kind="stable")
-        for done, fold in enumerate(order, start=1):
+        output_errors = [None] * folds.n_folds if self.by_output else None
+        excess = np.asarray(self.linearized_errors[k]) - np.asarray(folds.lifted_errors)
+        for done, fold in enumerate(np.argsort(-excess, kind="stable"), start=1):
             search = _Search(
                 folds.coef(fold), self.d, self.tol, folds.design(fold), None,
                 self.budget, 0, False, None,
             )
             refit = search._fit(k)[:2]  # polished
             errors[fold], score_errors[fold] = folds.errors(fold, *refit)
-            if self.by_output:
+            if output_errors is not None:
                 output_errors[fold] = folds.output_errors(fold, *refit)
             if self.budget.exhausted:  # undecided: the linearized test its last passed
                 self.undecided = True
                 return count
-            left = folds.n_folds - done
-            failed_on = not asked and left and self.fails_whatever_follows(
-                k, count, errors
-            )
+            if asked or done == folds.n_folds:
+                continue
+            failed_on = self.fails_whatever_follows(k, count, errors)
             if failed_on:
                 return replace(
                     count, passes=False, criterion="cv", folds_refitted=done,
                     failed_on=failed_on,
                 )
-        output_errors = output_errors if self.by_output else None
         verdict = self.verdict(k, count, list(errors), output_errors=output_errors)
         if folds.loss != "squared":
             # a classifier: a count that passes on misclassification fails when
