@@ -47,7 +47,7 @@ __all__ = ["CountFit", "HeadReadout", "paper_heads", "read_out_heads"]
 # The constants below are justified in benchmarks/README.md, "Constants of the
 # head read-out", with the measurements that set them.
 #
-# Starts of a k-head fit (module docstring): COMPLETION_ITER rounds of alternating
+# Starts of a k-head fit (_Search.starts): COMPLETION_ITER rounds of alternating
 # projections complete the split to rank k (noisy data); the one-output subspace
 # starts take ISOTROPIC_STARTS seeds on exact data, NOISY_ISOTROPIC_STARTS on noisy
 # data, EXACT_STARTS_PER_DIM * d for d - 1 heads of exact data; RANDOM_STARTS
@@ -112,12 +112,11 @@ REFIT_MARGIN = 10.0
 # null space).
 DRIFT = 1e3
 DRIFT_PENALTY = 1e-6
-# Counts with as many dimensions as equations (only tol passes them) are fitted,
-# the paper's count less one, then by bisection, with at most BEYOND_SHARE times
-# the work the search spent before them (3: n_heads=k-1 passed where k came back in
-# 35 of 515 fits of bench_fewest_heads.py against 44 with 1, for 2.6% more work),
-# or BEYOND_FLOOR flops (under a tenth of a second of one core, benchmarks/README.md)
-# where that is more.
+# The work of the fits from the interpolating count on (_reproducing_beyond):
+# BEYOND_SHARE times the search's before them (3: n_heads=k-1 passed where k came
+# back in 35 of 515 fits of bench_fewest_heads.py against 44 with 1, for 2.6% more
+# work), or BEYOND_FLOOR flops (under a tenth of a second of one core,
+# benchmarks/README.md) where that is more.
 BEYOND_SHARE = 3.0
 BEYOND_FLOOR = 2e8
 # The estimators' work limit: head_work_limit times the lifted fit's flops plus
@@ -638,7 +637,7 @@ class _Search:
         return difference / self.norm
 
     def starts(self, k):
-        """Query rows to start a k-head fit from (module docstring)."""
+        """Query rows to start a k-head fit from (the constants' comment)."""
         starts = [self.split_svd[2][:k]]
         if not self.exact:
             starts.insert(0, self.completion_start(k))
@@ -1110,14 +1109,12 @@ class _Search:
         ``n_heads=k``'s fit can end beyond ``tol``, 2e-4 to 1e-3 at d = 5,
         where the training metric is singular)."""
         query_rows = self.completion_start(k)
-        # the values as every fit from these query rows has them (n_heads=k's
-        # first start): least squares in the training metric, not the
-        # Frobenius one. Where the training data leave directions unseen (a
-        # singular Gram: one-hot positions beside a constant, alpha=0) the
-        # Frobenius values reproduce the lifted fit while the fit's are its
-        # equal on the training rows only, beyond tol of it (0.09 to 0.15),
-        # and n_heads=k failed a count the completion passed. Refined in the
-        # Frobenius metric within sqrt(tol), as a fit is (:meth:`reproduce`).
+        # the values of n_heads=k's first start: least squares in the training
+        # metric, not the Frobenius one (with a singular Gram, one-hot positions
+        # beside a constant and alpha=0, Frobenius values reproduced the lifted
+        # fit where the fit's, its equal on the training rows only, were 0.09 to
+        # 0.15 from it: n_heads=k failed a count the completion passed);
+        # refined in the Frobenius metric as a fit is (:meth:`reproduce`)
         value_rows, query_rows, _, _ = fit_heads(
             self.design, query_rows, 0, budget=self.budget
         )
@@ -1580,9 +1577,9 @@ def _reproducing_beyond(search, low, paper_count):
     # limit (where that cap is it), it is not: the counts below the one returned
     # that a completion failed are then left unfitted (_fitted_below)
     search.undecided = undecided or budget.exhausted
-    for k, fit in list(search.fits.items()):
-        if k >= low and fit[2].passes is None:
-            del search.fits[k]
+    search.fits = {  # (in the order fitted)
+        k: fit for k, fit in search.fits.items() if k < low or fit[2].passes is not None
+    }
     passed = [k for k, fit in search.fits.items() if k >= low and fit[2].passes]
     return min(passed, default=paper_count)
 
