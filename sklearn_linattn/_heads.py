@@ -811,7 +811,7 @@ class _Search:
         elif folds is None:
             count = replace(count, passes=False, criterion="tol", failed_on="tol")
         else:
-            count = self.training_count(value_rows, query_rows, count)
+            count = self.training_count(value_rows, query_rows, count, loss)
             if not asked and count.training_error > count.threshold:
                 count = replace(
                     count, passes=False, criterion="cv", failed_on="training"
@@ -826,12 +826,31 @@ class _Search:
         explained energy (:attr:`CountFit.training_loss`)."""
         return max(loss - self.design.baseline, 0.0) / self.signal
 
-    def training_count(self, value_rows, query_rows, count):
+    def training_count(self, value_rows, query_rows, count, loss):
         """``count`` with the heads' training error (squared errors; NaN for
         misclassification), generalized cross-validated error and threshold:
-        the held-out tests' start (criterion ``"training"``)."""
-        squared = self.training_squared_error(value_rows, query_rows)
-        k = count.n_heads
+        the held-out tests' start (criterion ``"training"``). The training
+        squared error, per unit weight and output, is a lower bound of the
+        cross-validated one; ``loss``: the heads' loss on :attr:`design`."""
+        folds, k = self.folds, count.n_heads
+        if self.fit_intercept:
+            # The folds' held-out errors are centered at the means of each
+            # fold's training rows (a refit's intercept): summed, they are not
+            # the heads' error with the full fit's intercept. From the training
+            # objective J = RSS + alpha ||theta||^2 instead, whose excess over
+            # the lifted fit's is the design's loss above its baseline.
+            theta = head_coef(value_rows, query_rows, self.d)
+            penalty = folds.alpha * float(
+                np.vdot(self.coef, self.coef) - np.vdot(theta, theta)
+            )
+            squared = self.residual_sum_of_squares + (loss - self.design.baseline)
+            squared = max(squared + penalty, 0.0) / folds.squared_weight
+        else:
+            errors = [
+                folds.squared_error(fold, value_rows, query_rows)
+                for fold in range(folds.n_folds)
+            ]
+            squared = float(np.sum(errors)) / folds.squared_weight
         return replace(
             count, criterion="training",
             training_error=squared if self.folds.loss == "squared" else np.nan,
@@ -935,11 +954,21 @@ class _Search:
         """The threshold of k heads: :attr:`threshold` times :meth:`size_ratio`, for
         misclassification at most the lifted fit's learning ratio ``L``
         (``_Folds.learning_ratio``); where its error falls with the rows, the
-        heads' own fall credited: ``L + (1 - L) s_k``, ``s_k`` their
-        :meth:`fall_share` (theory page, "How many heads")."""
+        heads' own fall credited: ``L + (1 - L) s_k``, ``s_k = f(D_k) / f(D)``
+        their share of the lifted fit's fall from a fold's training rows to all
+        of them, ``f(q) = q / (E_f - q) - q / (E - q)`` the fall of least
+        squares' estimation error (the model of :meth:`size_ratio`), about
+        ``D_k / D`` far from interpolation, less near it; 0 from ``D >= E_f``
+        on (theory page, "How many heads")."""
         learning = self.folds.learning_ratio(self.budget)
-        if self.folds.learning_falls:
-            learning += (1 - learning) * self.fall_share(k)
+        equations, trained = self.equations
+        dof = self.lifted_dof
+        if self.folds.learning_falls and 0 < dof < trained:
+
+            def fall(q):
+                return q / (trained - q) - q / (equations - q)
+
+            learning += (1 - learning) * (fall(min(self.head_dof(k), dof)) / fall(dof))
         return float(self.threshold * min(self.size_ratio(k), learning))
 
     @property
@@ -964,22 +993,6 @@ class _Search:
         heads = min(self.head_dof(k), self.lifted_dof)
         return rescaling(self.lifted_dof) / rescaling(heads)
 
-    def fall_share(self, k):
-        """k heads' share of the lifted fit's fall in held-out error from a fold's
-        training rows to all of them: ``f(D_k) / f(D)``, ``f(q) = q / (E_f - q) -
-        q / (E - q)`` the fall of least squares' estimation error (the model of
-        :meth:`size_ratio`), about ``D_k / D`` far from interpolation, less near
-        it; 0 from ``D >= E_f`` on."""
-        equations, trained = self.equations
-        dof = self.lifted_dof
-        if not 0 < dof < trained:
-            return 0.0
-
-        def fall(q):
-            return q / (trained - q) - q / (equations - q)
-
-        return fall(min(self.head_dof(k), dof)) / fall(dof)
-
     def near_interpolation(self, dof):
         """Whether a model of ``dof`` degrees of freedom, fitted to the folds'
         training rows, has fewer than ``INTERPOLATION_MARGIN`` equations each."""
@@ -993,30 +1006,6 @@ class _Search:
         dof = self.head_dof(k)
         lifted = np.sum(self.folds.lifted_squared) / self.folds.squared_weight
         return self.near_interpolation(dof) and gcv_error > min(lifted, self.lifted_gcv)
-
-    def training_squared_error(self, value_rows, query_rows):
-        """The heads' squared error on the training rows, per unit weight and output
-        (a lower bound of their cross-validated squared error)."""
-        folds = self.folds
-        if self.fit_intercept:
-            # The folds' held-out errors are centered at the means of each
-            # fold's training rows (a refit's intercept): summed, they are not
-            # the heads' error with the full fit's intercept. From the training
-            # objective J = RSS + alpha ||theta||^2 instead, whose excess over
-            # the lifted fit's is the design's loss above its baseline.
-            theta = head_coef(value_rows, query_rows, self.d)
-            excess = design_loss(self.design, value_rows, query_rows)
-            excess -= self.design.baseline
-            penalty = folds.alpha * float(
-                np.vdot(self.coef, self.coef) - np.vdot(theta, theta)
-            )
-            squared = self.residual_sum_of_squares + excess + penalty
-            return max(squared, 0.0) / folds.squared_weight
-        errors = [
-            folds.squared_error(fold, value_rows, query_rows)
-            for fold in range(folds.n_folds)
-        ]
-        return float(np.sum(errors)) / folds.squared_weight
 
     @functools.cached_property
     def token_ranks(self):
@@ -1124,7 +1113,7 @@ class _Search:
             return None
         loss = design_loss(self.design, value_rows, query_rows)
         count = CountFit(k, distance, self.excess(loss))
-        count = self.training_count(value_rows, query_rows, count)
+        count = self.training_count(value_rows, query_rows, count, loss)
         if not self.gcv_fails(k, count.gcv_error):
             return None
         return value_rows, query_rows, replace(
