@@ -1471,10 +1471,9 @@ def _search(search, n_heads):
     # a time the fewest the linearized refits pass, then the folds' own refits.
     if search.frobenius_fits:
         low = min(fewest_heads_bound(search.coef, search.d, search.tol), paper_count)
-        def passes(k):
-            return search.fit(k)[2].passes
-
-        high = _fewest(search, low, paper_count, passes, "down")
+        high = _fewest(
+            search, low, paper_count, lambda k: search.fit(k)[2].passes, "down"
+        )
     elif not search.exact and (search.folds is None or not np.any(search.held_folds)):
         if search.folds is None and not search.unheld:
             if search.budget.refused:  # building them would exceed the work limit
@@ -1541,10 +1540,9 @@ def _reproducing_beyond(search, low, paper_count):
     work limit these fits may cost at most ``BEYOND_SHARE`` times the work the
     search spent before them, or ``BEYOND_FLOOR`` flops: the bisection stops
     at a count whose first start alone (:meth:`_Search.least_fit_flops`)
-    would exceed that, fits it cuts short
-    are left out, and the fewest count found to pass is returned (the search
-    is complete: it needed none of them, unless the search's own work limit,
-    not that share, stopped them)."""
+    would exceed that, fits it cuts short are left out, and the fewest count
+    found to pass is returned (the search is complete: it needed none of them,
+    unless the search's own work limit, not that share, stopped them)."""
     budget, undecided = search.budget, search.undecided
     limit = budget.limit
     allowed = max(BEYOND_SHARE * budget.spent, BEYOND_FLOOR)
