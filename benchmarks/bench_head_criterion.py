@@ -137,13 +137,14 @@ def set_rule(rule):
         heads._Search.linearized_verdict = _linearized_majority
 
 
-def _linearized_majority(search, k, count, errors, refits):
+def _linearized_majority(search, k, count, errors, output_errors=None):
     """From REFIT_MARGIN rows per lifted feature on, the linearized refits'
     verdict by the mean and the majority of the folds, every fold or not, and
-    for misclassification too."""
+    for misclassification too (``_Search.linearized_verdict``'s signature)."""
     p = search.d * search.d * (search.d + 1) // 2
     if search.n_observations >= heads.REFIT_MARGIN * p:
-        return search.verdict(k, count, errors, refits)
+        margin = 1 + heads.LINEARIZED_TOL
+        return search.verdict(k, count, errors, margin, output_errors)
     return None
 
 
