@@ -344,7 +344,10 @@ def _frobenius_metric(token_dim):
 
 
 # The structured normal equations of the engine keep the unfolded metric, a
-# d^2 x d^4 matrix: for d <= 10 (8 MB); LSMR steps above.
+# d^2 x d^4 matrix: for d <= 10 (8 MB); LSMR steps above. Up to d = 12 (2**22)
+# three noisy CV regressions of d = 11 and 12 took the same time (2.8 to 4.2 s
+# against 2.4 to 4.4 s) for 1.6 to 2.4 times the work, one then cut short
+# (benchmarks/README.md, twenty-third pass).
 METRIC_FLOATS = 2**20
 
 
