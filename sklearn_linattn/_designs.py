@@ -62,10 +62,18 @@ def query_features(query_rows, token_dim):
     return np.ascontiguousarray(features.T).reshape(k, token_dim, -1)
 
 
+@functools.lru_cache(maxsize=16)
+def _query_map_adjoint(token_dim):
+    """The transpose of :func:`_query_map`, built once (a read-out at d = 12 makes
+    thousands of adjoint products, and building the transpose cost a sixth of
+    each)."""
+    return _query_map(token_dim).T
+
+
 def query_features_adjoint(weights, token_dim):
     """The adjoint of :func:`query_features`: ``weights`` (k, d, p) to (k, d * d)."""
     k = weights.shape[0]
-    return (_query_map(token_dim).T @ weights.reshape(k, -1).T).T
+    return (_query_map_adjoint(token_dim) @ weights.reshape(k, -1).T).T
 
 
 def _contract(moments, queries, query_rows):
