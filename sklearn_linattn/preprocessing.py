@@ -1126,12 +1126,19 @@ class TokenwiseTransformer(
         return self
 
     def _warn_if_constant_lost(self, tokens):
-        """Warn when the tokens' features span a constant (the feature 1 that
-        ``PositionalEncoding(constant=True)`` appends, say) and the transformed
-        ones do not: centering maps a constant feature to 0. Checked on a sample of
-        tokens: a constant outside their span is outside the span of all tokens
-        (and with no more tokens than features, the span says nothing)."""
-        if len(tokens) <= tokens.shape[1] or not _spans_constant(tokens):
+        """Warn when the tokens' indicator features (0 or 1 on every token) span a
+        constant (the feature 1 that ``PositionalEncoding(constant=True)``
+        appends, one-hot positions) and the transformed features do not:
+        centering maps a constant feature to 0. Other constants are the data's
+        own (a channel stuck at one value), kept out: in the documented order
+        the warning would blame a constant appended after this step. Checked on a
+        sample of tokens: a constant outside their span is outside the span of
+        all tokens (and with no more tokens than features, the span says
+        nothing)."""
+        indicators = tokens[:, np.all((tokens == 0) | (tokens == 1), axis=0)]
+        if len(tokens) <= tokens.shape[1] or not indicators.shape[1]:
+            return
+        if not _spans_constant(indicators):
             return
         transformed = _dense(self.transformer_.transform(tokens), self.transformer)
         if _spans_constant(np.asarray(transformed, dtype=np.float64)):
@@ -1139,12 +1146,13 @@ class TokenwiseTransformer(
         name = type(self.transformer).__name__
         warnings.warn(
             "The tokens' features include a constant (the feature 1 of "
-            "PositionalEncoding(constant=True), or one-hot positions covering every "
-            f"token), and {name} maps them to features "
-            "without one (centering turns a constant feature into 0): the model "
-            "loses the constant, linear and quadratic terms it gave. Append the "
-            f"constant after this step: make_pipeline(TokenwiseTransformer({name}"
-            "(...)), PositionalEncoding(constant=True), ...).",
+            "PositionalEncoding(constant=True), or one-hot features covering every "
+            f"token: positions or categories), and {name} maps them to features "
+            "without one (centering turns a constant feature into 0): unless a "
+            "later step appends a constant, the model loses the constant, linear "
+            "and quadratic terms it gave. Append the constant after this step: "
+            f"make_pipeline(TokenwiseTransformer({name}(...)), "
+            "PositionalEncoding(constant=True), ...).",
             UserWarning,
             stacklevel=caller_stacklevel(),
         )

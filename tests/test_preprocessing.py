@@ -705,6 +705,31 @@ def test_centering_after_the_constant_warns_and_zeroes_it(rng):
     np.testing.assert_array_equal(out[:, :, -1], real.astype(float))
 
 
+def test_a_constant_channel_of_the_data_does_not_warn(rng):
+    """A channel stuck at one value spans a constant the scaler centers away, as
+    the constant feature would be; it is the data's own, and in the documented
+    order the constant appended after the scaler is kept: no warning. One-hot
+    categories covering every token warn (the constant they span is lost unless
+    a later step appends one)."""
+    X = pad_sequences([rng.normal(size=(n, 3)) for n in rng.integers(2, 7, 60)])
+    real = X.any(axis=2)
+    X[..., 2] = np.where(real, 5.0, 0.0)
+    X_before = X.copy()
+    documented = make_pipeline(
+        TokenwiseTransformer(StandardScaler()),
+        PositionalEncoding(n_positions=2, constant=True),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = documented.fit_transform(X)
+    np.testing.assert_array_equal(X, X_before)
+    np.testing.assert_array_equal(out[:, :, -1], real.astype(float))
+    category = rng.integers(0, 2, size=X.shape[:2]).astype(float)
+    X[..., 1], X[..., 2] = category * real, (1 - category) * real
+    with pytest.warns(UserWarning, match="positions or categories"):
+        TokenwiseTransformer(StandardScaler()).fit(X)
+
+
 @pytest.mark.parametrize(
     "transformer",
     [StandardScaler(with_mean=False), TruncatedSVD(n_components=6)],
