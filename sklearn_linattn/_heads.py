@@ -112,11 +112,12 @@ REFIT_MARGIN = 10.0
 # null space).
 DRIFT = 1e3
 DRIFT_PENALTY = 1e-6
-# The work of the fits from the interpolating count on (_reproducing_beyond):
-# BEYOND_SHARE times the search's before them (3: n_heads=k-1 passed where k came
-# back in 35 of 515 fits of bench_fewest_heads.py against 44 with 1, for 2.6% more
-# work), or BEYOND_FLOOR flops (under a tenth of a second of one core,
-# benchmarks/README.md) where that is more.
+# The work of the first fit from the interpolating count on (_reproducing_beyond):
+# BEYOND_SHARE times the search's before it (3: with this share on all those fits,
+# n_heads=k-1 passed where k came back in 35 of 515 fits of bench_fewest_heads.py
+# against 44 with 1, for 2.6% more work; on the first alone, 12), or BEYOND_FLOOR
+# flops (under a tenth of a second of one core, benchmarks/README.md) where that
+# is more.
 BEYOND_SHARE = 3.0
 BEYOND_FLOOR = 2e8
 # The estimators' work limit: head_work_limit times the lifted fit's flops plus
@@ -1537,12 +1538,16 @@ def _reproducing_beyond(search, low, paper_count):
     costs more the more heads it has: galloping down from the paper's count
     spent the work on its largest counts, bench_fewest_heads.py), each count
     fitted as ``n_heads=k`` fits it; ``paper_count`` where none does. Under a
-    work limit these fits may cost at most ``BEYOND_SHARE`` times the work the
-    search spent before them, or ``BEYOND_FLOOR`` flops: the bisection stops
-    at a count whose first start alone (:meth:`_Search.least_fit_flops`)
-    would exceed that, fits it cuts short are left out, and the fewest count
-    found to pass is returned (the search is complete: it needed none of them,
-    unless the search's own work limit, not that share, stopped them)."""
+    work limit the fits until one passes may cost at most ``BEYOND_SHARE``
+    times the work the search spent before them, or ``BEYOND_FLOOR`` flops:
+    the bisection stops at a count whose first start alone
+    (:meth:`_Search.least_fit_flops`) would exceed that, fits it cuts short
+    are left out, and the fewest count found to pass is returned (the search
+    is complete: it needed none of them, unless the search's own work limit,
+    not that share, stopped them). Once a count has passed, the fewer that
+    may reproduce the lifted fit too are fitted within the search's own
+    limit (under the share, 35 of 513 of bench_fewest_heads.py's fits
+    returned k heads where ``n_heads=k-1`` passes; with it, 12)."""
     budget, undecided = search.budget, search.undecided
     limit = budget.limit
     allowed = max(BEYOND_SHARE * budget.spent, BEYOND_FLOOR)
@@ -1554,7 +1559,10 @@ def _reproducing_beyond(search, low, paper_count):
             return False
         if budget.spent + search.least_fit_flops(k) > budget.limit:
             return None  # its first start alone would overrun: stop here
-        return bool(search.fit(k, fitted=True)[2].passes)
+        passes = bool(search.fit(k, fitted=True)[2].passes)
+        if passes:  # fewer heads reproduce the lifted fit: the search's own limit
+            budget.limit = limit
+        return passes
 
     try:
         _fewest(search, low, paper_count, reproduces, "bisect")

@@ -781,6 +781,30 @@ def test_no_work_limit_lifts_the_cap_on_counts_beyond_the_interpolating_one(
     assert unlimited.n_heads_ == capped.n_heads_ == 3  # the fewest either way
 
 
+def test_once_a_count_beyond_the_interpolating_one_passes_fewer_are_fitted():
+    """22 noisy sequences of d = 4 (p = 40) from 3 heads, two outputs, the CV
+    regressor: from 4 heads on the models have as many dimensions as the
+    equations and pass only by reproducing the lifted fit. The paper's count
+    less one (7) passed, and the share of work that bounds these fits stopped
+    the bisection below it: 7 heads came back where n_heads=4 reproduces the
+    lifted fit. The share bounds that first fit (whether any such count
+    reproduces the lifted fit); once one has, the fewest are sought under the
+    search's own limit: 4 heads, n_heads=3 failing."""
+    seed = 499311327
+    X, y, _ = make_random_mhla(222, 7, 4, n_heads=3, n_outputs=2, random_state=seed)
+    rng = np.random.default_rng(seed)
+    X, y = X[:22], (y + 0.1 * np.std(y, axis=0) * rng.normal(size=y.shape))[:22]
+    model = LinearAttentionRegressorCV().fit(X, y)
+    lifted = LinearAttentionRegressorCV(n_heads=None).fit(X, y)
+    fewer = LinearAttentionRegressorCV(n_heads=model.n_heads_ - 1).fit(X, y)
+    search = model.head_search_
+    assert search.criterion == "tol" and search.complete
+    assert model.n_heads_ == 4 < lifted.n_heads_ - 1
+    distance = np.linalg.norm(model.coef_ - lifted.coef_)
+    assert distance <= search.tol * np.linalg.norm(lifted.coef_)
+    assert not fewer.head_search_.passes
+
+
 def fifteen_linnerud_rows():
     """15 of linnerud's 20 rows (a seeded draw), its 3 features as 3 tokens of
     one feature with positions and a constant (d = 5, p = 75), its 3 targets
