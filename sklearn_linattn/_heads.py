@@ -792,8 +792,13 @@ class _Search:
                 best = run(subspace, FIT_ITER, resolution=resolution)[:3]
         value_rows, query_rows, loss = best
         if not self.exact:  # judged as n_heads=k returns them: polished
-            value_rows, query_rows = self.polish(value_rows, query_rows)
-            value_rows, query_rows = self.reproduce(value_rows, query_rows)
+            # (heads that reproduce the lifted fit as they are, a count beyond
+            # the interpolating one, are at the training objective's minimum)
+            reproduced = self.reproduce(value_rows, query_rows)
+            if self.distance(*reproduced) > self.tol:
+                polished = self.polish(value_rows, query_rows)
+                reproduced = self.reproduce(*polished)
+            value_rows, query_rows = reproduced
             loss = design_loss(self.design, value_rows, query_rows)
         if design is self.frobenius and asked:
             if self.distance(value_rows, query_rows) > self.tol:
