@@ -115,7 +115,7 @@ DRIFT_PENALTY = 1e-6
 # The work of the first fit from the interpolating count on (_reproducing_beyond):
 # BEYOND_SHARE times the search's before it (3: with this share on all those fits,
 # n_heads=k-1 passed where k came back in 35 of 515 fits of bench_fewest_heads.py
-# against 44 with 1, for 2.6% more work; on the first alone, 12), or BEYOND_FLOOR
+# against 44 with 1, for 2.6% more work; on the first alone, 5), or BEYOND_FLOOR
 # flops (under a tenth of a second of one core, benchmarks/README.md) where that
 # is more.
 BEYOND_SHARE = 3.0
@@ -1552,7 +1552,7 @@ def _reproducing_beyond(search, low, paper_count):
     not that share, stopped them). Once a count has passed, the fewer that
     may reproduce the lifted fit too are fitted within the search's own
     limit (under the share, 35 of 513 of bench_fewest_heads.py's fits
-    returned k heads where ``n_heads=k-1`` passes; with it, 12)."""
+    returned k heads where ``n_heads=k-1`` passes; with it, 5)."""
     budget, undecided = search.budget, search.undecided
     limit = budget.limit
     allowed = max(BEYOND_SHARE * budget.spent, BEYOND_FLOOR)
