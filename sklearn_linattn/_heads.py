@@ -115,7 +115,7 @@ DRIFT_PENALTY = 1e-6
 # The work of the first fit from the interpolating count on (_reproducing_beyond):
 # BEYOND_SHARE times the search's before it (3: with this share on all those fits,
 # n_heads=k-1 passed where k came back in 35 of 515 fits of bench_fewest_heads.py
-# against 44 with 1, for 2.6% more work; on the first alone, 5), or BEYOND_FLOOR
+# against 44 with 1, for 2.6% more work; on the first alone, 12), or BEYOND_FLOOR
 # flops (under a tenth of a second of one core, benchmarks/README.md) where that
 # is more.
 BEYOND_SHARE = 3.0
@@ -792,13 +792,8 @@ class _Search:
                 best = run(subspace, FIT_ITER, resolution=resolution)[:3]
         value_rows, query_rows, loss = best
         if not self.exact:  # judged as n_heads=k returns them: polished
-            # (heads that reproduce the lifted fit as they are, a count beyond
-            # the interpolating one, are at the training objective's minimum)
-            reproduced = self.reproduce(value_rows, query_rows)
-            if self.distance(*reproduced) > self.tol:
-                polished = self.polish(value_rows, query_rows)
-                reproduced = self.reproduce(*polished)
-            value_rows, query_rows = reproduced
+            value_rows, query_rows = self.polish(value_rows, query_rows)
+            value_rows, query_rows = self.reproduce(value_rows, query_rows)
             loss = design_loss(self.design, value_rows, query_rows)
         if design is self.frobenius and asked:
             if self.distance(value_rows, query_rows) > self.tol:
@@ -1552,7 +1547,7 @@ def _reproducing_beyond(search, low, paper_count):
     not that share, stopped them). Once a count has passed, the fewer that
     may reproduce the lifted fit too are fitted within the search's own
     limit (under the share, 35 of 513 of bench_fewest_heads.py's fits
-    returned k heads where ``n_heads=k-1`` passes; with it, 5)."""
+    returned k heads where ``n_heads=k-1`` passes; with it, 12)."""
     budget, undecided = search.budget, search.undecided
     limit = budget.limit
     allowed = max(BEYOND_SHARE * budget.spent, BEYOND_FLOOR)
