@@ -131,7 +131,13 @@ def test_flat_rows_and_partial_fit(client, data):
     for start in (0, 300, 600):
         streamed.partial_fit(X_dask[start : start + 300], y[start : start + 300])
     whole = LinearAttentionRegressor().fit(X, y)
-    np.testing.assert_allclose(streamed.coef_, whole.coef_, rtol=1e-10, atol=1e-13)
+    # the same count, its noisy fit stopped at a minimum to the loss's rounding
+    # from statistics summed in another order: the heads agree to sqrt(eps) of
+    # their norm (4.7e-10 measured)
+    assert streamed.n_heads_ == whole.n_heads_
+    scale = np.linalg.norm(whole.coef_)
+    distance = np.linalg.norm(streamed.coef_ - whole.coef_)
+    assert distance < np.sqrt(np.finfo(float).eps) * scale
     streamed.partial_fit(X[:50], y[:50])  # in-memory batches mix with Dask ones
     with pytest.raises(ValueError, match="same shape of targets"):
         streamed.partial_fit(X_dask[:100], y[:100, 0])
