@@ -115,9 +115,9 @@ DRIFT_PENALTY = 1e-6
 # The work of the first fit from the interpolating count on (_reproducing_beyond):
 # BEYOND_SHARE times the search's before it (3: with this share on all those fits,
 # n_heads=k-1 passed where k came back in 35 of 515 fits of bench_fewest_heads.py
-# against 44 with 1, for 2.6% more work; on the first alone, 12), or BEYOND_FLOOR
-# flops (under a tenth of a second of one core, benchmarks/README.md) where that
-# is more.
+# against 44 with 1, for 2.6% more work; on the first alone, 12; with heads that
+# reproduce it refined, not polished, 5 of 514), or BEYOND_FLOOR flops (under a
+# tenth of a second of one core, benchmarks/README.md) where that is more.
 BEYOND_SHARE = 3.0
 BEYOND_FLOOR = 2e8
 # The estimators' work limit: head_work_limit times the lifted fit's flops plus
@@ -792,8 +792,17 @@ class _Search:
                 best = run(subspace, FIT_ITER, resolution=resolution)[:3]
         value_rows, query_rows, loss = best
         if not self.exact:  # judged as n_heads=k returns them: polished
-            value_rows, query_rows = self.polish(value_rows, query_rows)
-            value_rows, query_rows = self.reproduce(value_rows, query_rows)
+            refinable = self.refinable(value_rows, query_rows)
+            reproduced = self.reproduce(value_rows, query_rows)
+            if self.distance(*reproduced) <= self.tol:
+                # they reproduce the lifted fit (a count beyond the interpolating
+                # one passes only so): refined to it to rounding, the training
+                # objective's minimum, without the polish's work
+                value_rows, query_rows = self.refined(*reproduced)
+            else:  # polished, and refined unless that failed already
+                value_rows, query_rows = self.polish(value_rows, query_rows)
+                if not refinable:
+                    value_rows, query_rows = self.reproduce(value_rows, query_rows)
             loss = design_loss(self.design, value_rows, query_rows)
         if design is self.frobenius and asked:
             if self.distance(value_rows, query_rows) > self.tol:
@@ -895,11 +904,7 @@ class _Search:
         resolves the heads only to about ``sqrt(eps)`` of the lifted fit, above
         ``tol``, and a count that reproduces it (three heads of a three-class
         classifier at d = 3) stopped at 1.2e-8 and failed."""
-        distance = self.distance(value_rows, query_rows)
-        near = distance <= np.sqrt(self.tol) or (
-            len(query_rows) >= self.fewest_interpolating()
-        )
-        if not self.tol < distance or not near or self.budget.exhausted:
+        if not self.refinable(value_rows, query_rows):
             return value_rows, query_rows
         accept = self.stop_rules(self.frobenius)[0]
         refined = fit_heads(
@@ -907,6 +912,24 @@ class _Search:
         )[:2]
         if self.distance(*refined) <= self.tol:
             return refined
+        return value_rows, query_rows
+
+    def refinable(self, value_rows, query_rows):
+        """Whether :meth:`reproduce` refines these heads."""
+        distance = self.distance(value_rows, query_rows)
+        near = distance <= np.sqrt(self.tol) or (
+            len(query_rows) >= self.fewest_interpolating()
+        )
+        return self.tol < distance and near and not self.budget.exhausted
+
+    def refined(self, value_rows, query_rows):
+        """Heads within ``tol`` of the lifted fit refined toward it in the
+        Frobenius metric until the steps gain no more than rounding (Gauss-Newton
+        converges quadratically where the heads can reproduce it exactly), so
+        that they do not depend on where within ``tol`` a fit stopped."""
+        refined = fit_heads(self.frobenius, query_rows, POLISH_ITER, budget=self.budget)
+        if self.distance(*refined[:2]) <= self.distance(value_rows, query_rows):
+            return refined[:2]
         return value_rows, query_rows
 
     def polish(self, value_rows, query_rows):
@@ -1547,7 +1570,8 @@ def _reproducing_beyond(search, low, paper_count):
     not that share, stopped them). Once a count has passed, the fewer that
     may reproduce the lifted fit too are fitted within the search's own
     limit (under the share, 35 of 513 of bench_fewest_heads.py's fits
-    returned k heads where ``n_heads=k-1`` passes; with it, 12)."""
+    returned k heads where ``n_heads=k-1`` passes; with it, 12, and 5 of
+    514 once heads that reproduce it are refined to it, not polished)."""
     budget, undecided = search.budget, search.undecided
     limit = budget.limit
     allowed = max(BEYOND_SHARE * budget.spent, BEYOND_FLOOR)

@@ -28,7 +28,7 @@ from conftest import (
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.linalg import LinAlgWarning
 from sklearn.base import clone
-from sklearn.datasets import load_digits, load_linnerud, load_wine
+from sklearn.datasets import load_digits, load_iris, load_linnerud, load_wine
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import r2_score
 from sklearn.model_selection import train_test_split
@@ -803,6 +803,34 @@ def test_once_a_count_beyond_the_interpolating_one_passes_fewer_are_fitted():
     distance = np.linalg.norm(model.coef_ - lifted.coef_)
     assert distance <= search.tol * np.linalg.norm(lifted.coef_)
     assert not fewer.head_search_.passes
+
+
+def test_heads_that_reproduce_the_lifted_fit_are_refined_to_it_not_polished():
+    """15 iris rows, two tokens of two features with positions and a constant (d
+    = 5, p = 75), alpha = 0.1: every count from 3 on has as many dimensions as
+    the equations and passes only by reproducing the lifted fit. Fits were
+    polished in the training metric before their refinement toward the lifted
+    fit, and the share of work for those counts ran out: 12 heads came back
+    where 5 reproduce it. Heads that reproduce it once refined are refined to it
+    to rounding instead (the training objective's minimum): 5 heads, n_heads=4
+    failing, and the coefficients the lifted fit's to rounding, not to tol."""
+    X, y = load_iris(return_X_y=True)
+    order = np.random.default_rng(874765119).permutation(len(X))[:15]
+    X = StandardScaler().fit_transform(X[order]).reshape(15, 2, 2)
+    X, y = PositionalEncoding(constant=True, padding=None).fit_transform(X), y[order]
+
+    def fitted(**params):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return LinearAttentionClassifier(alpha=0.1, **params).fit(X, y)
+
+    model, lifted = fitted(), fitted(n_heads=None)
+    search = model.head_search_
+    assert search.criterion == "tol" and search.complete
+    assert model.n_heads_ == 5 < lifted.n_heads_
+    distance = np.linalg.norm(model.coef_ - lifted.coef_)
+    assert distance <= 1e3 * np.finfo(float).eps * np.linalg.norm(lifted.coef_)
+    assert not fitted(n_heads=4).head_search_.passes
 
 
 def fifteen_linnerud_rows():
