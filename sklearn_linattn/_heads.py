@@ -32,6 +32,7 @@ from ._low_rank import (
     ACCURACY,
     LINEARIZED_TOL,
     LSMR_ITER,
+    ROUNDING,
     Budget,
     completion_queries,
     fit_heads,
@@ -75,6 +76,13 @@ SAME_START = 3e-3
 # Levenberg-Marquardt steps per start, and to polish the returned heads.
 FIT_ITER = 100
 POLISH_ITER = 20
+# Gauss-Newton steps refining heads within tol of the lifted fit to it (_Search.
+# refined): they stop within ROUNDING eps of it, in 0 to 2 steps where Gauss-Newton
+# converges quadratically (macrodata's 23 and 15 heads, bench_search_stages.py),
+# and get near it where the metric is near singular (its 11 heads: 8.8e-9 to
+# 3.1e-13 in 5 steps; 20 steps cost 1.7e10 flops for 15 heads, a third of the
+# search's work limit).
+REFINE_ITER = 5
 # A noisy fit has stalled when 5 steps gain less than RESOLUTION of the lifted
 # fit's explained energy (far below the spread of a cross-validated error).
 RESOLUTION = 1e-6
@@ -927,7 +935,12 @@ class _Search:
         Frobenius metric until the steps gain no more than rounding (Gauss-Newton
         converges quadratically where the heads can reproduce it exactly), so
         that they do not depend on where within ``tol`` a fit stopped."""
-        refined = fit_heads(self.frobenius, query_rows, POLISH_ITER, budget=self.budget)
+        energy = float(np.vdot(self.frobenius.targets, self.frobenius.targets))
+        refined = fit_heads(
+            self.frobenius, query_rows, REFINE_ITER,
+            accept_below=(ROUNDING * np.finfo(float).eps) ** 2 * energy,
+            budget=self.budget,
+        )
         if self.distance(*refined[:2]) <= self.distance(value_rows, query_rows):
             return refined[:2]
         return value_rows, query_rows
