@@ -932,9 +932,10 @@ class _Search:
 
     def refined(self, value_rows, query_rows):
         """Heads within ``tol`` of the lifted fit refined toward it in the
-        Frobenius metric until the steps gain no more than rounding (Gauss-Newton
-        converges quadratically where the heads can reproduce it exactly), so
-        that they do not depend on where within ``tol`` a fit stopped."""
+        Frobenius metric, to within ``ROUNDING`` eps of it or ``REFINE_ITER``
+        steps (Gauss-Newton converges quadratically where the heads reproduce it
+        exactly), so that they do not depend on where within ``tol`` a fit
+        stopped; kept only where nearer than before."""
         energy = float(np.vdot(self.frobenius.targets, self.frobenius.targets))
         refined = fit_heads(
             self.frobenius, query_rows, REFINE_ITER,
