@@ -32,7 +32,10 @@ rest of the data set):
   decided;
 - ``reproduces``: where the criterion is ``"tol"``, whether ``coef_`` is within
   ``tol`` of ``n_heads=None``'s (relative);
-- the same fit twice gives the same ``coef_`` and count.
+- the same fit twice gives the same ``coef_`` and count;
+- ``other_path``: for the plain estimators, the head count and criterion of the
+  same data fitted the other way (``fit`` where the case uses two ``partial_fit``
+  batches, and the reverse): the issue's "same data, same read-out".
 """
 
 import argparse
@@ -167,9 +170,9 @@ def make_estimator(case, **params):
     return estimator.set_params(**params)
 
 
-def fitted(case, X, y, weights, **params):
+def fitted(case, X, y, weights, partial_fit=None, **params):
     estimator = make_estimator(case, **params)
-    if not case["partial_fit"]:
+    if not (case["partial_fit"] if partial_fit is None else partial_fit):
         return estimator.fit(X, y, sample_weight=weights)
     half = len(X) // 2
     first = {"classes": np.unique(y)} if case["est"] == "clf" else {}
@@ -215,6 +218,9 @@ def run_case(case):
         if fitted(case, X, y, weights, n_heads=count).head_search_.passes != passes
     ]
     row["checked"] = len(decided[:4] + decided[4:][-4:])
+    if case["est"] in ("reg", "clf"):
+        other = fitted(case, X, y, weights, partial_fit=not case["partial_fit"])
+        row["other_path"] = [int(other.n_heads_), other.head_search_.criterion]
     return row
 
 
@@ -230,6 +236,9 @@ def summary(rows):
     total["tol"] = sum("reproduces" in r for r in rows)
     total["not_same_twice"] = sum(not r["same_twice"] for r in rows)
     total["incomplete"] = sum(not r["complete"] for r in rows)
+    paths = [r for r in rows if "other_path" in r]
+    total["other_path_checked"] = len(paths)
+    total["other_path_differs"] = sum(r["other_path"][0] != r["heads"] for r in paths)
     total["work"] = float(f"{sum(r['work'] for r in rows):.3g}")  # flops
     return total
 
@@ -258,10 +267,14 @@ def main():
                     rows.append(run_case(case))
     print(json.dumps(summary(rows)))
     for row in rows:
-        if row.get("fewer_passes") or row["disagree"] or row.get("reproduces") is False:
+        other_path = row.get("other_path", [row["heads"]])
+        if (row.get("fewer_passes") or row["disagree"]
+                or row.get("reproduces") is False or other_path[0] != row["heads"]):
             print("case", row["id"], {key: row[key] for key in (
                 "d", "est", "heads", "criterion", "counts", "disagree")},
-                "n_heads=k-1 passes" if row.get("fewer_passes") else "")
+                "n_heads=k-1 passes" if row.get("fewer_passes") else "",
+                "" if other_path[0] == row["heads"]
+                else f"the other path (fit/partial_fit): {other_path}")
     if args.compare:
         other = {}
         for path in args.compare:

@@ -769,7 +769,7 @@ class _Search:
             screened = []
             for start in starts:
                 screened.append(run(start, SCREEN_ITER))
-                if screened[-1][2] <= accept:
+                if screened[-1][2] <= accept or self.budget.exhausted:
                     break
             kept = []  # (coefficients, query rows), the best screened first
             for value_rows, query_rows, *_ in sorted(screened, key=lambda f: f[2]):
