@@ -33,6 +33,8 @@ rest of the data set):
 - ``reproduces``: where the criterion is ``"tol"``, whether ``coef_`` is within
   ``tol`` of ``n_heads=None``'s (relative);
 - the same fit twice gives the same ``coef_`` and count;
+- ``fewer_untried``: the lifted fit's heads came back with counts that could
+  reproduce it left unfitted (``head_search_.fewer_untried``);
 - ``other_path``: for the plain estimators, the head count and criterion of the
   same data fitted the other way (``fit`` where the case uses two ``partial_fit``
   batches, and the reverse): the issue's "same data, same read-out".
@@ -198,6 +200,7 @@ def run_case(case):
         lifted_heads=int(lifted.n_heads_),
         lifted_score=float(lifted.score(X_test, y_test)),
         work=float(search.work),
+        fewer_untried=bool(search.fewer_untried),
         counts=[(int(c.n_heads), c.passes, c.failed_on) for c in search.counts],
         same_twice=bool(
             np.array_equal(model.coef_, again.coef_) and again.n_heads_ == k
@@ -236,6 +239,7 @@ def summary(rows):
     total["tol"] = sum("reproduces" in r for r in rows)
     total["not_same_twice"] = sum(not r["same_twice"] for r in rows)
     total["incomplete"] = sum(not r["complete"] for r in rows)
+    total["fewer_untried"] = sum(bool(r.get("fewer_untried")) for r in rows)
     paths = [r for r in rows if "other_path" in r]
     total["other_path_checked"] = len(paths)
     total["other_path_differs"] = sum(r["other_path"][0] != r["heads"] for r in paths)

@@ -1221,7 +1221,8 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         ``ConvergenceWarning``. None: no limit (near interpolation the
         search then also fits every count that could reproduce the lifted
         fit, which under a limit it tries only within about the work it
-        spent before them). A fixed ``n_heads=k`` is fitted without a limit.
+        spent before them; ``head_search_.fewer_untried`` says where that
+        left counts unfitted). A fixed ``n_heads=k`` is fitted without a limit.
     solver_tol : float, default=1e-10
         Stopping tolerance of LSQR (``atol`` and ``btol``) for ``solver="cg"``.
     max_iter : int, default=None

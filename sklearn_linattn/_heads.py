@@ -432,8 +432,9 @@ class HeadReadout:
         refitted from its own lifted fit, is within its threshold, or, with at
         least 10 training rows per lifted feature, that of its refits
         linearized at the full fit on every fold, :class:`CountFit`),
-        ``"lifted"`` (no fewer heads passed: the
-        paper's read-out of the lifted fit), ``"fixed"`` (``n_heads=k``: the best
+        ``"lifted"`` (no fewer heads passed, or, with ``fewer_untried``, fewer
+        that could only reproduce the lifted fit were not fitted: the paper's
+        read-out of the lifted fit), ``"fixed"`` (``n_heads=k``: the best
         model found with at most ``k`` heads), ``"paper"`` (``n_heads=None``).
     passes : bool
         Whether the returned heads pass (``"tol"``, ``"cv"`` and ``"lifted"``
@@ -444,7 +445,9 @@ class HeadReadout:
         fit's). A search whose last fit runs out of work but is decided (passes
         by ``tol``, or fails) is complete.
     counts : tuple of CountFit
-        Every count fitted, in the order fitted.
+        Every count fitted, in the order fitted (but counts from the
+        interpolating one on whose fit the work limit cut short: they are
+        left out, undecided, as if not fitted).
     relative_distance : float
         Of the returned heads, as in :class:`CountFit`.
     cv_error, cv_standard_error : float
@@ -494,6 +497,16 @@ class HeadReadout:
         errors; regressors, and classifiers whose rows were not kept:
         ``partial_fit`` beyond its kept rows, Dask) or ``"misclassified"``
         (a classifier's misclassified rows); None where no folds were built.
+    fewer_untried : bool
+        True where the lifted fit's heads came back while counts below them
+        that could reproduce it were not all fitted. Counts whose models have
+        as many parameters as the training rows have equations pass only by
+        reproducing the lifted fit within ``tol``, and then predict as it
+        does; under a work limit their first fit may take at most three times
+        the work the search spent before it (or ``2e8`` flops), and a count
+        whose fit would exceed that, or the limit, is not fitted.
+        ``head_work_limit=None`` fits them all and can return fewer heads
+        with the same predictions. The search still counts as complete.
 
     Examples
     --------
@@ -522,6 +535,7 @@ class HeadReadout:
     effective_outputs: float = 1.0
     tol: float = float("nan")
     loss: object = None
+    fewer_untried: bool = False
 
     @property
     def n_heads(self):
@@ -567,6 +581,9 @@ class _Search:
         self.frobenius = LiftedDesign(coef, d)
         # whether the folds were not built, every row of positive weight in one
         self.unheld = False
+        # whether counts that could reproduce the lifted fit were left unfitted
+        # (_reproducing_beyond)
+        self.fewer_untried = False
 
     @property
     def folds_built(self):
@@ -769,7 +786,7 @@ class _Search:
             screened = []
             for start in starts:
                 screened.append(run(start, SCREEN_ITER))
-                if screened[-1][2] <= accept or self.budget.exhausted:
+                if screened[-1][2] <= accept:
                     break
             kept = []  # (coefficients, query rows), the best screened first
             for value_rows, query_rows, *_ in sorted(screened, key=lambda f: f[2]):
@@ -1479,6 +1496,7 @@ def read_out_heads(
         effective_outputs=search.outputs,
         tol=search.tol,
         loss=search.folds.loss if search.folds_built else None,
+        fewer_untried=search.fewer_untried,
     )
 
 
@@ -1591,16 +1609,20 @@ def _reproducing_beyond(search, low, paper_count):
     allowed = max(BEYOND_SHARE * budget.spent, BEYOND_FLOOR)
     if limit < np.inf:  # no work limit (head_work_limit=None): no cap either
         budget.limit = min(limit, budget.spent + allowed)
+    untried = False  # a count not fitted, or cut short: its verdict unknown
 
     def reproduces(k):
+        nonlocal untried
         if k in search.hopeless:
             return False
         if budget.spent + search.least_fit_flops(k) > budget.limit:
+            untried = True
             return None  # its first start alone would overrun: stop here
-        passes = bool(search.fit(k, fitted=True)[2].passes)
+        passes = search.fit(k, fitted=True)[2].passes
+        untried = untried or passes is None
         if passes:  # fewer heads reproduce the lifted fit: the search's own limit
             budget.limit = limit
-        return passes
+        return bool(passes)
 
     try:
         _fewest(search, low, paper_count, reproduces, "bisect")
@@ -1614,6 +1636,7 @@ def _reproducing_beyond(search, low, paper_count):
         k: fit for k, fit in search.fits.items() if k < low or fit[2].passes is not None
     }
     passed = [k for k, fit in search.fits.items() if k >= low and fit[2].passes]
+    search.fewer_untried = untried and not passed
     return min(passed, default=paper_count)
 
 

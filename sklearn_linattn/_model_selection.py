@@ -1258,7 +1258,8 @@ class LinearAttentionRegressorCV(RegressorMixin, _LinearAttentionCVBase):
     The final model for ``alpha_`` is solved from the total statistics without
     another pass and has every attribute of :class:`LinearAttentionRegressor`
     (heads, certificate, ``coef_``, ...). Folds are scored with the lifted solution;
-    with ``n_heads`` an int the final predictions come from the heads.
+    the final predictions come from the heads (unless ``n_heads=None``, whose
+    heads predict as the lifted solution does).
 
     Parameters
     ----------

@@ -454,6 +454,13 @@ class HeadSearchDisplay:
                 "fit kept no folds (a warning said so)",
             }
             reason = reasons.get(search.criterion, "")
+            if getattr(search, "fewer_untried", False):  # (a record without it)
+                reason = (
+                    "fewer heads could pass only by reproducing the lifted fit "
+                    "(with its predictions), and their fits would exceed the "
+                    "search's share of work (head_search_.fewer_untried; "
+                    "head_work_limit=None fits them)"
+                )
             if not search.complete:
                 reason = "the work limit (head_work_limit) stopped the search first"
             raise ValueError(
@@ -589,6 +596,10 @@ class HeadSearchDisplay:
                 and np.isnan(count.linearized_cv_error)
                 and np.isnan(count.training_error)
             ]
+            # counts that failed at a cross-validated error on the counts'
+            # line: a hollow marker around the line's, not hidden behind it
+            on_line = ("majority", "output", "scores")
+            size = lines["counts"].get_markersize()
             for key, drawn, errors, marker, label in partial:
                 if drawn:
                     lines[key] = ax.plot(
@@ -598,7 +609,11 @@ class HeadSearchDisplay:
                         linestyle="none",
                         color=color,
                         label=label,
-                        fillstyle="none" if key == "undecided" else "full",
+                        fillstyle="none"
+                        if key == "undecided" or key in on_line
+                        else "full",
+                        markersize=2 * size if key in on_line else size,
+                        zorder=3,
                     )[0]
             if unmeasured:  # no error to draw them at: on the x-axis
                 lines["unmeasured"] = ax.plot(
@@ -706,6 +721,8 @@ class HeadSearchDisplay:
             }.get(search.criterion, search.criterion)
             if search.criterion == "lifted" and not search.complete:
                 why = "the lifted fit's"
+            elif search.criterion == "lifted" and search.fewer_untried:
+                why = "the lifted fit's: fewer that could reproduce it not fitted"
             label = f"chosen: {search.n_heads} ({why}{cut_short})"
         lines["chosen"] = ax.axvline(  # behind the counts' markers
             search.n_heads, color="C3", linestyle="-.", label=label, zorder=1

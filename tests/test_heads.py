@@ -754,7 +754,7 @@ def test_fits_beyond_the_interpolating_count_are_started_only_within_the_limit(
             warnings.simplefilter("error", ConvergenceWarning)
             search = LinearAttentionClassifier().fit(X, y).head_search_
         assert search.work <= search.work_limit
-        assert search.complete and search.criterion == "lifted"
+        assert search.complete and search.criterion == "lifted" and search.fewer_untried
     monkeypatch.undo()
     rng = np.random.default_rng(40)
     X, y = rng.normal(size=(30, 5, 10)), rng.permutation(np.arange(30) % 10)
@@ -803,6 +803,31 @@ def test_once_a_count_beyond_the_interpolating_one_passes_fewer_are_fitted():
     distance = np.linalg.norm(model.coef_ - lifted.coef_)
     assert distance <= search.tol * np.linalg.norm(lifted.coef_)
     assert not fewer.head_search_.passes
+    assert not search.fewer_untried  # (a count passed: the fewest were sought)
+
+
+def test_counts_left_unfitted_beyond_the_interpolating_one_are_reported():
+    """20 sequences of d = 7, three outputs, alpha = 1: every count below the
+    lifted fit's 21 is either hopeless or can pass only by reproducing the
+    lifted fit, and the first of those fits would exceed the share of work the
+    search gives them. The search returned the lifted fit's heads as complete
+    with no count fitted and said "no fewer heads passed", while 10 reproduce
+    it (helper-78). It now says those counts were not fitted
+    (``fewer_untried``); without a work limit they are, and 10 heads come back
+    with the lifted fit's coefficients within tol."""
+    X, y, _ = make_random_mhla(
+        20, 8, 7, n_heads=1, n_outputs=3, noise=0.01, random_state=0
+    )
+    capped = LinearAttentionRegressor(alpha=1.0).fit(X, y)
+    unlimited = LinearAttentionRegressor(alpha=1.0, head_work_limit=None).fit(X, y)
+    search = capped.head_search_
+    assert search.criterion == "lifted" and search.complete and search.passes
+    assert search.fewer_untried and capped.n_heads_ == 21
+    assert unlimited.head_search_.criterion == "tol"
+    assert not unlimited.head_search_.fewer_untried
+    assert unlimited.n_heads_ == 10
+    distance = np.linalg.norm(unlimited.coef_ - capped.coef_)
+    assert distance <= search.tol * np.linalg.norm(capped.coef_)
 
 
 def test_heads_that_reproduce_the_lifted_fit_are_refined_to_it_not_polished():

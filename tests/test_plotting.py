@@ -309,6 +309,8 @@ def test_search_display_shows_what_failed_counts_within_the_threshold(
     np.testing.assert_array_equal(drawn.get_xdata(), [c.n_heads for c in failed])
     errors = [c.gcv_error if key == "gcv" else c.cv_error for c in failed]
     np.testing.assert_array_equal(drawn.get_ydata(), errors)
+    if key == "majority":
+        assert_marks_the_counts_line(display, drawn)
     if "training" in display.lines_:
         on_training = {c.n_heads for c in search.counts if c.failed_on == "training"}
         assert set(display.lines_["training"].get_xdata()) == on_training
@@ -319,9 +321,11 @@ def test_search_display_marks_counts_worse_on_an_output():
     model = LinearAttentionRegressor().fit(X, y)
     failed = [c for c in model.head_search_.counts if c.failed_on == "output"]
     assert failed, "no count failed on an output: the test exercises nothing"
-    drawn = HeadSearchDisplay.from_estimator(model).lines_["output"]
+    display = HeadSearchDisplay.from_estimator(model)
+    drawn = display.lines_["output"]
     np.testing.assert_array_equal(drawn.get_xdata(), [c.n_heads for c in failed])
     np.testing.assert_array_equal(drawn.get_ydata(), [c.cv_error for c in failed])
+    assert_marks_the_counts_line(display, drawn)
 
 
 def test_search_display_marks_a_classifiers_counts_failed_on_their_scores():
@@ -332,9 +336,24 @@ def test_search_display_marks_a_classifiers_counts_failed_on_their_scores():
     failed = [c for c in model.head_search_.counts if c.failed_on == "scores"]
     assert failed, "no count failed on its scores: the test exercises nothing"
     assert all(c.cv_error < c.threshold for c in failed)
-    drawn = HeadSearchDisplay.from_estimator(model).lines_["scores"]
+    display = HeadSearchDisplay.from_estimator(model)
+    drawn = display.lines_["scores"]
     np.testing.assert_array_equal(drawn.get_xdata(), [c.n_heads for c in failed])
     np.testing.assert_array_equal(drawn.get_ydata(), [c.cv_error for c in failed])
+    assert_marks_the_counts_line(display, drawn)
+
+
+def assert_marks_the_counts_line(display, drawn):
+    """Failed counts drawn on the counts' line (where their cross-validated
+    error lies) show around its markers, not hidden behind them: a hollow
+    marker of twice the size, above the line (helper-78: a count that failed on
+    its scores looked like a passing one)."""
+    counts = display.lines_["counts"]
+    on_line = set(map(tuple, counts.get_xydata()))
+    assert set(map(tuple, drawn.get_xydata())) <= on_line
+    assert drawn.get_markersize() == 2 * counts.get_markersize()
+    assert drawn.get_fillstyle() == "none"
+    assert drawn.get_zorder() > counts.get_zorder()
 
 
 def test_search_display_marks_counts_failed_on_their_first_folds():
@@ -387,7 +406,8 @@ def test_search_display_of_a_search_that_fitted_no_count_says_why(monkeypatch):
     reproducing it, and with no work allowed for those fits (as where they
     cost more than the search may spend on them) the lifted fit's heads come
     back without a count fitted (the message had said they were at most one
-    head, or at most the n_heads asked for)."""
+    head, or at most the n_heads asked for; then that no count below could
+    pass, while fewer heads could, by reproducing the lifted fit: helper-78)."""
     monkeypatch.setattr("sklearn_linattn._heads.BEYOND_SHARE", 0.0)
     monkeypatch.setattr("sklearn_linattn._heads.BEYOND_FLOOR", 0.0)
     rng = np.random.default_rng(0)
@@ -398,8 +418,9 @@ def test_search_display_of_a_search_that_fitted_no_count_says_why(monkeypatch):
         warnings.simplefilter("ignore", UserWarning)  # alpha=0 interpolates
         model = LinearAttentionRegressor().fit(X, y)
     assert model.head_search_.criterion == "lifted" and not model.head_search_.counts
-    assert model.n_heads_ > 1
-    with pytest.raises(ValueError, match="no count below the lifted fit's could pass"):
+    assert model.n_heads_ > 1 and model.head_search_.fewer_untried
+    with pytest.raises(ValueError, match=r"their fits would exceed the search's "
+                       r"share of work \(head_search_.fewer_untried"):
         HeadSearchDisplay.from_estimator(model)
 
 
