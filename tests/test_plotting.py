@@ -22,6 +22,7 @@ from sklearn_linattn import (
     LinearAttentionRegressor,
     MultiHeadLinearAttention,
 )
+from sklearn_linattn.datasets import make_random_mhla
 from sklearn_linattn.preprocessing import PositionalEncoding
 
 plt = pytest.importorskip("matplotlib.pyplot")
@@ -423,6 +424,22 @@ def test_search_display_of_a_search_that_fitted_no_count_says_why(monkeypatch):
                        r"share of work \(head_search_.fewer_untried"):
         HeadSearchDisplay.from_estimator(model)
 
+
+
+def test_search_display_says_when_counts_that_could_reproduce_were_not_fitted():
+    """16 sequences of d = 7 (three tokens with positions), three outputs, alpha
+    = 1: count 1 fails, and the counts from the interpolating one on, which
+    pass only by reproducing the lifted fit, are not fitted within the share
+    of work the search gives them. The chosen count's label said the lifted
+    fit's heads came back because "no fewer heads passed" (helper-78)."""
+    X, y, _ = make_random_mhla(16, 3, 3, n_heads=2, n_outputs=3, random_state=0)
+    X = PositionalEncoding(constant=True, padding=None).fit_transform(X)
+    model = LinearAttentionRegressor(alpha=1.0).fit(X, y)
+    search = model.head_search_
+    assert search.criterion == "lifted" and search.fewer_untried and search.counts
+    label = HeadSearchDisplay.from_estimator(model).lines_["chosen"].get_label()
+    assert "fewer that could reproduce it not fitted" in label
+    assert "no fewer heads passed" not in label
 
 def drawn_counts(display):
     """Every count drawn by a line of the display (the threshold and chosen aside)."""
