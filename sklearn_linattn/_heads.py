@@ -506,7 +506,9 @@ class HeadReadout:
         the work the search spent before it (or ``2e8`` flops), and a count
         whose fit would exceed that, or the limit, is not fitted.
         ``head_work_limit=None`` fits them all and can return fewer heads
-        with the same predictions. The search still counts as complete.
+        with the same predictions. The search counts as complete (what is
+        left could only predict as the lifted fit does), unless the work limit
+        itself ran out during such a fit (``complete`` False).
 
     Examples
     --------
