@@ -454,7 +454,7 @@ class HeadSearchDisplay:
                 "fit kept no folds (a warning said so)",
             }
             reason = reasons.get(search.criterion, "")
-            if getattr(search, "fewer_untried", False):  # (a record without it)
+            if search.fewer_untried:
                 reason = (
                     "fewer heads could pass only by reproducing the lifted fit "
                     "(with its predictions), and their fits would exceed the "
