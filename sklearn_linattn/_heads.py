@@ -955,10 +955,10 @@ class _Search:
         steps (Gauss-Newton converges quadratically where the heads reproduce it
         exactly), so that they do not depend on where within ``tol`` a fit
         stopped; kept only where nearer than before."""
-        energy = float(np.vdot(self.frobenius.targets, self.frobenius.targets))
         refined = fit_heads(
             self.frobenius, query_rows, REFINE_ITER,
-            accept_below=(ROUNDING * np.finfo(float).eps) ** 2 * energy,
+            accept_below=(ROUNDING * np.finfo(float).eps) ** 2
+            * _explained_energy(self.frobenius),
             budget=self.budget,
         )
         if self.distance(*refined[:2]) <= self.distance(value_rows, query_rows):
