@@ -853,8 +853,11 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
             residual=residual
             if solution.n_observations - self.fit_intercept > rank
             else None,
-            # in flops: a multiple of the regression's, plus a floor
-            work_limit=None if limit is None else limit * solution.flops + WORK_FLOOR,
+            # in flops: a multiple of the regression's, plus a floor (a finite
+            # limit stays finite: head_work_limit=1e308 is not None's no limit)
+            work_limit=None
+            if limit is None
+            else min(limit * solution.flops + WORK_FLOOR, sys.float_info.max),
             degrees_of_freedom=solution.degrees_of_freedom,
             n_observations=_effective_observations(solution, data),
             fit_intercept=self.fit_intercept,

@@ -770,11 +770,16 @@ def test_no_work_limit_lifts_the_cap_on_counts_beyond_the_interpolating_one(
     """head_work_limit=None is documented as no limit, but the fits beyond the
     interpolating count kept their cap (a share of the work spent before
     them). With that share and its floor at 0, the 17-sequence classifier's
-    counts 4 and 5 are not fitted under a limit, and are without one."""
+    counts 4 and 5 are not fitted under a limit, and are without one. A huge
+    finite limit is a limit: head_work_limit=1e308 times the lifted fit's
+    flops overflowed to an infinite one, None's."""
     monkeypatch.setattr("sklearn_linattn._heads.BEYOND_SHARE", 0.0)
     monkeypatch.setattr("sklearn_linattn._heads.BEYOND_FLOOR", 0.0)
     capped = seventeen_sequences_classifier(head_work_limit=20.0)
     unlimited = seventeen_sequences_classifier(head_work_limit=None)
+    huge = seventeen_sequences_classifier(head_work_limit=1e308)
+    assert np.isfinite(huge.head_search_.work_limit)
+    assert {4, 5}.isdisjoint(huge.head_search_.counts_tried)
     assert {4, 5}.isdisjoint(capped.head_search_.counts_tried)
     assert {4, 5} <= set(unlimited.head_search_.counts_tried)
     assert capped.head_search_.complete and unlimited.head_search_.complete
