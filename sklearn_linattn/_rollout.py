@@ -10,6 +10,7 @@ A pipeline rolls out the same way when its preprocessing steps act token by toke
 is appended, as it would when the whole grown sequence is transformed again.
 """
 
+import warnings
 from numbers import Integral
 from typing import NamedTuple
 
@@ -22,6 +23,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._data import check_allocation, to_unit
 from ._validation import validate_sequences
 from .preprocessing import (
+    ALL_PADDING_WARNING,
     PositionalEncoding,
     SeriesToTokens,
     TokenwiseTransformer,
@@ -546,8 +548,10 @@ def generate_pipeline(pipeline, X, n_steps, to_token=None):
         step_input = sequences
         if fitted not in (None, "passthrough"):
             # transform checks its input (naming what is wrong) before start
-            # reads it
-            sequences = fitted.transform(sequences)
+            # reads it; an empty prompt is where a rollout may start
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", ALL_PADDING_WARNING, UserWarning)
+                sequences = fitted.transform(sequences)
         step.start(step_input)
     if sequences is X:  # no step transformed X: check it as generate will
         sequences = validate_sequences(

@@ -272,7 +272,9 @@ class SeriesToTokens(TransformerMixin, BooleanRefusingParamsMixin, BaseEstimator
     token (its channels the token's features), or, with ``window=k``, each ``k``
     consecutive time steps one token of ``k * n_channels`` features, and left-pads
     shorter series with zero tokens (:func:`pad_sequences`), so that each query, the
-    most recent token, stays last.
+    most recent token, stays last. The next steps read leading zero tokens as that
+    padding: for series of one length whose values can be 0 (counts), pass them
+    ``padding=None``.
 
     A univariate series gives tokens of dimension ``window``. Scalar tokens
     (``window=1``) leave the model a single lifted feature, ``sum_t z_t^2 z_last``:
@@ -583,6 +585,34 @@ def _padding_mask(sequences, padding):
     return np.logical_or.accumulate(nonzero, axis=1)
 
 
+# What the warning of _warn_if_all_padding says (a rollout from an empty prompt,
+# generate_pipeline, leaves it out).
+ALL_PADDING_WARNING = r".* as left padding throughout"
+
+
+def _warn_if_all_padding(real, step):
+    """Warn where ``padding="left"`` reads whole sequences as padding (``real``, the
+    mask of :func:`_padding_mask`, has no token in them): the model sees an empty
+    sequence, whose prediction is its intercept alone, whatever the data were.
+    Padded sequences are empty only where the sequences were (an empty prompt);
+    fixed-length windows of a series that can be 0 (counts) are, and such
+    windows' leading zero tokens are read as padding too."""
+    empty = int(np.sum(~np.any(real, axis=1)))
+    if not empty:
+        return
+    warnings.warn(
+        f"{step} (padding='left') reads {empty} of {len(real)} sequences as left "
+        "padding throughout: every token is all zero, so they keep no position, "
+        "constant or transformed features and the model sees empty sequences (it "
+        "predicts its intercept for them). Unless they are empty on purpose, the "
+        "zeros are values (fixed-length windows of a series that can be 0, counts "
+        "for example): pass padding=None to PositionalEncoding and "
+        "TokenwiseTransformer.",
+        UserWarning,
+        stacklevel=caller_stacklevel(),
+    )
+
+
 class _TokenTransformerMixin:
     """Input handling shared by the tokenwise transformers: 3-D sequences or 2-D rows
     with ``token_dim``, the same layout out, ``n_features_in_`` as the estimators."""
@@ -732,8 +762,9 @@ class PositionalEncoding(
         With None a 2-D row is one token; 3-D input gives it itself.
     padding : {"left"} or None, default="left"
         ``"left"``: the all-zero tokens before the first non-zero token are padding
-        and stay zero. None: every token is real (for fixed-length data whose first
-        tokens may legitimately be zero, e.g. blank image rows).
+        and stay zero (a sequence of zero tokens only warns: it is read as empty).
+        None: every token is real (for fixed-length data whose first tokens may
+        legitimately be zero, e.g. blank image rows or windows of counts).
     origin : {"query", "start"}, default="query"
         Where position 0 is: ``"query"``, the last token (positions count back
         from it); ``"start"``, the sequence's first token, its first non-padding
@@ -899,6 +930,8 @@ class PositionalEncoding(
             peak=2,
         )
         real = _padding_mask(sequences, self.padding)
+        if self.padding is not None:
+            _warn_if_all_padding(real, "PositionalEncoding")
         out = np.empty((n_samples, n_tokens, self.token_dim_out_))
         out[:, :, : self.token_dim_] = sequences
         out[:, :, self.token_dim_ :] = self._extra_features(self._positions(real))
@@ -1037,8 +1070,8 @@ class TokenwiseTransformer(
     padding : {"left"} or None, default="left"
         ``"left"``: the all-zero tokens before the first non-zero token are padding,
         left out of the fit and kept zero (a real token mapped to all zeros at the
-        start of its sequence warns: the next steps read it as padding). None:
-        every token is real.
+        start of its sequence warns: the next steps read it as padding; so does a
+        sequence of zero tokens only, read as empty). None: every token is real.
 
     Attributes
     ----------
@@ -1176,6 +1209,8 @@ class TokenwiseTransformer(
         self._validate_params_used_after_fit(("padding",))
         sequences, was_2d = self._validate_tokens(X, reset=False)
         mask = _padding_mask(sequences, self.padding)
+        if self.padding is not None:
+            _warn_if_all_padding(mask, "TokenwiseTransformer")
         out = np.zeros(sequences.shape[:2] + (self.token_dim_out_,))
         if mask.any():
             tokens = sequences[mask]

@@ -457,6 +457,29 @@ def test_padding_off_gives_leading_zero_tokens_positions():
     np.testing.assert_array_equal(off[0, :, 5], 1.0)
 
 
+def test_sequences_read_as_padding_throughout_warn():
+    """Fixed-length windows of a count series: a window of zeros was read as
+    left padding throughout, so the model saw an empty sequence and predicted
+    its intercept (with the default's heads, 88 where the targets are near 1,
+    on aeon's PBS windows). Both steps that read padding say so, naming
+    padding=None, which gives that window its position and constant features."""
+    windows = np.array([[0, 0, 0, 0, 1, 3], [0, 0, 0, 0, 0, 0], [2, 1, 0, 0, 0, 1]])
+    X = SeriesToTokens(window=2).fit_transform(windows.astype(float))
+    steps = (PositionalEncoding(), TokenwiseTransformer(StandardScaler()))
+    for step in steps:
+        with pytest.warns(UserWarning, match="reads 1 of 3 sequences as left padding"):
+            step.fit_transform(X)
+        with pytest.warns(UserWarning, match="pass padding=None"):
+            step.transform(X[1:2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for step in steps:
+            step.set_params(padding=None).fit_transform(X)
+            step.set_params(padding="left").fit(X[[0, 2]]).transform(X[[0, 2]])
+    out = PositionalEncoding(padding=None).fit_transform(X)
+    np.testing.assert_array_equal(out[1, :, -1], 1.0)  # the constant
+
+
 def test_interior_zero_tokens_are_not_padding():
     X = np.ones((1, 4, 1))
     X[0, 0] = X[0, 2] = 0.0  # leading padding, then a real zero token
