@@ -419,7 +419,7 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
         "fit_intercept": ["boolean"],
         "solver": [StrOptions({"auto", "normal", "dual", "cg"})],
         "tol": [RealInterval(Real, 0, 1, closed="left")],
-        "head_work_limit": [RealInterval(Real, 0, None, closed="left"), None],
+        "head_work_limit": [RealInterval(Real, 0, None, closed="both"), None],
         "solver_tol": [RealInterval(Real, 0, 1, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left"), None],
         "positions": [StrOptions({"last", "all"})],
@@ -820,6 +820,7 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
         # the search's limit; a fixed count, asked for, is fitted without one
         limit = self.head_work_limit if self.n_heads == "auto" else None
         limit = None if limit is None else float(limit)  # (a Fraction too)
+        limit = None if limit == np.inf else limit  # inf: None's no limit
         # a multi-output regression's heads weigh its outputs alike, whatever
         # their units (the paper's read-out, n_heads=None, is left as it is)
         weights = None
@@ -1221,7 +1222,7 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         each of the 5 folds' training data). A search cut short
         returns the fewest heads that passed so far, else the lifted fit's own
         heads, with ``head_search_.complete`` False and a
-        ``ConvergenceWarning``. None: no limit (near interpolation the
+        ``ConvergenceWarning``. None (or ``inf``): no limit (near interpolation the
         search then also fits every count that could reproduce the lifted
         fit, which under a limit it tries only within about the work it
         spent before them; ``head_search_.fewer_untried`` says where that
@@ -1448,6 +1449,9 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         -------
         self : LinearAttentionRegressor
         """
+        # scikit-learn checks the parameters on the first call only; set_params
+        # between batches is checked here
+        self._validate_params()
         self._check_parameters()
         with _AtomicUpdate(self):
             first_call = self._check_partial_fit()
@@ -1856,6 +1860,9 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         -------
         self : LinearAttentionClassifier
         """
+        # scikit-learn checks the parameters on the first call only; set_params
+        # between batches is checked here
+        self._validate_params()
         self._check_parameters()
         with _AtomicUpdate(self):
             first_call = self._check_partial_fit()

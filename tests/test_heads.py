@@ -772,12 +772,14 @@ def test_no_work_limit_lifts_the_cap_on_counts_beyond_the_interpolating_one(
     them). With that share and its floor at 0, the 17-sequence classifier's
     counts 4 and 5 are not fitted under a limit, and are without one. A huge
     finite limit is a limit: head_work_limit=1e308 times the lifted fit's
-    flops overflowed to an infinite one, None's."""
+    flops overflowed to an infinite one, None's; inf is None."""
     monkeypatch.setattr("sklearn_linattn._heads.BEYOND_SHARE", 0.0)
     monkeypatch.setattr("sklearn_linattn._heads.BEYOND_FLOOR", 0.0)
     capped = seventeen_sequences_classifier(head_work_limit=20.0)
     unlimited = seventeen_sequences_classifier(head_work_limit=None)
     huge = seventeen_sequences_classifier(head_work_limit=1e308)
+    infinite = seventeen_sequences_classifier(head_work_limit=np.inf)
+    assert infinite.head_search_.counts == unlimited.head_search_.counts
     assert np.isfinite(huge.head_search_.work_limit)
     assert {4, 5}.isdisjoint(huge.head_search_.counts_tried)
     assert {4, 5}.isdisjoint(capped.head_search_.counts_tried)

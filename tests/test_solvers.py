@@ -468,6 +468,35 @@ def test_partial_fit_refuses_parameters_that_change_the_rows(
 @pytest.mark.parametrize(
     "Estimator", [LinearAttentionRegressor, LinearAttentionClassifier]
 )
+@pytest.mark.parametrize(
+    "bad",
+    [{"tol": 2.0}, {"tol": np.nan}, {"alpha": -1.0}, {"head_work_limit": -1.0},
+     {"n_heads": 0}, {"n_heads": "x"}, {"head_work_limit": "x"}],
+)
+def test_partial_fit_checks_parameters_set_between_batches(rng, Estimator, bad):
+    """scikit-learn checks parameters on the first partial_fit only: tol=2 set
+    between batches gave a model of 0 heads predicting 0, n_heads=0 an
+    estimator whose next attribute read failed in a reshape. Every call is
+    checked, and a refused one leaves the model as it was."""
+    X = random_sequences(rng, 30, 4, 3)
+    y = rng.normal(size=30)
+    if Estimator is LinearAttentionClassifier:
+        y = y > 0
+    model = Estimator(n_heads=2).partial_fit(
+        X, y, **({"classes": [False, True]} if y.dtype == bool else {})
+    )
+    coef = np.array(model.coef_)
+    name = next(iter(bad))
+    model.set_params(**bad)
+    with pytest.raises(ValueError, match=f"The '{name}' parameter"):
+        model.partial_fit(X, y)
+    model.set_params(**{name: Estimator().get_params()[name]})
+    np.testing.assert_array_equal(model.coef_, coef)
+
+
+@pytest.mark.parametrize(
+    "Estimator", [LinearAttentionRegressor, LinearAttentionClassifier]
+)
 def test_partial_fit_takes_a_later_batch_of_zero_weight(rng, Estimator):
     """A later batch whose rows all weigh zero adds nothing (fit on all the
     batches with the same weights gives the same model); a first batch needs
