@@ -314,15 +314,20 @@ def _loo_normal(data, statistics, targets, alphas, fit_intercept):
         for start, stop, chunk in data._chunks():
             features = data.layout.features(chunk, n_threads=data.n_threads)
             add_predictions(start, stop, *_spectral_fits(features, *spectral))
-    # The limit holds where h_i = 1 exactly: when the rows' features are linearly
-    # independent (the fit interpolates them all) and resolved; a computed leverage
-    # near one can otherwise be a near one, 1 - h_i tiny but not zero.
+    # The limit holds where h_i = 1 exactly: when the distinct rows' features are
+    # linearly independent (the fit interpolates them all) and resolved; a
+    # computed leverage near one can otherwise be a near one, 1 - h_i tiny but
+    # not zero.
     # rows that take part: of positive weight, and (uncentered) not all zero
     if fit_intercept:
         taking_part = np.count_nonzero(weights) - 1
     else:
         taking_part = np.count_nonzero(row_norms)
     independent = kept.size == taking_part
+    if limits and not independent and not data.is_distributed:
+        # repeated rows are one direction: a row no other shares still has h_i = 1
+        distinct = _distinct_rows(data, weights, kept.size + fit_intercept)
+        independent = kept.size == distinct - fit_intercept
     conditioned = kept.size and kept[-1] <= _LIMIT_CONDITION * kept[0]
     unresolved = _unresolved(row_norms, threshold)
     if limits and independent and conditioned and not unresolved.any():
@@ -331,6 +336,21 @@ def _loo_normal(data, statistics, targets, alphas, fit_intercept):
     lost = unresolved & (outside > _LOST_FRACTION)
     predictions[np.ix_(lost, np.any(filters == 0, axis=1))] = -np.inf
     return predictions
+
+
+def _distinct_rows(data, weights, most):
+    """The number of distinct lifted rows of positive weight, not all zero, or
+    more than ``most`` where there are more (a second pass over the rows, kept
+    to ``most + 1`` of them; identical sequences give bit-identical rows)."""
+    distinct = set()
+    for start, stop, chunk in data._chunks():
+        features = data.layout.features(chunk, n_threads=data.n_threads)
+        taking = (weights[start:stop] > 0) & np.any(features != 0, axis=1)
+        for row in features[taking]:
+            distinct.add(row.tobytes())
+            if len(distinct) > most:
+                return len(distinct)
+    return len(distinct)
 
 
 def _spectral_fits(
@@ -537,7 +557,10 @@ def _loo_dual(data, kernel, targets, alphas, fit_intercept):
     )
     standard = _leave_one_out_residual(residual, one_minus, 0.0)
     loo_residual = np.where(clear.T[:, :, None], standard, np.inf)
-    use_limit = exact & (~clear | whole)
+    # (exact rows take the limit whatever alpha: the standard ratio's residual
+    # holds u_i c of the dropped directions, rounding of u_i times targets that
+    # swamp alpha [U f c]_i at tiny alpha: -1270 for -27.3 at alpha = 1e-14)
+    use_limit = exact
     loo_residual = np.where(use_limit.T[:, :, None], limit, loo_residual)
     loo_residual[lost.T] = np.inf
     predictions = np.swapaxes(predictions, 0, 1)

@@ -576,16 +576,42 @@ def test_leave_one_out_is_exact_or_infinite_never_wrong(
 def test_leave_one_out_with_repeated_sequences(rng, gcv_mode, fit_intercept):
     """Repeated sequences make the kernel singular: its null directions are the
     data's, not rounding. A repeated sequence has leverage below one; one that is
-    not repeated keeps leverage one and its limit (in kernel form; from the Gram,
-    whose rows are not independent then, no finite score)."""
+    not repeated keeps leverage one and its limit, in kernel form and from the
+    Gram: its distinct rows are independent (the Gram scored them -inf as rows
+    not independent, helper-81)."""
     X = random_sequences(rng, 8, 4, 3)  # p = 18
     X = np.concatenate([X, X[:4]])
     y = rng.normal(size=(12, 1))
     finite = assert_finite_ones_exact(
         X, y, [0.0, 1e-5], 1e-6, gcv_mode=gcv_mode, fit_intercept=fit_intercept
     )
-    if gcv_mode == "dual":
-        assert finite.all()
+    assert finite.all()
+
+
+@pytest.mark.parametrize("gcv_mode", ["dual", "normal"])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_leave_one_out_with_a_repeated_sequence_beyond_p_rows(
+    rng, gcv_mode, fit_intercept
+):
+    """p + 1 sequences (p + 2 with an intercept), p of them distinct (one
+    repeated; p = 6): the Gram is full rank and well conditioned, and the
+    sequences not repeated keep leverage one. The Gram ("auto" here) scored
+    alpha = 0 and 1e-8 -inf; the kernel scored alpha = 1e-14 -1270 against
+    -27.3, its ratio's residual carrying the targets' part in the null
+    direction times the rounding of the rows' part there. Both equal explicit
+    refits (whose solve loses digits below alpha = 1e-8 on the left-out
+    problems' null direction), and tiny alphas the minimum-norm limit: a
+    penalty 1e-14 moves a fit of unit eigenvalues by about 1e-14."""
+    distinct = random_sequences(rng, 6 + fit_intercept, 4, 2)  # p = 6
+    X = np.concatenate([distinct, distinct[:1]])
+    y = rng.normal(size=(len(X), 1))
+    params = dict(gcv_mode=gcv_mode, fit_intercept=fit_intercept)
+    finite = assert_finite_ones_exact(X, y, [0.0, 1e-8], 1e-6, **params)
+    assert finite.all()
+    predictions, _ = stored_leave_one_out(X, y, [0.0, 1e-14, 1e-10], **params)
+    np.testing.assert_allclose(
+        predictions[:, 1:], predictions[:, [0, 0]], rtol=1e-6, atol=1e-9
+    )
 
 
 @pytest.mark.parametrize("gcv_mode", ["dual", "normal"])
