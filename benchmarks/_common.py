@@ -37,6 +37,7 @@ __all__ = [
     "peak_bytes",
     "random_attention",
     "reference_lifted_features",
+    "ReadOutClock",
     "relative_distance",
     "relative_error",
     "write_json",
@@ -51,6 +52,33 @@ def median_seconds(function, repeats):
         function()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+class ReadOutClock:
+    """The wall time of each head read-out while in use (fitted models keep no
+    clock reading): wraps the estimators' ``read_out_heads``, appending each
+    call's seconds to ``seconds``."""
+
+    def __init__(self):
+        self.seconds = []
+
+    def __enter__(self):
+        import sklearn_linattn._estimators as estimators
+
+        self._module, self._original = estimators, estimators.read_out_heads
+
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return self._original(*args, **kwargs)
+            finally:
+                self.seconds.append(time.perf_counter() - start)
+
+        estimators.read_out_heads = timed
+        return self
+
+    def __exit__(self, *exc):
+        self._module.read_out_heads = self._original
 
 
 def peak_bytes(function):

@@ -822,9 +822,10 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
         limit = None if limit is None else float(limit)  # (a Fraction too)
         limit = None if limit == np.inf else limit  # inf: None's no limit
         # a multi-output regression's heads weigh its outputs alike, whatever
-        # their units (the paper's read-out, n_heads=None, is left as it is)
+        # their units (the paper's read-out too: its tol, relative to the whole
+        # W, dropped the heads of an output in units 1e-9 of the others')
         weights = None
-        if searching and not is_classifier(self):
+        if not is_classifier(self):
             weights = _output_weights(solution, data, self.fit_intercept)
         weight = 1.0 if weights is None else weights
         residual = float(np.sum(solution.residual_sum_of_squares * weight**2))

@@ -18,7 +18,6 @@ in one canonical form (theory page, "Heads in canonical form").
 """
 
 import functools
-import time
 import warnings
 from dataclasses import astuple, dataclass, replace
 
@@ -468,10 +467,9 @@ class HeadReadout:
         cross-validated and generalized cross-validated squared errors too.
     work, work_limit : float
         Flops the read-out spent, and its limit.
-    seconds : float
-        Wall time the read-out took (for information; nothing depends on it).
     output_weights : ndarray of shape (n_outputs,) or None
-        A multi-output regression's weights of its outputs in the search: the
+        A multi-output regression's weights of its outputs in the read-out
+        (the search's, and ``n_heads=None``'s truncation at ``tol``): the
         power of two nearest the largest output's noise over each output's
         (the root of the lifted fit's training residual, at least 1e-6 of the
         output's sum of squared, centered with an intercept, targets; that
@@ -479,8 +477,8 @@ class HeadReadout:
         held-out errors weigh each output's errors against its own noise,
         whatever its units (theory page, "Several outputs"); the folds use the
         same weights. Distances and squared errors are of the weighted
-        outputs. None: not weighted (one output, classifiers, ``n_heads=None``,
-        outputs within a factor sqrt(2) of one noise).
+        outputs. None: not weighted (one output, classifiers, outputs within
+        a factor sqrt(2) of one noise).
     effective_outputs : float
         The outputs counted as independent ones in the held-out tests' equations
         and degrees of freedom: ``m^2 / trace(R^2)``, ``R`` the correlations of
@@ -532,7 +530,6 @@ class HeadReadout:
     gcv_error: float = float("nan")
     work: float = 0.0
     work_limit: float = float("inf")
-    seconds: float = 0.0
     output_weights: object = None
     effective_outputs: float = 1.0
     tol: float = float("nan")
@@ -1455,7 +1452,6 @@ def read_out_heads(
             f"lifted_coef has {lifted_coef.shape[1]} columns; token_dim={d} needs "
             f"{d * d * (d + 1) // 2} (d * d * (d + 1) / 2)."
         )
-    start = time.perf_counter()
     budget = Budget(work_limit)
     with single_threaded_blas():
         search = _Search(
@@ -1493,7 +1489,6 @@ def read_out_heads(
         gcv_error=lifted_gcv,
         work=budget.spent,
         work_limit=budget.limit,
-        seconds=time.perf_counter() - start,
         output_weights=output_weights,
         effective_outputs=search.outputs,
         tol=search.tol,
@@ -1507,12 +1502,16 @@ def _search(search, n_heads):
     paper_count = n_heads_within(search.split_svd[1], search.tol)
     if n_heads is None:
         return search.split, paper_count, "paper", True
-    if n_heads != "auto" and int(n_heads) >= paper_count:
+    # the split's truncation is the model only where it drops nothing beyond
+    # rounding: one within a larger tol is not the k-head fit (tol=0.5 returned
+    # the truncation to 1 head at 3.3 times the held-out error of n_heads=1's fit)
+    exact_count = n_heads_within(search.split_svd[1], ROUNDING * np.finfo(float).eps)
+    if n_heads != "auto" and int(n_heads) >= max(paper_count, exact_count):
         return search.split, paper_count, "fixed", True
-    if search.norm == 0 or paper_count <= 1:
+    if search.norm == 0 or paper_count == 0 or exact_count <= 1:
         return search.split, paper_count, "tol", True
-    if n_heads != "auto":
-        k = int(n_heads)
+    if n_heads != "auto" or paper_count == 1:  # (the fewest is 1 head then)
+        k = paper_count if n_heads == "auto" else min(int(n_heads), exact_count)
         value_rows, query_rows, count = search.fit(k, asked=True)
         if search.exact:  # (noisy fits are polished before their verdict)
             value_rows, query_rows = search.polish(value_rows, query_rows)
@@ -1522,6 +1521,10 @@ def _search(search, n_heads):
         # not see (a singular Gram) and dwarf the heads that fit them
         reference = np.linalg.norm(search.split_svd[1])
         kept = min(k, n_heads_within(svd(folded)[1], search.tol, reference))
+        if n_heads == "auto":  # the fit where it passes tol as the truncation does
+            if search.distance(value_rows, query_rows) <= search.tol:
+                return folded, kept, "tol", True
+            return search.split, paper_count, "tol", True
         return folded, kept, "fixed", bool(count.passes)
     # The fewest passing heads (the paper's count passes): on exact fits, where a
     # failing count costs every start, galloping down from it; on noisy fits the

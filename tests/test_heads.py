@@ -7,6 +7,7 @@ References are built here from the definitions: naive lifted features, explicit
 least-squares refits of each fold, held-out errors written out.
 """
 
+import dataclasses
 import pickle
 import time
 import warnings
@@ -496,6 +497,51 @@ def test_outputs_in_other_units_give_the_same_heads(n_heads):
             ]
             ratios = [w / w.max() for w in (weighted[0] * units, weighted[1])]
             assert_array_equal(*ratios)
+
+
+@pytest.mark.parametrize("scale", [1e-9, 1e-12])
+def test_the_papers_read_out_keeps_an_output_in_small_units(scale):
+    """n_heads=None truncates the folded W at tol of its norm: an output in
+    units 1e-9 of the other's lost every head and was predicted as zero
+    (relative test error 0.91 against the lifted fit's 6e-30; helper-80). Its
+    outputs are weighted as the search's are: both predicted as the lifted fit
+    predicts them, to rounding."""
+    rng = np.random.default_rng(0)
+    d = 3
+    truths = [
+        MultiHeadLinearAttention(rng.normal(size=(1, 1, d)), rng.normal(size=(1, d, d)))
+        for _ in range(2)
+    ]
+    X, X_test = rng.normal(size=(300, 8, d)), rng.normal(size=(1000, 8, d))
+    y = np.column_stack(
+        [truths[0].predict(X)[:, 0], scale * truths[1].predict(X)[:, 0]]
+    )
+    expected = truths[1].predict(X_test)[:, 0]
+    model = LinearAttentionRegressor(n_heads=None).fit(X, y)
+    small = model.predict(X_test)[:, 1] / scale
+    assert np.mean((small - expected) ** 2) <= 1e-12 * np.mean(expected**2)
+
+
+def test_a_count_asked_for_is_fitted_whatever_tol():
+    """tol=0.5 makes the truncation of the split to 1 head within tol, and it
+    was returned unfitted, also for n_heads=1 ("the best model with at most 1
+    head"): held-out error 0.0106 against 0.0032 at the default tol, no count
+    fitted, and HeadSearchDisplay refused to draw (helper-80). The count is
+    fitted, as its own n_heads=1, and beats that truncation (the paper's
+    read-out at the same tol)."""
+    X, y, truth = make_random_mhla(2300, 8, 3, n_heads=2, noise=0.1, random_state=0)
+    X_test, y_test = X[300:], truth.predict(X[300:])[:, 0]
+    X, y = X[:300], y[:300]
+
+    def error(model):
+        return np.mean((model.predict(X_test) - y_test) ** 2)
+
+    truncated = LinearAttentionRegressor(n_heads=None, tol=0.5).fit(X, y)
+    assert truncated.n_heads_ == 1
+    for n_heads in ("auto", 1):
+        model = LinearAttentionRegressor(n_heads=n_heads, tol=0.5).fit(X, y)
+        assert model.n_heads_ == 1 and model.head_search_.counts_tried == (1,)
+        assert error(model) < 0.75 * error(truncated)
 
 
 def test_outputs_of_pure_noise_do_not_drown_the_predictable_ones():
@@ -1460,7 +1506,7 @@ def test_head_search_lists_every_count_with_its_verdict(capsys):
     for count in search.counts:  # verbose prints them as head_search_ has them
         heads = "1 head" if count.n_heads == 1 else f"{count.n_heads} heads"
         assert f"[heads] {heads}: {count}" in out
-    assert isinstance(search, HeadReadout) and search.seconds > 0
+    assert isinstance(search, HeadReadout)
     assert search.counts_tried == (1, 2)
     one, two = search.counts
     assert one.passes is False and two.passes is True
@@ -2614,6 +2660,12 @@ def test_no_clock_changes_the_model(monkeypatch, rate, noise):
     np.testing.assert_array_equal(model.value_matrices_, reference.value_matrices_)
     np.testing.assert_array_equal(model.query_matrices_, reference.query_matrices_)
     assert model.head_search_.counts_tried == reference.head_search_.counts_tried
+    # and no fitted attribute holds a clock reading (head_search_.seconds did)
+    for field in dataclasses.fields(model.head_search_):
+        ours = getattr(model.head_search_, field.name)
+        theirs = getattr(reference.head_search_, field.name)
+        if field.name not in ("value_matrices", "query_matrices", "counts"):
+            np.testing.assert_array_equal(ours, theirs, err_msg=field.name)
 
 
 @pytest.mark.parametrize("n_heads", ["auto", 2])
