@@ -35,7 +35,8 @@ Our models, each the documentation's recipe for its kind of data (the functions
   ``PositionalEncoding(constant=True)`` and the CV estimator over
   ``np.logspace(-2, 8, 21)`` with ``n_heads=None``; for the digits
   four sinusoidal positions and ``alpha=1``; for the lags tokens of two values,
-  positions and a constant (the sunspots example); for the macro series quantile
+  positions and a constant with ``padding=None`` (the sunspots example: windows of
+  one length, whose zeros are values); for the macro series quantile
   tokens, positions chosen by ``GridSearchCV`` with ``TimeSeriesSplit`` (the
   forecasting example). Regressors fit an intercept (``fit_intercept=True``);
 - "one token": the whole series (all channels) flattened into one token, so that
@@ -224,7 +225,7 @@ def digits_set():
     )
 
 
-def lag_set(name, values, lags, n_train, split):
+def lag_set(name, values, lags, n_train, split, source="statsmodels"):
     """One-step-ahead forecasting from ``lags`` past values, scaled by the
     training values' standard deviation (the sunspots example's set-up)."""
     windows = np.stack([values[t - lags : t] for t in range(lags, len(values))])
@@ -233,7 +234,7 @@ def lag_set(name, values, lags, n_train, split):
     windows, target = windows / scale, target / scale
     train, test = slice(0, n_train), slice(n_train, None)
     return DataSet(
-        name, "statsmodels", "forecasting", "lags", windows[train], target[train],
+        name, source, "forecasting", "lags", windows[train], target[train],
         windows[test], target[test], windows[train, None, :],
         windows[test, None, :], split,
     )
@@ -279,6 +280,23 @@ def co2_set():
     )
 
 
+def pbs_set():
+    """aeon's PBS: monthly counts of a pharmaceutical benefit (small integers,
+    runs of zeros), the count series of aeon's forecasting data."""
+    import warnings
+
+    from aeon.datasets import load_PBS_dataset
+
+    with warnings.catch_warnings():  # deprecated in aeon 1.6, removed in 1.7
+        warnings.simplefilter("ignore", FutureWarning)
+        values = np.asarray(load_PBS_dataset(), dtype=float)
+    return lag_set(
+        "PBS", values, 12, _first_share(len(values), 12),
+        "monthly counts; 12 lags; the first 70% of the windows for training",
+        source="aeon",
+    )
+
+
 def macrodata_set():
     import statsmodels.api as sm
 
@@ -313,6 +331,7 @@ DATA_SETS = {
     "Covid3Month": lambda: aeon_set("Covid3Month", "regression"),
     "CardanoSentiment": lambda: aeon_set("CardanoSentiment", "regression"),
     "sunspots": sunspots_set,
+    "PBS": pbs_set,
     "elnino": elnino_set,
     "co2": co2_set,
     "macrodata": macrodata_set,
@@ -334,7 +353,10 @@ def preprocessing(ds):
     if ds.family == "digits":
         return [PositionalEncoding(kind="sinusoidal", n_positions=4, padding=None)]
     if ds.family == "lags":
-        return [SeriesToTokens(window=2), PositionalEncoding(constant=True)]
+        # windows of one length: a zero token is a value, not padding
+        return [
+            SeriesToTokens(window=2), PositionalEncoding(constant=True, padding=None)
+        ]
     quantiles = QuantileTransformer(n_quantiles=100, output_distribution="uniform")
     return [TokenwiseTransformer(quantiles), PositionalEncoding(constant=True)]
 

@@ -1330,12 +1330,12 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     ``H <= d``) and in all 220 single-output fits with ``d`` up to 12 (``H``
     from 1 to ``d``). Where the data have about as many sequences as lifted
     features, or fewer, few heads rarely pass the generalized cross-validation
-    check, and the lifted fit's heads are returned. Of the 14 real data sets of
-    ``benchmarks/bench_real_sequences.py`` (the default recipe), sunspots
-    returns 2 heads, El Nino 3, macrodata 11 that reproduce the lifted fit (of
-    its 24) and the other 11 the lifted fit's own heads; on digits, co2 and
-    macrodata the work limit cut the search short, with a
-    ``ConvergenceWarning``.
+    check, and the lifted fit's heads are returned. Of the 15 real data sets of
+    ``benchmarks/bench_real_sequences.py`` (the default recipe), El Nino
+    returns 3 heads (of 9), sunspots, PBS and macrodata 8, 7 and 11 that
+    reproduce the lifted fit (of its 10, 8 and 24) and the other 11 the lifted
+    fit's own heads; on digits, co2 and macrodata the work limit cut the search
+    short, with a ``ConvergenceWarning``.
 
     Reference: Yau, Akyürek, Mao, Tenenbaum, Jegelka, Andreas, "Learning Linear
     Attention in Polynomial Time", NeurIPS 2025 (arXiv:2410.10101).

@@ -67,7 +67,9 @@ forecasters = {
     "ridge on the 16 lags": RidgeCV(alphas=alphas),
     "attention, 8 tokens of 2 years": make_pipeline(
         SeriesToTokens(window=2),  # windows are univariate series: (n, 16)
-        PositionalEncoding(constant=True),  # 8 positions, a constant: d = 11
+        # 8 positions, a constant: d = 11; windows of one length have no
+        # padding (a window starting with zeros starts with values)
+        PositionalEncoding(constant=True, padding=None),
         LinearAttentionRegressorCV(
             alphas=alphas, n_heads=None, fit_intercept=True
         ),
