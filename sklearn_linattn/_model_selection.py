@@ -324,33 +324,47 @@ def _loo_normal(data, statistics, targets, alphas, fit_intercept):
     else:
         taking_part = np.count_nonzero(row_norms)
     independent = kept.size == taking_part
+    repeated = set()
     if limits and not independent and not data.is_distributed:
-        # repeated rows are one direction: a row no other shares still has h_i = 1
-        distinct = _distinct_rows(data, weights, kept.size + fit_intercept)
+        # repeated rows are one direction: a row no other repeats still has h_i
+        # = 1 where the distinct rows are independent (a repeated one has not,
+        # however small its copy's weight)
+        flagged = set(np.concatenate([rows for rows, _ in limits]).tolist())
+        distinct, repeated = _distinct_rows(
+            data, weights, kept.size + fit_intercept, fit_intercept, flagged
+        )
         independent = kept.size == distinct - fit_intercept
     conditioned = kept.size and kept[-1] <= _LIMIT_CONDITION * kept[0]
     unresolved = _unresolved(row_norms, threshold)
     if limits and independent and conditioned and not unresolved.any():
         for rows, values in limits:
-            predictions[rows] = values
+            alone = ~np.isin(rows, list(repeated))
+            predictions[rows[alone]] = values[alone]
     lost = unresolved & (outside > _LOST_FRACTION)
     predictions[np.ix_(lost, np.any(filters == 0, axis=1))] = -np.inf
     return predictions
 
 
-def _distinct_rows(data, weights, most):
-    """The number of distinct lifted rows of positive weight, not all zero, or
-    more than ``most`` where there are more (a second pass over the rows, kept
-    to ``most + 1`` of them; identical sequences give bit-identical rows)."""
-    distinct = set()
+def _distinct_rows(data, weights, most, fit_intercept, flagged):
+    """``(number, repeated)``: the number of distinct lifted rows that take part
+    (of positive weight; without an intercept not all zero), or more than
+    ``most`` where there are more, and the rows of ``flagged`` (indices) that
+    another such row repeats. A second pass over the rows, keeping at most
+    ``most + 1`` of them; identical sequences give bit-identical rows."""
+    counts, keys = {}, {}
     for start, stop, chunk in data._chunks():
         features = data.layout.features(chunk, n_threads=data.n_threads)
-        taking = (weights[start:stop] > 0) & np.any(features != 0, axis=1)
-        for row in features[taking]:
-            distinct.add(row.tobytes())
-            if len(distinct) > most:
-                return len(distinct)
-    return len(distinct)
+        taking = weights[start:stop] > 0
+        if not fit_intercept:
+            taking &= np.any(features != 0, axis=1)
+        for index in start + np.flatnonzero(taking):
+            key = features[index - start].tobytes()
+            counts[key] = counts.get(key, 0) + 1
+            if len(counts) > most:
+                return len(counts), set()
+            if index in flagged:
+                keys[index] = key
+    return len(counts), {index for index, key in keys.items() if counts[key] > 1}
 
 
 def _spectral_fits(

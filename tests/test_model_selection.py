@@ -614,6 +614,41 @@ def test_leave_one_out_with_a_repeated_sequence_beyond_p_rows(
     )
 
 
+@pytest.mark.parametrize(
+    "case", ["all-zero sequence, intercept", "repeat of tiny weight"]
+)
+def test_leave_one_out_never_takes_the_limit_where_leverage_is_below_one(rng, case):
+    """The Gram's limit at leverage one holds where the distinct rows are
+    independent and the row is not repeated. An all-zero sequence is a row of
+    the centered fit (it was left out of the count: a row at leverage
+    1 - 1e-7 got the limit, -427 for 313 at alpha = 1e-2), and a copy of
+    weight 1e-10 leaves its original at leverage 1 - 1e-10 (-1.07 for -1.29;
+    helper-83). Every finite prediction equals the weighted refit's."""
+    base = random_sequences(rng, 6, 4, 2)  # p = 6
+    weights = np.ones(7 if case.startswith("repeat") else 8)
+    if case.startswith("repeat"):
+        X, fit_intercept = np.concatenate([base, base[:1]]), False
+        weights[-1] = 1e-10
+    else:
+        X = np.concatenate([base, np.zeros((1, 4, 2)), 10.0 * base[:1]])
+        fit_intercept = True
+    y = rng.normal(size=(len(X), 1))
+    alphas = [0.0, 1e-6, 1e-2]
+    model = LinearAttentionRegressorCV(
+        alphas, n_heads=None, scoring="neg_mean_absolute_error",
+        store_cv_results=True, fit_intercept=fit_intercept, gcv_mode="normal",
+    ).fit(X, y, sample_weight=weights)
+    predictions = model.cv_results_[:, 0]
+    features = naive_lifted_features(X)
+    for index, alpha in enumerate(alphas):
+        expected = naive_leave_one_out(features, y, weights, alpha, fit_intercept)
+        finite = np.isfinite(predictions[:, index])
+        np.testing.assert_allclose(
+            predictions[finite, index], expected[finite, 0],
+            rtol=1e-6, atol=1e-6 * np.abs(expected).max(),
+        )
+
+
 @pytest.mark.parametrize("gcv_mode", ["dual", "normal"])
 def test_leave_one_out_with_an_all_zero_sequence(rng, gcv_mode):
     """An all-zero sequence of positive weight has no features (the kernel has a
