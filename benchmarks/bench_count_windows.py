@@ -2,7 +2,7 @@
 
 Run: ``python benchmarks/bench_count_windows.py [--json FILE]`` (needs aeon with
 its ``load_PBS_dataset``, deprecated in aeon 1.6; one BLAS thread is set by the
-script; about 30 s).
+script; about 15 s).
 
 aeon's PBS series (204 monthly counts, small integers with runs of zeros) as
 one-step-ahead forecasting from 8, 12 and 16 lags, split as the lag sets of

@@ -829,20 +829,18 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
             weights = _output_weights(solution, data, self.fit_intercept)
         weight = 1.0 if weights is None else weights
         residual = float(np.sum(solution.residual_sum_of_squares * weight**2))
+        # float32 data pin the coefficients down to their precision only, and
+        # so does centering targets far from zero
+        resolution = max(
+            solution.coef_tol,
+            PRECISION_MARGIN * getattr(self, "_input_precision", 0.0),
+            _centering_precision(solution, data) if self.fit_intercept else 0.0,
+        )
         readout = read_out_heads(
             solution.coef * np.reshape(weight, (-1, 1)),
             data.token_dim,
             self.n_heads,
-            # float32 data pin the coefficients down to their precision only,
-            # and so does centering targets far from zero
-            max(
-                float(self.tol),
-                solution.coef_tol,
-                PRECISION_MARGIN * getattr(self, "_input_precision", 0.0),
-                _centering_precision(solution, data)
-                if self.fit_intercept
-                else 0.0,
-            ),
+            max(float(self.tol), resolution),
             design=solution.head_design(weights) if searching else None,
             folds=functools.partial(
                 solution.heldout_folds,
@@ -869,6 +867,7 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
             effective_outputs=_effective_outputs(solution, self.fit_intercept)
             if searching
             else None,
+            resolution=resolution,
             verbose=self.verbose,
         )
         self._log(
@@ -1167,6 +1166,9 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           training objective (least squares plus the ``alpha`` penalty), the same
           fit the search runs for ``k``; ``head_search_.passes`` says whether it
           passes the criterion above. Predictions then come from those heads.
+          Heads zero within ``tol`` of the lifted coefficients' norm are
+          dropped, and the model of the count left is then fitted (with a
+          loose ``tol`` a larger ``k`` can return fewer heads).
         - None: the paper's read-out, the SVD of the symmetric split of ``W``; up
           to ``n_outputs * d`` heads (at most ``d * d``).
     fit_intercept : bool, default=False

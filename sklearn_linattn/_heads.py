@@ -1367,13 +1367,15 @@ def read_out_heads(
     error_scale=1.0,
     output_weights=None,
     effective_outputs=None,
+    resolution=0.0,
     verbose=0,
 ):
     """Heads of a fitted lifted model: the estimators' read-out.
 
     ``n_heads=None``: the paper's read-out (:func:`paper_heads`); ``"auto"``: the
     fewest heads that pass; an int ``k``: the best model found with at most ``k``
-    heads (heads zero within ``tol`` of the lifted coefficients' norm dropped).
+    heads (heads zero within ``tol`` of the lifted coefficients' norm dropped,
+    and the count left fitted).
 
     Parameters
     ----------
@@ -1417,6 +1419,9 @@ def read_out_heads(
     effective_outputs : float, optional
         How many independent outputs the outputs count as in the held-out
         tests (default: all of them).
+    resolution : float, default=0.0
+        The relative precision of ``lifted_coef`` (``tol`` with the user's
+        part left out): an ``n_heads=k`` fit drops only heads below it.
     verbose : int
         Print each count fitted and its verdict.
 
@@ -1460,7 +1465,7 @@ def read_out_heads(
             residual_sum_of_squares, effective_outputs,
         )
         search.error_scale = error_scale
-        folded, k, criterion, passes = _search(search, n_heads)
+        folded, k, criterion, passes = _search(search, n_heads, resolution)
         known = search.split_svd if folded is search.split else None
         value, query = heads_of_folded(folded, k, search.m, d, known)
         del known, search.split_svd  # as large as W: not kept beside the heads
@@ -1497,35 +1502,28 @@ def read_out_heads(
     )
 
 
-def _search(search, n_heads):
-    """``(folded W, n_heads, criterion, passes)`` of a read-out."""
+def _search(search, n_heads, resolution=0.0):
+    """``(folded W, n_heads, criterion, passes)`` of a read-out; ``resolution``:
+    the lifted coefficients' own relative precision."""
     paper_count = n_heads_within(search.split_svd[1], search.tol)
     if n_heads is None:
         return search.split, paper_count, "paper", True
-    # the split's truncation is the model only where it drops nothing beyond
-    # rounding: one within a larger tol is not the k-head fit (tol=0.5 returned
-    # the truncation to 1 head at 3.3 times the held-out error of n_heads=1's fit)
-    exact_count = n_heads_within(search.split_svd[1], ROUNDING * np.finfo(float).eps)
-    if n_heads != "auto" and int(n_heads) >= max(paper_count, exact_count):
-        return search.split, paper_count, "fixed", True
-    if search.norm == 0 or paper_count == 0 or exact_count <= 1:
+    # The heads the lifted fit resolves: a truncation of its split stands for a
+    # fit only where it drops nothing resolved (tol=0.5 returned the split's
+    # truncation to 1 head at 3.3 times the held-out error of n_heads=1's fit).
+    floor = max(resolution, ROUNDING * np.finfo(float).eps)
+    resolved = n_heads_within(search.split_svd[1], floor)
+    if n_heads != "auto":
+        if search.norm == 0 or paper_count == 0:
+            return search.split, paper_count, "fixed", True
+        return _fixed(search, int(n_heads), resolved, floor)
+    if search.norm == 0 or paper_count == 0 or resolved <= 1:
         return search.split, paper_count, "tol", True
-    if n_heads != "auto" or paper_count == 1:  # (the fewest is 1 head then)
-        k = paper_count if n_heads == "auto" else min(int(n_heads), exact_count)
-        value_rows, query_rows, count = search.fit(k, asked=True)
-        if search.exact:  # (noisy fits are polished before their verdict)
-            value_rows, query_rows = search.polish(value_rows, query_rows)
-        folded = value_rows.T @ query_rows
-        # heads that are zero within tol of the lifted fit's split: not of this
-        # W's own norm, which can drift along directions the training data do
-        # not see (a singular Gram) and dwarf the heads that fit them
-        reference = np.linalg.norm(search.split_svd[1])
-        kept = min(k, n_heads_within(svd(folded)[1], search.tol, reference))
-        if n_heads == "auto":  # the fit where it passes tol as the truncation does
-            if search.distance(value_rows, query_rows) <= search.tol:
-                return folded, kept, "tol", True
-            return search.split, paper_count, "tol", True
-        return folded, kept, "fixed", bool(count.passes)
+    if paper_count == 1:  # (the fewest is 1 head, fitted as n_heads=1 fits it)
+        folded, k, _, _ = _fixed(search, 1, resolved, floor)
+        if search.distance(*search.fits[1][:2]) <= search.tol:
+            return folded, k, "tol", True
+        return search.split, paper_count, "tol", True
     # The fewest passing heads (the paper's count passes): on exact fits, where a
     # failing count costs every start, galloping down from it; on noisy fits the
     # fewest the training error does not reject (galloping up), then one count at
@@ -1586,6 +1584,36 @@ def _search(search, n_heads):
     if search.exact:  # (noisy fits are polished before their verdict)
         value_rows, query_rows = search.polish(value_rows, query_rows)
     return value_rows.T @ query_rows, high, count.criterion, True
+
+
+def _fixed(search, k, resolved, floor):
+    """``(folded W, count, "fixed", passes)`` of ``n_heads=k``: the best model
+    found with at most k heads (the lifted fit itself from the ``resolved``
+    heads it has at its resolution ``floor`` on), heads zero within ``tol`` of
+    the lifted fit's split dropped, and where that drops any beyond ``floor``,
+    the model of the count left fitted: a truncation is no fit of its count
+    (under tol=0.5 the split's truncation to 1 head had 1.7 times the held-out
+    error of n_heads=1's fit, and n_heads=3's fit truncated to 2 heads of
+    2-head data a relative error of 0.05 where n_heads=2 is exact)."""
+    reference = np.linalg.norm(search.split_svd[1])
+    while True:
+        if k >= resolved:  # the lifted fit itself
+            folded, passes = search.split, True
+            singular_values = search.split_svd[1]
+        else:
+            value_rows, query_rows, count = search.fit(k, asked=True)
+            if search.exact:  # (noisy fits are polished before their verdict)
+                value_rows, query_rows = search.polish(value_rows, query_rows)
+            folded, passes = value_rows.T @ query_rows, bool(count.passes)
+            # relative to the lifted fit's split: not to this W's own norm,
+            # which can drift along directions the training data do not see
+            # (a singular Gram) and dwarf the heads that fit them
+            singular_values = svd(folded)[1]
+        kept = min(k, n_heads_within(singular_values, search.tol, reference))
+        beyond = n_heads_within(singular_values, floor, reference)
+        if kept in (0, k) or kept >= beyond:
+            return folded, kept, "fixed", passes
+        k = kept
 
 
 def _reproducing_beyond(search, low, paper_count):

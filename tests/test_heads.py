@@ -538,10 +538,25 @@ def test_a_count_asked_for_is_fitted_whatever_tol():
 
     truncated = LinearAttentionRegressor(n_heads=None, tol=0.5).fit(X, y)
     assert truncated.n_heads_ == 1
-    for n_heads in ("auto", 1):
+    one = LinearAttentionRegressor(n_heads=1, tol=0.5).fit(X, y)
+    for n_heads in ("auto", 1, 3):  # 3: the lifted fit's heads, 2 within tol
         model = LinearAttentionRegressor(n_heads=n_heads, tol=0.5).fit(X, y)
         assert model.n_heads_ == 1 and model.head_search_.counts_tried == (1,)
         assert error(model) < 0.75 * error(truncated)
+        assert_allclose(model.predict(X_test), one.predict(X_test), rtol=1e-12)
+
+
+def test_a_fixed_count_whose_heads_tol_drops_is_refitted():
+    """n_heads=3 on noiseless 2-head data under tol=0.5: the third head of the
+    3-head fit is within tol and was dropped by truncating that fit, 0.05
+    relative test error where n_heads=2 is exact (helper-83). The count left
+    is fitted: exact."""
+    X, y, truth = make_random_mhla(300, 8, 4, n_heads=2, random_state=2)
+    X_test = np.random.default_rng(2).normal(size=(200, 8, 4))
+    model = LinearAttentionRegressor(n_heads=3, tol=0.5).fit(X, y)
+    assert model.n_heads_ == 2 and model.head_search_.counts_tried[-1] == 2
+    expected = truth.predict(X_test)[:, 0]
+    assert relative_error(model.predict(X_test), expected) < 1e-8
 
 
 def test_outputs_of_pure_noise_do_not_drown_the_predictable_ones():

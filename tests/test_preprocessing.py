@@ -460,7 +460,7 @@ def test_padding_off_gives_leading_zero_tokens_positions():
 def test_sequences_read_as_padding_throughout_warn():
     """Fixed-length windows of a count series: a window of zeros was read as
     left padding throughout, so the model saw an empty sequence and predicted
-    its intercept (with the default's heads, 88 where the targets are near 1,
+    its intercept (with the default's heads, -88.6 where the targets are near 0,
     on aeon's PBS windows). Both steps that read padding say so, naming
     padding=None, which gives that window its position and constant features."""
     windows = np.array([[0, 0, 0, 0, 1, 3], [0, 0, 0, 0, 0, 0], [2, 1, 0, 0, 0, 1]])
