@@ -11,8 +11,8 @@ over ``alphas="auto"``, ``solver`` auto). For every set: the solver chosen, the
 estimated peak memory and head read-out work (``sklearn_linattn._data.fit_cost``),
 test accuracy, fit time and the read-out's share of it (timed around
 ``read_out_heads``), predict time; a fit refused before it starts (memory beyond
-the available, or a read-out beyond 1e12 flops) is recorded with the time to refuse and the reason, and
-the set is run again with its series reduced (``PCA(n_components=k)`` before the
+the available, or a read-out beyond 1e12 flops) is recorded with the time to
+refuse and the reason, and the set is run again with its series reduced (``PCA(n_components=k)`` before the
 estimator, and every 4th value). Baselines on the same rows, in the same run:
 1-nearest-neighbour (Euclidean) and scikit-learn's ``SVC`` with the same kernel
 (``kernel="poly", degree=3, gamma=1, coef0=0``, its default ``C=1``).
