@@ -5,17 +5,18 @@ scikit-learn; aeon's bundled GunPoint, ArrowHead, OSULeaf and BasicMotions (thei
 official splits, nothing downloaded) are run when aeon is installed.
 
 Each series (an image: its 64 pixels) is one 2-D row with ``token_dim=None``, so one
-token ``z``: the model is a cubic polynomial of the row, kernel ridge with the kernel
-``(z . z')^3``, fitted by ``LinearAttentionClassifierCV(n_heads=None)`` (leave-one-out
-over ``alphas="auto"``, ``solver`` auto). For every set: the solver chosen, the
-estimated peak memory and head read-out work (``sklearn_linattn._data.fit_cost``),
-test accuracy, fit time and the read-out's share of it (timed around
-``read_out_heads``), predict time; a fit refused before it starts (memory beyond
-the available, or a read-out beyond 1e12 flops) is recorded with the time to
-refuse and the reason, and the set is run again with its series reduced (``PCA(n_components=k)`` before the
-estimator, and every 4th value). Baselines on the same rows, in the same run:
-1-nearest-neighbour (Euclidean) and scikit-learn's ``SVC`` with the same kernel
-(``kernel="poly", degree=3, gamma=1, coef0=0``, its default ``C=1``).
+token ``z``: the model is a cubic polynomial of the row, kernel ridge with the
+kernel ``(z . z')^3``, fitted by ``LinearAttentionClassifierCV(n_heads=None)``
+(leave-one-out over ``alphas="auto"``, ``solver`` auto). For every set: the solver
+chosen, the estimated peak memory and head read-out work
+(``sklearn_linattn._data.fit_cost``), test accuracy, fit time and the read-out's
+share of it (timed around ``read_out_heads``), predict time; a fit refused before it
+starts (memory beyond the available, or a read-out beyond 1e12 flops) is recorded
+with the time to refuse and the reason, and the set is run again with its series
+reduced (``PCA(n_components=k)`` before the estimator, and every 4th value).
+Baselines on the same rows, in the same run: 1-nearest-neighbour (Euclidean) and
+scikit-learn's ``SVC`` with the same kernel (``kernel="poly", degree=3, gamma=1,
+coef0=0``, its default ``C=1``).
 """
 
 import time
