@@ -350,7 +350,9 @@ def _distinct_rows(data, weights, most, fit_intercept, flagged):
     (of positive weight; without an intercept not all zero), or more than
     ``most`` where there are more, and the rows of ``flagged`` (indices) that
     another such row repeats. A second pass over the rows, keeping at most
-    ``most + 1`` of them; identical sequences give bit-identical rows."""
+    ``most + 1`` of them; identical sequences give bit-identical rows (a copy
+    that is parallel, or whose earlier tokens are permuted, counts as another
+    row: its original gets no finite score, never a wrong one)."""
     counts, keys = {}, {}
     for start, stop, chunk in data._chunks():
         features = data.layout.features(chunk, n_threads=data.n_threads)
@@ -358,7 +360,7 @@ def _distinct_rows(data, weights, most, fit_intercept, flagged):
         if not fit_intercept:
             taking &= np.any(features != 0, axis=1)
         for index in start + np.flatnonzero(taking):
-            key = features[index - start].tobytes()
+            key = (features[index - start] + 0.0).tobytes()  # (-0.0 as 0.0)
             counts[key] = counts.get(key, 0) + 1
             if len(counts) > most:
                 return len(counts), set()

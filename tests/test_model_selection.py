@@ -649,6 +649,20 @@ def test_leave_one_out_never_takes_the_limit_where_leverage_is_below_one(rng, ca
         )
 
 
+def test_leave_one_out_counts_zeros_of_either_sign_as_one_row(rng):
+    """p distinct sequences, an all-zero one and another written with -0.0
+    (the same lifted row, other bytes; helper-84), with an intercept: the
+    distinct rows are independent, and every sequence not repeated gets the
+    limit at leverage one, exact (it had -inf)."""
+    zeros = np.zeros((1, 4, 2))
+    X = np.concatenate([random_sequences(rng, 6, 4, 2), zeros, -zeros])  # p = 6
+    y = rng.normal(size=(len(X), 1))
+    finite = assert_finite_ones_exact(
+        X, y, [0.0, 1e-6], 1e-6, gcv_mode="normal", fit_intercept=True
+    )
+    assert finite[:6].all()
+
+
 @pytest.mark.parametrize("gcv_mode", ["dual", "normal"])
 def test_leave_one_out_with_an_all_zero_sequence(rng, gcv_mode):
     """An all-zero sequence of positive weight has no features (the kernel has a
