@@ -22,12 +22,10 @@ import warnings
 
 import numpy as np
 from _common import make_parser, markdown_table, write_json
-from bench_real_sequences import _first_share, lag_set
-from sklearn.pipeline import make_pipeline
+from bench_real_sequences import _first_share, lag_default_against_lifted, lag_set
 from threadpoolctl import threadpool_limits
 
 from sklearn_linattn import LinearAttentionRegressor, LinearAttentionRegressorCV
-from sklearn_linattn.preprocessing import PositionalEncoding, SeriesToTokens
 
 LAGS = (8, 12, 16)
 ESTIMATORS = {"plain": LinearAttentionRegressor, "CV": LinearAttentionRegressorCV}
@@ -41,21 +39,6 @@ def pbs_values():
         return np.asarray(load_PBS_dataset(), dtype=float)
 
 
-def fit(ds, Estimator, padding, n_heads):
-    """Heads, criterion and test mean squared error of one pipeline."""
-    model = make_pipeline(
-        SeriesToTokens(window=2),
-        PositionalEncoding(constant=True, padding=padding),
-        Estimator(n_heads=n_heads, fit_intercept=True),
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # (the padding warning is the subject)
-        model.fit(ds.series_train, ds.y_train)
-        error = np.mean((model.predict(ds.series_test) - ds.y_test) ** 2)
-    search = model[-1].head_search_
-    return int(model[-1].n_heads_), search.criterion, float(error)
-
-
 def run():
     values = pbs_values()
     rows = []
@@ -64,14 +47,10 @@ def run():
         zero_windows = int(np.sum(~np.any(ds.series_test != 0, axis=(1, 2))))
         for name, Estimator in ESTIMATORS.items():
             for padding in ("left", None):
-                default = fit(ds, Estimator, padding, "auto")
-                lifted = fit(ds, Estimator, padding, None)
                 row = dict(
                     lags=lags, estimator=name, padding=str(padding),
                     zero_windows=zero_windows,
-                    heads=default[0], criterion=default[1], mse=default[2],
-                    none_heads=lifted[0], none_mse=lifted[2],
-                    ratio=default[2] / lifted[2],
+                    **lag_default_against_lifted(ds, Estimator, padding=padding),
                 )
                 rows.append(row)
                 print(row, flush=True)

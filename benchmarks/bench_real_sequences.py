@@ -240,6 +240,34 @@ def lag_set(name, values, lags, n_train, split, source="statsmodels"):
     )
 
 
+def lag_default_against_lifted(ds, Estimator, window=2, padding=None):
+    """A lag set's forecasts by the lag recipe (``SeriesToTokens(window)``,
+    ``PositionalEncoding(constant=True, padding)``, ``Estimator`` with an
+    intercept), the default ``n_heads`` against ``n_heads=None``: the heads,
+    criterion and test mean squared error of the default, the heads and error of
+    ``n_heads=None``, and the ratio of the errors (warnings silenced)."""
+
+    def forecast(n_heads):
+        model = make_pipeline(
+            SeriesToTokens(window=window),
+            PositionalEncoding(constant=True, padding=padding),
+            Estimator(n_heads=n_heads, fit_intercept=True),
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(ds.series_train, ds.y_train)
+            error = np.mean((model.predict(ds.series_test) - ds.y_test) ** 2)
+        return model[-1], float(error)
+
+    default, error = forecast("auto")
+    lifted, lifted_error = forecast(None)
+    return dict(
+        heads=int(default.n_heads_), criterion=default.head_search_.criterion,
+        mse=error, none_heads=int(lifted.n_heads_), none_mse=lifted_error,
+        ratio=error / lifted_error,
+    )
+
+
 def sunspots_set():
     import statsmodels.api as sm
 

@@ -19,16 +19,13 @@ padding=None)``, the plain or the CV regressor with an intercept: the default
 against ``n_heads=None``, test mean squared error, heads and criterion.
 """
 
-import warnings
 
 import numpy as np
 from _common import make_parser, markdown_table, write_json
-from bench_real_sequences import _first_share, lag_set
-from sklearn.pipeline import make_pipeline
+from bench_real_sequences import _first_share, lag_default_against_lifted, lag_set
 from threadpoolctl import threadpool_limits
 
 from sklearn_linattn import LinearAttentionRegressor, LinearAttentionRegressorCV
-from sklearn_linattn.preprocessing import PositionalEncoding, SeriesToTokens
 
 LAGS = 12
 WINDOWS = (1, 2)
@@ -54,20 +51,6 @@ def series():
     return found
 
 
-def fit(ds, Estimator, window, n_heads):
-    """Heads, criterion and test mean squared error of one pipeline."""
-    model = make_pipeline(
-        SeriesToTokens(window=window),
-        PositionalEncoding(constant=True, padding=None),
-        Estimator(n_heads=n_heads, fit_intercept=True),
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model.fit(ds.series_train, ds.y_train)
-        error = np.mean((model.predict(ds.series_test) - ds.y_test) ** 2)
-    return int(model[-1].n_heads_), model[-1].head_search_.criterion, float(error)
-
-
 def run():
     rows = []
     for name, values in series().items():
@@ -75,13 +58,9 @@ def run():
             ds = lag_set(name, data, LAGS, _first_share(len(data), LAGS), "")
             for window in WINDOWS:
                 for label, Estimator in ESTIMATORS.items():
-                    default = fit(ds, Estimator, window, "auto")
-                    lifted = fit(ds, Estimator, window, None)
                     row = dict(
                         series=name, form=form, window=window, estimator=label,
-                        heads=default[0], criterion=default[1], mse=default[2],
-                        none_heads=lifted[0], none_mse=lifted[2],
-                        ratio=default[2] / lifted[2],
+                        **lag_default_against_lifted(ds, Estimator, window=window),
                     )
                     rows.append(row)
                     print(row, flush=True)
