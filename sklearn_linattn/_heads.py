@@ -120,11 +120,15 @@ REFIT_MARGIN = 10.0
 DRIFT = 1e3
 DRIFT_PENALTY = 1e-6
 # The work of the first fit from the interpolating count on (_reproducing_beyond):
-# BEYOND_SHARE times the search's before it (3: with this share on all those fits,
-# n_heads=k-1 passed where k came back in 35 of 515 fits of bench_fewest_heads.py
-# against 44 with 1, for 2.6% more work; on the first alone, 12; with heads that
-# reproduce it refined, not polished, 5 of 514), or BEYOND_FLOOR flops (under a
-# tenth of a second of one core, benchmarks/README.md) where that is more.
+# BEYOND_SHARE times what the search spent on its fits before it, or BEYOND_FLOOR
+# flops (under a tenth of a second of one core, benchmarks/README.md) where that
+# is more. The folds' work is not counted: it differs between fit and
+# partial_fit (rows or statistics), whose searches then decided differently (3
+# of 303 cases of bench_fewest_heads.py, benchmarks/README.md). The share, 3:
+# with it on all those fits, n_heads=k-1 passed where k came back in 35 of 515
+# fits of bench_fewest_heads.py against 44 with 1, for 2.6% more work; on the
+# first alone, 12; with heads that reproduce it refined, not polished, 5 of 514
+# (6 with the folds' work left out).
 BEYOND_SHARE = 3.0
 BEYOND_FLOOR = 2e8
 # The estimators' work limit: head_work_limit times the lifted fit's flops plus
@@ -587,6 +591,11 @@ class _Search:
     @property
     def folds_built(self):
         return self._folds is not None and not callable(self._folds)
+
+    @property
+    def folds_flops(self):
+        """The folds' own work so far (their lifted fits), charged to the budget."""
+        return self._folds.flops if self.folds_built else 0.0
 
     @property
     def folds(self):
@@ -1627,7 +1636,9 @@ def _reproducing_beyond(search, low, paper_count):
     spent the work on its largest counts, bench_fewest_heads.py), each count
     fitted as ``n_heads=k`` fits it; ``paper_count`` where none does. Under a
     work limit the fits until one passes may cost at most ``BEYOND_SHARE``
-    times the work the search spent before them, or ``BEYOND_FLOOR`` flops:
+    times the work the search spent before them on its fits (not on the folds,
+    whose work depends on the data's path: rows or statistics), or
+    ``BEYOND_FLOOR`` flops:
     the bisection stops at a count whose first start alone
     (:meth:`_Search.least_fit_flops`) would exceed that, fits it cuts short
     are left out, and the fewest count found to pass is returned (the search
@@ -1639,7 +1650,7 @@ def _reproducing_beyond(search, low, paper_count):
     514 once heads that reproduce it are refined to it, not polished)."""
     budget, undecided = search.budget, search.undecided
     limit = budget.limit
-    allowed = max(BEYOND_SHARE * budget.spent, BEYOND_FLOOR)
+    allowed = max(BEYOND_SHARE * (budget.spent - search.folds_flops), BEYOND_FLOOR)
     if limit < np.inf:  # no work limit (head_work_limit=None): no cap either
         budget.limit = min(limit, budget.spent + allowed)
     untried = False  # a count not fitted, or cut short: its verdict unknown

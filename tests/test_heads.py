@@ -3550,3 +3550,27 @@ def test_a_count_that_reproduces_the_lifted_fit_passes_on_the_rows_too(
         assert model.n_heads_ == n_classes
         assert model.head_search_.criterion == "tol"
         assert np.linalg.norm(model.coef_ - lifted.coef_) <= 1e-8 * norm
+
+
+@pytest.mark.parametrize("seed", [603691843, 127])
+def test_fit_and_partial_fit_share_the_work_beyond_the_interpolating_count(seed):
+    """Twenty wine samples as 3 tokens of 3 features with positions (d = 7, p =
+    196, fewer rows than features): counts from the interpolating one on are
+    fitted within a share of the work the search's fits spent before them. The
+    folds' own work is not in it (from the rows it is a few thousand flops, from
+    partial_fit's statistics 3e7), so both paths fit the same counts and return
+    the same heads."""
+    X, y = load_wine(return_X_y=True)
+    order = np.random.default_rng(seed).permutation(len(X))
+    X, y = X[order][:20], y[order][:20]
+    X = StandardScaler().fit_transform(X)
+    X = np.pad(X, ((0, 0), (0, 2))).reshape(20, 5, 3)[:, :3]
+    X = PositionalEncoding(constant=True, padding=None).fit_transform(X)
+    fitted = LinearAttentionClassifier(alpha=10.0, fit_intercept=False).fit(X, y)
+    batches = LinearAttentionClassifier(alpha=10.0, fit_intercept=False)
+    batches.partial_fit(X[:10], y[:10], classes=np.unique(y))
+    batches.partial_fit(X[10:], y[10:])
+    assert X.shape[2] == 7
+    assert batches.n_heads_ == fitted.n_heads_
+    assert batches.head_search_.criterion == fitted.head_search_.criterion
+    assert batches.head_search_.fewer_untried == fitted.head_search_.fewer_untried
