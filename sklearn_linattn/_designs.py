@@ -9,13 +9,16 @@ targets ``T``, so that the objective is ``||V X(Q) - T||^2``.
   fit's. ``F = None`` is the Frobenius distance to the lifted coefficients.
 - :class:`SequenceDesign`: the columns are the training rows themselves (weighted,
   centered with an intercept) and the ridge penalty's coordinates; ``T`` the
-  targets. Cheaper when there are fewer rows than lifted features.
+  targets, or (:meth:`SequenceDesign.toward`, as the read-out uses it) the lifted
+  fit's own, so that the loss is again the training objective less the lifted
+  fit's. Cheaper when there are fewer rows than lifted features.
 
 Each design also gives ``X(e_x)`` for every query coordinate and the training
 metric unfolded (:meth:`LiftedDesign.metric`), from which the engine forms its
 normal equations.
 """
 
+import copy
 import functools
 
 import numpy as np
@@ -29,6 +32,7 @@ __all__ = [
     "PenalizedDesign",
     "SequenceDesign",
     "design_loss",
+    "predict_lifted",
     "predict_rows",
     "query_features",
     "rows_are_cheaper",
@@ -89,6 +93,17 @@ def predict_rows(moments, queries, value_rows, query_rows):
     values = value_rows.reshape(k, -1, d).transpose(0, 2, 1).reshape(k * d, -1)
     contracted = _contract(moments, queries, query_rows)
     return contracted.reshape(len(queries), k * d) @ values
+
+
+def predict_lifted(moments, queries, coef):
+    """Lifted coefficients' predictions of every row, ``sum W[a, b, c, e] S_i[b,
+    c] q_i[e]`` for the folded ``W`` (weights as in ``moments``): shape (n_rows,
+    n_outputs), in ``n m d^3`` flops."""
+    d = queries.shape[1]
+    folded = fold_lifted_coef(coef, d)  # W[(a, b), (c, e)]
+    m = folded.shape[0] // d
+    queried = matmul(queries, folded.reshape(m * d * d, d).T)  # sum_e W q_i[e]
+    return np.einsum("iabc,ibc->ia", queried.reshape(-1, m, d, d), moments)
 
 
 # The lifted design keeps X(e_x) for every query coordinate x (d^3 times the
@@ -210,6 +225,23 @@ class SequenceDesign:
         n, d = self.n_rows, self.token_dim
         ridge = 4 * n_heads * d * self.n_lifted if self.alpha else 0  # (k, d, p)
         return 4 * n * n_heads * d * d + ridge
+
+    def toward(self, coef):
+        """This design with the lifted fit ``coef`` (n_outputs, n_lifted) as its
+        targets: its predictions of the rows and, with ``alpha``, ``sqrt(alpha)
+        coef``. Where ``coef`` minimizes the objective, the loss of heads is
+        then their objective's excess over it, ``||Pi A (theta_k - theta)||^2 +
+        alpha ||theta_k - theta||^2`` (baseline 0), as in a factor of the
+        training metric (:class:`LiftedDesign`), not a difference of two sums of
+        squares, whose rounding resolves heads near ``coef`` only to about
+        ``sqrt(eps)`` of it. The basis and metric are this design's."""
+        coef = np.asarray(coef, dtype=np.float64)
+        toward = copy.copy(self)
+        predictions = self._project(predict_lifted(self.moments, self.queries, coef))
+        ridge = np.sqrt(self.alpha) * coef if self.alpha else coef[:, :0]
+        toward.targets = np.concatenate([predictions.T, ridge], axis=1)
+        toward.baseline = 0.0
+        return toward
 
     def _project(self, rows):
         """``Pi`` along the first axis."""

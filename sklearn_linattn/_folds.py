@@ -264,20 +264,13 @@ class StatisticsFolds(_Folds):
             except FoldsBeyondWork as beyond:
                 beyond.unheld = sum(fold.weight_sum > 0 for fold in folds) <= 1
                 raise
-            gram, moment, squares, feature_mean, target_mean = equations
-            # the training objective of the fold's lifted fit (a rows design's
-            # baseline: its heads' losses are measured above it)
-            baseline = max(
-                float(np.sum(squares) - 2 * np.vdot(coef, moment.T))
-                + float(np.vdot(coef @ gram, coef) + alpha * np.vdot(coef, coef)),
-                0.0,
-            )
+            moment, feature_mean, target_mean = equations[1], *equations[3:]
             on_rows = rows is not None and rows_are_cheaper(
                 training.n_observations, factor.shape[1], token_dim, alpha
             )
             form = self._heldout_form(heldout, feature_mean, target_mean)
             self._parts.append(
-                (coef, factor, form, feature_mean, target_mean, baseline, on_rows)
+                (coef, factor, form, feature_mean, target_mean, on_rows)
             )
             self.lifted_squared.append(self._squared(form, coef))
             self.lifted_output_squared.append(self._squared_by_output(form, coef))
@@ -402,7 +395,7 @@ class StatisticsFolds(_Folds):
         cached on it)."""
         if fold in self._designs:
             return self._designs[fold]
-        coef, factor, *_, baseline, on_rows = self._parts[fold]
+        coef, factor, *_, on_rows = self._parts[fold]
         if not on_rows:
             design = LiftedDesign(coef, self.token_dim, factor)
         else:
@@ -411,8 +404,7 @@ class StatisticsFolds(_Folds):
             design = SequenceDesign(
                 moments[train], queries[train], targets[train], scale[train],
                 self.alpha, self.fit_intercept,
-            )
-            design.baseline = baseline
+            ).toward(coef)
         self._designs[fold] = design
         return design
 
@@ -496,7 +488,7 @@ class RowFolds(_Folds):
         self.flops = 0.0
         self._all = moments, queries, targets, row_scale
         self._kernel = (kernel, kernel_solve, row_folds, alpha) if classify else None
-        self._parts, self._coefs = [], {}
+        self._parts, self._coefs, self._designs = [], {}, {}
         self.lifted_errors, self.lifted_squared, self.weights = [], [], []
         self.lifted_output_squared = []
         for fold in range(n_folds):
@@ -516,8 +508,8 @@ class RowFolds(_Folds):
                 targets[heldout],
                 row_scale[heldout],
             )
-            predictions, target_mean, design.baseline, weights = (
-                self._lifted_predictions(kernel, train, heldout, alpha, kernel_solve)
+            predictions, target_mean, weights = (
+                self._lifted_predictions(kernel, train, heldout, kernel_solve)
             )
             n_train = int(train.sum())
             self.flops += (
@@ -554,7 +546,7 @@ class RowFolds(_Folds):
                 raise FoldsBeyondWork(done)
             heldout = row_folds == fold
             predictions = self._lifted_predictions(
-                kernel, train, heldout, alpha, kernel_solve
+                kernel, train, heldout, kernel_solve
             )[0]
             self.flops += fits[fold]
             errors.append(
@@ -562,26 +554,23 @@ class RowFolds(_Folds):
             )
         return errors
 
-    def _lifted_predictions(self, kernel, train, heldout, alpha, kernel_solve):
+    def _lifted_predictions(self, kernel, train, heldout, kernel_solve):
         """Weighted predictions on the held-out rows of the lifted fit without
         them, from the kernel (centered at the training means with an intercept),
-        the training target mean, the fit's training objective, and its kernel
-        weights ``a`` (coefficients ``A_c^T a``)."""
-        moments, queries, targets, row_scale = self._all
+        the training target mean and its kernel weights ``a`` (coefficients
+        ``A_c^T a``)."""
+        targets, row_scale = self._all[2:]
         scale_t, scale_h = row_scale[train], row_scale[heldout]
         block = kernel[np.ix_(train, train)]
         weights, target_mean = kernel_solve(block, targets[train], scale_t)
         predictions = kernel[np.ix_(heldout, train)] @ weights
-        fitted = block @ weights
-        ridge = alpha * float(np.vdot(weights, fitted))  # ||theta||^2 = a^T K a
         total = float(scale_t @ scale_t)
         if self.fit_intercept and total:
             # c_h (phi_h - mu) theta, theta = A_t^T a with a orthogonal to c_t
+            fitted = block @ weights
             predictions -= np.outer(scale_h, scale_t @ fitted) / total
             predictions += np.outer(scale_h, target_mean)
-            fitted = fitted + np.outer(scale_t, target_mean - scale_t @ fitted / total)
-        objective = _squared(fitted, targets[train]) + ridge
-        return predictions, target_mean, max(objective, 0.0), weights
+        return predictions, target_mean, weights
 
     def coef(self, fold):
         """The lifted fit without ``fold``: ``A_c^T a = A^T (a - c (c . a) / c.c)``
@@ -602,7 +591,11 @@ class RowFolds(_Folds):
         return unfold_lifted_coef(folded.reshape(-1, d**3), d)
 
     def design(self, fold):
-        return self._parts[fold][0]
+        """The training design without ``fold``, toward its lifted fit (built
+        once: its metric is cached on it)."""
+        if fold not in self._designs:
+            self._designs[fold] = self._parts[fold][0].toward(self.coef(fold))
+        return self._designs[fold]
 
     def error(self, fold, value_rows, query_rows):
         """Held-out error on ``fold`` of heads fitted without it."""

@@ -931,12 +931,8 @@ class _Search:
         only by reproducing the lifted fit: n_heads=7 stopped 1.75e-3 away at
         d = 5 in a singular training metric where 4 to 6 heads reproduce it),
         refined in the Frobenius metric, kept where that brings them within
-        ``tol`` (they then reproduce it). A design on the training
-        rows measures its loss as the objective less the lifted fit's, a
-        difference of two sums of squares: on noisy targets its rounding
-        resolves the heads only to about ``sqrt(eps)`` of the lifted fit, above
-        ``tol``, and a count that reproduces it (three heads of a three-class
-        classifier at d = 3) stopped at 1.2e-8 and failed."""
+        ``tol`` (they then reproduce it): in a singular training metric a fit
+        stops where the training objective no longer resolves the distance."""
         if not self.refinable(value_rows, query_rows):
             return value_rows, query_rows
         accept = self.stop_rules(self.frobenius)[0]

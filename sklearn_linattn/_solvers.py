@@ -528,8 +528,7 @@ def _solve_statistics(
         ):
             pairs, queries = compact_rows()
             return _row_head_problem(
-                in_memory, pairs, queries, None, alpha, fit_intercept, residual,
-                coef, False,
+                in_memory, pairs, queries, None, alpha, fit_intercept, coef, False
             )[0](output_weights)
         weights = _weights_or_one(output_weights)
         return LiftedDesign(coef * np.reshape(weights, (-1, 1)), data.token_dim, factor)
@@ -632,8 +631,8 @@ def _weights_or_one(output_weights):
     return 1.0 if output_weights is None else np.asarray(output_weights, float)
 
 
-def _row_head_problem(data, pairs, queries, kernel, alpha, fit_intercept, residual,
-                      coef, heldout):
+def _row_head_problem(data, pairs, queries, kernel, alpha, fit_intercept, coef,
+                      heldout):
     """The head design on the training rows and, with ``heldout``, its folds;
     each takes ``output_weights`` (output ``j``'s targets multiplied by
     ``output_weights[j]``; None: by 1)."""
@@ -647,11 +646,7 @@ def _row_head_problem(data, pairs, queries, kernel, alpha, fit_intercept, residu
         design = SequenceDesign(
             moments(), queries, targets * weights, row_scale, alpha, fit_intercept
         )
-        weighted_coef = coef * np.reshape(weights, (-1, 1))
-        design.baseline = float(np.sum(residual * weights**2)) + alpha * float(
-            np.vdot(weighted_coef, weighted_coef)
-        )
-        return design
+        return design.toward(coef * np.reshape(weights, (-1, 1)))
 
     def heldout_folds(classify=False, output_weights=None, flops_limit=np.inf):
         # (the kernel's folds cost n^3 / 3 each, as the fit itself: not limited)
@@ -742,8 +737,7 @@ def _solve_kernel(data, alpha, fit_intercept, heldout=False, rescaled_alpha=None
     # the targets' energy, not centered: centering leaves its rounding
     energy = np.einsum("no,no->o", targets, targets)
     head_design, heldout_folds = _row_head_problem(
-        data, pairs, queries, kernel_uncentered, alpha, fit_intercept, rss, coef,
-        heldout,
+        data, pairs, queries, kernel_uncentered, alpha, fit_intercept, coef, heldout
     )
     return LiftedSolution(
         coef=coef,
@@ -883,8 +877,8 @@ def solve_lsqr(
         # No held-out folds: refitting each would cost LSQR runs of its own.
         # Rows on Dask are not at hand: heads in the Frobenius metric then.
         head_design=_row_head_problem(
-            data, operator.pairs, operator.queries, None, alpha, fit_intercept,
-            residual, coef, False,
+            data, operator.pairs, operator.queries, None, alpha, fit_intercept, coef,
+            False,
         )[0] if hasattr(operator, "pairs") else (
             lambda output_weights=None: LiftedDesign(
                 coef * np.reshape(_weights_or_one(output_weights), (-1, 1)),

@@ -13,6 +13,7 @@ import scipy.linalg
 from conftest import n_lifted, naive_lifted_features, random_attention, random_sequences
 
 from sklearn_linattn import _low_rank as low_rank
+from sklearn_linattn._attention import fold_lifted_coef
 from sklearn_linattn._designs import (
     LiftedDesign,
     PenalizedDesign,
@@ -72,6 +73,44 @@ def test_sequence_design_loss_is_the_training_objective(rng, alpha, fit_intercep
     assert design_loss(design, value_rows, query_rows) == pytest.approx(
         expected, rel=1e-12
     )
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.3])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize(("d", "n_rows"), [(3, 40), (4, 20)])
+def test_sequence_design_toward_the_lifted_fit_measures_the_excess(
+    rng, alpha, fit_intercept, d, n_rows
+):
+    """Toward the lifted fit (its own predictions as targets) a rows design's loss
+    is the training objective's excess over the lifted fit's, written out from
+    the naive features (with more rows than lifted features, and fewer: the
+    minimum-norm fit at alpha=0); at the lifted fit's own heads it is zero to
+    rounding, where the objective less the lifted fit's leaves eps of it."""
+    m, k = 2, 2
+    X = random_sequences(rng, n_rows, 6, d)
+    y = rng.normal(size=(n_rows, m))
+    weights = rng.uniform(0.5, 1.5, size=n_rows)
+    features, targets = naive_lifted_features(X), y
+    if fit_intercept:
+        features = features - weights @ features / weights.sum()
+        targets = y - weights @ y / weights.sum()
+    scale = np.sqrt(weights)[:, None]
+    stacked = np.vstack([scale * features, np.sqrt(alpha) * np.eye(n_lifted(d))])
+    padded = np.vstack([scale * targets, np.zeros((n_lifted(d), m))])
+    theta = scipy.linalg.lstsq(stacked, padded)[0].T
+    design = sequence_design(X, y, weights, alpha, fit_intercept).toward(theta)
+    assert design.baseline == 0.0
+    value_rows, query_rows = random_heads(rng, k, m, d)
+    theta_k = head_coef(value_rows, query_rows, d)
+    expected = naive_objective(X, y, weights, alpha, fit_intercept, theta_k) - (
+        naive_objective(X, y, weights, alpha, fit_intercept, theta)
+    )
+    assert design_loss(design, value_rows, query_rows) == pytest.approx(
+        expected, rel=1e-9
+    )
+    folded = fold_lifted_coef(theta, d)  # the lifted fit as d^2 heads
+    energy = float(np.vdot(design.targets, design.targets))
+    assert design_loss(design, folded.T, np.eye(d * d)) <= 1e-20 * energy
 
 
 @pytest.mark.parametrize("metric", ["frobenius", "gram"])
