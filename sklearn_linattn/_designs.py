@@ -98,12 +98,13 @@ def predict_rows(moments, queries, value_rows, query_rows):
 def predict_lifted(moments, queries, coef):
     """Lifted coefficients' predictions of every row, ``sum W[a, b, c, e] S_i[b,
     c] q_i[e]`` for the folded ``W`` (weights as in ``moments``): shape (n_rows,
-    n_outputs), in ``n m d^3`` flops."""
-    d = queries.shape[1]
-    folded = fold_lifted_coef(coef, d)  # W[(a, b), (c, e)]
-    m = folded.shape[0] // d
-    queried = matmul(queries, folded.reshape(m * d * d, d).T)  # sum_e W q_i[e]
-    return np.einsum("iabc,ibc->ia", queried.reshape(-1, m, d, d), moments)
+    n_outputs), in ``2 n m d^3`` flops and ``n m d`` floats of work space."""
+    n, d = queries.shape
+    folded = fold_lifted_coef(coef, d).reshape(-1, d, d, d)  # W[a, b, c, e]
+    m = folded.shape[0]
+    by_moment = folded.transpose(1, 2, 0, 3).reshape(d * d, m * d)  # rows (b, c)
+    contracted = matmul(moments.reshape(n, d * d), by_moment).reshape(n, m, d)
+    return np.einsum("iae,ie->ia", contracted, queries)
 
 
 # The lifted design keeps X(e_x) for every query coordinate x (d^3 times the

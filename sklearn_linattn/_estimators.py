@@ -367,6 +367,9 @@ def _effective_outputs(solution, fit_intercept):
 # the tokens times 1 and 3), against eps32 = 1.19e-7, which had decided 1 or 3
 # heads by rounding. A margin of 12 over those measurements.
 PRECISION_MARGIN = 16.0
+# LSQR's coefficients resolved more coarsely than this (relative) are read with a
+# warning: heads within 1% of the lifted fit are then taken to be the same.
+COARSE_COEFFICIENTS = 1e-2
 
 
 def _centering_precision(solution, data):
@@ -829,10 +832,29 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
             weights = _output_weights(solution, data, self.fit_intercept)
         weight = 1.0 if weights is None else weights
         residual = float(np.sum(solution.residual_sum_of_squares * weight**2))
+        coef_tol = solution.coef_tol
+        if coef_tol > COARSE_COEFFICIENTS and np.any(solution.coef):
+            # LSQR's coefficients resolve only coarse heads, or (at their norm)
+            # none: then read as if exact, not as a zero model
+            consequence = (
+                "which tells no head from zero: the heads are read out as if the "
+                "coefficients were exact"
+                if coef_tol >= 1
+                else "and heads within that of the lifted fit are taken to "
+                "reproduce it"
+            )
+            warnings.warn(
+                f"solver_tol={self.solver_tol} resolves LSQR's lifted coefficients "
+                f"only to about {coef_tol:.2g} times their norm, {consequence}. "
+                "Lower solver_tol for finer heads.",
+                UserWarning,
+                stacklevel=caller_stacklevel(),
+            )
+            coef_tol = coef_tol if coef_tol < 1 else 0.0
         # float32 data pin the coefficients down to their precision only, and
         # so does centering targets far from zero
         resolution = max(
-            solution.coef_tol,
+            coef_tol,
             PRECISION_MARGIN * getattr(self, "_input_precision", 0.0),
             _centering_precision(solution, data) if self.fit_intercept else 0.0,
         )

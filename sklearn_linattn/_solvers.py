@@ -69,10 +69,14 @@ __all__ = [
 # Interleaved folds of the head read-out's held-out criterion (the i-th sequence of
 # positive weight in fold i mod 5), as many as scikit-learn's default K-fold.
 HELDOUT_FOLDS = 5
-# LSQR's coefficients are accurate to about 1e3 * solver_tol (relative; measured
-# on noiseless fits, d = 3..8: up to 8e-9 at solver_tol=1e-10), so the head
-# read-out treats differences below this multiple as rounding.
-LSQR_COEF_TOL = 1e4
+# LSQR stops at a backward error of about solver_tol, so its coefficients'
+# relative error is about its estimate of cond(A) times that (forward error:
+# at most 1.32 times that estimate over 90 fits, d = 3 to 6, noise 0 to 100%,
+# solver_tol 1e-2 to 1e-10, benchmarks/README.md, "LSQR's precision"); the head
+# read-out treats differences below LSQR_COEF_MARGIN times it as rounding. (A
+# fixed 1e4 solver_tol claimed 100 times the coefficients' norm at
+# solver_tol=1e-2, where they were within 0.14 of it: a zero model came back.)
+LSQR_COEF_MARGIN = 20.0
 # LSQR's bound on its estimate of cond(A) (scipy's default): beyond it the lifted
 # rows are numerically rank-deficient (singular values below 1e-8 of the largest:
 # Gram eigenvalues below 1e-16, under the direct solvers' rank threshold), and it
@@ -632,10 +636,13 @@ def _weights_or_one(output_weights):
 
 
 def _row_head_problem(data, pairs, queries, kernel, alpha, fit_intercept, coef,
-                      heldout):
+                      heldout, residual=None):
     """The head design on the training rows and, with ``heldout``, its folds;
     each takes ``output_weights`` (output ``j``'s targets multiplied by
-    ``output_weights[j]``; None: by 1)."""
+    ``output_weights[j]``; None: by 1). The design measures heads toward the
+    lifted fit ``coef`` (:meth:`SequenceDesign.toward`: it minimizes the
+    objective), or, given the ``residual`` sums of squares of a ``coef`` that
+    does not (LSQR stopped short), on the targets above that fit's objective."""
     # S of every row (n_rows d^2): formed when the head read-out first asks, not
     # by every fit (n_heads=None never does; it would double solver "cg"'s memory)
     moments = functools.cache(lambda: moments_of_pairs(pairs, data.token_dim))
@@ -646,7 +653,13 @@ def _row_head_problem(data, pairs, queries, kernel, alpha, fit_intercept, coef,
         design = SequenceDesign(
             moments(), queries, targets * weights, row_scale, alpha, fit_intercept
         )
-        return design.toward(coef * np.reshape(weights, (-1, 1)))
+        weighted_coef = coef * np.reshape(weights, (-1, 1))
+        if residual is None:
+            return design.toward(weighted_coef)
+        design.baseline = float(np.sum(residual * weights**2)) + alpha * float(
+            np.vdot(weighted_coef, weighted_coef)
+        )
+        return design
 
     def heldout_folds(classify=False, output_weights=None, flops_limit=np.inf):
         # (the kernel's folds cost n^3 / 3 each, as the fit itself: not limited)
@@ -800,6 +813,7 @@ def solve_lsqr(
     residual = np.einsum("no,no->o", centered_targets, centered_targets)
     residual_rows = np.array(centered_targets, dtype=np.float64)
     at_limit, ill_conditioned = False, False
+    condition = 1.0  # LSQR's largest estimate of cond(A) over the outputs
     for output, column in enumerate(centered_targets.T):
         if not np.any(column):
             continue
@@ -813,6 +827,7 @@ def solve_lsqr(
             iter_lim=max_iter,
         )
         coef[output], n_iter[output] = result[0], result[2]
+        condition = max(condition, float(result[6]))
         at_limit |= result[1] == 7  # 7: the iteration limit was reached
         # 3, 6: its estimate of cond(A) passed conlim (or 1 / eps)
         ill_conditioned |= result[1] in (3, 6)
@@ -872,13 +887,13 @@ def solve_lsqr(
         n_observations=data.n_observations,
         n_iter=n_iter,
         converged=bool(converged),
-        coef_tol=LSQR_COEF_TOL * solver_tol,
+        coef_tol=LSQR_COEF_MARGIN * condition * solver_tol,
         flops=2.0 * max(int(n_iter.sum()), 1) * n_rows * data.token_dim**3,
         # No held-out folds: refitting each would cost LSQR runs of its own.
         # Rows on Dask are not at hand: heads in the Frobenius metric then.
         head_design=_row_head_problem(
             data, operator.pairs, operator.queries, None, alpha, fit_intercept, coef,
-            False,
+            False, None if converged else residual,
         )[0] if hasattr(operator, "pairs") else (
             lambda output_weights=None: LiftedDesign(
                 coef * np.reshape(_weights_or_one(output_weights), (-1, 1)),

@@ -1854,6 +1854,24 @@ def test_a_search_without_held_out_folds_warns_and_returns_the_lifted_heads():
         assert batches.head_search_.criterion == "lifted"
 
 
+def test_heads_fit_the_data_where_lsqr_stopped_short():
+    """With solver="cg" stopped at its iteration limit the lifted fit does not
+    minimize the objective: a fixed count is fitted to the rows' targets, not
+    toward that fit (which gave 2 heads of 2-head data a training R^2 of 0.88,
+    the unconverged lifted fit's, against 0.99)."""
+    X, y, _ = make_random_mhla(450, 5, 4, n_heads=2, random_state=0)
+    y = y + 0.1 * np.std(y) * np.random.default_rng(0).normal(size=y.shape)
+    train, test = slice(None, 150), slice(150, None)
+    with pytest.warns(ConvergenceWarning, match="LSQR did not reach"):
+        lifted = LinearAttentionRegressor(solver="cg", max_iter=3, n_heads=None)
+        lifted.fit(X[train], y[train])
+    with pytest.warns(ConvergenceWarning, match="LSQR did not reach"):
+        heads = LinearAttentionRegressor(solver="cg", max_iter=3, n_heads=2)
+        heads.fit(X[train], y[train])
+    assert heads.score(X[train], y[train]) > lifted.score(X[train], y[train]) + 0.05
+    assert heads.score(X[test], y[test]) > lifted.score(X[test], y[test]) + 0.05
+
+
 def test_a_search_cut_short_returns_the_fewest_count_that_passed():
     """Twelve heads of four outputs with little noise: 16 heads reproduce the
     lifted fit (tol) early in the search; cut short after that by the default

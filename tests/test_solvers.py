@@ -1352,6 +1352,50 @@ def _review_data(kind, n, d=3, n_outputs=1, seed=0):
     return X, y
 
 
+@pytest.mark.parametrize("solver_tol", [1e-2, 1e-4, 1e-6, 1e-8, 1e-10])
+@pytest.mark.parametrize(
+    ("token_dim", "noise"), [(3, 0.0), (4, 0.0), (4, 0.1), (6, 0.0)]
+)
+def test_lsqr_coefficients_are_within_their_stated_precision(
+    solver_tol, token_dim, noise
+):
+    """solver="cg" states its coefficients' relative precision for the head
+    read-out (``coef_tol``, 20 times LSQR's estimate of cond(A) times
+    solver_tol): against the normal solver's they are within it at every
+    solver_tol, and it stays below the coefficients' norm from 1e-4 on (a fixed
+    1e4 solver_tol claimed 100 times their norm at 1e-2)."""
+    from sklearn_linattn._data import lifted_data
+
+    X, y, _ = make_random_mhla(200, 5, token_dim, n_heads=2, random_state=1)
+    y = y + noise * np.std(y) * np.random.default_rng(1).normal(size=y.shape)
+    data = lifted_data(X, y.reshape(-1, 1), None)
+    exact = SOLVERS["normal"](data, alpha=0.0, fit_intercept=True).coef
+    solution = SOLVERS["cg"](
+        data, alpha=0.0, fit_intercept=True, solver_tol=solver_tol
+    )
+    error = np.linalg.norm(solution.coef - exact) / np.linalg.norm(exact)
+    assert error <= solution.coef_tol
+    assert solution.coef_tol < (1.0 if solver_tol <= 1e-4 else np.inf)
+
+
+def test_coefficients_too_coarse_for_any_head_are_read_as_exact():
+    """At solver_tol=1e-2 LSQR's coefficients are resolved to about their own
+    norm: no head is told from zero, and the heads are read as if exact, with a
+    warning, instead of as a zero model (which predicted the mean); at 1e-3,
+    coarsely, with a warning that says so."""
+    X, y, _ = make_random_mhla(500, 5, 4, n_heads=2, random_state=1)
+    y = y + 0.1 * np.std(y) * np.random.default_rng(1).normal(size=y.shape)
+    train, test = slice(None, 200), slice(200, None)
+    exact = LinearAttentionRegressor(n_heads=None).fit(X[train], y[train])
+    with pytest.warns(UserWarning, match="tells no head from zero"):
+        coarse = LinearAttentionRegressor(solver="cg", solver_tol=1e-2, n_heads=None)
+        coarse.fit(X[train], y[train])
+    assert coarse.n_heads_ > 0
+    assert coarse.score(X[test], y[test]) > exact.score(X[test], y[test]) - 0.01
+    with pytest.warns(UserWarning, match="taken to reproduce it"):  # coarse heads
+        LinearAttentionRegressor(solver="cg", solver_tol=1e-3).fit(X[train], y[train])
+
+
 @pytest.mark.parametrize("kind", ["gaussian", "duplicates", "subspace", "one_hot"])
 @pytest.mark.parametrize("n_samples", [10, 18, 40])  # p = 18
 @pytest.mark.parametrize("fit_intercept", [False, True])
@@ -1364,8 +1408,8 @@ def test_every_solver_matches_the_definition_within_rounding(
     kappa`` for the direct solvers (backward-stable solves of a system of
     condition kappa; measured at most 0.01 of it), with kappa of the Gram on the
     features' span, since rounding in its null directions is left out; LSQR at
-    solver_tol=1e-12: its documented ``coef_tol = 1e4 solver_tol`` or that bound
-    (measured below 0.01 of it)."""
+    solver_tol=1e-12: 1e4 solver_tol or that bound (measured below 0.01 of
+    it)."""
     X, y = _review_data(kind, n_samples, n_outputs=2 if n_samples > 18 else 1)
     w = np.r_[np.zeros(3), np.linspace(0.5, 2.0, n_samples - 3)]
     coef, intercept, kappa = _svd_ridge(
