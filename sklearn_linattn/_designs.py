@@ -25,6 +25,7 @@ import numpy as np
 import scipy.sparse
 
 from ._attention import _fold_indices, fold_lifted_coef
+from ._lift import lifted_matvec
 from ._low_rank import matmul
 
 __all__ = [
@@ -32,7 +33,6 @@ __all__ = [
     "PenalizedDesign",
     "SequenceDesign",
     "design_loss",
-    "predict_lifted",
     "predict_rows",
     "query_features",
     "rows_are_cheaper",
@@ -93,18 +93,6 @@ def predict_rows(moments, queries, value_rows, query_rows):
     values = value_rows.reshape(k, -1, d).transpose(0, 2, 1).reshape(k * d, -1)
     contracted = _contract(moments, queries, query_rows)
     return contracted.reshape(len(queries), k * d) @ values
-
-
-def predict_lifted(moments, queries, coef):
-    """Lifted coefficients' predictions of every row, ``sum W[a, b, c, e] S_i[b,
-    c] q_i[e]`` for the folded ``W`` (weights as in ``moments``): shape (n_rows,
-    n_outputs), in ``2 n m d^3`` flops and ``n m d`` floats of work space."""
-    n, d = queries.shape
-    folded = fold_lifted_coef(coef, d).reshape(-1, d, d, d)  # W[a, b, c, e]
-    m = folded.shape[0]
-    by_moment = folded.transpose(1, 2, 0, 3).reshape(d * d, m * d)  # rows (b, c)
-    contracted = matmul(moments.reshape(n, d * d), by_moment).reshape(n, m, d)
-    return np.einsum("iae,ie->ia", contracted, queries)
 
 
 # The lifted design keeps X(e_x) for every query coordinate x (d^3 times the
@@ -238,7 +226,10 @@ class SequenceDesign:
         ``sqrt(eps)`` of it. The basis and metric are this design's."""
         coef = np.asarray(coef, dtype=np.float64)
         toward = copy.copy(self)
-        predictions = self._project(predict_lifted(self.moments, self.queries, coef))
+        # the rows' compact pairs (moments_of_pairs undone), for lifted_matvec
+        rows, cols = np.triu_indices(self.token_dim)
+        pairs = self.moments[:, rows, cols] * np.where(rows == cols, 1.0, np.sqrt(2.0))
+        predictions = self._project(lifted_matvec(pairs, self.queries, coef))
         ridge = np.sqrt(self.alpha) * coef if self.alpha else coef[:, :0]
         toward.targets = np.concatenate([predictions.T, ridge], axis=1)
         toward.baseline = 0.0

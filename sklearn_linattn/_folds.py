@@ -264,7 +264,7 @@ class StatisticsFolds(_Folds):
             except FoldsBeyondWork as beyond:
                 beyond.unheld = sum(fold.weight_sum > 0 for fold in folds) <= 1
                 raise
-            moment, feature_mean, target_mean = equations[1], *equations[3:]
+            _, moment, _, feature_mean, target_mean = equations
             on_rows = rows is not None and rows_are_cheaper(
                 training.n_observations, factor.shape[1], token_dim, alpha
             )
