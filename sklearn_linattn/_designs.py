@@ -121,6 +121,9 @@ class LiftedDesign:
         self.n_columns = self.targets.shape[1]
         self.baseline = 0.0  # the loss of the lifted fit itself
         self.structured = d**6 <= METRIC_FLOATS  # steps from normal equations
+        # what its work counts as (_low_rank.Budget's nominal flops): RowCost
+        # where fit would fit the heads on the rows (set by the solver), or None
+        self.cost = None
         self._basis = None
         if factor is not None and d**3 * self.n_columns <= BASIS_FLOATS:
             # X(e_x)[b] = unfold(e_b e_x^T) F: the fold of F^T, per coordinate x.
@@ -208,12 +211,11 @@ class SequenceDesign:
         self.n_columns = self.targets.shape[1]
         self.baseline = 0.0  # set to the lifted fit's loss where known
         self.structured = d**6 <= METRIC_FLOATS  # steps from normal equations
+        self.cost = None  # its work is its own
         self._basis = None
 
     def feature_flops(self, n_heads):
-        n, d = self.n_rows, self.token_dim
-        ridge = 4 * n_heads * d * self.n_lifted if self.alpha else 0  # (k, d, p)
-        return 4 * n * n_heads * d * d + ridge
+        return RowCost(self.n_rows, self.token_dim, self.alpha).feature_flops(n_heads)
 
     def toward(self, coef):
         """This design with the lifted fit ``coef`` (n_outputs, n_lifted) as its
@@ -299,6 +301,9 @@ class PenalizedDesign:
         self.n_columns = self.targets.shape[1]
         self.baseline = design.baseline  # theta adds nothing to the penalty
         self.structured = design.structured
+        self.cost = None
+        if design.cost is not None:
+            self.cost = _SummedCost(design.cost, self.distance)
         self._basis = self._metric = None
 
     def feature_flops(self, n_heads):
@@ -381,6 +386,48 @@ def _frobenius_metric(token_dim):
 # against 2.4 to 4.4 s) for 1.6 to 2.4 times the work, one then cut short
 # (benchmarks/README.md, twenty-third pass).
 METRIC_FLOATS = 2**20
+
+
+class RowCost:
+    """The work of a :class:`SequenceDesign` on ``n_rows`` rows (its
+    ``feature_flops`` and ``n_columns``), counted for a design fitted on the
+    rows' statistics where ``fit`` would fit the heads on the rows themselves
+    (the ``cost`` of :class:`LiftedDesign`; nominal flops,
+    :class:`~sklearn_linattn._low_rank.Budget`)."""
+
+    def __init__(self, n_rows, token_dim, alpha):
+        self.n_rows, self.token_dim, self.alpha = int(n_rows), int(token_dim), alpha
+        self.n_lifted = token_dim * token_dim * (token_dim + 1) // 2
+        self.n_columns = self.n_rows + (self.n_lifted if alpha else 0)
+
+    def feature_flops(self, n_heads):
+        n, d = self.n_rows, self.token_dim
+        ridge = 4 * n_heads * d * self.n_lifted if self.alpha else 0  # (k, d, p)
+        return 4 * n * n_heads * d * d + ridge
+
+
+class _SummedCost:
+    """The work of designs side by side (:class:`PenalizedDesign`)."""
+
+    def __init__(self, *costs):
+        self.costs = costs
+        self.n_columns = sum(cost.n_columns for cost in costs)
+
+    def feature_flops(self, n_heads):
+        return sum(cost.feature_flops(n_heads) for cost in self.costs)
+
+
+def costed_as_rows(design, n_rows, alpha, dual):
+    """``design``, a :class:`LiftedDesign` on a factor of the Gram of ``n_rows``
+    rows, with its work counted as ``fit`` in memory with ``solver="auto"``
+    spends it (:class:`RowCost`) where that fits the heads on the rows: with
+    the dual solver (``dual``), or where they are cheaper
+    (:func:`rows_are_cheaper`). ``partial_fit`` and Dask, whose rows are not
+    at hand, then count their work as ``fit`` does."""
+    d = design.token_dim
+    if dual or rows_are_cheaper(n_rows, design.n_columns, d, alpha):
+        design.cost = RowCost(n_rows, d, alpha)
+    return design
 
 
 def rows_are_cheaper(n_rows, rank, token_dim, alpha=0.0):

@@ -23,7 +23,13 @@ import scipy.linalg
 
 from ._attention import unfold_lifted_coef
 from ._data import sum_statistics
-from ._designs import LiftedDesign, SequenceDesign, predict_rows, rows_are_cheaper
+from ._designs import (
+    LiftedDesign,
+    SequenceDesign,
+    costed_as_rows,
+    predict_rows,
+    rows_are_cheaper,
+)
 from ._lift import lifted_matvec
 from ._low_rank import head_coef
 
@@ -181,11 +187,11 @@ class _Folds:
             try:
                 errors = self.lifted_errors_on_fewer_rows(budget.limit - budget.spent)
             except FoldsBeyondWork as beyond:
-                budget.spend(beyond.flops)
+                budget.spend(beyond.flops, 0.0)  # (the folds' work: not nominal)
                 budget.refused = True
                 return 1.0
             fewer = self.summary(errors)[0]
-            budget.spend(self.flops - spent)
+            budget.spend(self.flops - spent, 0.0)
             self.learning_falls = fewer >= now
             if self.learning_falls:
                 fall = (self.n_folds - 2) / self.n_folds * (fewer - now)
@@ -236,11 +242,15 @@ class StatisticsFolds(_Folds):
         The work the folds' lifted fits may take: :class:`FoldsBeyondWork`
         before a fold's factorization, times the folds left to build, would
         exceed what is left of it.
+    dual : bool, default=False
+        Whether ``fit`` with ``solver="auto"`` would refit the folds on their
+        rows (:class:`RowFolds`, the dual solver's): the folds' designs in the
+        lifted metric count their work as those would (:func:`costed_as_rows`).
     """
 
     def __init__(
         self, folds, alpha, fit_intercept, token_dim, tol, rows=None, classify=False,
-        flops_limit=np.inf,
+        flops_limit=np.inf, dual=False,
     ):
         self.n_folds = len(folds)
         self.n_outputs = folds[0].moment.shape[1]
@@ -249,6 +259,7 @@ class StatisticsFolds(_Folds):
         self.flops = 0.0
         self._parts, self._rows, self._designs = [], [], {}
         self._rows_source, self._all = rows, None
+        self._dual = dual
         self.lifted_errors, self.lifted_squared, self.weights = [], [], []
         self.lifted_output_squared = []
         if rows is not None and classify:
@@ -269,9 +280,10 @@ class StatisticsFolds(_Folds):
                 training.n_observations, factor.shape[1], token_dim, alpha
             )
             form = self._heldout_form(heldout, feature_mean, target_mean)
-            self._parts.append(
-                (coef, factor, form, feature_mean, target_mean, on_rows)
-            )
+            self._parts.append((
+                coef, factor, form, feature_mean, target_mean, on_rows,
+                training.n_observations,
+            ))
             self.lifted_squared.append(self._squared(form, coef))
             self.lifted_output_squared.append(self._squared_by_output(form, coef))
             if self.loss == "squared":
@@ -395,9 +407,12 @@ class StatisticsFolds(_Folds):
         cached on it)."""
         if fold in self._designs:
             return self._designs[fold]
-        coef, factor, *_, on_rows = self._parts[fold]
+        coef, factor, *_, on_rows, n_training = self._parts[fold]
         if not on_rows:
-            design = LiftedDesign(coef, self.token_dim, factor)
+            design = costed_as_rows(  # counted as fit on the rows would
+                LiftedDesign(coef, self.token_dim, factor), n_training, self.alpha,
+                self._dual,
+            )
         else:
             _, moments, queries, targets, scale, row_folds = self._row_data()
             train = row_folds != fold

@@ -34,6 +34,7 @@ from ._low_rank import (
     ROUNDING,
     Budget,
     completion_queries,
+    cost_model,
     fit_heads,
     head_coef,
     isotropic_queries,
@@ -122,9 +123,11 @@ DRIFT_PENALTY = 1e-6
 # The work of the first fit from the interpolating count on (_reproducing_beyond):
 # BEYOND_SHARE times what the search spent on its fits before it, or BEYOND_FLOOR
 # flops (under a tenth of a second of one core, benchmarks/README.md) where that
-# is more. The folds' work is not counted: it differs between fit and
-# partial_fit (rows or statistics), whose searches then decided differently (3
-# of 303 cases of bench_fewest_heads.py, benchmarks/README.md). The share, 3:
+# is more; both in nominal flops (Budget: heads fitted on the rows' statistics,
+# partial_fit, count their work as fit on the rows does), not counting the
+# folds' lifted fits. In flops the two paths fitted different counts (2 of 303
+# cases of bench_fewest_heads.py returned other heads, benchmarks/README.md;
+# with the folds' work counted, 6). The share, 3:
 # with it on all those fits, n_heads=k-1 passed where k came back in 35 of 515
 # fits of bench_fewest_heads.py against 44 with 1, for 2.6% more work; on the
 # first alone, 12; with heads that reproduce it refined, not polished, 5 of 514
@@ -505,7 +508,8 @@ class HeadReadout:
         as many parameters as the training rows have equations pass only by
         reproducing the lifted fit within ``tol``, and then predict as it
         does; under a work limit their first fit may take at most three times
-        the work the search spent before it (or ``2e8`` flops), and a count
+        the work the search spent before it (or ``2e8`` flops; ``partial_fit``
+        counts both as ``fit`` on the same rows spends them), and a count
         whose fit would exceed that, or the limit, is not fitted.
         ``head_work_limit=None`` fits them all and can return fewer heads
         with the same predictions. The search counts as complete (what is
@@ -593,11 +597,6 @@ class _Search:
         return self._folds is not None and not callable(self._folds)
 
     @property
-    def folds_flops(self):
-        """The folds' own work so far (their lifted fits), charged to the budget."""
-        return self._folds.flops if self.folds_built else 0.0
-
-    @property
     def folds(self):
         """The held-out folds, built on first use (None without any, or where
         building them would exceed the work limit: the search is then cut
@@ -608,12 +607,13 @@ class _Search:
                 self._folds = self._folds(flops_limit=left)
             except FoldsBeyondWork as beyond:  # a fold's factorization: p^3 work
                 self._folds = None
-                self.budget.spend(beyond.flops)
+                self.budget.spend(beyond.flops, 0.0)
                 # (folds that could not be used are not work the limit cut short)
                 self.unheld = beyond.unheld
                 self.budget.refused = self.undecided = not beyond.unheld
                 return None
-            self.budget.spend(self._folds.flops)
+            # (the folds' lifted fits: no nominal work, _reproducing_beyond)
+            self.budget.spend(self._folds.flops, 0.0)
             self.lifted_cv = self._folds.lifted
         return self._folds
 
@@ -719,28 +719,30 @@ class _Search:
         rounds = COMPLETION_ITER * (8.0 * k + 4.0) * self.m * self.d**3
         return rounds + (4.0 * large + 8.0 * small) * small**2
 
-    def least_fit_flops(self, k):
+    def least_fit_flops(self, k, nominal=False):
         """The work of a noisy k-head fit's first start: the completion, one
         evaluation of its values (SVD of the head features) in the training
         metric and in the Frobenius one, where :meth:`reproduce` refines a
         count from the interpolating one on, and one Levenberg-Marquardt step's
-        solve. Near the paper's count these dominate: with more lifted
-        features than rows the Frobenius SVD (1e11 flops for 152 heads of d =
-        17 on 50 sequences, against 2e9 on the rows), and the normal
-        equations' Cholesky of ``k d^2`` unknowns (3e11 for 99 heads of d =
-        10)."""
+        solve (``nominal``: in nominal flops, the training metric's work as on
+        the design ``fit`` uses, :class:`Budget`). Near the paper's count these
+        dominate: with more lifted features than rows the Frobenius SVD (1e11
+        flops for 152 heads of d = 17 on 50 sequences, against 2e9 on the
+        rows), and the normal equations' Cholesky of ``k d^2`` unknowns (3e11
+        for 99 heads of d = 10)."""
 
         def evaluation(design):
             small, large = sorted((k * self.d, design.n_columns))
             return design.feature_flops(k) + 6.0 * small * small * large
 
+        training = cost_model(self.design) if nominal else self.design
         if self.design.structured:
             step = (k * self.d**2) ** 3 / 3
         else:  # LSMR: two Jacobian products an iteration
-            step = 2.0 * LSMR_ITER * self.design.feature_flops(k)
+            step = 2.0 * LSMR_ITER * training.feature_flops(k)
         return (
             self.completion_flops(k)
-            + evaluation(self.design)
+            + evaluation(training)
             + evaluation(self.frobenius)
             + step
         )
@@ -1632,12 +1634,12 @@ def _reproducing_beyond(search, low, paper_count):
     spent the work on its largest counts, bench_fewest_heads.py), each count
     fitted as ``n_heads=k`` fits it; ``paper_count`` where none does. Under a
     work limit the fits until one passes may cost at most ``BEYOND_SHARE``
-    times the work the search spent before them on its fits (not on the folds,
-    whose work depends on the data's path: rows or statistics), or
-    ``BEYOND_FLOOR`` flops:
-    the bisection stops at a count whose first start alone
-    (:meth:`_Search.least_fit_flops`) would exceed that, fits it cuts short
-    are left out, and the fewest count found to pass is returned (the search
+    times the work the search spent before them on its fits (not on the
+    folds), or ``BEYOND_FLOOR``, in nominal flops (:class:`Budget`: on the
+    rows' statistics as ``fit`` on the rows spends them): the bisection stops
+    at a count whose first start alone (:meth:`_Search.least_fit_flops`) would
+    exceed that, or the work limit, fits it cuts short are left out, and the
+    fewest count found to pass is returned (the search
     is complete: it needed none of them, unless the search's own work limit,
     not that share, stopped them). Once a count has passed, the fewer that
     may reproduce the lifted fit too are fitted within the search's own
@@ -1645,29 +1647,32 @@ def _reproducing_beyond(search, low, paper_count):
     returned k heads where ``n_heads=k-1`` passes; with it, 12, and 5 of
     514 once heads that reproduce it are refined to it, not polished)."""
     budget, undecided = search.budget, search.undecided
-    limit = budget.limit
-    allowed = max(BEYOND_SHARE * (budget.spent - search.folds_flops), BEYOND_FLOOR)
-    if limit < np.inf:  # no work limit (head_work_limit=None): no cap either
-        budget.limit = min(limit, budget.spent + allowed)
+    if budget.limit < np.inf:  # no work limit (head_work_limit=None): no cap either
+        allowed = max(BEYOND_SHARE * budget.nominal_spent, BEYOND_FLOOR)
+        budget.nominal_limit = budget.nominal_spent + allowed
     untried = False  # a count not fitted, or cut short: its verdict unknown
 
     def reproduces(k):
         nonlocal untried
         if k in search.hopeless:
             return False
-        if budget.spent + search.least_fit_flops(k) > budget.limit:
+        if (
+            budget.spent + search.least_fit_flops(k) > budget.limit
+            or budget.nominal_spent + search.least_fit_flops(k, nominal=True)
+            > budget.nominal_limit
+        ):
             untried = True
             return None  # its first start alone would overrun: stop here
         passes = search.fit(k, fitted=True)[2].passes
         untried = untried or passes is None
         if passes:  # fewer heads reproduce the lifted fit: the search's own limit
-            budget.limit = limit
+            budget.nominal_limit = np.inf
         return bool(passes)
 
     try:
         _fewest(search, low, paper_count, reproduces, "bisect")
     finally:
-        budget.limit = limit
+        budget.nominal_limit = np.inf
     # cut short by their own cap, the search is complete; by the search's work
     # limit (where that cap is it), it is not: the counts below the one returned
     # that a completion failed are then left unfitted (_fitted_below)

@@ -125,13 +125,20 @@ class _Values:
         self.values = matmul(fitted, self._inverse)  # (m, k d)
         self.residual = (matmul(fitted, self.row_space) - design.targets).ravel()
         self.loss = float(matmul(self.residual, self.residual))
-        rows = design.n_outputs * design.n_columns
-        self.product_flops = (
-            design.feature_flops(len(query_rows))
-            + 4.0 * rows * len(self.row_space)
+        self.product_flops, self.flops = self._flops(design)
+        self.nominal_product_flops, self.nominal_flops = self._flops(cost_model(design))
+
+    def _flops(self, design):
+        """A Jacobian product's flops and this evaluation's on ``design`` (or a
+        design's :func:`cost_model`)."""
+        k, d = len(self.query_rows), self.design.token_dim
+        product = (
+            design.feature_flops(k)
+            + 4.0 * self.design.n_outputs * design.n_columns * len(self.row_space)
             + CALL_FLOPS
         )
-        self.flops = self.product_flops + 6.0 * small * small * large + 3 * CALL_FLOPS
+        small, large = sorted((k * d, design.n_columns))
+        return product, product + 6.0 * small * small * large + 3 * CALL_FLOPS
 
     def _project(self, rows):
         return rows - matmul(matmul(rows, self.row_space.T), self.row_space)
@@ -192,13 +199,12 @@ class _Values:
         k, m = len(self.query_rows), self.values.shape[0]
         return k * k * m <= FEW_HEADS * self.design.token_dim ** 2
 
-    def normal_flops(self):
+    def normal_flops(self, nominal=False):
         d, k = self.design.token_dim, len(self.query_rows)
         r, m = len(self.row_space), self.values.shape[0]
+        columns = (cost_model(self.design) if nominal else self.design).n_columns
         projected = m * k * d**4 if self._few_heads else d**6
-        return 2.0 * d**3 * r * self.design.n_columns + 2.0 * d**6 * k * k + (
-            2.0 * projected * r
-        )
+        return 2.0 * d**3 * r * columns + 2.0 * d**6 * k * k + 2.0 * projected * r
 
     def value_rows(self, values=None):
         """The values (or other ``(m, k d)`` values) as stacked rows (k, m * d)."""
@@ -256,27 +262,48 @@ ROUNDING = 1e3
 
 
 class Budget:
-    """A work limit in flops, charged as work is done (``limit=None``: none)."""
+    """A work limit in flops, charged as work is done (``limit=None``: none).
+
+    Each charge also counts its nominal flops: what the same work costs on the
+    design ``fit`` uses, the training rows where they are cheaper (a design's
+    ``cost``, :func:`cost_model`), so that heads fitted on the rows' statistics
+    (``partial_fit``) count their work as ``fit`` on the rows does;
+    ``nominal_limit`` bounds those."""
 
     def __init__(self, limit=None):
         self.limit = np.inf if limit is None else float(limit)
-        self.spent = 0.0
+        self.spent = self.nominal_spent = 0.0
+        self.nominal_limit = np.inf
         self.refused = False  # work refused as beyond the limit before it ran
 
-    def spend(self, flops):
-        """Charge ``flops``; whether the limit still holds."""
+    def spend(self, flops, nominal=None):
+        """Charge ``flops`` (``nominal`` of them: the same unless given); whether
+        the limits still hold."""
         self.spent += float(flops)
+        self.nominal_spent += float(flops if nominal is None else nominal)
         return not self.exhausted
 
     @property
     def exhausted(self):
-        return self.spent > self.limit or self.refused
+        return (
+            self.spent > self.limit
+            or self.nominal_spent > self.nominal_limit
+            or self.refused
+        )
+
+
+def cost_model(design):
+    """What a design's work is counted as in nominal flops (:class:`Budget`): its
+    ``cost`` (``feature_flops`` and ``n_columns`` of the design ``fit`` would
+    use), or the design itself."""
+    cost = getattr(design, "cost", None)
+    return design if cost is None else cost
 
 
 def _step(point, damping, normal):
     """The step ``min ||J s + r||^2 + damping ||s||^2`` from the normal equations
     ``(J^T J, J^T r)`` (None when the damped system is numerically singular), or
-    by LSMR from Jacobian products; and its flops."""
+    by LSMR from Jacobian products; and its flops and nominal flops."""
     if normal is not None:
         matrix, gradient = normal
         flops = len(matrix) ** 3 / 3 + 4.0 * len(matrix) ** 2  # Cholesky, solves
@@ -285,13 +312,15 @@ def _step(point, damping, normal):
         # scipy.linalg.cho_factor and cho_solve, without their wrappers
         factor, info = _POTRF(system, lower=False, overwrite_a=True, clean=False)
         if info != 0:
-            return None, flops
-        return _POTRS(factor, -gradient, lower=False)[0], flops
+            return None, flops, flops
+        return _POTRS(factor, -gradient, lower=False)[0], flops, flops
     result = scipy.sparse.linalg.lsmr(
         point.jacobian(), -point.residual, damp=np.sqrt(damping), atol=LSMR_TOL,
         btol=LSMR_TOL, maxiter=LSMR_ITER,
     )
-    return result[0], (2 * result[2] + 2) * point.product_flops
+    products = 2 * result[2] + 2  # two Jacobian products an iteration, and more
+    nominal = products * point.nominal_product_flops
+    return result[0], products * point.product_flops, nominal
 
 
 def _predicted_gain(step, normal):
@@ -352,7 +381,7 @@ def levenberg_marquardt(
         Steps computed."""
     budget = Budget() if budget is None else budget
     point = evaluate(x)
-    budget.spend(point.flops)
+    budget.spend(point.flops, point.nominal_flops)
     damping, factor, normal = None, 2.0, None
     history = [point.loss - baseline]
     n_steps, flat_steps = 0, 0
@@ -364,19 +393,19 @@ def levenberg_marquardt(
         n_steps += 1
         if structured and normal is None:
             normal = point.normal_equations()
-            budget.spend(point.normal_flops())
+            budget.spend(point.normal_flops(), point.normal_flops(nominal=True))
         if damping is None:  # the scale of J^T J (module constants)
             scale = float(np.trace(normal[0])) if structured else point.loss
             scale = max(scale / len(point.x), _TINY)
             damping = INITIAL_DAMPING * scale
-        step, flops = _step(point, damping, normal)
-        budget.spend(flops)
+        step, flops, nominal = _step(point, damping, normal)
+        budget.spend(flops, nominal)
         trial = None
         if step is not None:  # the gain the linear model predicts
             if normal is not None:
                 predicted = _predicted_gain(step, normal)
             else:
-                budget.spend(point.product_flops)
+                budget.spend(point.product_flops, point.nominal_product_flops)
                 linear = point.residual + point.jvp(step)
                 predicted = point.loss - float(matmul(linear, linear))
             # at a minimum: no step gains more than the loss's rounding (the
@@ -393,7 +422,7 @@ def levenberg_marquardt(
             ):
                 break
             trial = evaluate(point.x + step.reshape(point.x.shape))
-            budget.spend(trial.flops)
+            budget.spend(trial.flops, trial.nominal_flops)
         if (
             trial is not None
             and rounding > 0
@@ -518,23 +547,29 @@ def linearized_refit(design, query_rows, budget=None):
         ``[Q; dQ]``."""
     budget = Budget() if budget is None else budget
     point = _Values(design, _orthonormal(np.asarray(query_rows, dtype=np.float64)))
-    budget.spend(point.flops)
+    budget.spend(point.flops, point.nominal_flops)
     if design.structured:
         normal, gradient = point.normal_equations()
         step = _gauss_newton_step(point, (normal, gradient))
         if step is None:
             step = -_lstsq(normal, gradient)
-        budget.spend(point.normal_flops() + len(normal) ** 3 / 3)
+        budget.spend(
+            point.normal_flops() + len(normal) ** 3 / 3,
+            point.normal_flops(nominal=True) + len(normal) ** 3 / 3,
+        )
     else:
         step, _, n_iter = scipy.sparse.linalg.lsmr(
             point.jacobian(), -point.residual, atol=LINEARIZED_TOL, btol=LINEARIZED_TOL,
             maxiter=min(point.x.size, LINEARIZED_ITER),
         )[:3]
-        budget.spend((2 * n_iter + 2) * point.product_flops)
+        budget.spend(
+            (2 * n_iter + 2) * point.product_flops,
+            (2 * n_iter + 2) * point.nominal_product_flops,
+        )
     step = step.reshape(point.query_rows.shape)
     moved = design.targets - point.values @ design.features(step)
     values = (moved @ point.row_space.T) @ point._inverse
-    budget.spend(point.product_flops)
+    budget.spend(point.product_flops, point.nominal_product_flops)
     return (
         np.concatenate([point.value_rows(values), point.value_rows()]),
         np.concatenate([point.query_rows, step]),
@@ -572,7 +607,7 @@ class _Isotropy:
         self.residual = np.einsum("bj,ebk->ejk", self.basis, self.moved).ravel()
         self.loss = float(self.residual @ self.residual)
         d, j = self.basis.shape
-        self.flops = 2.0 * d**3 * j + 2.0 * d * d * j * j
+        self.flops = self.nominal_flops = 2.0 * d**3 * j + 2.0 * d * d * j * j
 
     def normal_equations(self):
         """``(J^T J, J^T r)`` of ``J = d(N^T S_e N)[t, u] / dN[r, s] = [t = s]
@@ -586,7 +621,7 @@ class _Isotropy:
         jacobian = jacobian.reshape(-1, d * j)
         return jacobian.T @ jacobian, jacobian.T @ self.residual
 
-    def normal_flops(self):
+    def normal_flops(self, nominal=False):
         return 2.0 * self.residual.size * self.x.size * (self.x.size + 1)
 
 

@@ -51,7 +51,12 @@ from ._data import (
     sum_statistics,
 )
 from ._data import dense_threads as _dense_threads
-from ._designs import LiftedDesign, SequenceDesign, rows_are_cheaper
+from ._designs import (
+    LiftedDesign,
+    SequenceDesign,
+    costed_as_rows,
+    rows_are_cheaper,
+)
 from ._folds import RowFolds, StatisticsFolds, metric_factor, moments_of_pairs
 from ._lift import lifted_kernel, lifted_rmatvec
 from ._validation import caller_stacklevel
@@ -519,6 +524,10 @@ def _solve_statistics(
         in_memory.compact_rows
     )
 
+    # whether fit in memory with solver="auto" fits these rows by the dual
+    # solver, and with it the heads on the rows (_row_head_problem)
+    dual = choose_solver(statistics.n_observations, data.n_lifted) == "dual"
+
     def head_design(output_weights=None):
         if spectrum.factor is not None and alpha == 0:  # G = U^T U, computed
             factor = spectrum.factor.T
@@ -535,7 +544,11 @@ def _solve_statistics(
                 in_memory, pairs, queries, None, alpha, fit_intercept, coef, False
             )[0](output_weights)
         weights = _weights_or_one(output_weights)
-        return LiftedDesign(coef * np.reshape(weights, (-1, 1)), data.token_dim, factor)
+        design = LiftedDesign(
+            coef * np.reshape(weights, (-1, 1)), data.token_dim, factor
+        )
+        # its work counted as fit (solver="auto") on the rows spends it
+        return costed_as_rows(design, statistics.n_observations, alpha, dual)
 
     def heldout_folds(classify=False, output_weights=None, flops_limit=np.inf):
         parts = folds() if callable(folds) else folds
@@ -553,7 +566,7 @@ def _solve_statistics(
 
         return StatisticsFolds(
             parts, alpha, fit_intercept, data.token_dim, spectrum.tol, rows, classify,
-            flops_limit,
+            flops_limit, dual,
         )
 
     return LiftedSolution(

@@ -29,7 +29,13 @@ from conftest import (
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.linalg import LinAlgWarning
 from sklearn.base import clone
-from sklearn.datasets import load_digits, load_iris, load_linnerud, load_wine
+from sklearn.datasets import (
+    load_diabetes,
+    load_digits,
+    load_iris,
+    load_linnerud,
+    load_wine,
+)
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import r2_score
 from sklearn.model_selection import train_test_split
@@ -3592,3 +3598,32 @@ def test_fit_and_partial_fit_share_the_work_beyond_the_interpolating_count(seed)
     assert batches.n_heads_ == fitted.n_heads_
     assert batches.head_search_.criterion == fitted.head_search_.criterion
     assert batches.head_search_.fewer_untried == fitted.head_search_.fewer_untried
+
+
+def test_fit_and_partial_fit_fit_the_same_counts_beyond_the_interpolating_count():
+    """Fifteen diabetes samples as 5 tokens of 2 features with positions (d = 8,
+    p = 288, fewer rows than features): whether a count from the interpolating
+    one on is fitted is decided in nominal flops, the work's in the Frobenius
+    metric (``Budget``), the same whether the heads are fitted on the rows
+    (``fit``) or on their statistics (``partial_fit``). In flops the first such
+    count's first start was estimated below the floor of the share on the rows
+    and above it on the statistics, so ``fit`` returned 5 heads that reproduce
+    the lifted fit and ``partial_fit`` the lifted fit's 7."""
+    X, y = load_diabetes(return_X_y=True)
+    order = np.random.default_rng(386384724).permutation(len(X))
+    X, y = X[order][:15], y[order][:15]
+    y = (y - y.mean()) / y.std()
+    X = StandardScaler().fit_transform(X).reshape(15, 5, 2)
+    X = PositionalEncoding(constant=True, padding=None).fit_transform(X)
+    assert X.shape[2] == 8
+    fitted = LinearAttentionRegressor(alpha=1e-6, fit_intercept=False).fit(X, y)
+    batches = LinearAttentionRegressor(alpha=1e-6, fit_intercept=False)
+    batches.partial_fit(X[:7], y[:7])
+    batches.partial_fit(X[7:], y[7:])
+    search, other = fitted.head_search_, batches.head_search_
+    assert other.counts_tried == search.counts_tried
+    assert other.n_heads == search.n_heads < 7
+    assert other.criterion == search.criterion == "tol"
+    assert np.linalg.norm(batches.coef_ - fitted.coef_) <= 1e-6 * np.linalg.norm(
+        fitted.coef_
+    )

@@ -18,6 +18,7 @@ from sklearn_linattn._designs import (
     LiftedDesign,
     PenalizedDesign,
     SequenceDesign,
+    costed_as_rows,
     design_loss,
 )
 from sklearn_linattn._folds import moments_of_pairs
@@ -326,6 +327,45 @@ def test_a_budget_stops_the_fit(rng):
     unlimited = Budget()
     fit_heads(design, rng.normal(size=(3, d * d)), 5, budget=unlimited)
     assert 0 < unlimited.spent < np.inf and not unlimited.exhausted
+
+
+@pytest.mark.parametrize("n_rows", [12, 60])
+def test_nominal_work_on_the_gram_is_the_work_on_the_rows(rng, n_rows):
+    """The same fit on the training rows (fit) and on a factor of their Gram
+    (partial_fit: the same training metric) costs different flops; counted as
+    on the rows (costed_as_rows, where fit fits the heads on them), the Gram's
+    nominal flops are the rows' flops, which bound the work beyond the
+    interpolating count (fewer rows than the 36 lifted features, and more);
+    ``nominal_limit`` stops a fit as ``limit`` does."""
+    d, m, k, alpha = 4, 2, 2, 0.1
+    X = random_sequences(rng, n_rows, 5, d)
+    y = rng.normal(size=(n_rows, m))
+    features = naive_lifted_features(X)
+    gram = features.T @ features + alpha * np.eye(n_lifted(d))
+    theta = scipy.linalg.solve(gram, features.T @ y).T
+    rows = sequence_design(X, y, np.ones(n_rows), alpha, False).toward(theta)
+    statistics = costed_as_rows(
+        LiftedDesign(theta, d, np.linalg.cholesky(gram)), n_rows, alpha, dual=True
+    )
+    start = rng.normal(size=(k, d * d))
+    budgets = [Budget(), Budget()]
+    losses = [
+        fit_heads(design, start, 4, budget=budget)[2]
+        for design, budget in zip((rows, statistics), budgets, strict=True)
+    ]
+    assert losses[0] == pytest.approx(losses[1], rel=1e-6)
+    assert budgets[0].spent != budgets[1].spent
+    assert budgets[0].nominal_spent == budgets[0].spent
+    assert budgets[1].nominal_spent == pytest.approx(budgets[0].spent, rel=1e-12)
+    # where fit would not fit the heads on the rows, the Gram's work is its own
+    own = costed_as_rows(
+        LiftedDesign(theta, d, np.linalg.cholesky(gram)), n_rows, alpha, dual=False
+    )
+    assert own.cost is None
+    capped = Budget()
+    capped.nominal_limit = 1.0
+    *_, n_steps = fit_heads(statistics, start, 100, budget=capped)
+    assert capped.exhausted and n_steps <= 1 and capped.spent < budgets[1].spent
 
 
 def test_a_fit_stalls_when_its_steps_gain_less_than_the_resolution(rng):
