@@ -576,6 +576,9 @@ class LiftedStatistics:
         ``sum_i w_i^2``, for the effective number of rows.
     n_observations : int
         Rows with a positive weight.
+    n_rows : int
+        Rows added, those of weight zero too (the rows ``fit`` in memory fits
+        the heads on, where it fits them on its rows).
     """
 
     def __init__(self, n_lifted, n_outputs):
@@ -591,7 +594,7 @@ class LiftedStatistics:
         self.target_products = np.zeros((n_outputs, n_outputs))
         self.weight_sum = 0.0
         self.weight_square_sum = 0.0
-        self.n_observations = 0
+        self.n_observations = self.n_rows = 0
 
     @property
     def gram_upper(self):
@@ -680,6 +683,7 @@ class LiftedStatistics:
             weights = row_scale * row_scale
             self.weight_square_sum += float(weights @ weights)
         self.n_observations += int(np.count_nonzero(row_scale))
+        self.n_rows += len(row_scale)
 
     def add_compact(
         self, pairs, queries, targets, row_scale, block_rows=None, workspace=None
@@ -785,6 +789,7 @@ class LiftedStatistics:
         self.weight_sum += other.weight_sum
         self.weight_square_sum += other.weight_square_sum
         self.n_observations += other.n_observations
+        self.n_rows += other.n_rows
         return self
 
     @property

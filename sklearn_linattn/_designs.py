@@ -417,16 +417,15 @@ class _SummedCost:
         return sum(cost.feature_flops(n_heads) for cost in self.costs)
 
 
-def costed_as_rows(design, n_rows, alpha, dual):
+def costed_as_rows(design, n_rows, alpha, on_rows):
     """``design``, a :class:`LiftedDesign` on a factor of the Gram of ``n_rows``
-    rows, with its work counted as ``fit`` in memory with ``solver="auto"``
-    spends it (:class:`RowCost`) where that fits the heads on the rows: with
-    the dual solver (``dual``), or where they are cheaper
-    (:func:`rows_are_cheaper`). ``partial_fit`` and Dask, whose rows are not
-    at hand, then count their work as ``fit`` does."""
-    d = design.token_dim
-    if dual or rows_are_cheaper(n_rows, design.n_columns, d, alpha):
-        design.cost = RowCost(n_rows, d, alpha)
+    rows (those of weight zero too) that are not in memory (``partial_fit``,
+    Dask), with its work counted as ``fit`` in memory with ``solver="auto"``
+    spends it (:class:`RowCost`) where that fits the heads on the rows
+    (``on_rows``: with the dual solver, or where they are cheaper,
+    :func:`rows_are_cheaper`), so that both count their work alike."""
+    if on_rows:
+        design.cost = RowCost(n_rows, design.token_dim, alpha)
     return design
 
 

@@ -242,15 +242,18 @@ class StatisticsFolds(_Folds):
         The work the folds' lifted fits may take: :class:`FoldsBeyondWork`
         before a fold's factorization, times the folds left to build, would
         exceed what is left of it.
-    dual : bool, default=False
-        Whether ``fit`` with ``solver="auto"`` would refit the folds on their
-        rows (:class:`RowFolds`, the dual solver's): the folds' designs in the
-        lifted metric count their work as those would (:func:`costed_as_rows`).
+    dual : bool or None, default=None
+        Where the rows are not in memory (``partial_fit``, Dask), whether ``fit``
+        in memory with ``solver="auto"`` would refit the folds on their rows
+        (:class:`RowFolds`, the dual solver's): the folds' designs in the
+        lifted metric count their work as ``fit``'s would
+        (:func:`costed_as_rows`). None: ``fit`` in memory, whose designs are
+        its own.
     """
 
     def __init__(
         self, folds, alpha, fit_intercept, token_dim, tol, rows=None, classify=False,
-        flops_limit=np.inf, dual=False,
+        flops_limit=np.inf, dual=None,
     ):
         self.n_folds = len(folds)
         self.n_outputs = folds[0].moment.shape[1]
@@ -259,7 +262,6 @@ class StatisticsFolds(_Folds):
         self.flops = 0.0
         self._parts, self._rows, self._designs = [], [], {}
         self._rows_source, self._all = rows, None
-        self._dual = dual
         self.lifted_errors, self.lifted_squared, self.weights = [], [], []
         self.lifted_output_squared = []
         if rows is not None and classify:
@@ -276,13 +278,18 @@ class StatisticsFolds(_Folds):
                 beyond.unheld = sum(fold.weight_sum > 0 for fold in folds) <= 1
                 raise
             _, moment, _, feature_mean, target_mean = equations
-            on_rows = rows is not None and rows_are_cheaper(
+            cheaper = rows_are_cheaper(
                 training.n_observations, factor.shape[1], token_dim, alpha
             )
+            on_rows = rows is not None and cheaper
             form = self._heldout_form(heldout, feature_mean, target_mean)
+            # (the rows fit in memory would refit this fold on: its own design's
+            # work is counted as theirs where these are not, dual)
+            costed_rows = None
+            if dual is not None and (dual or cheaper):
+                costed_rows = training.n_rows
             self._parts.append((
-                coef, factor, form, feature_mean, target_mean, on_rows,
-                training.n_observations,
+                coef, factor, form, feature_mean, target_mean, on_rows, costed_rows,
             ))
             self.lifted_squared.append(self._squared(form, coef))
             self.lifted_output_squared.append(self._squared_by_output(form, coef))
@@ -407,11 +414,11 @@ class StatisticsFolds(_Folds):
         cached on it)."""
         if fold in self._designs:
             return self._designs[fold]
-        coef, factor, *_, on_rows, n_training = self._parts[fold]
+        coef, factor, *_, on_rows, costed_rows = self._parts[fold]
         if not on_rows:
-            design = costed_as_rows(  # counted as fit on the rows would
-                LiftedDesign(coef, self.token_dim, factor), n_training, self.alpha,
-                self._dual,
+            design = costed_as_rows(
+                LiftedDesign(coef, self.token_dim, factor), costed_rows, self.alpha,
+                costed_rows is not None,
             )
         else:
             _, moments, queries, targets, scale, row_folds = self._row_data()

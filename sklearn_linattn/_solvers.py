@@ -524,9 +524,13 @@ def _solve_statistics(
         in_memory.compact_rows
     )
 
-    # whether fit in memory with solver="auto" fits these rows by the dual
-    # solver, and with it the heads on the rows (_row_head_problem)
-    dual = choose_solver(statistics.n_observations, data.n_lifted) == "dual"
+    # Where the rows are not in memory (partial_fit, Dask), the heads' work is
+    # counted as fit in memory with solver="auto" spends it (costed_as_rows):
+    # with the dual solver, on the rows (_row_head_problem). In memory, fit's
+    # designs are its own (None).
+    dual = None
+    if not hasattr(data, "compact_rows"):
+        dual = choose_solver(statistics.n_rows, data.n_lifted) == "dual"
 
     def head_design(output_weights=None):
         if spectrum.factor is not None and alpha == 0:  # G = U^T U, computed
@@ -547,8 +551,11 @@ def _solve_statistics(
         design = LiftedDesign(
             coef * np.reshape(weights, (-1, 1)), data.token_dim, factor
         )
-        # its work counted as fit (solver="auto") on the rows spends it
-        return costed_as_rows(design, statistics.n_observations, alpha, dual)
+        if dual is None:
+            return design
+        n_rows, rank = statistics.n_rows, factor.shape[1]
+        on_rows = dual or rows_are_cheaper(n_rows, rank, data.token_dim, alpha)
+        return costed_as_rows(design, n_rows, alpha, on_rows)
 
     def heldout_folds(classify=False, output_weights=None, flops_limit=np.inf):
         parts = folds() if callable(folds) else folds

@@ -3600,30 +3600,42 @@ def test_fit_and_partial_fit_share_the_work_beyond_the_interpolating_count(seed)
     assert batches.head_search_.fewer_untried == fitted.head_search_.fewer_untried
 
 
-def test_fit_and_partial_fit_fit_the_same_counts_beyond_the_interpolating_count():
+@pytest.mark.parametrize("n_zero", [0, 100])
+def test_fit_and_partial_fit_fit_the_same_counts_beyond_the_interpolating_count(
+    n_zero,
+):
     """Fifteen diabetes samples as 5 tokens of 2 features with positions (d = 8,
-    p = 288, fewer rows than features): whether a count from the interpolating
-    one on is fitted is decided in nominal flops, the work's in the Frobenius
-    metric (``Budget``), the same whether the heads are fitted on the rows
-    (``fit``) or on their statistics (``partial_fit``). In flops the first such
-    count's first start was estimated below the floor of the share on the rows
-    and above it on the statistics, so ``fit`` returned 5 heads that reproduce
-    the lifted fit and ``partial_fit`` the lifted fit's 7."""
+    p = 288, fewer rows than features), and ``n_zero`` more of weight zero:
+    whether a count from the interpolating one on is fitted is decided in
+    nominal flops (``Budget``), the work as ``fit`` spends it on its rows (those
+    of weight zero too), also where ``partial_fit`` fits the heads on their
+    statistics. In flops the first such count's first start was estimated below
+    the floor of the share on the rows and above it on the statistics, so
+    ``fit`` returned 5 heads that reproduce the lifted fit and ``partial_fit``
+    the lifted fit's 7; counting only the rows of positive weight, ``partial_fit``
+    returned 5 where ``fit`` on 115 rows returns 7."""
     X, y = load_diabetes(return_X_y=True)
+    n = 15 + n_zero
     order = np.random.default_rng(386384724).permutation(len(X))
-    X, y = X[order][:15], y[order][:15]
-    y = (y - y.mean()) / y.std()
-    X = StandardScaler().fit_transform(X).reshape(15, 5, 2)
+    X, y = X[order][:n], y[order][:n]
+    y = (y - y[:15].mean()) / y[:15].std()
+    X = StandardScaler().fit(X[:15]).transform(X).reshape(n, 5, 2)
     X = PositionalEncoding(constant=True, padding=None).fit_transform(X)
+    weights = np.zeros(n)
+    weights[:15] = 1.0
     assert X.shape[2] == 8
-    fitted = LinearAttentionRegressor(alpha=1e-6, fit_intercept=False).fit(X, y)
-    batches = LinearAttentionRegressor(alpha=1e-6, fit_intercept=False)
-    batches.partial_fit(X[:7], y[:7])
-    batches.partial_fit(X[7:], y[7:])
+    params = dict(alpha=1e-6, fit_intercept=False)
+    fitted = LinearAttentionRegressor(**params).fit(X, y, sample_weight=weights)
+    batches = LinearAttentionRegressor(**params)
+    half = n // 2
+    batches.partial_fit(X[:half], y[:half], sample_weight=weights[:half])
+    batches.partial_fit(X[half:], y[half:], sample_weight=weights[half:])
     search, other = fitted.head_search_, batches.head_search_
     assert other.counts_tried == search.counts_tried
-    assert other.n_heads == search.n_heads < 7
-    assert other.criterion == search.criterion == "tol"
+    assert other.n_heads == search.n_heads
+    assert other.criterion == search.criterion
+    if not n_zero:
+        assert search.n_heads < 7 and search.criterion == "tol"
     assert np.linalg.norm(batches.coef_ - fitted.coef_) <= 1e-6 * np.linalg.norm(
         fitted.coef_
     )
