@@ -815,6 +815,11 @@ class LiftedStatistics:
         self.fold()  # pickle the Gram, not pending products
         return self.__dict__
 
+    def __setstate__(self, state):
+        # statistics pickled before n_rows was kept: their rows of positive weight
+        state.setdefault("n_rows", state["n_observations"])
+        self.__dict__.update(state)
+
     def normal_equations(self, fit_intercept):
         """The weighted (and, with an intercept, centered) normal equations.
 

@@ -514,6 +514,28 @@ def test_pickles_stay_small(rng, solver):
     assert len(pickle.dumps(model)) <= 2 * 8 * p * p
 
 
+def test_statistics_count_every_row_and_unpickle_without_the_count(rng):
+    """``n_rows`` counts the rows of weight zero too (the rows ``fit`` fits the
+    heads on, which ``partial_fit`` counts its work by), ``n_observations`` those
+    of positive weight; statistics pickled before ``n_rows`` was kept load with
+    it set to the latter."""
+    d = 3
+    X = random_sequences(rng, 12, 4, d)
+    weights = np.where(np.arange(12) < 9, 1.0, 0.0)
+    model = LinearAttentionRegressor(n_heads=None)
+    model.partial_fit(X[:6], rng.normal(size=6), sample_weight=weights[:6])
+    model.partial_fit(X[6:], rng.normal(size=6), sample_weight=weights[6:])
+    statistics = model._statistics
+    assert (statistics.n_rows, statistics.n_observations) == (12, 9)
+    state = dict(statistics.__getstate__())
+    del state["n_rows"]
+    old = LiftedStatistics.__new__(LiftedStatistics)
+    old.__setstate__(state)
+    assert old.n_rows == 9
+    restored = pickle.loads(pickle.dumps(statistics))
+    assert restored.n_rows == 12
+
+
 # --- found by hostile testing --------------------------------------------------------
 
 
