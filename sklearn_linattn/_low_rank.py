@@ -264,11 +264,11 @@ ROUNDING = 1e3
 class Budget:
     """A work limit in flops, charged as work is done (``limit=None``: none).
 
-    Each charge also counts its nominal flops: what the same work costs on the
-    design ``fit`` uses, the training rows where they are cheaper (a design's
-    ``cost``, :func:`cost_model`), so that heads fitted on the rows' statistics
-    (``partial_fit``) count their work as ``fit`` on the rows does;
-    ``nominal_limit`` bounds those."""
+    Each charge also counts its nominal flops: its flops, but where the heads
+    are fitted on the rows' statistics because the rows are not in memory
+    (``partial_fit``, Dask), what the same work costs on the design ``fit`` in
+    memory would use (a design's ``cost``, :func:`cost_model`), so that both
+    count their work alike; ``nominal_limit`` bounds those."""
 
     def __init__(self, limit=None):
         self.limit = np.inf if limit is None else float(limit)

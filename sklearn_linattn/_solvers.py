@@ -47,6 +47,7 @@ from ._certificate import (
 )
 from ._data import (
     CenteredOperator,
+    KeptRows,
     choose_solver,
     sum_statistics,
 )
@@ -524,12 +525,13 @@ def _solve_statistics(
         in_memory.compact_rows
     )
 
-    # Where the rows are not in memory (partial_fit, Dask), the heads' work is
-    # counted as fit in memory with solver="auto" spends it (costed_as_rows):
-    # with the dual solver, on the rows (_row_head_problem). In memory, fit's
-    # designs are its own (None).
+    # Where the rows are not in memory (partial_fit, which may keep some, and
+    # Dask), the heads' work is counted as fit in memory with solver="auto"
+    # spends it (costed_as_rows): with the dual solver, on the rows
+    # (_row_head_problem). In memory (fit, the CV estimators' normal mode), the
+    # designs' work is their own (None).
     dual = None
-    if not hasattr(data, "compact_rows"):
+    if in_memory is None or isinstance(in_memory, KeptRows):
         dual = choose_solver(statistics.n_rows, data.n_lifted) == "dual"
 
     def head_design(output_weights=None):

@@ -3639,3 +3639,26 @@ def test_fit_and_partial_fit_fit_the_same_counts_beyond_the_interpolating_count(
     assert np.linalg.norm(batches.coef_ - fitted.coef_) <= 1e-6 * np.linalg.norm(
         fitted.coef_
     )
+
+
+def test_cv_estimator_in_memory_counts_its_own_work_beyond_the_interpolating_count():
+    """The CV estimator's normal mode reads the statistics of rows in memory: its
+    heads' work is its own, not counted as the dual solver's rows would cost
+    (that is for partial_fit and Dask), so with one alpha it reads out the heads
+    of the plain estimator with ``solver="normal"`` (case 96's data, n < p:
+    counted as the rows would cost, it fitted 6, 5 and 4 heads and returned 5)."""
+    X, y = load_diabetes(return_X_y=True)
+    order = np.random.default_rng(386384724).permutation(len(X))
+    X, y = X[order][:15], y[order][:15]
+    y = (y - y.mean()) / y.std()
+    X = StandardScaler().fit_transform(X).reshape(15, 5, 2)
+    X = PositionalEncoding(constant=True, padding=None).fit_transform(X)
+    cv = LinearAttentionRegressorCV(
+        alphas=[1e-6], fit_intercept=False, gcv_mode="normal"
+    ).fit(X, y)
+    plain = LinearAttentionRegressor(
+        alpha=1e-6, fit_intercept=False, solver="normal"
+    ).fit(X, y)
+    assert cv.head_search_.counts_tried == plain.head_search_.counts_tried
+    assert cv.n_heads_ == plain.n_heads_
+    assert cv.head_search_.criterion == plain.head_search_.criterion
