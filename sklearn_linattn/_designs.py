@@ -31,6 +31,7 @@ from ._low_rank import matmul
 __all__ = [
     "LiftedDesign",
     "PenalizedDesign",
+    "RowCost",
     "SequenceDesign",
     "design_loss",
     "predict_rows",
@@ -110,9 +111,14 @@ class LiftedDesign:
     token_dim : int
     factor : ndarray of shape (n_lifted, rank), optional
         ``F``; None for the identity (Frobenius distance).
+    cost : RowCost, optional
+        What its work counts as in nominal flops
+        (:class:`~sklearn_linattn._low_rank.Budget`): a design on the
+        statistics of rows that are not in memory (``partial_fit``, Dask),
+        where ``fit`` in memory would fit the heads on the rows; None: its own.
     """
 
-    def __init__(self, target, token_dim, factor=None):
+    def __init__(self, target, token_dim, factor=None, cost=None):
         target = np.asarray(target, dtype=np.float64)
         self.token_dim = d = int(token_dim)
         self.factor = factor
@@ -121,9 +127,7 @@ class LiftedDesign:
         self.n_columns = self.targets.shape[1]
         self.baseline = 0.0  # the loss of the lifted fit itself
         self.structured = d**6 <= METRIC_FLOATS  # steps from normal equations
-        # what its work counts as (_low_rank.Budget's nominal flops): RowCost
-        # where fit would fit the heads on the rows (set by the solver), or None
-        self.cost = None
+        self.cost = cost
         self._basis = None
         if factor is not None and d**3 * self.n_columns <= BASIS_FLOATS:
             # X(e_x)[b] = unfold(e_b e_x^T) F: the fold of F^T, per coordinate x.
@@ -415,18 +419,6 @@ class _SummedCost:
 
     def feature_flops(self, n_heads):
         return sum(cost.feature_flops(n_heads) for cost in self.costs)
-
-
-def costed_as_rows(design, n_rows, alpha, on_rows):
-    """``design``, a :class:`LiftedDesign` on a factor of the Gram of ``n_rows``
-    rows (those of weight zero too) that are not in memory (``partial_fit``,
-    Dask), with its work counted as ``fit`` in memory with ``solver="auto"``
-    spends it (:class:`RowCost`) where that fits the heads on the rows
-    (``on_rows``: with the dual solver, or where they are cheaper,
-    :func:`rows_are_cheaper`), so that both count their work alike."""
-    if on_rows:
-        design.cost = RowCost(n_rows, design.token_dim, alpha)
-    return design
 
 
 def rows_are_cheaper(n_rows, rank, token_dim, alpha=0.0):

@@ -25,8 +25,8 @@ from ._attention import unfold_lifted_coef
 from ._data import sum_statistics
 from ._designs import (
     LiftedDesign,
+    RowCost,
     SequenceDesign,
-    costed_as_rows,
     predict_rows,
     rows_are_cheaper,
 )
@@ -247,8 +247,7 @@ class StatisticsFolds(_Folds):
         in memory with ``solver="auto"`` would refit the folds on their rows
         (:class:`RowFolds`, the dual solver's): the folds' designs in the
         lifted metric count their work as ``fit``'s would
-        (:func:`costed_as_rows`). None: ``fit`` in memory, whose designs are
-        its own.
+        (:class:`RowCost`). None: ``fit`` in memory, whose designs are its own.
     """
 
     def __init__(
@@ -285,12 +284,12 @@ class StatisticsFolds(_Folds):
             form = self._heldout_form(heldout, feature_mean, target_mean)
             # (the rows fit in memory would refit this fold on: its own design's
             # work is counted as theirs where these are not, dual)
-            costed_rows = None
+            cost = None
             if dual is not None and (dual or cheaper):
-                costed_rows = training.n_rows
-            self._parts.append((
-                coef, factor, form, feature_mean, target_mean, on_rows, costed_rows,
-            ))
+                cost = RowCost(training.n_rows, token_dim, alpha)
+            self._parts.append(
+                (coef, factor, form, feature_mean, target_mean, on_rows, cost)
+            )
             self.lifted_squared.append(self._squared(form, coef))
             self.lifted_output_squared.append(self._squared_by_output(form, coef))
             if self.loss == "squared":
@@ -414,12 +413,9 @@ class StatisticsFolds(_Folds):
         cached on it)."""
         if fold in self._designs:
             return self._designs[fold]
-        coef, factor, *_, on_rows, costed_rows = self._parts[fold]
+        coef, factor, *_, on_rows, cost = self._parts[fold]
         if not on_rows:
-            design = costed_as_rows(
-                LiftedDesign(coef, self.token_dim, factor), costed_rows, self.alpha,
-                costed_rows is not None,
-            )
+            design = LiftedDesign(coef, self.token_dim, factor, cost)
         else:
             _, moments, queries, targets, scale, row_folds = self._row_data()
             train = row_folds != fold

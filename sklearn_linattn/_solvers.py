@@ -54,8 +54,8 @@ from ._data import (
 from ._data import dense_threads as _dense_threads
 from ._designs import (
     LiftedDesign,
+    RowCost,
     SequenceDesign,
-    costed_as_rows,
     rows_are_cheaper,
 )
 from ._folds import RowFolds, StatisticsFolds, metric_factor, moments_of_pairs
@@ -527,9 +527,9 @@ def _solve_statistics(
 
     # Where the rows are not in memory (partial_fit, which may keep some, and
     # Dask), the heads' work is counted as fit in memory with solver="auto"
-    # spends it (costed_as_rows): with the dual solver, on the rows
-    # (_row_head_problem). In memory (fit, the CV estimators' normal mode), the
-    # designs' work is their own (None).
+    # spends it (RowCost, for every row added): with the dual solver, on the
+    # rows (_row_head_problem). In memory (fit, the CV estimators' normal
+    # mode), the designs' work is their own (None).
     dual = None
     if in_memory is None or isinstance(in_memory, KeptRows):
         dual = choose_solver(statistics.n_rows, data.n_lifted) == "dual"
@@ -550,14 +550,14 @@ def _solve_statistics(
                 in_memory, pairs, queries, None, alpha, fit_intercept, coef, False
             )[0](output_weights)
         weights = _weights_or_one(output_weights)
-        design = LiftedDesign(
-            coef * np.reshape(weights, (-1, 1)), data.token_dim, factor
+        n_rows, cost = statistics.n_rows, None
+        if dual is not None and (
+            dual or rows_are_cheaper(n_rows, factor.shape[1], data.token_dim, alpha)
+        ):
+            cost = RowCost(n_rows, data.token_dim, alpha)
+        return LiftedDesign(
+            coef * np.reshape(weights, (-1, 1)), data.token_dim, factor, cost
         )
-        if dual is None:
-            return design
-        n_rows, rank = statistics.n_rows, factor.shape[1]
-        on_rows = dual or rows_are_cheaper(n_rows, rank, data.token_dim, alpha)
-        return costed_as_rows(design, n_rows, alpha, on_rows)
 
     def heldout_folds(classify=False, output_weights=None, flops_limit=np.inf):
         parts = folds() if callable(folds) else folds

@@ -210,3 +210,23 @@ def few_sequences_three_classes(n_test=2000):
     scores = truth.predict(X)
     scores[:9] += 0.1 * scores[:9].std() * rng.normal(size=(9, 3))
     return X[: 9 + n_test], np.argmax(scores[: 9 + n_test], axis=1)
+
+
+def fifteen_diabetes_sequences(n_extra=0):
+    """Fifteen samples of sklearn's diabetes (a seeded draw), standardized on
+    them, as 5 tokens of 2 features with positions and a constant (d = 8, p =
+    288), then ``n_extra`` more of the draw transformed alike: with
+    ``alpha=1e-6`` and no intercept, counts from the interpolating one on are
+    fitted, and 5 heads reproduce the lifted fit's 7."""
+    from sklearn.datasets import load_diabetes
+    from sklearn.preprocessing import StandardScaler
+
+    from sklearn_linattn.preprocessing import PositionalEncoding
+
+    X, y = load_diabetes(return_X_y=True)
+    n = 15 + n_extra
+    order = np.random.default_rng(386384724).permutation(len(X))
+    X, y = X[order][:n], y[order][:n]
+    y = (y - y[:15].mean()) / y[:15].std()
+    X = StandardScaler().fit(X[:15]).transform(X).reshape(n, 5, 2)
+    return PositionalEncoding(constant=True, padding=None).fit_transform(X), y

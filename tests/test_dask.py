@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 import pytest
 from conftest import (
+    fifteen_diabetes_sequences,
     naive_lifted_features,
     naive_weighted_solution,
     random_attention,
@@ -668,17 +669,7 @@ def test_dask_fits_the_same_counts_beyond_the_interpolating_count(client):
     the rows, Dask on a factor of their Gram; counting that work as ``fit`` in
     memory spends it, Dask fits the same counts (6, 5, 4) and returns the same
     heads (in flops it fitted none and returned the lifted fit's 7)."""
-    from sklearn.datasets import load_diabetes
-    from sklearn.preprocessing import StandardScaler
-
-    from sklearn_linattn.preprocessing import PositionalEncoding
-
-    X, y = load_diabetes(return_X_y=True)
-    order = np.random.default_rng(386384724).permutation(len(X))
-    X, y = X[order][:15], y[order][:15]
-    y = (y - y.mean()) / y.std()
-    X = StandardScaler().fit_transform(X).reshape(15, 5, 2)
-    X = PositionalEncoding(constant=True, padding=None).fit_transform(X)
+    X, y = fifteen_diabetes_sequences()
     params = dict(alpha=1e-6, fit_intercept=False)
     local = LinearAttentionRegressor(**params).fit(X, y)
     remote = LinearAttentionRegressor(**params).fit(

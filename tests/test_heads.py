@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from conftest import (
     few_sequences_three_classes,
+    fifteen_diabetes_sequences,
     hidden_head_outputs,
     n_lifted,
     naive_lifted_features,
@@ -30,7 +31,6 @@ from numpy.testing import assert_allclose, assert_array_equal
 from scipy.linalg import LinAlgWarning
 from sklearn.base import clone
 from sklearn.datasets import (
-    load_diabetes,
     load_digits,
     load_iris,
     load_linnerud,
@@ -3614,13 +3614,8 @@ def test_fit_and_partial_fit_fit_the_same_counts_beyond_the_interpolating_count(
     ``fit`` returned 5 heads that reproduce the lifted fit and ``partial_fit``
     the lifted fit's 7; counting only the rows of positive weight, ``partial_fit``
     returned 5 where ``fit`` on 115 rows returns 7."""
-    X, y = load_diabetes(return_X_y=True)
-    n = 15 + n_zero
-    order = np.random.default_rng(386384724).permutation(len(X))
-    X, y = X[order][:n], y[order][:n]
-    y = (y - y[:15].mean()) / y[:15].std()
-    X = StandardScaler().fit(X[:15]).transform(X).reshape(n, 5, 2)
-    X = PositionalEncoding(constant=True, padding=None).fit_transform(X)
+    X, y = fifteen_diabetes_sequences(n_zero)
+    n = len(X)
     weights = np.zeros(n)
     weights[:15] = 1.0
     assert X.shape[2] == 8
@@ -3647,12 +3642,7 @@ def test_cv_estimator_in_memory_counts_its_own_work_beyond_the_interpolating_cou
     (that is for partial_fit and Dask), so with one alpha it reads out the heads
     of the plain estimator with ``solver="normal"`` (case 96's data, n < p:
     counted as the rows would cost, it fitted 6, 5 and 4 heads and returned 5)."""
-    X, y = load_diabetes(return_X_y=True)
-    order = np.random.default_rng(386384724).permutation(len(X))
-    X, y = X[order][:15], y[order][:15]
-    y = (y - y.mean()) / y.std()
-    X = StandardScaler().fit_transform(X).reshape(15, 5, 2)
-    X = PositionalEncoding(constant=True, padding=None).fit_transform(X)
+    X, y = fifteen_diabetes_sequences()
     cv = LinearAttentionRegressorCV(
         alphas=[1e-6], fit_intercept=False, gcv_mode="normal"
     ).fit(X, y)

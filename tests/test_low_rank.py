@@ -17,8 +17,8 @@ from sklearn_linattn._attention import fold_lifted_coef
 from sklearn_linattn._designs import (
     LiftedDesign,
     PenalizedDesign,
+    RowCost,
     SequenceDesign,
-    costed_as_rows,
     design_loss,
 )
 from sklearn_linattn._folds import moments_of_pairs
@@ -333,7 +333,7 @@ def test_a_budget_stops_the_fit(rng):
 def test_nominal_work_on_the_gram_is_the_work_on_the_rows(rng, n_rows):
     """The same fit on the training rows (fit) and on a factor of their Gram
     (partial_fit: the same training metric) costs different flops; counted as
-    on the rows (costed_as_rows, where fit fits the heads on them), the Gram's
+    on the rows (RowCost, where fit fits the heads on them), the Gram's
     nominal flops are the rows' flops, which bound the work beyond the
     interpolating count (fewer rows than the 36 lifted features, and more);
     ``nominal_limit`` stops a fit as ``limit`` does."""
@@ -344,8 +344,8 @@ def test_nominal_work_on_the_gram_is_the_work_on_the_rows(rng, n_rows):
     gram = features.T @ features + alpha * np.eye(n_lifted(d))
     theta = scipy.linalg.solve(gram, features.T @ y).T
     rows = sequence_design(X, y, np.ones(n_rows), alpha, False).toward(theta)
-    statistics = costed_as_rows(
-        LiftedDesign(theta, d, np.linalg.cholesky(gram)), n_rows, alpha, on_rows=True
+    statistics = LiftedDesign(
+        theta, d, np.linalg.cholesky(gram), cost=RowCost(n_rows, d, alpha)
     )
     start = rng.normal(size=(k, d * d))
     budgets = [Budget(), Budget()]
