@@ -458,7 +458,8 @@ class HeadReadout:
         Of the returned heads, as in :class:`CountFit`.
     cv_error, cv_standard_error : float
         The lifted fit's cross-validated error and its standard error across
-        the folds (NaN without folds); a count passes "cv" at or below its
+        the folds (NaN without folds, or where every row of positive weight
+        lies in one sequence); a count passes "cv" at or below its
         ``threshold`` (:class:`CountFit`; misclassification below it), at most
         ``cv_error``. Squared errors
         are in the targets' units squared, per unit of sample weight and per
@@ -501,7 +502,8 @@ class HeadReadout:
         The held-out error the counts were judged on: ``"squared"`` (squared
         errors; regressors, and classifiers whose rows were not kept:
         ``partial_fit`` beyond its kept rows, Dask) or ``"misclassified"``
-        (a classifier's misclassified rows); None where no folds were built.
+        (a classifier's misclassified rows); None where no folds were built
+        or none holds rows to predict.
     fewer_untried : bool
         True where the lifted fit's heads came back while counts below them
         that could reproduce it were not all fitted. Counts whose models have
@@ -1484,8 +1486,12 @@ def read_out_heads(
             folded /= np.repeat(np.asarray(output_weights, float), d)[:, None]
             value, query = heads_of_folded(folded, k, search.m, d)
     counts = tuple(search.reported(fit[2]) for fit in search.fits.values())
-    lifted_cv = tuple(error * search.held_out_scale for error in search.lifted_cv)
-    lifted_gcv = search.lifted_gcv * error_scale if search.folds_built else np.nan
+    # (folds that hold no rows to predict, all the weight in one sequence: none)
+    held = search.folds_built and bool(np.any(search.held_folds))
+    lifted_cv = (np.nan, np.nan)
+    if held:
+        lifted_cv = tuple(error * search.held_out_scale for error in search.lifted_cv)
+    lifted_gcv = search.lifted_gcv * error_scale if held else np.nan
     search.log(
         f"{heads_phrase(k)} ({criterion}); counts fitted {[c.n_heads for c in counts]}"
     )
@@ -1504,7 +1510,7 @@ def read_out_heads(
         output_weights=output_weights,
         effective_outputs=search.outputs,
         tol=search.tol,
-        loss=search.folds.loss if search.folds_built else None,
+        loss=search.folds.loss if held else None,
         fewer_untried=search.fewer_untried,
     )
 

@@ -526,15 +526,28 @@ def _solve_statistics(
     )
 
     # Where the rows are not in memory (partial_fit, which may keep some, and
-    # Dask), the heads' work is counted as fit in memory with solver="auto"
-    # spends it (RowCost, for every row added): with the dual solver, on the
-    # rows (_row_head_problem). In memory (fit, the CV estimators' normal
-    # mode), the designs' work is their own (None).
+    # Dask), the read-out works as fit in memory with solver="auto" would: with
+    # the dual solver, where partial_fit kept the rows, on them and their
+    # kernel's folds (_row_head_problem), within the kernel solve's work limit;
+    # else on the statistics, with the heads' work counted as on the rows
+    # (RowCost, for every row added), within the limit of the statistics'
+    # solve, which their folds' lifted fits need. In memory (fit, the CV
+    # estimators' normal mode), the designs and the work are their own (None).
     dual = None
     if in_memory is None or isinstance(in_memory, KeptRows):
         dual = choose_solver(statistics.n_rows, data.n_lifted) == "dual"
+    flops = float(statistics.n_observations) * data.n_lifted**2 + data.n_lifted**3 / 3
+    on_rows = None
+    if dual and in_memory is not None:
+        flops = _dual_flops(statistics.n_rows, data.token_dim)
+        on_rows = functools.cache(lambda: _row_head_problem(
+            in_memory, *compact_rows(), lifted_kernel(*compact_rows()), alpha,
+            fit_intercept, coef, True,
+        ))
 
     def head_design(output_weights=None):
+        if on_rows is not None:
+            return on_rows()[0](output_weights)
         if spectrum.factor is not None and alpha == 0:  # G = U^T U, computed
             factor = spectrum.factor.T
         else:
@@ -560,6 +573,8 @@ def _solve_statistics(
         )
 
     def heldout_folds(classify=False, output_weights=None, flops_limit=np.inf):
+        if on_rows is not None:
+            return on_rows()[1](classify, output_weights, flops_limit)
         parts = folds() if callable(folds) else folds
         weights = _weights_or_one(output_weights)
         if output_weights is not None:
@@ -589,8 +604,7 @@ def _solve_statistics(
         n_iter=np.ones(coef.shape[0], dtype=int),
         statistics=statistics,
         fold_statistics=folds if isinstance(folds, list) else None,
-        flops=float(statistics.n_observations) * data.n_lifted**2
-        + data.n_lifted**3 / 3,
+        flops=flops,
         head_design=head_design,
         heldout_folds=None if folds is None else heldout_folds,
         compact_rows=compact_rows,
@@ -641,6 +655,12 @@ def solve_dual(
     """
     with _dense_threads(data.n_rows):
         return _solve_kernel(data, alpha, fit_intercept, heldout, rescaled_alpha)
+
+
+def _dual_flops(n_rows, token_dim):
+    """The kernel solve's flops: the kernel of ``n_rows`` rows (``n^2 d^2``) and
+    its factorization."""
+    return float(n_rows) ** 2 * token_dim**2 + n_rows**3 / 3
 
 
 def _row_folds(data):
@@ -786,7 +806,7 @@ def _solve_kernel(data, alpha, fit_intercept, heldout=False, rescaled_alpha=None
         ),
         n_observations=data.n_observations,
         n_iter=np.ones(targets.shape[1], dtype=int),
-        flops=float(len(kernel)) ** 2 * data.token_dim**2 + len(kernel) ** 3 / 3,
+        flops=_dual_flops(len(kernel), data.token_dim),
         head_design=head_design,
         heldout_folds=heldout_folds,
         mean_gain=_row_mean_gain(residual, targets, row_scale),

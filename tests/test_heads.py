@@ -2378,6 +2378,11 @@ def test_weight_on_one_sequence_leaves_nothing_to_cross_validate(solver):
         X, y, sample_weight=weights
     )
     assert model.head_search_.criterion == "lifted"
+    # no fold predicts rows: no cross-validated error is reported
+    assert np.isnan(model.head_search_.cv_error)
+    assert np.isnan(model.head_search_.cv_standard_error)
+    assert np.isnan(model.head_search_.gcv_error)
+    assert model.head_search_.loss is None
     np.testing.assert_allclose(model.coef_, lifted.coef_, rtol=1e-10, atol=1e-12)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -3634,6 +3639,35 @@ def test_fit_and_partial_fit_fit_the_same_counts_beyond_the_interpolating_count(
     assert np.linalg.norm(batches.coef_ - fitted.coef_) <= 1e-6 * np.linalg.norm(
         fitted.coef_
     )
+
+
+@pytest.mark.parametrize("d, n, floor", [(5, 40, 1e7), (6, 60, 1e9), (7, 80, 1e8)])
+def test_classifier_partial_fit_reads_out_as_fit_under_the_work_limit(
+    monkeypatch, d, n, floor
+):
+    """A classifier's ``partial_fit`` keeps its rows; with fewer rows than lifted
+    features it reads out heads as ``fit`` (the dual solver) does: on the rows,
+    with the kernel's folds and the kernel solve's work limit. Where the limit
+    binds (a lower floor) both try the same counts and stop alike: with the
+    folds' lifted fits from the statistics and the normal solve's limit,
+    ``partial_fit`` tried none (d = 5 and 7) or one count fewer (d = 6)."""
+    monkeypatch.setattr("sklearn_linattn._estimators.WORK_FLOOR", floor)
+    X, y, _ = make_random_mhla(n, 4, d, n_heads=2, random_state=0)
+    y = y + 0.1 * np.std(y) * np.random.default_rng(0).normal(size=y.shape)
+    classes = np.searchsorted(np.quantile(y, [1 / 3, 2 / 3]), y)
+    assert n < d * d * (d + 1) // 2
+    fitted = LinearAttentionClassifier().fit(X, classes)
+    batches = LinearAttentionClassifier()
+    half = n // 2
+    batches.partial_fit(X[:half], classes[:half], classes=np.unique(classes))
+    batches.partial_fit(X[half:], classes[half:])
+    search, other = fitted.head_search_, batches.head_search_
+    assert search.counts_tried and not search.complete  # the limit binds
+    assert other.counts_tried == search.counts_tried
+    assert other.n_heads == search.n_heads
+    assert other.complete == search.complete
+    assert other.work_limit == pytest.approx(search.work_limit, rel=1e-12)
+    assert_array_equal(batches.predict(X), fitted.predict(X))
 
 
 def test_cv_estimator_in_memory_counts_its_own_work_beyond_the_interpolating_count():
