@@ -51,14 +51,16 @@ __all__ = ["CountFit", "HeadReadout", "paper_heads", "read_out_heads"]
 # Starts of a k-head fit (_Search.starts): COMPLETION_ITER rounds of alternating
 # projections complete the split to rank k (noisy data); the one-output subspace
 # starts take ISOTROPIC_STARTS seeds on exact data, NOISY_ISOTROPIC_STARTS on noisy
-# data, EXACT_STARTS_PER_DIM * d for d - 1 heads of exact data; RANDOM_STARTS
-# seeded random query matrices on exact data, NOISY_RANDOM_STARTS on noisy data of
-# several outputs with k >= 2 (which have no isotropic starts: from the completion
-# and the split's SVD alone, 2 heads of d = 5 with 3 outputs stopped at 5 times the
-# generating model's training error, benchmarks/README.md); every seed starts from
-# START_SEED.
+# data, EXACT_STARTS_PER_DIM * r for r - 1 heads of exact data (r: the tokens'
+# span's dimension); RANDOM_STARTS seeded random query matrices on exact data (8
+# missed 1 of the 162 fits of bench_heads.py's dense grid), NOISY_RANDOM_STARTS on
+# noisy data of several outputs with k >= 2 (which have no isotropic starts: from
+# the completion and the split's SVD alone, 2 heads of d = 5 with 3 outputs stopped
+# at 5 times the generating model's training error, benchmarks/README.md); random
+# starts are drawn in the spans' bases (_Search.token_bases); every seed starts
+# from START_SEED.
 COMPLETION_ITER = 30
-RANDOM_STARTS = 8
+RANDOM_STARTS = 10
 NOISY_RANDOM_STARTS = 2
 ISOTROPIC_STARTS = 40
 NOISY_ISOTROPIC_STARTS = 8
@@ -681,17 +683,22 @@ class _Search:
         n_random = RANDOM_STARTS if self.exact else 0
         if not self.exact and one_output is None and k >= 2:
             n_random = NOISY_RANDOM_STARTS
-        if one_output is not None and self.d / 2 <= k < self.d:
+        (tokens, r), (queries, q) = self.token_bases
+        if one_output is not None and r / 2 <= k < r:
             n_isotropic = ISOTROPIC_STARTS if self.exact else NOISY_ISOTROPIC_STARTS
-            if self.exact and k == self.d - 1:
-                n_isotropic = max(n_isotropic, EXACT_STARTS_PER_DIM * self.d)
+            if self.exact and k == r - 1:
+                n_isotropic = max(n_isotropic, EXACT_STARTS_PER_DIM * r)
             found = isotropic_queries(
                 one_output, self.d, k, n_isotropic, [START_SEED, k], self.tol,
-                self.budget,
+                self.budget, (tokens, r),
             )
             starts += [query for _, query in found[:2]]
-        random_state = np.random.default_rng([START_SEED, k, self.m, self.d])
-        starts += [random_state.normal(size=(k, self.d**2)) for _ in range(n_random)]
+        # query matrices drawn in the spans' bases: the same in any order of the
+        # token coordinates, and with coordinates no token uses
+        random_state = np.random.default_rng([START_SEED, k, self.m, r, q])
+        for _ in range(n_random):
+            drawn = random_state.normal(size=(k, r, q))
+            starts.append((tokens[:, :r] @ drawn @ queries[:, :q].T).reshape(k, -1))
         return starts
 
     @functools.cached_property
@@ -818,11 +825,11 @@ class _Search:
                 break
         if (
             not self.budget.exhausted and not self.exact
-            and self.one_output is not None and 2 <= k < self.d / 2
+            and self.one_output is not None and 2 <= k < self.token_ranks[0] / 2
         ):  # a last start: the nearest common isotropic subspace of the slices
             subspace = isotropic_queries(
                 self.one_output, self.d, k, FEW_HEADS_SEEDS, [START_SEED, k],
-                self.tol, self.budget,
+                self.tol, self.budget, self.token_bases[0],
             )[0][1]
             if fit_heads(design, subspace, 0, budget=self.budget)[2] < best[2]:
                 # already below the other starts' minimum: refined to a lower one
@@ -1070,7 +1077,7 @@ class _Search:
         lifted = np.sum(self.folds.lifted_squared) / self.folds.squared_weight
         return self.near_interpolation(dof) and gcv_error > min(lifted, self.lifted_gcv)
 
-    @functools.cached_property
+    @property
     def token_ranks(self):
         """``(r, q)``: the dimensions of the tokens' and of the queries' spans that
         the lifted coefficients use, their ranks within ``tol`` along a token
@@ -1079,17 +1086,28 @@ class _Search:
         one-hot positions that sum to the constant feature). The lifted fit
         (least squares, ridge) lies in the span of its features, which the
         tokens' spans bound."""
+        return self.token_bases[0][1], self.token_bases[1][1]
+
+    @functools.cached_property
+    def token_bases(self):
+        """``((U, r), (V, q))``: orthonormal bases of the token coordinates whose
+        first ``r`` (``q``) columns span the tokens' (queries') span that
+        :attr:`token_ranks` counts, by the SVD of the lifted coefficients
+        along that index, each column's entry of largest magnitude positive.
+        They follow the data, not the order of the coordinates."""
         d = self.d
         cube = self.split.reshape(self.m, d, d, d)  # [a, b, c, e]
 
-        def rank(matrix):
-            singular = svd(matrix)[1]
-            if not singular.size or singular[0] == 0:
-                return d
-            return int(np.sum(singular > self.tol * singular[0]))
+        def basis(matrix):
+            left, singular = svd(matrix)[:2]
+            rank = d
+            if singular.size and singular[0] > 0:
+                rank = int(np.sum(singular > self.tol * singular[0]))
+            largest = left[np.argmax(np.abs(left), axis=0), np.arange(d)]
+            return left * np.where(largest < 0, -1.0, 1.0), rank
 
-        tokens = rank(cube.transpose(1, 0, 2, 3).reshape(d, -1))
-        queries = rank(cube.transpose(3, 0, 1, 2).reshape(d, -1))
+        tokens = basis(cube.transpose(1, 0, 2, 3).reshape(d, -1))
+        queries = basis(cube.transpose(3, 0, 1, 2).reshape(d, -1))
         return tokens, queries
 
     def head_dof(self, k):

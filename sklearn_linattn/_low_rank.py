@@ -626,7 +626,7 @@ class _Isotropy:
 
 
 def isotropic_queries(
-    lifted_coef, token_dim, n_heads, n_starts, seed, tol, budget=None
+    lifted_coef, token_dim, n_heads, n_starts, seed, tol, budget=None, basis=None
 ):
     """Query rows of one-output ``n_heads``-head models nearest in the Frobenius
     metric, one per start, nearest first.
@@ -636,6 +636,10 @@ def isotropic_queries(
     given ``N`` the nearest such model is ``W_e = 2 P S_e - P S_e P``, ``P = I -
     N N^T``, at distance ``sum_e ||N^T S_e N||^2``, minimized over ``N`` from
     seeded random starts, stopping at the first within ``tol`` (relative).
+    With ``basis`` ``(U, r)`` (an orthonormal ``d x d`` ``U``, the tokens' span
+    its first ``r`` columns) a start is ``r - k`` random directions of that
+    span and the ``d - r`` others: the same starts in any order of the token
+    coordinates.
 
     Returns
     -------
@@ -646,7 +650,12 @@ def isotropic_queries(
     random_state = np.random.default_rng(seed)
     found = []
     for _ in range(n_starts):
-        start = random_state.normal(size=(d, d - k)).ravel()
+        if basis is None:
+            start = random_state.normal(size=(d, d - k)).ravel()
+        else:
+            span, r = basis[0][:, : basis[1]], basis[1]
+            drawn = span @ random_state.normal(size=(r, r - k))
+            start = np.concatenate([drawn, basis[0][:, r:]], axis=1).ravel()
         point = levenberg_marquardt(
             functools.partial(_Isotropy, slices), start, ISOTROPIC_ITER,
             accept_below=(ACCURACY * tol * norm) ** 2, budget=budget,

@@ -1,0 +1,159 @@
+"""Heads against the order of the token coordinates, and fixed counts' objectives.
+
+Run from the repository root: ``PYTHONPATH=. python benchmarks/bench_coordinate_order.py
+[--draws 120] [--fixed-draws 200] [--json FILE]`` (without ``PYTHONPATH=.`` a script
+imports the installed copy of the package; the one measured is printed first). Run it
+on two versions (``PYTHONPATH=/other/checkout``) for a before/after table: the draws
+depend only on their seeds. One BLAS thread; about 10 minutes.
+
+Reordering the token coordinates, or appending one no token uses, relabels the data
+without changing the model class, the lifted fit or its folds: a read-out that is a
+function of the data returns the same heads. Measured (helper-88's review of issue 31):
+
+- ``permutations``: the 24 orders of the coordinates of one noisy problem (a random
+  2-head layer, d = 4, 2 outputs, noise 0.3, 200 sequences of 3 tokens, seed 7052):
+  the default's counts, and how many of the 24 ``n_heads=2`` fits reach the
+  best training error found (within 5%).
+- ``relabelled``: ``--draws`` noisy 2-head problems (d 3 or 4, 1 or 2 outputs, 3 or 5
+  times the lifted features in sequences, noise 0.1 or 0.3): how many default
+  counts change with the coordinates reversed, and with a zero coordinate appended
+  (which also changes the lifted features' count ``p``, which the folds' size rules
+  read), and the largest test-error ratio of a changed count.
+- ``fixed``: ``--fixed-draws`` noiseless problems of H heads (d 3 to 5, 2 or 3
+  outputs, ``p + 40`` sequences of 6 tokens ``N(0, 1/6)``) fitted with
+  ``alpha=1e-3``: how often ``n_heads=H+1`` ends with a training objective above
+  ``n_heads=H``'s by more than 0.1% (any H-head model is an (H+1)-head model, but
+  each count is fitted from its own starts), and the largest ratio.
+"""
+
+import itertools
+import warnings
+
+import numpy as np
+from _common import make_parser, markdown_table, random_attention, write_json
+from threadpoolctl import threadpool_limits
+
+import sklearn_linattn
+from sklearn_linattn import LinearAttentionRegressor
+from sklearn_linattn.datasets import make_random_mhla
+
+
+def _zero_coordinate(X):
+    return np.concatenate([X, np.zeros(X.shape[:2] + (1,))], axis=-1)
+
+
+def permutations():
+    """The default count and ``n_heads=2``'s training error in every order."""
+    X, y, _ = make_random_mhla(200, 3, 4, n_heads=2, n_outputs=2, noise=0.3,
+                               random_state=7052)
+    rows = []
+    for order in itertools.permutations(range(4)):
+        Xo = X[..., list(order)]
+        default = LinearAttentionRegressor().fit(Xo, y)
+        fixed = LinearAttentionRegressor(n_heads=2).fit(Xo, y)
+        rows.append(dict(order=order, heads=int(default.n_heads_),
+                         fixed_mse=float(np.mean((fixed.predict(Xo) - y) ** 2))))
+    best = min(row["fixed_mse"] for row in rows)
+    counts = sorted({row["heads"] for row in rows})
+    return dict(
+        counts={k: sum(row["heads"] == k for row in rows) for k in counts},
+        fixed_at_best=sum(row["fixed_mse"] <= 1.05 * best for row in rows),
+        orders=len(rows),
+    )
+
+
+def relabelled(draws):
+    """Default counts with the coordinates as given, reversed, and padded."""
+    changed = {"reversed": 0, "zero coordinate": 0}
+    worst = {"reversed": 1.0, "zero coordinate": 1.0}
+    for i in range(draws):
+        rng = np.random.default_rng(70_000 + i)
+        d, n_outputs = int(rng.choice([3, 4])), int(rng.choice([1, 2]))
+        p = d * d * (d + 1) // 2
+        n = int(rng.choice([3, 5])) * p
+        noise = float(rng.choice([0.1, 0.3]))
+        X, y, truth = make_random_mhla(n, 3, d, n_heads=2, n_outputs=n_outputs,
+                                       noise=noise, random_state=70_000 + i)
+        X_test = rng.normal(size=(2000, 3, d))
+        clean = truth.predict(X_test).reshape(2000, -1)
+        y = y if n_outputs > 1 else y.ravel()
+
+        def fitted(transform):
+            model = LinearAttentionRegressor().fit(transform(X), y)
+            predicted = model.predict(transform(X_test)).reshape(2000, -1)
+            return model.n_heads_, float(np.mean((predicted - clean) ** 2))
+
+        base = fitted(lambda A: A)
+        for name, transform in (("reversed", lambda A: A[..., ::-1]),
+                                ("zero coordinate", _zero_coordinate)):
+            heads, error = fitted(transform)
+            if heads != base[0]:
+                changed[name] += 1
+                worst[name] = max(worst[name], error / base[1])
+    return dict(draws=draws, changed=changed, worst_ratio=worst)
+
+
+def fixed_counts(draws):
+    """``n_heads=H+1``'s training objective against ``n_heads=H``'s."""
+    above, ratios = 0, []
+    cells = [(4, 3, 2), (3, 2, 2), (4, 2, 3), (5, 3, 2)]
+    for i in range(draws):
+        d, n_heads, n_outputs = cells[i % len(cells)]
+        truth = random_attention(d, n_heads, n_outputs, random_state=80_000 + i)
+        # tokens N(0, 1/6), as tests/test_heads.py's fixed-count problems: small
+        # lifted features, on which alpha = 1e-3 is a strong penalty
+        rng = np.random.default_rng(80_000 + i)
+        X = rng.normal(scale=1 / np.sqrt(6), size=(d * d * (d + 1) // 2 + 40, 6, d))
+        y = truth.predict(X)
+        alpha = 1e-3
+
+        def objective(k):
+            model = LinearAttentionRegressor(n_heads=k, alpha=alpha).fit(X, y)
+            residual = y - model.predict(X)
+            return float(np.sum(residual**2) + alpha * np.sum(model.coef_**2))
+
+        ratio = objective(n_heads + 1) / objective(n_heads)
+        ratios.append(ratio)
+        above += ratio > 1 + 1e-3
+    return dict(draws=draws, above=above, largest_ratio=float(max(ratios)))
+
+
+def main():
+    parser = make_parser(__doc__)
+    parser.add_argument("--draws", type=int, default=120)
+    parser.add_argument("--fixed-draws", type=int, default=200)
+    args = parser.parse_args()
+    print(f"sklearn_linattn from {sklearn_linattn.__file__}")
+    warnings.simplefilter("ignore")
+    with threadpool_limits(1):
+        results = dict(
+            permutations=permutations(),
+            relabelled=relabelled(args.draws),
+            fixed=fixed_counts(args.fixed_draws),
+        )
+    orders = results["permutations"]
+    relabel = results["relabelled"]
+    fixed = results["fixed"]
+    print(markdown_table(
+        [("measure", "{measure}"), ("result", "{result}")],
+        [
+            dict(measure="24 orders: default counts",
+                 result=", ".join(f"{k} heads in {n}" for k, n in
+                                  orders["counts"].items())),
+            dict(measure="24 orders: n_heads=2 within 5% of the best training error",
+                 result=f"{orders['fixed_at_best']} of {orders['orders']}"),
+            *(dict(measure=f"{relabel['draws']} draws, {name}: count changed",
+                   result=f"{relabel['changed'][name]} (largest test-error ratio "
+                          f"{relabel['worst_ratio'][name]:.2f})")
+              for name in ("reversed", "zero coordinate")),
+            dict(measure=f"{fixed['draws']} draws: n_heads=H+1 above n_heads=H "
+                         "by > 0.1%",
+                 result=f"{fixed['above']} (largest ratio "
+                        f"{fixed['largest_ratio']:.4f})"),
+        ],
+    ))
+    write_json(args.json, results)
+
+
+if __name__ == "__main__":
+    main()
