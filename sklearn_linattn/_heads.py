@@ -694,7 +694,7 @@ class _Search:
             )
             starts += [query for _, query in found[:2]]
         # query matrices drawn in the spans' bases: the same in any order of the
-        # token coordinates, and with coordinates no token uses
+        # token coordinates, and the same draws with a coordinate no token uses
         random_state = np.random.default_rng([START_SEED, k, self.m, r, q])
         for _ in range(n_random):
             drawn = random_state.normal(size=(k, r, q))

@@ -3404,13 +3404,16 @@ def test_fixed_count_of_one_output_reaches_the_generating_training_loss():
 def test_heads_do_not_depend_on_the_order_of_the_token_coordinates(
     n_outputs, seed, n_samples
 ):
-    """Reordering the token coordinates, or appending one no token uses, only
-    relabels the data: the default returns the same count and predictions, and
-    ``n_heads=2`` the same fit. The random starts are drawn in bases of the
-    tokens' and queries' spans, not of the coordinates (helper-88: drawn in the
-    coordinates, these noisy 2-head problems returned 2 heads as given, 5 or 4
-    reversed or padded, at 3 times the test error, and ``n_heads=2`` ended at
-    1.8 times the training error)."""
+    """Reordering the token coordinates only relabels the data: the default
+    returns the same count and predictions, and ``n_heads=2`` the same fit. The
+    random starts are drawn in bases of the tokens' and queries' spans, not of
+    the coordinates (helper-88: drawn in the coordinates, these noisy 2-head
+    problems returned 2 heads as given, 5 or 4 reversed or padded, at 3 times
+    the test error, and ``n_heads=2`` ended at 1.8 times the training error).
+    A coordinate no token uses leaves the starts' draws as they were; here, with
+    few rows per lifted feature, no other rule reads it (with 10 rows per
+    feature, the linearized refits' rule, which counts ``p``, can; theory
+    page)."""
     X, y, _ = make_random_mhla(
         n_samples, 3, 4, n_heads=2, n_outputs=n_outputs, noise=0.3,
         random_state=seed,
