@@ -72,6 +72,7 @@ from ._validation import (
     validate_sample_weight,
     validate_sequences,
     validate_targets,
+    warn_if_classes_unbalanced,
     warn_if_mean_left_out,
     warn_if_token_scales_differ,
     warn_if_underdetermined,
@@ -933,8 +934,10 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
         self.coef_ = coef[0] if single_output else coef
         self.intercept_ = float(intercept[0]) if single_output else intercept
         self.certificate_ = solution.certificate
-        if not (self.fit_intercept or is_classifier(self)):
+        if not self.fit_intercept and not is_classifier(self):
             warn_if_mean_left_out(solution.mean_gain)
+        elif not self.fit_intercept and np.size(solution.mean_gain) == 1:
+            warn_if_classes_unbalanced(solution.mean_gain)  # two classes
 
     # --- prediction -----------------------------------------------------------
 

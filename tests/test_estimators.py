@@ -174,11 +174,55 @@ def test_every_solver_and_partial_fit_warn_about_a_mean_left_out(rng, solver):
         assert coef.shape == (n_lifted(3),)
 
 
+CLASSES_UNBALANCED = "The classes are unbalanced"
+
+
+def test_a_two_class_fit_without_intercept_warns_of_unbalanced_classes():
+    """85/15 labels of a random attention layer's scores on Gaussian tokens:
+    without an intercept the scores are odd in the tokens, f(-Z) = -f(Z), and
+    cannot lean to the frequent class, so the test accuracy is below always
+    predicting it. The warning names fit_intercept=True, which fixes it, and
+    the training R^2 of the +1/-1 scores that adding their mean residual gains
+    (recomputed here). Balanced labels, an intercept or a constant token
+    feature: no such warning."""
+    from sklearn.metrics import r2_score
+
+    from sklearn_linattn.datasets import make_random_mhla
+    from sklearn_linattn.preprocessing import PositionalEncoding
+
+    X, scores, _ = make_random_mhla(2000, 4, 3, n_heads=1, noise=0.1, random_state=0)
+    y = (scores.ravel() > np.quantile(scores, 0.85)).astype(int)
+    train, test = slice(0, 1000), slice(1000, None)
+    majority = max(np.mean(y[test]), 1 - np.mean(y[test]))
+    with pytest.warns(UserWarning, match=CLASSES_UNBALANCED) as record:
+        model = LinearAttentionClassifier(n_heads=None).fit(X[train], y[train])
+    messages = [str(w.message) for w in record]
+    (message,) = [text for text in messages if CLASSES_UNBALANCED in text]
+    assert "fit_intercept=True" in message
+    fitted = model.decision_function(X[train])
+    codes = np.where(y[train] == 1, 1.0, -1.0)
+    gain = r2_score(codes, fitted + np.mean(codes - fitted)) - r2_score(codes, fitted)
+    assert f"by {gain:.2f}" in message
+    assert model.score(X[test], y[test]) < majority
+    balanced = (scores.ravel() > np.median(scores)).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", "alpha=0 and the model", UserWarning)
+        centered = LinearAttentionClassifier(n_heads=None, fit_intercept=True)
+        assert centered.fit(X[train], y[train]).score(X[test], y[test]) > majority
+        LinearAttentionClassifier(n_heads=None).fit(X[train], balanced[train])
+        make_pipeline(
+            PositionalEncoding(constant=True, padding=None),
+            LinearAttentionClassifier(n_heads=None),
+        ).fit(X[train], y[train])
+
+
 def test_fits_of_attention_data_do_not_warn_about_the_mean(rng):
     """MHLA's own data: exact fits leave no residual mean, noisy and ridge fits a
     mean of the noise's size; the automaton's one-hot targets are far from
     centered (mean 0.72 standard deviations) and fitted exactly. Classifiers
-    never warn (their scores are one-hot codes, not targets to center)."""
+    do not warn about targets' means (their scores are class codes; a two-class
+    fit warns of unbalanced classes instead, above)."""
     from sklearn_linattn.datasets import make_automaton_lookups, make_random_mhla
 
     X, y, _ = make_random_mhla(150, 20, 4, n_heads=2, random_state=0)
