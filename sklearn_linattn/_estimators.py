@@ -934,10 +934,11 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
         self.coef_ = coef[0] if single_output else coef
         self.intercept_ = float(intercept[0]) if single_output else intercept
         self.certificate_ = solution.certificate
-        if not self.fit_intercept and not is_classifier(self):
-            warn_if_mean_left_out(solution.mean_gain)
-        elif not self.fit_intercept and np.size(solution.mean_gain) == 1:
-            warn_if_classes_unbalanced(solution.mean_gain)  # two classes
+        if not self.fit_intercept:
+            if not is_classifier(self):
+                warn_if_mean_left_out(solution.mean_gain)
+            elif np.size(solution.mean_gain) == 1:  # two classes: one score
+                warn_if_classes_unbalanced(solution.mean_gain)
 
     # --- prediction -----------------------------------------------------------
 

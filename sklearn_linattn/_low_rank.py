@@ -637,9 +637,9 @@ def isotropic_queries(
     N N^T``, at distance ``sum_e ||N^T S_e N||^2``, minimized over ``N`` from
     seeded random starts, stopping at the first within ``tol`` (relative).
     With ``basis`` ``(U, r)`` (an orthonormal ``d x d`` ``U``, the tokens' span
-    its first ``r`` columns) a start is ``r - k`` random directions of that
-    span and the ``d - r`` others: the same starts in any order of the token
-    coordinates.
+    its first ``r`` columns; None: the coordinates, ``r = d``) a start is ``r -
+    k`` random directions of that span and the ``d - r`` others: the same
+    starts in any order of the token coordinates.
 
     Returns
     -------
@@ -647,15 +647,12 @@ def isotropic_queries(
     d, k = token_dim, n_heads
     slices = fold_lifted_coef(lifted_coef, d).reshape(d, d, d).transpose(2, 0, 1)
     norm = np.linalg.norm(lifted_coef)
+    tokens, r = (np.eye(d), d) if basis is None else basis
     random_state = np.random.default_rng(seed)
     found = []
     for _ in range(n_starts):
-        if basis is None:
-            start = random_state.normal(size=(d, d - k)).ravel()
-        else:
-            span, r = basis[0][:, : basis[1]], basis[1]
-            drawn = span @ random_state.normal(size=(r, r - k))
-            start = np.concatenate([drawn, basis[0][:, r:]], axis=1).ravel()
+        drawn = tokens[:, :r] @ random_state.normal(size=(r, r - k))
+        start = np.concatenate([drawn, tokens[:, r:]], axis=1).ravel()
         point = levenberg_marquardt(
             functools.partial(_Isotropy, slices), start, ISOTROPIC_ITER,
             accept_below=(ACCURACY * tol * norm) ** 2, budget=budget,

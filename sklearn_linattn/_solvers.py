@@ -540,10 +540,14 @@ def _solve_statistics(
     on_rows = None
     if dual and in_memory is not None:
         flops = _dual_flops(statistics.n_rows, data.token_dim)
-        on_rows = functools.cache(lambda: _row_head_problem(
-            in_memory, *compact_rows(), lifted_kernel(*compact_rows()), alpha,
-            fit_intercept, coef, True,
-        ))
+
+        @functools.cache
+        def on_rows():  # (design, folds), built when the read-out first asks
+            pairs, queries = compact_rows()
+            kernel = lifted_kernel(pairs, queries)
+            return _row_head_problem(
+                in_memory, pairs, queries, kernel, alpha, fit_intercept, coef, True
+            )
 
     def head_design(output_weights=None):
         if on_rows is not None:
