@@ -939,6 +939,8 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
                 warn_if_mean_left_out(solution.mean_gain)
             elif np.size(solution.mean_gain) == 1:  # two classes: one score
                 warn_if_classes_unbalanced(solution.mean_gain)
+            else:  # one-vs-rest scores: their shared mean changes no class
+                warn_if_classes_unbalanced(solution.class_gain)
 
     # --- prediction -----------------------------------------------------------
 

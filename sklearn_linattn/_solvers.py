@@ -143,8 +143,12 @@ class LiftedSolution:
         (``"cg"``). The head read-out's work limit is tied to it.
     mean_gain : ndarray of shape (n_outputs,) or None
         What adding the weighted mean of the training residuals to every
-        prediction would add to the training :math:`R^2` (:func:`mean_gain`):
+        prediction would add to the training :math:`R^2` (:func:`mean_gains`):
         zero with an intercept, up to rounding.
+    class_gain : ndarray of shape (n_outputs,) or None
+        How much more that adds than adding one shift, the outputs' average
+        mean residual, to every output (:func:`mean_gains`): what one-vs-rest
+        class scores leave out, since a shared shift changes no predicted class.
     degrees_of_freedom : callable or None
         ``degrees_of_freedom()`` returns the trace of the fit's hat matrix
         (:func:`degrees_of_freedom`; the intercept not counted), computed when
@@ -177,6 +181,7 @@ class LiftedSolution:
     coef_tol: float = 0.0
     flops: float = 0.0
     mean_gain: np.ndarray = None
+    class_gain: np.ndarray = None
     degrees_of_freedom: Callable = None
     residual_correlation: np.ndarray = None
     compact_rows: Callable = None
@@ -206,32 +211,44 @@ def degrees_of_freedom(matrix, alpha, spectrum):
 _MEAN_ROUNDING = 1e-8
 
 
-def mean_gain(residual_sum, target_sum, target_square_sum, weight_sum):
+def mean_gains(residual_sum, target_sum, target_square_sum, weight_sum):
     """Per output, the rise in training :math:`R^2` from adding the weighted mean
     residual ``rbar`` to every prediction: ``W rbar^2 / sum_i w_i (y_i - ybar)^2``,
-    ``W`` the weight sum (the residual sum of squares falls by ``W rbar^2``).
+    ``W`` the weight sum (the residual sum of squares falls by ``W rbar^2``);
+    and how much more that is than adding their average over the outputs,
+    ``b``, to every output: ``W (rbar - b)^2 / sum_i w_i (y_i - ybar)^2`` (the
+    part one-vs-rest class scores leave out: a shared shift changes no class).
 
     The arguments are weighted sums over the training rows: ``sum_i w_i r_i``,
     ``sum_i w_i y_i``, ``sum_i w_i y_i^2`` (each of shape ``(n_outputs,)``) and
     ``W``. Zero where ``W rbar^2`` is within rounding of the sums; ``inf`` for
-    constant targets whose mean the fit left out.
+    constant targets whose mean the fit left out. Returns the keyword
+    arguments ``mean_gain`` and ``class_gain`` of :class:`Solution`.
     """
     residual_sum = np.asarray(residual_sum, dtype=np.float64)
     if weight_sum <= 0:
-        return np.zeros_like(residual_sum)
+        return dict(mean_gain=np.zeros_like(residual_sum),
+                    class_gain=np.zeros_like(residual_sum))
     # weighted means (of r, y, y^2): sums of weights near 1e300 stay in range
     residual_mean = residual_sum / weight_sum
     mean, mean_square = target_sum / weight_sum, target_square_sum / weight_sum
-    explained = residual_mean**2
     variance = np.maximum(mean_square - mean**2, 0.0)
-    kept = explained > _MEAN_ROUNDING * mean_square
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(kept, explained / variance, 0.0)
+
+    def gain(shift):
+        explained = shift**2
+        kept = explained > _MEAN_ROUNDING * mean_square
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(kept, explained / variance, 0.0)
+
+    return dict(
+        mean_gain=gain(residual_mean),
+        class_gain=gain(residual_mean - np.mean(residual_mean)),
+    )
 
 
-def _row_mean_gain(residual_rows, targets, row_scale):
-    """:func:`mean_gain` from weighted rows (``sqrt(w) r``, ``sqrt(w) y``)."""
-    return mean_gain(
+def _row_mean_gains(residual_rows, targets, row_scale):
+    """:func:`mean_gains` from weighted rows (``sqrt(w) r``, ``sqrt(w) y``)."""
+    return mean_gains(
         row_scale @ residual_rows,
         row_scale @ targets,
         np.einsum("no,no->o", targets, targets),
@@ -617,7 +634,7 @@ def _solve_statistics(
             lambda: degrees_of_freedom(gram, alpha, spectrum)
         ),
         # sum_i w_i r_i = sum w y - coef . sum w phi - W b, b the intercept
-        mean_gain=mean_gain(
+        **mean_gains(
             statistics.target_sum
             - coef @ statistics.feature_sum
             - statistics.weight_sum * (target_mean - coef @ feature_mean),
@@ -813,7 +830,7 @@ def _solve_kernel(data, alpha, fit_intercept, heldout=False, rescaled_alpha=None
         flops=_dual_flops(len(kernel), data.token_dim),
         head_design=head_design,
         heldout_folds=heldout_folds,
-        mean_gain=_row_mean_gain(residual, targets, row_scale),
+        **_row_mean_gains(residual, targets, row_scale),
         degrees_of_freedom=functools.cache(
             lambda: degrees_of_freedom(kernel, alpha, spectrum)
         ),
@@ -946,7 +963,7 @@ def solve_lsqr(
                 data.token_dim,
             )
         ),
-        mean_gain=_row_mean_gain(residual_rows, targets, row_scale),
+        **_row_mean_gains(residual_rows, targets, row_scale),
     )
 
 

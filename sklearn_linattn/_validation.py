@@ -878,29 +878,37 @@ _MEAN_GAIN_WARNING = 0.1
 
 
 def warn_if_classes_unbalanced(gain):
-    """Warn, naming ``fit_intercept=True``, when a two-class classifier fitted
-    without an intercept leaves the mean of its scores (+1 and -1 for the two
-    classes) out: adding the mean training residual to every score would raise
-    their training ``R^2`` by more than 0.1 (``gain``, one output).
+    """Warn, naming ``fit_intercept=True``, when a classifier fitted without an
+    intercept leaves the means of its scores out: adding each score's mean
+    training residual would raise a score's training ``R^2`` by more than 0.1
+    (``gain``, per score); with several classes' one-vs-rest scores, by more
+    than 0.1 beyond what one shift shared by every score gives, since that
+    changes no predicted class.
 
-    Without an intercept or a constant token feature the scores are an odd
-    function of the tokens, ``f(-Z) = -f(Z)``: with unbalanced classes and
-    inputs spread about zero they cannot lean to the more frequent class (on
+    Without an intercept or a constant token feature the scores are odd
+    functions of the tokens, ``f(-Z) = -f(Z)``: with unbalanced classes and
+    inputs spread about zero they cannot lean to the more frequent classes (on
     85/15 labels of random attention the test accuracy falls below always
-    predicting the frequent class; tests/test_estimators.py). Classifiers of
-    more classes are not checked: a mean common to their one-vs-rest scores
-    does not change the class they predict."""
+    predicting the frequent class; tests/test_estimators.py)."""
+    several = np.size(gain) > 1
     gain = float(np.max(np.atleast_1d(gain)))
     if not gain > _MEAN_GAIN_WARNING:
         return
+    shift = (
+        "each class's score its own mean training residual would raise a score's "
+        f"training R^2 by {gain:.2f} more than one shift shared by every score "
+        "(which changes no predicted class) would"
+        if several
+        else f"every score their mean training residual would raise the scores' "
+        f"training R^2 by {gain:.2f}"
+    )
     warnings.warn(
         "The classifier has no intercept (fit_intercept=False, MHLA's own form) "
-        "and its scores (+1 and -1 for the two classes) leave their mean out: "
-        "adding the mean training residual to every score would raise the scores' "
-        f"training R^2 by {gain:.2f}. The classes are unbalanced, and without an "
-        "intercept or a constant token feature the scores cannot lean to the more "
-        "frequent one. Set fit_intercept=True, or append a constant feature "
-        "(PositionalEncoding(constant=True)).",
+        "and its class scores (+1 for the class, -1 otherwise) leave their mean "
+        f"out: adding to {shift}. The classes are "
+        "unbalanced, and without an intercept or a constant token feature the "
+        "scores cannot lean to the more frequent classes. Set fit_intercept=True, "
+        "or append a constant feature (PositionalEncoding(constant=True)).",
         UserWarning,
         stacklevel=caller_stacklevel(),
     )

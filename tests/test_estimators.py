@@ -177,6 +177,17 @@ def test_every_solver_and_partial_fit_warn_about_a_mean_left_out(rng, solver):
 CLASSES_UNBALANCED = "The classes are unbalanced"
 
 
+def fit_warning_of_unbalanced_classes(X, y):
+    """The classifier's fit without intercept and its one warning of unbalanced
+    classes, which names fit_intercept=True."""
+    with pytest.warns(UserWarning, match=CLASSES_UNBALANCED) as record:
+        model = LinearAttentionClassifier(n_heads=None).fit(X, y)
+    messages = [str(w.message) for w in record]
+    (message,) = [text for text in messages if CLASSES_UNBALANCED in text]
+    assert "fit_intercept=True" in message
+    return model, message
+
+
 def test_a_two_class_fit_without_intercept_warns_of_unbalanced_classes():
     """85/15 labels of a random attention layer's scores on Gaussian tokens:
     without an intercept the scores are odd in the tokens, f(-Z) = -f(Z), and
@@ -194,11 +205,7 @@ def test_a_two_class_fit_without_intercept_warns_of_unbalanced_classes():
     y = (scores.ravel() > np.quantile(scores, 0.85)).astype(int)
     train, test = slice(0, 1000), slice(1000, None)
     majority = max(np.mean(y[test]), 1 - np.mean(y[test]))
-    with pytest.warns(UserWarning, match=CLASSES_UNBALANCED) as record:
-        model = LinearAttentionClassifier(n_heads=None).fit(X[train], y[train])
-    messages = [str(w.message) for w in record]
-    (message,) = [text for text in messages if CLASSES_UNBALANCED in text]
-    assert "fit_intercept=True" in message
+    model, message = fit_warning_of_unbalanced_classes(X[train], y[train])
     fitted = model.decision_function(X[train])
     codes = np.where(y[train] == 1, 1.0, -1.0)
     gain = r2_score(codes, fitted + np.mean(codes - fitted)) - r2_score(codes, fitted)
@@ -217,12 +224,50 @@ def test_a_two_class_fit_without_intercept_warns_of_unbalanced_classes():
         ).fit(X[train], y[train])
 
 
+def test_a_multiclass_fit_without_intercept_warns_of_unbalanced_classes():
+    """Three classes, 78/11/11, the argmax of a random attention layer's three
+    scores with the first raised: without an intercept each one-vs-rest score is
+    odd in the tokens and the test accuracy falls below always predicting the
+    frequent class. The warning quotes how much more a score's training R^2
+    gains from its own mean residual than from one shift shared by every score
+    (recomputed here; a shared shift changes no predicted class). Balanced
+    classes, whose scores' means differ by one shared shift: no warning."""
+    from sklearn.metrics import r2_score
+
+    from sklearn_linattn.datasets import make_random_mhla
+
+    X, scores, _ = make_random_mhla(2000, 6, 4, n_heads=2, n_outputs=3, random_state=0)
+    y = np.argmax(scores + [1.2 * scores.std(), 0.0, 0.0], axis=1)
+    train, test = slice(0, 1000), slice(1000, None)
+    majority = np.max(np.bincount(y[test])) / len(y[test])
+    assert majority > 0.7
+    model, message = fit_warning_of_unbalanced_classes(X[train], y[train])
+    fitted = model.decision_function(X[train])
+    codes = np.where(y[train, None] == np.arange(3), 1.0, -1.0)
+    means = np.mean(codes - fitted, axis=0)
+    gains = [
+        r2_score(codes[:, c], fitted[:, c] + means[c])
+        - r2_score(codes[:, c], fitted[:, c] + np.mean(means))
+        for c in range(3)
+    ]
+    assert f"by {max(gains):.2f} more than one shift" in message
+    assert model.score(X[test], y[test]) < majority
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", "alpha=0 and the model", UserWarning)
+        centered = LinearAttentionClassifier(n_heads=None, fit_intercept=True)
+        assert centered.fit(X[train], y[train]).score(X[test], y[test]) > majority
+        balanced = np.argmax(scores, axis=1)
+        assert np.max(np.bincount(balanced[train])) < 0.4 * 1000
+        LinearAttentionClassifier(n_heads=None).fit(X[train], balanced[train])
+
+
 def test_fits_of_attention_data_do_not_warn_about_the_mean(rng):
     """MHLA's own data: exact fits leave no residual mean, noisy and ridge fits a
     mean of the noise's size; the automaton's one-hot targets are far from
     centered (mean 0.72 standard deviations) and fitted exactly. Classifiers
-    do not warn about targets' means (their scores are class codes; a two-class
-    fit warns of unbalanced classes instead, above)."""
+    do not warn about targets' means (their scores are class codes; a fit on
+    unbalanced classes warns of them instead, above)."""
     from sklearn_linattn.datasets import make_automaton_lookups, make_random_mhla
 
     X, y, _ = make_random_mhla(150, 20, 4, n_heads=2, random_state=0)

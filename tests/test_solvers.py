@@ -1234,7 +1234,8 @@ def test_mean_gain_is_the_r2_that_adding_the_mean_residual_adds(
 ):
     """Every solver reports what adding the weighted mean of the training residuals
     to every prediction would add to the training R^2 (zero with an intercept),
-    against the weighted ridge solution by an explicit pseudo-inverse."""
+    and how much more than one shift shared by the outputs, against the weighted
+    ridge solution by an explicit pseudo-inverse."""
     from sklearn_linattn._data import lifted_data
     from sklearn_linattn._solvers import SOLVERS
 
@@ -1254,12 +1255,16 @@ def test_mean_gain_is_the_r2_that_adding_the_mean_residual_adds(
     mean = weights @ residual / weights.sum()
     spread = weights @ (y - weights @ y / weights.sum()) ** 2
     expected = weights.sum() * mean**2 / spread
+    # beyond one shift shared by both outputs (one-vs-rest scores' class_gain)
+    beyond_shared = weights.sum() * (mean - np.mean(mean)) ** 2 / spread
     if fit_intercept:
         np.testing.assert_allclose(expected, 0.0, atol=1e-20)
         np.testing.assert_allclose(solution.mean_gain, 0.0, atol=1e-12)
+        np.testing.assert_allclose(solution.class_gain, 0.0, atol=1e-12)
     else:
         assert np.all(expected > 0.05)  # the offsets are out of a cubic's reach
         np.testing.assert_allclose(solution.mean_gain, expected, rtol=1e-8)
+        np.testing.assert_allclose(solution.class_gain, beyond_shared, rtol=1e-8)
 
 
 @pytest.mark.parametrize("alpha", [0.0, 1e-6, 1e-3, 1e-1])
