@@ -30,6 +30,10 @@ outputs, Gaussian sequences of 16 tokens (entries N(0, 1/16)), 3p sequences.
    model computed before (rounding is the only noise), an intercept: d in {4, 5,
    6}, H in {1, 2, d - 1}, one output, 200 sequences (``make_random_mhla``), the
    tokens times 1 and times 3, 20 seeds: ``n_heads_ == H`` at both scales.
+8. ``--only fixed``: ``n_heads=H`` on noisy data of 2 outputs, issue 31's family
+   (d = 3, H = 2, noise 10% and 30%, 200 sequences; d = 4, H = 3, noise 10%, 400
+   sequences; 100 seeds each, 20 with ``--quick``): the fits whose training loss
+   is above the generating model's, the largest ratio, the median work.
 """
 
 import argparse
@@ -59,10 +63,11 @@ def random_mhla(rng, d, n_heads, n_outputs):
     )
 
 
-def synthetic(seed, d, n_heads, n_outputs, noise, scaled=False):
+def synthetic(seed, d, n_heads, n_outputs, noise, scaled=False, n_samples=None):
     rng = np.random.default_rng(seed)
     truth = random_mhla(rng, d, n_heads, n_outputs)
-    X = rng.normal(scale=1 / np.sqrt(N_TOKENS), size=(3 * n_lifted(d), N_TOKENS, d))
+    n_samples = n_samples or 3 * n_lifted(d)
+    X = rng.normal(scale=1 / np.sqrt(N_TOKENS), size=(n_samples, N_TOKENS, d))
     y = truth.predict(X)
     eps = rng.normal(size=y.shape)
     if scaled:
@@ -223,6 +228,22 @@ def float32_row(d, n_heads, seeds):
     return dict(d=d, H=n_heads, recovered=found, seeds=seeds, counts=counts)
 
 
+def fixed_row(d, n_heads, noise, n_samples, seeds):
+    """Part 8: n_heads=H against the generating model's training loss."""
+    ratios, work = [], []
+    for seed in range(seeds):
+        truth, X, y = synthetic(seed, d, n_heads, 2, noise, n_samples=n_samples)
+        model = LinearAttentionRegressor(n_heads=n_heads).fit(X, y)
+        generating = np.sum((y - truth.predict(X)) ** 2)
+        ratios.append(float(np.sum((y - model.predict(X)) ** 2) / generating))
+        work.append(float(model.head_search_.work))
+    return dict(
+        d=d, H=n_heads, noise=noise, n_samples=n_samples, seeds=seeds,
+        above=[seed for seed, ratio in enumerate(ratios) if ratio > 1 + 1e-9],
+        largest=max(ratios), work=float(np.median(work)),
+    )
+
+
 def print_tables(results):
     rows = results["noisy"]
     if rows:
@@ -299,6 +320,17 @@ def print_tables(results):
                   f"{missed or '-'} |")
         print(f"\nTotal: {sum(r['recovered'] for r in rows)}/"
               f"{sum(r['seeds'] for r in rows)}.")
+    rows = results.get("fixed", [])
+    if rows:
+        print("\n### 8. n_heads=H on noisy data of 2 outputs: training loss over "
+              "the generating model's\n")
+        print("| d | H | noise | sequences | above (seeds) | largest ratio | "
+              "median work |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for r in rows:
+            print(f"| {r['d']} | {r['H']} | {r['noise']:.0%} | {r['n_samples']} | "
+                  f"{len(r['above'])}/{r['seeds']} {r['above'] or ''} | "
+                  f"{r['largest']:.3f} | {r['work']:.2e} flops |")
     for r in results["tasks"]:
         print(f"\n{r['task']}: heads {r['heads']}"
               + (f" ({r['criterion']}, counts tried {r['counts_tried']}, "
@@ -311,7 +343,9 @@ def main():
     parser.add_argument("--seeds", type=int, default=5, help="seeds per noisy cell")
     parser.add_argument(
         "--only",
-        choices=["noisy", "noiseless", "tasks", "dense", "misses", "float32"],
+        choices=[
+            "noisy", "noiseless", "tasks", "dense", "misses", "float32", "fixed"
+        ],
         nargs="+", default=["noisy", "noiseless", "tasks", "dense"],
     )
     parser.add_argument("--dims", type=int, nargs="+", help="token dims to run")
@@ -327,7 +361,7 @@ def main():
     exact_dims = args.dims or ([4, 8] if args.quick else [4, 6, 8, 12, 16])
     results = {
         "noisy": [], "noiseless": [], "tasks": [], "dense": [], "misses": [],
-        "float32": [],
+        "float32": [], "fixed": [],
     }
 
     def report(kind, row):
@@ -354,6 +388,11 @@ def main():
         for d in (4, 5, 6):
             for n_heads in (1, 2, d - 1):
                 report("float32", float32_row(d, n_heads, 5 if args.quick else 20))
+    if "fixed" in args.only:
+        for d, n_heads, noise, n_samples in ((3, 2, 0.1, 200), (3, 2, 0.3, 200),
+                                             (4, 3, 0.1, 400)):
+            report("fixed", fixed_row(d, n_heads, noise, n_samples,
+                                      20 if args.quick else 100))
     if "tasks" in args.only:
         report("tasks", incontext_row(2 if args.quick else 5))
         report("tasks", digits_row())

@@ -57,10 +57,19 @@ def test_fit_predict_and_certify_equal_in_memory(client, data):
     X_dask = da.from_array(X, chunks=(200, 6, 4))
     y_dask = da.from_array(y, chunks=(300, 2))  # other chunks than X: realigned
     params = dict(fit_intercept=True, alpha=1e-3)
+    lifted = LinearAttentionRegressor(n_heads=None, **params)
+    lifted_remote = clone(lifted).fit(X_dask, y_dask)
+    lifted.fit(X, y)
+    scale = np.linalg.norm(lifted.coef_)
+    assert np.linalg.norm(lifted_remote.coef_ - lifted.coef_) < 1e-10 * scale
+    np.testing.assert_allclose(lifted_remote.intercept_, lifted.intercept_, atol=1e-10)
+    # the heads: the statistics' summation order's rounding travels along the
+    # head fit's Levenberg-Marquardt steps (3.8e-10 measured; 1e-8, as
+    # test_heads.py's SUMMATION_ORDER)
     local = LinearAttentionRegressor(**params).fit(X, y)
     remote = LinearAttentionRegressor(**params).fit(X_dask, y_dask)
     scale = np.linalg.norm(local.coef_)
-    assert np.linalg.norm(remote.coef_ - local.coef_) < 1e-10 * scale
+    assert np.linalg.norm(remote.coef_ - local.coef_) < 1e-8 * scale
     np.testing.assert_allclose(remote.intercept_, local.intercept_, atol=1e-10)
     # the outputs' effective number, from the statistics' target cross products
     assert remote.head_search_.effective_outputs == pytest.approx(
@@ -70,7 +79,10 @@ def test_fit_predict_and_certify_equal_in_memory(client, data):
 
     predictions = remote.predict(X_dask)
     assert isinstance(predictions, da.Array) and predictions.shape == (900, 2)
-    np.testing.assert_allclose(predictions.compute(), local.predict(X), rtol=1e-9)
+    expected = local.predict(X)
+    np.testing.assert_allclose(
+        predictions.compute(), expected, atol=1e-8 * np.abs(expected).max()
+    )
 
     certificate = certify(X_dask)
     exact = certify(X)

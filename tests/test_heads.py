@@ -1388,6 +1388,24 @@ def test_two_heads_of_two_outputs_reach_the_generating_models_loss():
     assert training_objective(model, X, y) <= generating * (1 + 1e-9)
 
 
+@pytest.mark.parametrize(
+    "seed, token_dim, n_heads, noise, n_samples",
+    [(14, 3, 2, 0.1, 200), (31, 3, 2, 0.3, 200), (18, 4, 3, 0.1, 400),
+     (28, 4, 3, 0.1, 400)],
+)
+def test_fixed_counts_of_two_outputs_reach_the_generating_models_loss(
+    seed, token_dim, n_heads, noise, n_samples
+):
+    """The family of the test above: with two random starts screened by 5
+    steps, n_heads=H stopped above the generating model's training loss on
+    these seeds (up to 1.24 times; 11 of 300 seeds, bench_heads.py --only
+    fixed). Four random starts screened by 10 steps reach it."""
+    truth, X, y = noisy_sequences(seed, token_dim, n_heads, 2, noise, n_samples)
+    model = LinearAttentionRegressor(n_heads=n_heads).fit(X, y)
+    generating = np.sum((y - truth.predict(X)) ** 2)
+    assert training_objective(model, X, y) <= generating * (1 + 1e-9)
+
+
 def test_two_heads_of_three_outputs_near_interpolation_reach_the_generating_loss():
     """d = 5, 90 sequences (p = 75), 2 generating heads, 3 outputs, 10% noise,
     alpha = 1e-3: from the completion and the split's SVD alone, n_heads=2
@@ -1824,11 +1842,16 @@ def test_counts_left_undecided_name_the_last_test_they_passed(monkeypatch):
     """A count whose next test the work limit stopped keeps the criterion of the
     last it passed: "training" (its training error within the threshold) or
     "linearized" (so are its linearized refits; its folds' refits unfinished);
-    None only when its fit or its training test was stopped."""
+    None only when its fit or its training test was stopped. The limits that
+    stop a count between two tests are a narrow window (272 to 296 times the
+    lifted fit's work stop 2 heads after their training test): they are
+    scanned in steps of 8."""
     truth, X, y = noisy_sequences(2, 4, 2, 1, 0.05)
     monkeypatch.setattr("sklearn_linattn._estimators.WORK_FLOOR", 0.0)
     seen = set()
-    for limit in (64.0, 128.0, 256.0, 512.0):
+    for limit in np.arange(64.0, 520.0, 8.0):
+        if {"training", "linearized"} <= seen:
+            break
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             search = LinearAttentionRegressor(head_work_limit=limit).fit(X, y)
@@ -2360,6 +2383,42 @@ def test_weight_on_one_sequence_is_said_before_the_folds_work(monkeypatch):
     assert model.head_search_.criterion == "lifted"
 
 
+@pytest.mark.parametrize("n_sequences", [2, 3])
+def test_folds_that_hold_no_rows_are_not_refitted(monkeypatch, n_sequences):
+    """Two or three sequences of 12 positions (positions="all") fill as many of
+    the 5 folds: the empty folds are neither refitted nor refitted linearized
+    (their designs are never built), and the search reports what refitting
+    them as well gives: the same cross-validated errors, refitted and
+    linearized (heads and lifted fit both err by zero there)."""
+    from sklearn_linattn import _folds
+
+    X, Y, _ = make_random_mhla(
+        n_sequences, 12, 2, n_heads=1, noise=0.2, positions="all",
+        random_state=n_sequences,
+    )
+    built = []
+    for kind in (_folds.StatisticsFolds, _folds.RowFolds):
+        original = kind.design
+
+        def design(self, fold, original=original):
+            built.append(float(np.asarray(self.weights)[fold]))
+            return original(self, fold)
+
+        monkeypatch.setattr(kind, "design", design)
+    params = dict(positions="all", alpha=1e-3)
+    search = LinearAttentionRegressor(**params).fit(X, Y).head_search_
+    assert search.counts and search.counts[0].folds_refitted == 5
+    assert built and min(built) > 0
+    monkeypatch.setattr(_Search, "held_folds", np.ones(5, dtype=bool))
+    every_fold = LinearAttentionRegressor(**params).fit(X, Y).head_search_
+    assert 0.0 in built  # the empty folds refitted this time
+    for count, reference in zip(search.counts, every_fold.counts, strict=True):
+        assert count.cv_error == pytest.approx(reference.cv_error, rel=1e-9)
+        assert count.linearized_cv_error == pytest.approx(
+            reference.linearized_cv_error, rel=1e-9
+        )
+
+
 @pytest.mark.parametrize("solver", ["normal", "dual"])
 def test_weight_on_one_sequence_leaves_nothing_to_cross_validate(solver):
     """Positive weight on one sequence only: no fold can be predicted from the
@@ -2439,9 +2498,15 @@ def test_a_counts_cv_error_is_that_of_n_heads_k_refitted_without_each_fold(
         return np.array(errors)
 
     lifted = fold_errors(None)
+    equations = np.sum(fold != 0) * y.shape[1]  # a fold's training targets
     for count in refitted:
         errors = fold_errors(count.n_heads)
-        assert count.cv_error == pytest.approx(errors.sum() / y.size, rel=1e-5)
+        # heads of more parameters than a fold has equations minimize along a
+        # valley, where the two designs' rounding moves the end point (1.6e-5
+        # relative measured, 30 sequences and 4 heads); elsewhere 1e-5
+        n_parameters = count.n_heads * (y.shape[1] * 4 + 4 * 4)
+        rel = 1e-3 if n_parameters > equations else 1e-5
+        assert count.cv_error == pytest.approx(errors.sum() / y.size, rel=rel)
         # the folds on which k heads are no worse than n_heads=None, corrected
         # for the folds' size (a fold within rounding of a tie may go either way)
         ratio = count.threshold / search.cv_error
@@ -2823,7 +2888,9 @@ def test_partial_fit_ties_the_lifted_fit_as_fit_does():
     lifted fit, and their refits' held-out errors tie its errors to the rounding
     of the statistics' summation order: fit and three partial_fit batches
     reported 3 and 4 folds no worse (the order decided); a tie is no worse, on
-    every path. The whole report is the same (helper-53's case)."""
+    every path. The whole report is the same (helper-53's case). With the noisy
+    fits' longer screen of starts the 3 heads reproduce the lifted fit on all
+    the rows, and pass so on both paths, before any refit."""
     rng = np.random.default_rng(2)
     truth = random_attention(rng, 3, 2, 2)
     X = random_sequences(rng, 200, 6, 3)
@@ -2841,7 +2908,8 @@ def test_partial_fit_ties_the_lifted_fit_as_fit_does():
         ]
 
     assert report(batches) == report(fitted)
-    assert (3, True, None, 5, 5) in report(fitted)
+    assert (3, True, None, None, None) in report(fitted)
+    assert fitted.head_search_.relative_distance <= fitted.head_search_.tol
 
 
 @pytest.mark.parametrize("seed", [1, 2, 4])
