@@ -336,8 +336,8 @@ class CountFit:
         for a majority); ``cv_error`` and ``folds_within`` are then NaN and
         None. A count asked for (``n_heads=k``) that its folds' refits decide is
         refitted on every fold. A fold without held-out rows of weight, or
-        without rows to fit on, is counted with the lifted fit's error there,
-        unrefitted (the heads would err as it does).
+        without rows to fit on, is counted here, and with the lifted fit's error
+        there, but not refitted (the heads would err as it does).
     linearized_cv_error : float
         The cross-validated error of the heads' refits linearized at this fit
         (one Gauss-Newton step on each fold; NaN when not computed): with at

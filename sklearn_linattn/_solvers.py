@@ -222,8 +222,10 @@ def mean_gains(residual_sum, target_sum, target_square_sum, weight_sum):
     The arguments are weighted sums over the training rows: ``sum_i w_i r_i``,
     ``sum_i w_i y_i``, ``sum_i w_i y_i^2`` (each of shape ``(n_outputs,)``) and
     ``W``. Zero where ``W rbar^2`` is within rounding of the sums; ``inf`` for
-    constant targets whose mean the fit left out. Returns the keyword
-    arguments ``mean_gain`` and ``class_gain`` of :class:`Solution`.
+    constant targets whose mean the fit left out. Outputs with constant
+    targets (a class without training weight: all its codes -1) are left out
+    of ``b`` and have no ``class_gain``. Returns the keyword arguments
+    ``mean_gain`` and ``class_gain`` of :class:`Solution`.
     """
     residual_sum = np.asarray(residual_sum, dtype=np.float64)
     if weight_sum <= 0:
@@ -240,9 +242,11 @@ def mean_gains(residual_sum, target_sum, target_square_sum, weight_sum):
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(kept, explained / variance, 0.0)
 
+    varied = variance > _MEAN_ROUNDING * mean_square
+    shared = np.mean(residual_mean[varied]) if np.any(varied) else 0.0
     return dict(
         mean_gain=gain(residual_mean),
-        class_gain=gain(residual_mean - np.mean(residual_mean)),
+        class_gain=np.where(varied, gain(residual_mean - shared), 0.0),
     )
 
 

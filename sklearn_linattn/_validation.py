@@ -881,9 +881,10 @@ def warn_if_classes_unbalanced(gain):
     """Warn, naming ``fit_intercept=True``, when a classifier fitted without an
     intercept leaves the means of its scores out: adding each score's mean
     training residual would raise a score's training ``R^2`` by more than 0.1
-    (``gain``, per score); with several classes' one-vs-rest scores, by more
-    than 0.1 beyond what one shift shared by every score gives, since that
-    changes no predicted class.
+    (``gain``, per score, of the lifted fit); with several classes' one-vs-rest
+    scores, by more than 0.1 beyond what one shift shared by every score gives,
+    since that changes no predicted class. Classes without training weight
+    are left out.
 
     Without an intercept or a constant token feature the scores are odd
     functions of the tokens, ``f(-Z) = -f(Z)``: with unbalanced classes and
@@ -891,16 +892,19 @@ def warn_if_classes_unbalanced(gain):
     85/15 labels of random attention the test accuracy falls below always
     predicting the frequent class; tests/test_estimators.py)."""
     several = np.size(gain) > 1
-    gain = float(np.max(np.atleast_1d(gain)))
+    gain = np.atleast_1d(gain)
+    # inf: codes constant over the weighted rows (a class without training
+    # weight), which the fit never predicts; no intercept changes that
+    gain = float(np.max(gain[np.isfinite(gain)], initial=0.0))
     if not gain > _MEAN_GAIN_WARNING:
         return
     shift = (
         "each class's score its own mean training residual would raise a score's "
         f"training R^2 by {gain:.2f} more than one shift shared by every score "
-        "(which changes no predicted class) would"
+        "(which changes no predicted class) would, in the lifted fit"
         if several
         else f"every score their mean training residual would raise the scores' "
-        f"training R^2 by {gain:.2f}"
+        f"training R^2 by {gain:.2f}, in the lifted fit"
     )
     warnings.warn(
         "The classifier has no intercept (fit_intercept=False, MHLA's own form) "

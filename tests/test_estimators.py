@@ -231,7 +231,8 @@ def test_a_multiclass_fit_without_intercept_warns_of_unbalanced_classes():
     frequent class. The warning quotes how much more a score's training R^2
     gains from its own mean residual than from one shift shared by every score
     (recomputed here; a shared shift changes no predicted class). Balanced
-    classes, whose scores' means differ by one shared shift: no warning."""
+    classes, whose scores' means differ by one shared shift, also with a class
+    of no training weight: no warning."""
     from sklearn.metrics import r2_score
 
     from sklearn_linattn.datasets import make_random_mhla
@@ -260,6 +261,14 @@ def test_a_multiclass_fit_without_intercept_warns_of_unbalanced_classes():
         balanced = np.argmax(scores, axis=1)
         assert np.max(np.bincount(balanced[train])) < 0.4 * 1000
         LinearAttentionClassifier(n_heads=None).fit(X[train], balanced[train])
+        # a class without training weight (its codes constant) is left out:
+        # it made the gain inf
+        LinearAttentionClassifier(
+            n_heads=None, class_weight={0: 1.0, 1: 1.0, 2: 0.0}
+        ).fit(X[train], balanced[train])
+        unseen = LinearAttentionClassifier(n_heads=None)
+        unseen.partial_fit(X[train], balanced[train], classes=[0, 1, 2, 3])
+        unseen.predict(X[test])
 
 
 def test_fits_of_attention_data_do_not_warn_about_the_mean(rng):
