@@ -898,7 +898,7 @@ def warn_if_classes_unbalanced(gain):
     gain = float(np.max(gain[np.isfinite(gain)], initial=0.0))
     if not gain > _MEAN_GAIN_WARNING:
         return
-    shift = (
+    what_adding_gives = (
         "each class's score its own mean training residual would raise a score's "
         f"training R^2 by {gain:.2f} more than one shift shared by every score "
         "(which changes no predicted class) would, in the lifted fit"
@@ -909,7 +909,7 @@ def warn_if_classes_unbalanced(gain):
     warnings.warn(
         "The classifier has no intercept (fit_intercept=False, MHLA's own form) "
         "and its class scores (+1 for the class, -1 otherwise) leave their mean "
-        f"out: adding to {shift}. The classes are "
+        f"out: adding to {what_adding_gives}. The classes are "
         "unbalanced, and without an intercept or a constant token feature the "
         "scores cannot lean to the more frequent classes. Set fit_intercept=True, "
         "or append a constant feature (PositionalEncoding(constant=True)).",

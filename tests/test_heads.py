@@ -2504,7 +2504,8 @@ def test_a_counts_cv_error_is_that_of_n_heads_k_refitted_without_each_fold(
         # heads of more parameters than a fold has equations minimize along a
         # valley, where the two designs' rounding moves the end point (1.6e-5
         # relative measured, 30 sequences and 4 heads); elsewhere 1e-5
-        n_parameters = count.n_heads * (y.shape[1] * 4 + 4 * 4)
+        d = X.shape[2]
+        n_parameters = count.n_heads * (y.shape[1] * d + d * d)
         rel = 1e-3 if n_parameters > equations else 1e-5
         assert count.cv_error == pytest.approx(errors.sum() / y.size, rel=rel)
         # the folds on which k heads are no worse than n_heads=None, corrected
