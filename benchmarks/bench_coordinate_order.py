@@ -17,8 +17,14 @@ function of the data returns the same heads. Measured (helper-88's review of iss
 - ``relabelled``: ``--draws`` noisy 2-head problems (d 3 or 4, 1 or 2 outputs, 3 or 5
   times the lifted features in sequences, noise 0.1 or 0.3): how many default
   counts change with the coordinates reversed, and with a zero coordinate appended
-  (which also changes the lifted features' count ``p``, which the folds' size rules
-  read), and the largest test-error ratio of a changed count.
+  (which also changes the lifted features' count ``p``; the rules that count
+  features count those of the spans), and the largest test-error ratio of a
+  changed count.
+- ``cv padded``: ``--cv-draws`` noisy problems (as ``relabelled``, half of them
+  with an intercept) fitted by ``LinearAttentionRegressorCV()`` and, on their
+  first output's median split, ``LinearAttentionClassifierCV()``, with and
+  without a zero coordinate appended: how many ``alpha_`` (beyond 1e-9,
+  relative) and how many counts change.
 - ``fixed``: ``--fixed-draws`` noiseless problems of H heads (d 3 to 5, 2 or 3
   outputs, ``p + 40`` sequences of 6 tokens ``N(0, 1/6)``) fitted with
   ``alpha=1e-3``: how often ``n_heads=H+1`` ends with a training objective above
@@ -31,6 +37,7 @@ import warnings
 
 import numpy as np
 from _common import make_parser, markdown_table, random_attention, write_json
+from sklearn.base import clone
 from threadpoolctl import threadpool_limits
 
 import sklearn_linattn
@@ -93,6 +100,37 @@ def relabelled(draws):
     return dict(draws=draws, changed=changed, worst_ratio=worst)
 
 
+def cv_padded(draws):
+    """The CV estimators' ``alpha_`` and counts with a zero coordinate appended."""
+    from sklearn_linattn import LinearAttentionClassifierCV, LinearAttentionRegressorCV
+
+    alphas_changed = {"regressor": 0, "classifier": 0}
+    counts_changed = {"regressor": 0, "classifier": 0}
+    for i in range(draws):
+        rng = np.random.default_rng(90_000 + i)
+        d, n_outputs = int(rng.choice([3, 4])), int(rng.choice([1, 2]))
+        n = int(rng.choice([3, 5])) * d * d * (d + 1) // 2
+        noise = float(rng.choice([0.1, 0.3]))
+        X, y, _ = make_random_mhla(n, 3, d, n_heads=2, n_outputs=n_outputs,
+                                   noise=noise, random_state=90_000 + i)
+        y = y if n_outputs > 1 else y.ravel()
+        first = y.reshape(n, -1)[:, 0]
+        labels = (first > np.median(first)).astype(int)
+        intercept = bool(i % 2)
+        for name, estimator, target in (
+            ("regressor", LinearAttentionRegressorCV(fit_intercept=intercept), y),
+            ("classifier", LinearAttentionClassifierCV(fit_intercept=intercept),
+             labels),
+        ):
+            base = clone(estimator).fit(X, target)
+            padded = clone(estimator).fit(_zero_coordinate(X), target)
+            if not np.isclose(padded.alpha_, base.alpha_, rtol=1e-9, atol=0):
+                alphas_changed[name] += 1
+            counts_changed[name] += padded.n_heads_ != base.n_heads_
+    return dict(draws=draws, alphas_changed=alphas_changed,
+                counts_changed=counts_changed)
+
+
 def fixed_counts(draws):
     """``n_heads=H+1``'s training objective against ``n_heads=H``'s."""
     above, ratios = 0, []
@@ -122,6 +160,7 @@ def main():
     parser = make_parser(__doc__)
     parser.add_argument("--draws", type=int, default=120)
     parser.add_argument("--fixed-draws", type=int, default=200)
+    parser.add_argument("--cv-draws", type=int, default=40)
     args = parser.parse_args()
     print(f"sklearn_linattn from {sklearn_linattn.__file__}")
     warnings.simplefilter("ignore")
@@ -130,10 +169,12 @@ def main():
             permutations=permutations(),
             relabelled=relabelled(args.draws),
             fixed=fixed_counts(args.fixed_draws),
+            cv_padded=cv_padded(args.cv_draws),
         )
     orders = results["permutations"]
     relabel = results["relabelled"]
     fixed = results["fixed"]
+    padded = results["cv_padded"]
     print(markdown_table(
         [("measure", "{measure}"), ("result", "{result}")],
         [
@@ -150,6 +191,11 @@ def main():
                          "by > 0.1%",
                  result=f"{fixed['above']} (largest ratio "
                         f"{fixed['largest_ratio']:.4f})"),
+            *(dict(measure=f"{padded['draws']} draws, {name}CV, zero coordinate: "
+                           "alpha_ / count changed",
+                   result=f"{padded['alphas_changed'][name]} / "
+                          f"{padded['counts_changed'][name]}")
+              for name in ("regressor", "classifier")),
         ],
     ))
     write_json(args.json, results)

@@ -1254,7 +1254,8 @@ class _Search:
         """The linearized refits' pass where it stands, else None: squared errors,
         no worse than the lifted fit on every fold, with at least ``REFIT_MARGIN``
         training rows per lifted feature."""
-        p = self.d * self.d * (self.d + 1) // 2
+        r, q = self.token_ranks
+        p = q * r * (r + 1) // 2  # the lifted features the tokens' spans use
         if self.folds.loss != "squared" or self.n_observations < REFIT_MARGIN * p:
             return None
         verdict = self.verdict(k, count, errors, 1 + LINEARIZED_TOL, output_errors)

@@ -105,7 +105,8 @@ _CLEAR_MARGIN = 1e3
 # form (gcv_mode "auto" for at most p sequences in memory) is exact there.
 _LIMIT_CONDITION = 1e10
 # alphas="auto": these times the mean diagonal of the weighted lifted Gram the
-# penalty acts on (centered with an intercept), trace(G) / p. The best alpha of 50
+# penalty acts on (centered with an intercept), trace(G) / p over the features of
+# the coordinates in use (_lifted_features_in_use). The best alpha of 50
 # of 54 synthetic fits (d = 2..4, 40-1000 sequences, 4 or 20 tokens, noise 0.1-3x
 # the signal) was 1e-5..10 times it, median 0.03; the other 4 needed no penalty
 # or had no signal to find (benchmarks/bench_cv_numerics.py).
@@ -201,13 +202,29 @@ def _kfold_coefs(statistics, alphas, fit_intercept):
     return coefs, intercepts
 
 
-def _gram_mean_diagonal(statistics, fit_intercept):
-    """``trace(G) / p`` of the weighted lifted Gram (centered with an intercept),
-    in the statistics' units."""
+def _lifted_features_in_use(energy):
+    """``p_used = r^2 (r + 1) / 2``, the lifted features of the ``r`` token
+    coordinates that some token or query uses, from ``energy`` (n_pairs, d),
+    each feature's weighted sum of squares (the uncentered Gram's diagonal, in
+    the package's feature order): ``p`` unless a coordinate is zero in every
+    token of positive weight. Such a coordinate adds only features that are
+    zero, and leaves the grid as it was."""
+    d = energy.shape[1]
+    rows, cols = np.triu_indices(d)
+    in_pairs = np.any(energy[rows == cols] > 0, axis=1)  # coordinate b, as S[b, b]
+    in_queries = np.any(energy > 0, axis=0)
+    r = np.count_nonzero(in_pairs | in_queries)
+    return max(r * r * (r + 1) // 2, 1)
+
+
+def _gram_mean_diagonal(statistics, fit_intercept, token_dim):
+    """``trace(G) / p_used`` of the weighted lifted Gram (centered with an
+    intercept), in the statistics' units (:func:`_lifted_features_in_use`)."""
     diagonal = np.diag(statistics.gram_upper).copy()
+    used = _lifted_features_in_use(diagonal.reshape(-1, token_dim))
     if fit_intercept and statistics.weight_sum > 0:
         diagonal -= statistics.feature_sum**2 / statistics.weight_sum
-    return max(float(np.mean(diagonal)), 0.0)
+    return max(float(np.sum(diagonal)) / used, 0.0)
 
 
 def _kernel_trace(kernel, weights, fit_intercept):
@@ -426,13 +443,18 @@ def _block_spectral_fits(block, layout_args, token_scale, *spectral):
 
 def _unweighted_kernel(data):
     """``<phi_i, phi_j>`` of every row (rescaled tokens, without the weights), from
-    the compact rows: ``O(n_rows d^2)`` memory besides the ``n_rows^2`` kernel."""
+    the compact rows: ``O(n_rows d^2)`` memory besides the ``n_rows^2`` kernel;
+    and each lifted feature's sum of squares weighted by ``data.row_scale**2``,
+    shape (n_pairs, d) (:func:`_lifted_features_in_use`)."""
     pairs, queries = [], []
     for _, _, chunk in data._chunks():
         chunk_pairs, chunk_queries = data.layout.pairs(chunk, n_threads=data.n_threads)
         pairs.append(chunk_pairs)
         queries.append(chunk_queries)
-    return lifted_kernel(np.concatenate(pairs), np.concatenate(queries))
+    pairs, queries = np.concatenate(pairs), np.concatenate(queries)
+    # feature (pair, e) is pairs[:, pair] * queries[:, e]
+    energy = (data.row_scale[:, None] ** 2 * pairs**2).T @ queries**2
+    return lifted_kernel(pairs, queries), energy
 
 
 def _dual_fold_predictions(
@@ -806,18 +828,21 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
             )
         return alphas
 
-    def _alpha_grid(self, data, alphas, statistics=None, kernel=None):
+    def _alpha_grid(self, data, alphas, statistics=None, kernel=None, energy=None):
         """The alphas in the data source's rescaled units, where the folds and the
         final model are solved; sets ``alphas_`` (the data's units, NaN where not
-        a normal float there). For ``alphas="auto"``, ``trace(G) / p`` comes from
-        the total ``statistics`` or the unweighted ``kernel`` of the rows."""
+        a normal float there). For ``alphas="auto"``, ``trace(G) / p_used`` comes
+        from the total ``statistics``, or the unweighted ``kernel`` of the rows and
+        the features' ``energy`` (:func:`_unweighted_kernel`)."""
         if alphas is None:
             if kernel is None:
-                mean = _gram_mean_diagonal(statistics, self.fit_intercept)
+                mean = _gram_mean_diagonal(
+                    statistics, self.fit_intercept, data.token_dim
+                )
             else:
                 weights = data.row_scale**2
                 trace = _kernel_trace(kernel, weights, self.fit_intercept)
-                mean = trace / data.n_lifted
+                mean = trace / _lifted_features_in_use(energy)
             scaled = _RELATIVE_ALPHAS * mean
             self.alphas_ = data.rescaling.unscaled_alpha(scaled)
             return scaled
@@ -953,8 +978,10 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                     )
                 else:
                     statistics = None
-                    kernel = _unweighted_kernel(data)
-                    scaled = self._alpha_grid(data, alphas, kernel=kernel)
+                    kernel, energy = _unweighted_kernel(data)
+                    scaled = self._alpha_grid(
+                        data, alphas, kernel=kernel, energy=energy
+                    )
                     loo = _loo_dual(
                         data, kernel, scaled_targets, scaled, self.fit_intercept
                     )
@@ -1077,11 +1104,11 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
             ).statistics()
 
         if mode == "dual":
-            kernel = _unweighted_kernel(data)
+            kernel, energy = _unweighted_kernel(data)
             row_index = np.arange(data.n_rows)
             scaled_targets = targets * data.rescaling.target
             total = None
-            scaled = self._alpha_grid(data, alphas, kernel=kernel)
+            scaled = self._alpha_grid(data, alphas, kernel=kernel, energy=energy)
         else:
             if folds.partition:  # one pass: the test folds' statistics add up
                 test_statistics = [statistics_of(test) for _, test in folds.splits]
@@ -1311,8 +1338,11 @@ class LinearAttentionRegressorCV(RegressorMixin, _LinearAttentionCVBase):
         sixth power of the token scale. ``"auto"``: 0 and ``np.logspace(-6, 2,
         9)`` times its mean diagonal ``trace(G) / p`` (centered with an
         intercept), from the statistics the cross-validation computes anyway
-        (``alphas_``). An array is absolute, as in ``RidgeCV``; to build one,
-        ``trace(G) / p = sum_i w_i ||phi_i||^2 / p`` with ``phi_i`` the rows of
+        (``alphas_``); ``p`` counts the lifted features of the token
+        coordinates in use, ``d^2 (d + 1) / 2`` unless a coordinate is zero in
+        every token, which then changes nothing. An array is absolute, as in
+        ``RidgeCV``; to build one, ``trace(G) / p = sum_i w_i ||phi_i||^2 / p``
+        with ``phi_i`` the rows of
         ``LiftedAttentionFeatures().fit_transform(X)``. Ties go to the first alpha
         of the grid; a ``UserWarning`` names a wider grid when ``alpha_`` is the
         largest alpha (or the smallest, if not 0) and beats its neighbour.

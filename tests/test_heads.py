@@ -3468,7 +3468,8 @@ def test_fixed_count_of_one_output_reaches_the_generating_training_loss():
 
 
 @pytest.mark.parametrize(
-    "n_outputs, seed, n_samples", [(2, 7052, 200), (1, 2048, 240)]
+    "n_outputs, seed, n_samples",
+    [(2, 7052, 200), (1, 2048, 240), (2, 7052, 500)],
 )
 def test_heads_do_not_depend_on_the_order_of_the_token_coordinates(
     n_outputs, seed, n_samples
@@ -3479,10 +3480,10 @@ def test_heads_do_not_depend_on_the_order_of_the_token_coordinates(
     the coordinates (helper-88: drawn in the coordinates, these noisy 2-head
     problems returned 2 heads as given, 5 or 4 reversed or padded, at 3 times
     the test error, and ``n_heads=2`` ended at 1.8 times the training error).
-    A coordinate no token uses leaves the starts' draws as they were; here, with
-    few rows per lifted feature, no other rule reads it (with 10 rows per
-    feature, the linearized refits' rule, which counts ``p``, can; theory
-    page)."""
+    A coordinate no token uses leaves the starts' draws as they were, and the
+    linearized refits' rule (with 10 rows per lifted feature, 500 sequences
+    here) counts the features of the spans, not ``p``: counting ``p``, the
+    padded 500-sequence problem returned 3 heads (helper-89)."""
     X, y, _ = make_random_mhla(
         n_samples, 3, 4, n_heads=2, n_outputs=n_outputs, noise=0.3,
         random_state=seed,

@@ -921,6 +921,47 @@ def test_default_grid_is_relative_to_the_mean_diagonal_of_the_gram(
     assert model.alpha_ in model.alphas_ and model.cv_scores_.shape == (10,)
 
 
+@pytest.mark.parametrize("n_samples", [12, 60])  # kernel and Gram paths
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("cv", [None, 3])
+def test_a_coordinate_no_token_uses_leaves_the_default_grid(
+    rng, n_samples, fit_intercept, cv
+):
+    """A token coordinate that is zero everywhere (a constant channel after
+    standardization) adds lifted features that are zero: the grid is trace(G)
+    over the features of the r coordinates in use, r^2 (r + 1) / 2 of them, and
+    the choice, scores and predictions stay those of the data without it."""
+    X = random_sequences(rng, n_samples, 5, 3)
+    y = rng.normal(size=n_samples)
+    weights = rng.uniform(0.5, 2.0, size=n_samples)
+    padded = np.insert(X, 1, 0.0, axis=2)  # d = 4, the second coordinate unused
+
+    def fitted(tokens):
+        return LinearAttentionRegressorCV(
+            cv=cv, n_heads=None, fit_intercept=fit_intercept
+        ).fit(tokens, y, sample_weight=weights)
+
+    model, base = fitted(padded), fitted(X)
+    features = naive_lifted_features(padded)
+    if fit_intercept:
+        features = features - weights @ features / weights.sum()
+    in_use = 3 * 3 * 4 // 2  # r = 3 of the 4 coordinates
+    mean_diagonal = np.sum(weights[:, None] * features**2) / in_use
+    np.testing.assert_allclose(model.alphas_, RELATIVE_GRID * mean_diagonal, rtol=1e-9)
+    np.testing.assert_allclose(model.alphas_, base.alphas_, rtol=1e-9)
+    np.testing.assert_allclose(model.cv_scores_, base.cv_scores_, rtol=1e-7)
+    assert model.alpha_ == base.alpha_ or model.alpha_ == pytest.approx(
+        base.alpha_, rel=1e-9
+    )
+    test = random_sequences(rng, 20, 5, 3)
+    np.testing.assert_allclose(
+        model.predict(np.insert(test, 1, 0.0, axis=2)),
+        base.predict(test),
+        rtol=1e-7,
+        atol=1e-9 * np.abs(base.predict(test)).max(),
+    )
+
+
 @pytest.mark.parametrize(
     "Estimator, n_samples, cv",
     [
