@@ -167,10 +167,13 @@ def _warn_search_cut_short(readout, head_work_limit):
     progress = (
         f"failed: {failed} heads, in {readout.work:.2g} flops; " if failed else ""
     )
+    # a fit that would overrun the limit is not started: work can end below it
+    below = readout.work < readout.work_limit
+    before = " (the next fit would exceed it)" if below else ""
     warnings.warn(
         f"The head search stopped at its work limit (head_work_limit="
-        f"{head_work_limit}: {readout.work_limit:.2g} flops) before it decided the "
-        f"head count ({progress}undecided: "
+        f"{head_work_limit}: {readout.work_limit:.2g} flops){before} before it "
+        f"decided the head count ({progress}undecided: "
         f"{undecided or 'the counts not yet fitted'}); "
         f"it returns {returned}, {heads_phrase(readout.n_heads)} "
         "(head_search_.complete is False). Set head_work_limit higher (None: no "

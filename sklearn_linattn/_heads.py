@@ -93,13 +93,17 @@ RESOLUTION = 1e-6
 # A count passes at a cross-validated error at most the lifted fit's plus SLACK
 # standard errors (glmnet's rule is 1: too few heads on real sets).
 SLACK = 0.0
-# Held-out errors within ERROR_TIE (relative) of the lifted fit's tie with it: they
-# differ by the rounding of sums taken in another order (fit and partial_fit: 4e-14
-# for 3 heads of as many dimensions as the lifted fit), and a real difference is a
-# row's weight. A tie is no worse than the lifted fit, and within a squared-error
-# threshold; a classifier's count passes only below the lifted fit's misclassified
-# share (a count that ties it is not shown to be as good).
+# Held-out errors within the larger of ERROR_TIE and TIE_PER_TOL * tol (relative)
+# of the lifted fit's tie with it (_Search.error_tie): they differ by the rounding
+# of sums taken in another order (fit and partial_fit: 4e-14 for 3 heads of as many
+# dimensions as the lifted fit), or by refits that reproduce the lifted fit within
+# tol (1e-9 to 7e-9 of its held-out errors at tol = 1e-8 on aeon's solar, where
+# 1e-9 left the count to the order and scale of the coordinates), and a real
+# difference is a row's weight. A tie is no worse than the lifted fit, and within
+# a squared-error threshold; a classifier's count passes only below the lifted
+# fit's misclassified share (a count that ties it is not shown to be as good).
 ERROR_TIE = 1e-9
+TIE_PER_TOL = 10.0
 # ... and no worse than the lifted fit on more than FOLDS_MAJORITY of the folds (a
 # mean of heavy-tailed errors can rest on one fold).
 FOLDS_MAJORITY = 0.5
@@ -1264,6 +1268,12 @@ class _Search:
         return None
 
     @property
+    def error_tie(self):
+        """Held-out errors within this (relative) of each other tie (module
+        constants ``ERROR_TIE``, ``TIE_PER_TOL``)."""
+        return max(ERROR_TIE, TIE_PER_TOL * self.tol)
+
+    @property
     def held_folds(self):
         """Which folds hold rows of positive weight and leave some to fit on
         (the others are not counted toward a majority)."""
@@ -1332,7 +1342,8 @@ class _Search:
             verdict = replace(
                 verdict, score_cv_error=score_cv_error, score_threshold=score_threshold
             )
-            if verdict.passes and score_cv_error > score_threshold * (1 + ERROR_TIE):
+            tie = 1 + self.error_tie
+            if verdict.passes and score_cv_error > score_threshold * tie:
                 verdict = replace(verdict, passes=False, failed_on="scores")
         return replace(verdict, folds_refitted=folds.n_folds)
 
@@ -1380,18 +1391,19 @@ class _Search:
         folds = self.folds
         cv_error = folds.summary(errors)[0]
         if folds.loss == "squared":
-            within_threshold = cv_error * margin <= count.threshold * (1 + ERROR_TIE)
+            tie = 1 + self.error_tie
+            within_threshold = cv_error * margin <= count.threshold * tie
         else:
             # misclassified rows: a count that ties the lifted fit is not
             # shown to be as good (theory page)
-            within_threshold = cv_error < count.threshold * (1 - ERROR_TIE)
+            within_threshold = cv_error < count.threshold * (1 - self.error_tie)
         # the heads must also be no worse than the lifted fit (a tie is not
         # worse) on a majority of the folds that hold rows of positive weight
         # (FOLDS_MAJORITY)
         held = self.held_folds
         ratio = self.size_ratio(k)
         lifted = np.asarray(folds.lifted_errors)
-        no_worse = margin * np.asarray(errors) <= ratio * lifted * (1 + ERROR_TIE)
+        no_worse = margin * np.asarray(errors) <= ratio * lifted * (1 + self.error_tie)
         within = int(np.sum(no_worse & held))
         failed_on = None
         if not within_threshold:

@@ -114,7 +114,7 @@ class _Values:
         rank = 0  # no rows of weight: V = 0
         if singular.size and singular[0] > 0:
             # the singular values above rounding: a leading block (they are sorted)
-            threshold = singular[0] * large * _EPS
+            threshold = singular[0] * max(large * _EPS, FEATURE_RANK_FLOOR)
             rank = len(singular)
             if singular[-1] <= threshold:
                 rank = np.count_nonzero(singular > threshold)
@@ -219,6 +219,16 @@ class _Values:
 # project's machine, at the 5 GFlop/s the read-out runs at on larger problems
 # (benchmarks/bench_default_cases.py reports the ratio of work to time).
 CALL_FLOPS = 2e5
+
+# The head features X(Q) count as rank-deficient below FEATURE_RANK_FLOOR times
+# their largest singular value (as well as below max(shape) eps of it). Token
+# coordinates that are linearly dependent (one-hot positions beside a constant
+# coordinate) leave X(Q) exactly rank-deficient, and the computed zero came out
+# at 2e-15 to 5e-14 of the largest, about 100 eps: beyond max(shape) eps in some
+# orders of the coordinates, whose variable projection then divided by rounding
+# (the same fit ended at training losses 0.088 and 0.198 with the coordinates
+# reversed, benchmarks/README.md, thirty-second pass).
+FEATURE_RANK_FLOOR = 1e-10
 
 # A linearized refit by LSMR stops at a relative residual (and normal residual)
 # LINEARIZED_TOL: its held-out error is a criterion compared at 1e-3 and coarser

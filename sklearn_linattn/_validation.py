@@ -932,10 +932,19 @@ def warn_if_mean_left_out(gain):
         return
     output = int(np.argmax(gain))
     which = f" (output {output})" if gain.size > 1 else ""
+    if np.isinf(gain[output]):  # a constant target: its R^2 is not defined
+        adding_gives = (
+            f"the targets{which} are constant, and adding the mean training "
+            "residual to every prediction would fit them exactly"
+        )
+    else:
+        adding_gives = (
+            "adding the mean training residual to every prediction would raise "
+            f"the training R^2 by {gain[output]:.2f}{which}"
+        )
     warnings.warn(
         "The fit has no intercept (fit_intercept=False, MHLA's own form) and "
-        "leaves the targets' mean out: adding the mean training residual to every "
-        f"prediction would raise the training R^2 by {gain[output]:.2f}{which}. "
+        f"leaves the targets' mean out: {adding_gives}. "
         "Targets that are not centered need fit_intercept=True (or centered y). "
         "An alpha_ chosen at the top of a cross-validated grid is the same "
         "symptom: the penalty shrinks the model toward zero, far from the mean.",

@@ -159,6 +159,23 @@ def test_a_fit_that_leaves_the_targets_mean_out_warns_and_names_the_intercept():
     assert centered.score(X[test], y[test]) > model.score(X[test], y[test]) + 1.0
 
 
+@pytest.mark.parametrize("n_outputs", [1, 2])
+def test_a_constant_target_left_out_is_named_without_an_r2(rng, n_outputs):
+    """A constant target (a stuck sensor) has no R^2: the warning says the
+    targets are constant and that adding the mean residual fits them exactly,
+    not that it raises R^2 "by inf" (helper-91)."""
+    X = random_sequences(rng, 60, 5, 3)
+    y = np.full((60, n_outputs), 3.0)
+    if n_outputs > 1:
+        y[:, 0] = random_attention(rng, 3, 1).predict(X)[:, 0]  # centered, varied
+    with pytest.warns(UserWarning, match=MEAN_LEFT_OUT) as record:
+        LinearAttentionRegressor(n_heads=None).fit(X, y.squeeze())
+    (message,) = _mean_warnings(record)
+    which = " (output 1)" if n_outputs > 1 else ""
+    assert f"the targets{which} are constant" in message
+    assert "fit them exactly" in message and "inf" not in message
+
+
 @pytest.mark.parametrize("solver", ["normal", "dual", "cg"])
 def test_every_solver_and_partial_fit_warn_about_a_mean_left_out(rng, solver):
     truth = random_attention(rng, 3, 1)
