@@ -93,17 +93,20 @@ RESOLUTION = 1e-6
 # A count passes at a cross-validated error at most the lifted fit's plus SLACK
 # standard errors (glmnet's rule is 1: too few heads on real sets).
 SLACK = 0.0
-# Held-out errors within the larger of ERROR_TIE and TIE_PER_TOL * tol (relative)
-# of the lifted fit's tie with it (_Search.error_tie): they differ by the rounding
-# of sums taken in another order (fit and partial_fit: 4e-14 for 3 heads of as many
-# dimensions as the lifted fit), or by refits that reproduce the lifted fit within
-# tol (1e-9 to 7e-9 of its held-out errors at tol = 1e-8 on aeon's solar, where
-# 1e-9 left the count to the order and scale of the coordinates), and a real
-# difference is a row's weight. A tie is no worse than the lifted fit, and within
-# a squared-error threshold; a classifier's count passes only below the lifted
-# fit's misclassified share (a count that ties it is not shown to be as good).
+# Held-out errors within the larger of ERROR_TIE and TIE_PER_TOL * tol, at most
+# TIE_LIMIT (relative), of the lifted fit's tie with it (_Search.error_tie): they
+# differ by the rounding of sums taken in another order (fit and partial_fit: 4e-14
+# for 3 heads of as many dimensions as the lifted fit), or by refits that reproduce
+# the lifted fit within tol (1e-9 to 7e-9 of its held-out errors at tol = 1e-8 on
+# aeon's solar, where 1e-9 left the count to the order and scale of the
+# coordinates), and a real difference is a row's weight. A user's tol of 1e-2
+# must not make errors 10% apart a tie (helper-92: 1 head at 1.6 times the lifted
+# fit's test error). A tie is no worse than the lifted fit, and within a
+# squared-error threshold; a classifier's count passes only below the lifted fit's
+# misclassified share (a count that ties it is not shown to be as good).
 ERROR_TIE = 1e-9
 TIE_PER_TOL = 10.0
+TIE_LIMIT = 1e-6
 # ... and no worse than the lifted fit on more than FOLDS_MAJORITY of the folds (a
 # mean of heavy-tailed errors can rest on one fold).
 FOLDS_MAJORITY = 0.5
@@ -1270,8 +1273,8 @@ class _Search:
     @property
     def error_tie(self):
         """Held-out errors within this (relative) of each other tie (module
-        constants ``ERROR_TIE``, ``TIE_PER_TOL``)."""
-        return max(ERROR_TIE, TIE_PER_TOL * self.tol)
+        constants ``ERROR_TIE``, ``TIE_PER_TOL``, ``TIE_LIMIT``)."""
+        return max(ERROR_TIE, min(TIE_PER_TOL * self.tol, TIE_LIMIT))
 
     @property
     def held_folds(self):
