@@ -1121,6 +1121,14 @@ class _Search:
         queries = basis(cube.transpose(3, 0, 1, 2).reshape(d, -1))
         return tokens, queries
 
+    @property
+    def span_features(self):
+        """``p = q r (r + 1) / 2``: the lifted features of the tokens' and the
+        queries' spans (:attr:`token_ranks`), ``d^2 (d + 1) / 2`` in general
+        position."""
+        r, q = self.token_ranks
+        return q * r * (r + 1) // 2
+
     def head_dof(self, k):
         """The k-head models' degrees of freedom: their dimension, plus one per
         output with an intercept. For ``m`` outputs (their effective number) on
@@ -1129,7 +1137,7 @@ class _Search:
         2``), with one output ``p - q (r - k) (r - k + 1) / 2 + k (r - k)`` (theory
         page, "How many heads")."""
         r, q = self.token_ranks
-        p, m = q * r * (r + 1) // 2, self.outputs
+        p, m = self.span_features, self.outputs
         if m <= 1 + 1e-9:
             dimension = p - q * (r - k) * (r - k + 1) // 2 + k * (r - k) if k < r else p
         else:
@@ -1260,10 +1268,11 @@ class _Search:
     def linearized_verdict(self, k, count, errors, output_errors=None):
         """The linearized refits' pass where it stands, else None: squared errors,
         no worse than the lifted fit on every fold, with at least ``REFIT_MARGIN``
-        training rows per lifted feature."""
-        r, q = self.token_ranks
-        p = q * r * (r + 1) // 2  # the lifted features the tokens' spans use
-        if self.folds.loss != "squared" or self.n_observations < REFIT_MARGIN * p:
+        training rows per lifted feature of the spans (:attr:`span_features`)."""
+        if (
+            self.folds.loss != "squared"
+            or self.n_observations < REFIT_MARGIN * self.span_features
+        ):
             return None
         verdict = self.verdict(k, count, errors, 1 + LINEARIZED_TOL, output_errors)
         if verdict.passes and verdict.folds_within == np.sum(self.held_folds):
@@ -1393,20 +1402,20 @@ class _Search:
         only within a relative ``margin - 1`` pass only with that margin."""
         folds = self.folds
         cv_error = folds.summary(errors)[0]
+        tie = self.error_tie
         if folds.loss == "squared":
-            tie = 1 + self.error_tie
-            within_threshold = cv_error * margin <= count.threshold * tie
+            within_threshold = cv_error * margin <= count.threshold * (1 + tie)
         else:
             # misclassified rows: a count that ties the lifted fit is not
             # shown to be as good (theory page)
-            within_threshold = cv_error < count.threshold * (1 - self.error_tie)
+            within_threshold = cv_error < count.threshold * (1 - tie)
         # the heads must also be no worse than the lifted fit (a tie is not
         # worse) on a majority of the folds that hold rows of positive weight
         # (FOLDS_MAJORITY)
         held = self.held_folds
         ratio = self.size_ratio(k)
         lifted = np.asarray(folds.lifted_errors)
-        no_worse = margin * np.asarray(errors) <= ratio * lifted * (1 + self.error_tie)
+        no_worse = margin * np.asarray(errors) <= ratio * lifted * (1 + tie)
         within = int(np.sum(no_worse & held))
         failed_on = None
         if not within_threshold:
