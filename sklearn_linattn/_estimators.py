@@ -1196,7 +1196,8 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         - int ``k``: the best model found with at most ``k`` heads for the
           training objective (least squares plus the ``alpha`` penalty), the same
           fit the search runs for ``k``; ``head_search_.passes`` says whether it
-          passes the criterion above. Predictions then come from those heads.
+          passes the criterion above (None on noisy data without held-out
+          folds: ``solver="cg"``). Predictions then come from those heads.
           Heads zero within ``tol`` of the lifted coefficients' norm are
           dropped, and the model of the count left is then fitted (with a
           loose ``tol`` a larger ``k`` can return fewer heads).
@@ -1258,8 +1259,9 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         heads, with ``head_search_.complete`` False and a
         ``ConvergenceWarning``. None (or ``inf``): no limit (near interpolation the
         search then also fits every count that could reproduce the lifted
-        fit, which under a limit it tries only within about the work it
-        spent before them; ``head_search_.fewer_untried`` says where that
+        fit, which under a limit it tries only within three times the work
+        it spent before them, or 2e8 flops where that is more;
+        ``head_search_.fewer_untried`` says where that
         left counts unfitted). A fixed ``n_heads=k`` is fitted without a limit.
     solver_tol : float, default=1e-10
         Stopping tolerance of LSQR (``atol`` and ``btol``) for ``solver="cg"``.
@@ -1286,7 +1288,8 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     n_jobs : int, default=None
         Threads computing lifted features (None means 1, -1 all cores).
     verbose : int, default=0
-        Print the solver and timings when positive, and a progress bar (tqdm when
+        Print the solver and timings when positive, each head count the
+        read-out fits with its verdict, and a progress bar (tqdm when
         installed) over chunks for fits longer than two seconds.
 
     Attributes
@@ -1350,12 +1353,13 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     about ``k d^3 p`` flops, within ``head_work_limit``.
 
     The count is the fewest that passes among those fitted: a search from
-    seeded starts, not a certified minimum. On exact data it goes down from the
-    paper's count; on noisy data up from the fewest count whose training error
-    does not already fail it. In ``benchmarks/bench_heads.py`` (tables in
-    ``benchmarks/README.md``) it returned the generating count in 193 of 200
-    noisy fits with ``d`` of 4 and 8 (``H`` in {1, 2, d/2}, 1% and 10% noise,
-    constant and input-dependent, 1 and 3 outputs), in every noisy fit with
+    seeded starts, not a certified minimum. On exact data that identify the
+    function it goes down from the paper's count; on other data up from the
+    fewest count whose training error does not already fail it. In
+    ``benchmarks/bench_heads.py`` (tables in ``benchmarks/README.md``) it
+    returned the generating count in 193 of 200 noisy fits with ``d`` of 4
+    and 8 (``H`` in {1, 2, d/2}, 1% and 10% noise, constant and
+    input-dependent, 1 and 3 outputs), in every noisy fit with
     ``H <= 2`` at ``d = 12`` (one seed each), and in none of the 8 with ``H = 6``:
     the default work limit cut those short (the lifted fit's heads,
     ``head_search_.complete`` False). On noiseless data it returned the
@@ -1365,7 +1369,7 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     features, or fewer, few heads rarely pass the generalized cross-validation
     check, and the lifted fit's heads are returned. Of the 15 real data sets of
     ``benchmarks/bench_real_sequences.py`` (the default recipe), El Nino
-    returns 3 heads (of 9), sunspots, PBS and macrodata 8, 7 and 11 that
+    returns 3 heads (of 9), sunspots, PBS and macrodata 8, 7 and 15 that
     reproduce the lifted fit (of its 10, 8 and 24) and the other 11 the lifted
     fit's own heads; on digits, co2 and macrodata the work limit cut the search
     short, with a ``ConvergenceWarning``.
@@ -1602,7 +1606,8 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
     n_jobs : int, default=None
         Threads computing lifted features.
     verbose : int, default=0
-        Print progress and timings when positive.
+        Print progress and timings when positive, and each head count the
+        read-out fits with its verdict.
 
     Attributes
     ----------

@@ -1398,7 +1398,8 @@ class LinearAttentionRegressorCV(RegressorMixin, _LinearAttentionCVBase):
     n_jobs : int, default=None
         Threads computing lifted features.
     verbose : int, default=0
-        Print the chosen alpha, fold scores and timings when positive.
+        Print the chosen alpha, fold scores and timings when positive, and
+        each head count the read-out fits with its verdict.
     gcv_mode : {"auto", "normal", "dual"}, default="auto"
         Leave-one-out from the Gram matrix (``"normal"``) or the kernel
         (``"dual"``); ``"auto"``: the kernel for at most as many rows in memory

@@ -708,10 +708,12 @@ class HeadSearchDisplay:
             ax.set_ylabel("relative distance to the lifted fit")
         cut_short = "" if search.complete else "; the work limit cut the search short"
         if search.criterion == "fixed":
-            verdict = "passes" if search.passes else "fails"
+            verdict = {True: "passes its test", False: "fails its test"}.get(
+                search.passes, "not judged: no held-out folds"
+            )
             label = (
                 f"asked for: {search.n_heads} (n_heads={search.n_heads}; "
-                f"{verdict} its test{cut_short})"
+                f"{verdict}{cut_short})"
             )
         else:
             why = {

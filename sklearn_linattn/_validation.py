@@ -940,7 +940,7 @@ def warn_if_mean_left_out(gain):
     else:
         adding_gives = (
             "adding the mean training residual to every prediction would raise "
-            f"the training R^2 by {gain[output]:.2f}{which}"
+            f"the training R^2 by {gain[output]:.3g}{which}"
         )
     warnings.warn(
         "The fit has no intercept (fit_intercept=False, MHLA's own form) and "

@@ -135,6 +135,29 @@ def test_noiseless_fits_recover_the_generating_count(token_dim, n_heads, n_outpu
         assert not fewer.passes and fewer.relative_distance > 1e-4
 
 
+@pytest.mark.parametrize("seed", [3, 5])
+def test_a_coordinate_in_other_units_leaves_the_count_n_heads_k_reproduces(seed):
+    """A token coordinate in units about 30 times larger (its values times 0.03,
+    within the scales the estimators accept without a warning) spreads the
+    lifted coefficients over 3e4, and the Frobenius metric's fit of the
+    generating count stopped 3e-5 to 9e-5 from the lifted fit, beyond tol: the
+    default returned 4 and 5 heads of 3-head data with 2 outputs where
+    n_heads=3, refitted in the training metric, reproduces it to 1e-15. The
+    search refits its counts as n_heads=k does (those within sqrt(tol)): the
+    generating count, as n_heads=k fits it, and one head fewer failing."""
+    X, y, _ = make_random_mhla(130, 8, 4, n_heads=3, n_outputs=2, random_state=seed)
+    X = X * np.array([0.03, 1.0, 1.0, 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (no warning about the coordinates' scales)
+        model = LinearAttentionRegressor().fit(X, y)
+        asked = LinearAttentionRegressor(n_heads=3).fit(X, y)
+    assert model.n_heads_ == 3 and model.head_search_.criterion == "tol"
+    assert asked.head_search_.passes
+    assert_allclose(model.predict(X), asked.predict(X), rtol=1e-9, atol=0)
+    fewer = {count.n_heads: count for count in model.head_search_.counts}[2]
+    assert not fewer.passes and fewer.relative_distance > 1e-4
+
+
 def test_a_generic_function_needs_the_papers_count():
     rng = np.random.default_rng(4)
     coef = rng.normal(size=(1, n_lifted(4)))
@@ -1884,6 +1907,29 @@ def test_a_search_without_held_out_folds_warns_and_returns_the_lifted_heads():
     batches.set_params(n_heads="auto").partial_fit(X[100:], y[100:])
     with pytest.warns(UserWarning, match="did not keep"):
         assert batches.head_search_.criterion == "lifted"
+
+
+def test_a_fixed_count_without_held_out_folds_is_not_judged():
+    """n_heads=k on noisy data without folds reported failed_on="tol", a test of
+    exact data that noisy heads never pass, where the same fit with folds
+    passes (helper-94): with no held-out folds it is not judged, passes None;
+    exact data are still judged by tol."""
+    X, y, _ = make_random_mhla(400, 8, 4, n_heads=2, noise=0.1, random_state=0)
+    judged = LinearAttentionRegressor(n_heads=2).fit(X, y).head_search_
+    assert judged.passes is True
+    unjudged = LinearAttentionRegressor(n_heads=2, solver="cg").fit(X, y)
+    search = unjudged.head_search_
+    assert search.passes is None and search.complete
+    assert [(c.passes, c.criterion, c.failed_on) for c in search.counts] == [
+        (None, None, None)
+    ]
+    batches = LinearAttentionRegressor(n_heads=None).partial_fit(X[:200], y[:200])
+    batches.set_params(n_heads=2).partial_fit(X[200:], y[200:])
+    assert batches.head_search_.passes is None
+    exact_X, exact_y, _ = make_random_mhla(300, 8, 4, n_heads=2, random_state=0)
+    fewer = LinearAttentionRegressor(n_heads=1, solver="cg").fit(exact_X, exact_y)
+    assert fewer.head_search_.passes is False
+    assert fewer.head_search_.counts[0].failed_on == "tol"
 
 
 def test_heads_fit_the_data_where_lsqr_stopped_short():

@@ -544,6 +544,18 @@ def test_search_display_labels_a_classifier_and_a_count_asked_for():
     assert ticks and all(float(t).is_integer() for t in ticks)
 
 
+def test_search_display_says_a_count_without_held_out_folds_is_not_judged():
+    """n_heads=k on noisy data fitted by solver="cg" keeps no folds: its verdict
+    is None, and the label said it "fails its test"."""
+    X, y, _ = make_random_mhla(400, 8, 4, n_heads=2, noise=0.1, random_state=0)
+    model = LinearAttentionRegressor(n_heads=2, solver="cg").fit(X, y)
+    assert model.head_search_.passes is None
+    display = HeadSearchDisplay.from_estimator(model)
+    assert display.lines_["chosen"].get_label() == (
+        "asked for: 2 (n_heads=2; not judged: no held-out folds)"
+    )
+
+
 def test_search_display_draws_into_given_axes_and_replots():
     model = noisy_search()
     figure, (left, right) = plt.subplots(1, 2)
