@@ -1,10 +1,11 @@
 """Heads against the order of the token coordinates, and fixed counts' objectives.
 
-Run from the repository root: ``PYTHONPATH=. python benchmarks/bench_coordinate_order.py
-[--draws 120] [--fixed-draws 200] [--json FILE]`` (without ``PYTHONPATH=.`` a script
-imports the installed copy of the package; the one measured is printed first). Run it
-on two versions (``PYTHONPATH=/other/checkout``) for a before/after table: the draws
-depend only on their seeds. One BLAS thread; about 10 minutes.
+Run from the repository root: ``PYTHONPATH=. python
+benchmarks/bench_coordinate_order.py [--draws 120] [--fixed-draws 200] [--parts units
+...] [--json FILE]`` (without ``PYTHONPATH=.`` a script imports the installed copy of
+the package; the one measured is printed first). Run it on two versions
+(``PYTHONPATH=/other/checkout``) for a before/after table: the draws depend only on
+their seeds. One BLAS thread; about 10 minutes.
 
 Reordering the token coordinates, or appending one no token uses, relabels the data
 without changing the model class, the lifted fit or its folds: a read-out that is a
@@ -30,6 +31,11 @@ function of the data returns the same heads. Measured (helper-88's review of iss
   ``alpha=1e-3``: how often ``n_heads=H+1`` ends with a training objective above
   ``n_heads=H``'s by more than 0.1% (any H-head model is an (H+1)-head model, but
   each count is fitted from its own starts), and the largest ratio.
+- ``units``: ``--units-draws`` noiseless problems of H heads (d = 3 to 5, 2 or 3
+  outputs, ``2 p + 50`` sequences of 8 tokens) with token coordinate 0 in other
+  units (its values times 0.1, 0.03 and 0.01; the estimators warn from a factor
+  of about 100): how many default counts are not H, and how many of those
+  contradict ``n_heads=H``, which passes (the search judged H on another fit).
 """
 
 import itertools
@@ -156,49 +162,103 @@ def fixed_counts(draws):
     return dict(draws=draws, above=above, largest_ratio=float(max(ratios)))
 
 
+def units(draws):
+    """Default counts of exact data with one coordinate in other units."""
+    cells = [(4, 3, 2), (5, 3, 2), (3, 2, 2), (5, 4, 3)]
+    rows = {}
+    for scale in (0.1, 0.03, 0.01):
+        wrong = contradicted = 0
+        for i in range(draws):
+            d, n_heads, n_outputs = cells[i % len(cells)]
+            p = d * d * (d + 1) // 2
+            X, y, _ = make_random_mhla(2 * p + 50, 8, d, n_heads=n_heads,
+                                       n_outputs=n_outputs, random_state=i)
+            X = X * np.r_[scale, np.ones(d - 1)]
+            if LinearAttentionRegressor().fit(X, y).n_heads_ != n_heads:
+                wrong += 1
+                asked = LinearAttentionRegressor(n_heads=n_heads).fit(X, y)
+                contradicted += bool(asked.head_search_.passes)
+        rows[str(scale)] = dict(wrong=wrong, contradicted=contradicted)
+    return dict(draws=draws, scales=rows)
+
+
+PARTS = ("permutations", "relabelled", "fixed", "cv_padded", "units")
+
+
 def main():
     parser = make_parser(__doc__)
     parser.add_argument("--draws", type=int, default=120)
     parser.add_argument("--fixed-draws", type=int, default=200)
     parser.add_argument("--cv-draws", type=int, default=40)
+    parser.add_argument("--units-draws", type=int, default=16)
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
     args = parser.parse_args()
     print(f"sklearn_linattn from {sklearn_linattn.__file__}")
     warnings.simplefilter("ignore")
+    runs = dict(
+        permutations=permutations,
+        relabelled=lambda: relabelled(args.draws),
+        fixed=lambda: fixed_counts(args.fixed_draws),
+        cv_padded=lambda: cv_padded(args.cv_draws),
+        units=lambda: units(args.units_draws),
+    )
     with threadpool_limits(1):
-        results = dict(
-            permutations=permutations(),
-            relabelled=relabelled(args.draws),
-            fixed=fixed_counts(args.fixed_draws),
-            cv_padded=cv_padded(args.cv_draws),
-        )
-    orders = results["permutations"]
-    relabel = results["relabelled"]
-    fixed = results["fixed"]
-    padded = results["cv_padded"]
+        results = {part: runs[part]() for part in PARTS if part in args.parts}
     print(markdown_table(
         [("measure", "{measure}"), ("result", "{result}")],
-        [
-            dict(measure="24 orders: default counts",
-                 result=", ".join(f"{k} heads in {n}" for k, n in
-                                  orders["counts"].items())),
-            dict(measure="24 orders: n_heads=2 within 5% of the best training error",
-                 result=f"{orders['fixed_at_best']} of {orders['orders']}"),
-            *(dict(measure=f"{relabel['draws']} draws, {name}: count changed",
-                   result=f"{relabel['changed'][name]} (largest test-error ratio "
-                          f"{relabel['worst_ratio'][name]:.2f})")
-              for name in ("reversed", "zero coordinate")),
-            dict(measure=f"{fixed['draws']} draws: n_heads=H+1 above n_heads=H "
-                         "by > 0.1%",
-                 result=f"{fixed['above']} (largest ratio "
-                        f"{fixed['largest_ratio']:.4f})"),
-            *(dict(measure=f"{padded['draws']} draws, {name}CV, zero coordinate: "
-                           "alpha_ / count changed",
-                   result=f"{padded['alphas_changed'][name]} / "
-                          f"{padded['counts_changed'][name]}")
-              for name in ("regressor", "classifier")),
-        ],
+        [row for part in PARTS if part in results
+         for row in ROWS[part](results[part])],
     ))
     write_json(args.json, results)
+
+
+def _permutation_rows(orders):
+    return [
+        dict(measure="24 orders: default counts",
+                 result=", ".join(f"{k} heads in {n}" for k, n in
+                                  orders["counts"].items())),
+        dict(measure="24 orders: n_heads=2 within 5% of the best training error",
+             result=f"{orders['fixed_at_best']} of {orders['orders']}"),
+    ]
+
+
+def _relabelled_rows(relabel):
+    return [
+        dict(measure=f"{relabel['draws']} draws, {name}: count changed",
+             result=f"{relabel['changed'][name]} (largest test-error ratio "
+                    f"{relabel['worst_ratio'][name]:.2f})")
+        for name in ("reversed", "zero coordinate")
+    ]
+
+
+def _fixed_rows(fixed):
+    return [
+        dict(measure=f"{fixed['draws']} draws: n_heads=H+1 above n_heads=H by > 0.1%",
+             result=f"{fixed['above']} (largest ratio {fixed['largest_ratio']:.4f})"),
+    ]
+
+
+def _padded_rows(padded):
+    return [
+        dict(measure=f"{padded['draws']} draws, {name}CV, zero coordinate: "
+                     "alpha_ / count changed",
+             result=f"{padded['alphas_changed'][name]} / "
+                    f"{padded['counts_changed'][name]}")
+        for name in ("regressor", "classifier")
+    ]
+
+
+def _units_rows(units):
+    return [
+        dict(measure=f"{units['draws']} noiseless draws, coordinate 0 times {scale}: "
+                     "count not H / of them, n_heads=H passes",
+             result=f"{row['wrong']} / {row['contradicted']}")
+        for scale, row in units["scales"].items()
+    ]
+
+
+ROWS = dict(permutations=_permutation_rows, relabelled=_relabelled_rows,
+            fixed=_fixed_rows, cv_padded=_padded_rows, units=_units_rows)
 
 
 if __name__ == "__main__":

@@ -79,6 +79,15 @@ SCREEN_KEPT = 2
 SAME_START = 3e-3
 # Levenberg-Marquardt steps per start, and to polish the returned heads.
 FIT_ITER = 100
+# Exact fits, in the Frobenius metric, that end beyond tol are refitted in the
+# training metric (n_heads=k's fit): a token coordinate in units 30 times the
+# others' spreads the lifted coefficients over 3e4, and the Frobenius fit of the
+# generating count stopped 3e-5 away where the refit reproduces the lifted fit to
+# 1e-15. The search refits those within REFIT_REACH (relative distance) as
+# n_heads=k does: refits passed from at most 2.2e-4 away, none of 39 from beyond
+# 1e-2, and those of failing counts near the paper's count (4e-3 to 0.18 away)
+# cost 22% more work at d = 12 (benchmarks/README.md, thirty-third pass).
+REFIT_REACH = 1e-2
 POLISH_ITER = 20
 # Gauss-Newton steps refining heads within tol of the lifted fit to it (_Search.
 # refined): they stop within ROUNDING eps of it, in 0 to 2 steps where Gauss-Newton
@@ -806,9 +815,9 @@ class _Search:
         first within tol ending the starts; exact data that identify the
         function are fitted in the Frobenius metric, then in the training
         metric where that ends beyond tol (in the search: and within
-        sqrt(tol)). In the search, counts from :attr:`first_hopeless` on are
-        judged by :meth:`completion_verdict` where it decides, unless
-        ``fitted``."""
+        ``REFIT_REACH``). In the search, counts from
+        :attr:`first_hopeless` on are judged by :meth:`completion_verdict`
+        where it decides, unless ``fitted``."""
         if not (asked or fitted) and k >= self.first_hopeless:
             judged = self.completion_verdict(k)
             if judged is not None:
@@ -870,17 +879,12 @@ class _Search:
                     value_rows, query_rows = self.reproduce(value_rows, query_rows)
             loss = design_loss(self.design, value_rows, query_rows)
         distance = self.distance(value_rows, query_rows)
-        if design is self.frobenius and self.tol < distance:
-            # refitted in the training metric where they end beyond tol: a
-            # coordinate in units 30 times the others' spreads the coefficients
-            # over 3e4, and the Frobenius fit of the generating count stopped
-            # 3e-5 away where this one reproduces it to 1e-15. In the search
-            # only within sqrt(tol), where such a refit can pass: none of 34
-            # that started beyond did (benchmarks/README.md, thirty-third pass)
-            if asked or distance <= np.sqrt(self.tol):
-                value_rows, query_rows = fit_heads(
-                    self.design, query_rows, FIT_ITER, budget=self.budget
-                )[:2]
+        reach = np.inf if asked else REFIT_REACH
+        if design is self.frobenius and self.tol < distance <= reach:
+            # refitted in the training metric (the constant's comment)
+            value_rows, query_rows = fit_heads(
+                self.design, query_rows, FIT_ITER, budget=self.budget
+            )[:2]
         if design is not self.design:
             loss = design_loss(self.design, value_rows, query_rows)
         count = CountFit(k, self.distance(value_rows, query_rows), self.excess(loss))

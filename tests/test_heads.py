@@ -143,7 +143,7 @@ def test_a_coordinate_in_other_units_leaves_the_count_n_heads_k_reproduces(seed)
     generating count stopped 3e-5 to 9e-5 from the lifted fit, beyond tol: the
     default returned 4 and 5 heads of 3-head data with 2 outputs where
     n_heads=3, refitted in the training metric, reproduces it to 1e-15. The
-    search refits its counts as n_heads=k does (those within sqrt(tol)): the
+    search refits its counts as n_heads=k does (those within 1e-2): the
     generating count, as n_heads=k fits it, and one head fewer failing."""
     X, y, _ = make_random_mhla(130, 8, 4, n_heads=3, n_outputs=2, random_state=seed)
     X = X * np.array([0.03, 1.0, 1.0, 1.0])
