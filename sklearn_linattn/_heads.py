@@ -84,9 +84,9 @@ FIT_ITER = 100
 # others' spreads the lifted coefficients over 3e4, and the Frobenius fit of the
 # generating count stopped 3e-5 away where the refit reproduces the lifted fit to
 # 1e-15. The search refits those within REFIT_REACH (relative distance) as
-# n_heads=k does: refits passed from at most 2.2e-4 away, none of 39 from beyond
+# n_heads=k does: refits passed from at most 8.2e-4 away, none of 39 from beyond
 # 1e-2, and those of failing counts near the paper's count (4e-3 to 0.18 away)
-# cost 22% more work at d = 12 (benchmarks/README.md, thirty-third pass).
+# cost 22 to 26% more work at d = 12 (benchmarks/README.md, thirty-third pass).
 REFIT_REACH = 1e-2
 POLISH_ITER = 20
 # Gauss-Newton steps refining heads within tol of the lifted fit to it (_Search.
