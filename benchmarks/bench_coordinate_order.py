@@ -75,21 +75,27 @@ def permutations():
     )
 
 
+def _noisy_problem(seed):
+    """A seeded noisy 2-head problem (d 3 or 4, 1 or 2 outputs, 3 or 5 times the
+    lifted features in sequences of 3 tokens, noise 0.1 or 0.3): ``(rng, X, y,
+    truth)``, ``rng`` to draw more from."""
+    rng = np.random.default_rng(seed)
+    d, n_outputs = int(rng.choice([3, 4])), int(rng.choice([1, 2]))
+    n = int(rng.choice([3, 5])) * d * d * (d + 1) // 2
+    noise = float(rng.choice([0.1, 0.3]))
+    X, y, truth = make_random_mhla(n, 3, d, n_heads=2, n_outputs=n_outputs,
+                                   noise=noise, random_state=seed)
+    return rng, X, (y if n_outputs > 1 else y.ravel()), truth
+
+
 def relabelled(draws):
     """Default counts with the coordinates as given, reversed, and padded."""
     changed = {"reversed": 0, "zero coordinate": 0}
     worst = {"reversed": 1.0, "zero coordinate": 1.0}
     for i in range(draws):
-        rng = np.random.default_rng(70_000 + i)
-        d, n_outputs = int(rng.choice([3, 4])), int(rng.choice([1, 2]))
-        p = d * d * (d + 1) // 2
-        n = int(rng.choice([3, 5])) * p
-        noise = float(rng.choice([0.1, 0.3]))
-        X, y, truth = make_random_mhla(n, 3, d, n_heads=2, n_outputs=n_outputs,
-                                       noise=noise, random_state=70_000 + i)
-        X_test = rng.normal(size=(2000, 3, d))
+        rng, X, y, truth = _noisy_problem(70_000 + i)
+        X_test = rng.normal(size=(2000,) + X.shape[1:])
         clean = truth.predict(X_test).reshape(2000, -1)
-        y = y if n_outputs > 1 else y.ravel()
 
         def fitted(transform):
             model = LinearAttentionRegressor().fit(transform(X), y)
@@ -113,14 +119,8 @@ def cv_padded(draws):
     alphas_changed = {"regressor": 0, "classifier": 0}
     counts_changed = {"regressor": 0, "classifier": 0}
     for i in range(draws):
-        rng = np.random.default_rng(90_000 + i)
-        d, n_outputs = int(rng.choice([3, 4])), int(rng.choice([1, 2]))
-        n = int(rng.choice([3, 5])) * d * d * (d + 1) // 2
-        noise = float(rng.choice([0.1, 0.3]))
-        X, y, _ = make_random_mhla(n, 3, d, n_heads=2, n_outputs=n_outputs,
-                                   noise=noise, random_state=90_000 + i)
-        y = y if n_outputs > 1 else y.ravel()
-        first = y.reshape(n, -1)[:, 0]
+        _, X, y, _ = _noisy_problem(90_000 + i)
+        first = y.reshape(len(X), -1)[:, 0]
         labels = (first > np.median(first)).astype(int)
         intercept = bool(i % 2)
         for name, estimator, target in (

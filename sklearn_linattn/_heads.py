@@ -1717,7 +1717,6 @@ def _fixed(search, k, resolved, floor):
             if search.exact:  # (noisy fits are polished before their verdict)
                 value_rows, query_rows = search.polish(value_rows, query_rows)
             folded, passes = value_rows.T @ query_rows, count.passes
-            passes = None if passes is None else bool(passes)  # (None: no folds)
             # relative to the lifted fit's split: not to this W's own norm,
             # which can drift along directions the training data do not see
             # (a singular Gram) and dwarf the heads that fit them
