@@ -177,6 +177,15 @@ class LiftedDesign:
             return _frobenius_metric(self.token_dim)
         return _metric(self)
 
+    def direction_norms(self):
+        """``||X(e_x)[b]||^2``, the training metric's diagonal, as an array of
+        shape (d, d * d) (rows ``b``, columns ``x``); None for the Frobenius
+        distance, which no data define."""
+        if self.factor is None:
+            return None
+        norms = np.sqrt(np.einsum("fr,fr->f", self.factor, self.factor))
+        return fold_lifted_coef(norms[None, :], self.token_dim) ** 2
+
 
 class SequenceDesign:
     """Heads against the training rows themselves.
@@ -285,6 +294,26 @@ class SequenceDesign:
 
     def metric(self):
         return _metric(self)
+
+    def direction_norms(self):
+        """``||X(e_x)[b]||^2`` (:meth:`LiftedDesign.direction_norms`) without
+        forming the basis: ``sum_i (Pi s)_i^2`` for ``s_i = S_i[b, c] q_i[e]``
+        (``x = (c, e)``), plus ``alpha`` times the squared norm of the
+        direction's lifted coefficients."""
+        d = self.token_dim
+        norms = np.einsum("ibc,ie->bce", self.moments**2, self.queries**2)
+        if self._center is not None:
+            centered = np.einsum(
+                "i,ibc,ie->bce", self._center, self.moments, self.queries
+            )
+            norms = np.maximum(norms - centered**2, 0.0)
+        norms = norms.reshape(d, d * d)
+        if self.alpha:
+            squares = _query_map(d).power(2).tocoo()
+            ridge = np.zeros((d, d * d))
+            np.add.at(ridge, (squares.row // self.n_lifted, squares.col), squares.data)
+            norms = norms + self.alpha * ridge
+        return norms
 
 
 class PenalizedDesign:

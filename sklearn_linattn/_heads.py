@@ -22,8 +22,9 @@ import warnings
 from dataclasses import astuple, dataclass, replace
 
 import numpy as np
+import scipy.linalg
 
-from ._attention import fold_lifted_coef, unfold_lifted_coef
+from ._attention import _fold_indices, fold_lifted_coef, unfold_lifted_coef
 from ._data import single_threaded_blas
 from ._designs import LiftedDesign, PenalizedDesign, design_loss
 from ._folds import FoldsBeyondWork
@@ -80,13 +81,11 @@ SAME_START = 3e-3
 # Levenberg-Marquardt steps per start, and to polish the returned heads.
 FIT_ITER = 100
 # Exact fits, in the Frobenius metric, that end beyond tol are refitted in the
-# training metric (n_heads=k's fit): a token coordinate in units 30 times the
-# others' spreads the lifted coefficients over 3e4, and the Frobenius fit of the
-# generating count stopped 3e-5 away where the refit reproduces the lifted fit to
-# 1e-15. The search refits those within REFIT_REACH (relative distance) as
-# n_heads=k does: refits passed from at most 8.2e-4 away, none of 39 from beyond
-# 1e-2, and those of failing counts near the paper's count (4e-3 to 0.18 away)
-# cost 22 to 26% more work at d = 12 (benchmarks/README.md, thirty-third pass).
+# training metric (n_heads=k's fit). The search refits those within REFIT_REACH
+# (relative distance) as n_heads=k does: refits passed from at most 8.2e-4 away,
+# none of 39 from beyond 1e-2, and those of failing counts near the paper's
+# count (4e-3 to 0.18 away) cost 22 to 26% more work at d = 12
+# (benchmarks/README.md, thirty-third pass; fitted in the data's units then).
 REFIT_REACH = 1e-2
 POLISH_ITER = 20
 # Gauss-Newton steps refining heads within tol of the lifted fit to it (_Search.
@@ -179,6 +178,56 @@ def _anchored(design, coef):
     the lifted norm costs ``DRIFT_PENALTY * D^2`` of the explained energy."""
     weight = DRIFT_PENALTY * _explained_energy(design) / np.sum(coef**2)
     return PenalizedDesign(design, coef, weight)
+
+
+def token_exponents(design):
+    """Powers of two, one per token coordinate, that bring the coordinates to
+    comparable sizes in the training metric: the integers nearest to ``l``
+    (less its median) of the least-squares fit ``log2 n[b, c, e] = 2 (l_b +
+    l_c + l_e) + constant`` to the metric's positive diagonal entries
+    (``design.direction_norms()``, a head direction's ``S[b, c] q[e]`` on the
+    training rows: ``l_b`` is about ``log2`` of coordinate ``b``'s size).
+    None where no data define them (the Frobenius distance) or all are 0."""
+    norms = getattr(design, "direction_norms", lambda: None)()
+    if norms is None:
+        return None
+    d = design.token_dim
+    norms = np.asarray(norms, dtype=np.float64).reshape(d, d, d)
+    entries = np.nonzero(np.isfinite(norms) & (norms > 0))
+    used = np.unique(np.concatenate(entries))
+    if used.size < 2:
+        return None
+    equations = np.zeros((entries[0].size, d + 1))
+    for coordinates in entries:
+        np.add.at(equations, (np.arange(coordinates.size), coordinates), 2.0)
+    equations[:, d] = 1.0
+    columns = np.append(used, d)
+    logs = np.log2(norms[entries])
+    solution = scipy.linalg.lstsq(equations[:, columns], logs)[0][:-1]
+    exponents = np.zeros(d, dtype=int)
+    exponents[used] = np.rint(solution - np.median(solution)).astype(int)
+    return exponents if np.any(exponents) else None
+
+
+def _lifted_exponents(exponents):
+    """``e_b + e_c + e_e`` for each lifted feature ``(b, c, e)``: the power of
+    two that multiplies its coefficient when token coordinate ``j`` is divided
+    by ``2^(e_j)``."""
+    d = len(exponents)
+    b, c, e = np.unravel_index(_fold_indices(d)[0], (d, d, d))
+    return exponents[b] + exponents[c] + exponents[e]
+
+
+def _heads_in_data_units(value_rows, query_rows, exponents):
+    """Heads fitted with token coordinate ``j`` divided by ``2^(e_j)``, in the
+    data's units: value entry ``b`` times ``2^(-e_b)``, query entry ``(c, e)``
+    times ``2^(-e_c - e_e)`` (exact: powers of two)."""
+    k, d = len(query_rows), len(exponents)
+    values = np.ldexp(value_rows.reshape(k, -1, d), -exponents)
+    queries = np.ldexp(
+        query_rows.reshape(k, d, d), -(exponents[:, None] + exponents[None, :])
+    )
+    return values.reshape(k, -1), queries.reshape(k, d * d)
 
 
 def _explained_energy(design):
@@ -825,12 +874,18 @@ class _Search:
                 self.log_count(judged[2])
                 return judged
         design = self.frobenius if self.frobenius_fits else self.design
-        accept, resolution = self.stop_rules(design)
+        # exact fits in the Frobenius metric of token coordinates of comparable
+        # sizes (:attr:`rescaled`), their heads then taken back to the data's units
+        source, exponents = self, None
+        if self.frobenius_fits and self.rescaled is not None:
+            source, exponents = self.rescaled
+            design = source.frobenius
+        accept, resolution = source.stop_rules(design)
         run = functools.partial(
             fit_heads, design, accept_below=accept, budget=self.budget,
             max_norm=np.inf if self.exact else DRIFT * self.norm,
         )
-        starts = self.starts(k)
+        starts = source.starts(k)
         if not self.exact:  # screen the starts (one at `accept` ends them)
             screened = []
             for start in starts:
@@ -851,7 +906,7 @@ class _Search:
             heads = run(start, FIT_ITER, resolution=resolution)[:3]
             if best is None or heads[2] < best[2]:
                 best = heads
-            if self.within(best[0], best[1], best[2], design) or self.budget.exhausted:
+            if source.within(*best, design) or self.budget.exhausted:
                 break
         if (
             not self.budget.exhausted and not self.exact
@@ -865,6 +920,10 @@ class _Search:
                 # already below the other starts' minimum: refined to a lower one
                 best = run(subspace, FIT_ITER, resolution=resolution)[:3]
         value_rows, query_rows, loss = best
+        if exponents is not None:
+            value_rows, query_rows = _heads_in_data_units(
+                value_rows, query_rows, exponents
+            )
         if not self.exact:  # judged as n_heads=k returns them: polished
             refinable = self.refinable(value_rows, query_rows)
             reproduced = self.reproduce(value_rows, query_rows)
@@ -880,7 +939,7 @@ class _Search:
             loss = design_loss(self.design, value_rows, query_rows)
         distance = self.distance(value_rows, query_rows)
         reach = np.inf if asked else REFIT_REACH
-        if design is self.frobenius and self.tol < distance <= reach:
+        if self.frobenius_fits and self.tol < distance <= reach:
             # refitted in the training metric (the constant's comment)
             value_rows, query_rows = fit_heads(
                 self.design, query_rows, FIT_ITER, budget=self.budget
@@ -957,6 +1016,30 @@ class _Search:
         accept = design.baseline + (ACCURACY * self.tol) ** 2 * energy
         explained = max(energy - design.baseline, 0.0)
         return accept, 0.0 if self.exact else RESOLUTION * explained
+
+    @functools.cached_property
+    def rescaled(self):
+        """``(search, exponents)``: the search of the lifted fit with token
+        coordinate ``j`` divided by ``2^(e_j)`` (:func:`token_exponents`), in
+        the Frobenius metric there; None where every ``e_j`` is 0. Exact fits
+        are made there: in the data's units a coordinate 30 times smaller than
+        the others weighs its coefficients 30 to 27000 times more, and fits of
+        the generating count stopped at local minima 0.02 to 0.53 away
+        (benchmarks/README.md, "Exact fits in comparable units")."""
+        exponents = token_exponents(self.design)
+        if exponents is None:
+            return None
+        with np.errstate(over="ignore", under="ignore"):
+            coef = np.ldexp(self.coef, _lifted_exponents(exponents))
+        if not np.all(np.isfinite(coef)) or np.count_nonzero(coef) != np.count_nonzero(
+            self.coef
+        ):  # beyond the float range: fitted in the data's units
+            return None
+        search = _Search(
+            coef, self.d, self.tol, LiftedDesign(coef, self.d), None, self.budget, 0,
+            True, 0.0,
+        )
+        return search, exponents
 
     @property
     def frobenius_fits(self):

@@ -61,6 +61,7 @@ from sklearn_linattn._heads import (
     _Search,
     paper_heads,
     read_out_heads,
+    token_exponents,
 )
 from sklearn_linattn._low_rank import Budget, fit_heads, head_coef
 from sklearn_linattn._solvers import SOLVERS
@@ -156,6 +157,51 @@ def test_a_coordinate_in_other_units_leaves_the_count_n_heads_k_reproduces(seed)
     assert_allclose(model.predict(X), asked.predict(X), rtol=1e-9, atol=0)
     fewer = {count.n_heads: count for count in model.head_search_.counts}[2]
     assert not fewer.passes and fewer.relative_distance > 1e-4
+
+
+@pytest.mark.parametrize("seed", [5, 8])
+def test_exact_counts_are_fitted_in_coordinates_of_comparable_sizes(seed):
+    """With a token coordinate 30 times smaller than the others, the Frobenius
+    metric of the data's units weighs the coefficients that involve it up to
+    3e4 times more, and the fits of the generating 3 heads stopped at local
+    minima: the default returned 5 heads, and n_heads=3 failed. Fitted with
+    the coordinates rescaled by powers of two to comparable sizes, both find
+    the generating count, from the rows (fit) and from their statistics
+    (partial_fit) alike; 2 heads still fail."""
+    X, y, _ = make_random_mhla(60, 10, 4, n_heads=3, n_outputs=2, random_state=seed)
+    X = X * np.array([0.03, 1.0, 1.0, 1.0])
+    model = LinearAttentionRegressor().fit(X, y)
+    asked = LinearAttentionRegressor(n_heads=3).fit(X, y)
+    batches = LinearAttentionRegressor()
+    for rows in np.array_split(np.arange(len(X)), 3):
+        batches.partial_fit(X[rows], y[rows])
+    assert model.n_heads_ == 3 and model.head_search_.criterion == "tol"
+    assert batches.n_heads_ == 3 and batches.head_search_.criterion == "tol"
+    assert asked.head_search_.passes
+    assert_allclose(model.predict(X), y, rtol=0, atol=1e-9 * np.abs(y).max())
+    fewer = LinearAttentionRegressor(n_heads=2).fit(X, y).head_search_
+    assert not fewer.passes and fewer.relative_distance > 1e-4
+
+
+def test_token_exponents_follow_a_coordinates_units():
+    """The powers of two of :func:`token_exponents` follow a coordinate's units
+    (divided by 32: exponent -5, the others 0), the same from the rows and
+    from their statistics (the design fit and partial_fit use), and none
+    where the coordinates are of one size."""
+    X, y, _ = make_random_mhla(200, 8, 4, n_heads=2, random_state=0)
+    y = y.reshape(-1, 1)
+    for scale, expected in ((1.0, None), (1 / 32, [-5, 0, 0, 0])):
+        Z = X * np.array([scale, 1.0, 1.0, 1.0])
+        moments = np.einsum("ntb,ntc->nbc", Z, Z)
+        rows = SequenceDesign(moments, Z[:, -1], y, np.ones(len(Z)), 0.0, False)
+        factor = naive_lifted_features(Z).T  # the Gram's factor
+        statistics = LiftedDesign(np.zeros((1, n_lifted(4))), 4, factor)
+        for design in (rows, statistics):
+            exponents = token_exponents(design)
+            if expected is None:
+                assert exponents is None
+            else:
+                assert_array_equal(exponents, expected)
 
 
 def test_a_generic_function_needs_the_papers_count():
