@@ -873,57 +873,10 @@ class _Search:
                 self.completed.add(k)
                 self.log_count(judged[2])
                 return judged
-        design = self.frobenius if self.frobenius_fits else self.design
-        # exact fits in the Frobenius metric of token coordinates of comparable
-        # sizes (:attr:`rescaled`), their heads then taken back to the data's units
-        source, exponents = self, None
-        if self.frobenius_fits and self.rescaled is not None:
-            source, exponents = self.rescaled
-            design = source.frobenius
-        accept, resolution = source.stop_rules(design)
-        run = functools.partial(
-            fit_heads, design, accept_below=accept, budget=self.budget,
-            max_norm=np.inf if self.exact else DRIFT * self.norm,
-        )
-        starts = source.starts(k)
-        if not self.exact:  # screen the starts (one at `accept` ends them)
-            screened = []
-            for start in starts:
-                screened.append(run(start, SCREEN_ITER))
-                if screened[-1][2] <= accept:
-                    break
-            kept = []  # (coefficients, query rows), the best screened first
-            for value_rows, query_rows, *_ in sorted(screened, key=lambda f: f[2]):
-                theta = head_coef(value_rows, query_rows, self.d)
-                if len(kept) < SCREEN_KEPT and all(
-                    np.linalg.norm(theta - other) > SAME_START * np.linalg.norm(other)
-                    for other, _ in kept
-                ):
-                    kept.append((theta, query_rows))
-            starts = [query_rows for _, query_rows in kept]
-        best = None
-        for start in starts:
-            heads = run(start, FIT_ITER, resolution=resolution)[:3]
-            if best is None or heads[2] < best[2]:
-                best = heads
-            if source.within(*best, design) or self.budget.exhausted:
-                break
-        if (
-            not self.budget.exhausted and not self.exact
-            and self.one_output is not None and 2 <= k < self.token_ranks[0] / 2
-        ):  # a last start: the nearest common isotropic subspace of the slices
-            subspace = isotropic_queries(
-                self.one_output, self.d, k, FEW_HEADS_SEEDS, [START_SEED, k],
-                self.tol, self.budget, self.token_bases[0],
-            )[0][1]
-            if fit_heads(design, subspace, 0, budget=self.budget)[2] < best[2]:
-                # already below the other starts' minimum: refined to a lower one
-                best = run(subspace, FIT_ITER, resolution=resolution)[:3]
-        value_rows, query_rows, loss = best
-        if exponents is not None:
-            value_rows, query_rows = _heads_in_data_units(
-                value_rows, query_rows, exponents
-            )
+        if self.frobenius_fits:
+            value_rows, query_rows = self.frobenius_fit(k)
+        else:
+            value_rows, query_rows, loss = self.training_fit(k)
         if not self.exact:  # judged as n_heads=k returns them: polished
             refinable = self.refinable(value_rows, query_rows)
             reproduced = self.reproduce(value_rows, query_rows)
@@ -944,7 +897,7 @@ class _Search:
             value_rows, query_rows = fit_heads(
                 self.design, query_rows, FIT_ITER, budget=self.budget
             )[:2]
-        if design is not self.design:
+        if self.frobenius_fits:
             loss = design_loss(self.design, value_rows, query_rows)
         count = CountFit(k, self.distance(value_rows, query_rows), self.excess(loss))
         within = self.within(value_rows, query_rows, loss, self.design)
@@ -970,6 +923,89 @@ class _Search:
                 count = replace(count, passes=False, criterion="cv", failed_on="gcv")
         self.log_count(count)
         return value_rows, query_rows, count
+
+    def training_fit(self, k):
+        """``(value_rows, query_rows, loss)``: the best start in the training
+        metric (on noisy data screened by ``SCREEN_ITER`` steps), the first
+        within tol ending the starts."""
+        design = self.design
+        accept, resolution = self.stop_rules(design)
+        run = functools.partial(
+            fit_heads, design, accept_below=accept, budget=self.budget,
+            max_norm=np.inf if self.exact else DRIFT * self.norm,
+        )
+        starts = self.starts(k)
+        if not self.exact:  # screen the starts (one at `accept` ends them)
+            screened = []
+            for start in starts:
+                screened.append(run(start, SCREEN_ITER))
+                if screened[-1][2] <= accept:
+                    break
+            kept = []  # (coefficients, query rows), the best screened first
+            for value_rows, query_rows, *_ in sorted(screened, key=lambda f: f[2]):
+                theta = head_coef(value_rows, query_rows, self.d)
+                if len(kept) < SCREEN_KEPT and all(
+                    np.linalg.norm(theta - other) > SAME_START * np.linalg.norm(other)
+                    for other, _ in kept
+                ):
+                    kept.append((theta, query_rows))
+            starts = [query_rows for _, query_rows in kept]
+        best = None
+        for start in starts:
+            heads = run(start, FIT_ITER, resolution=resolution)[:3]
+            if best is None or heads[2] < best[2]:
+                best = heads
+            if self.within(*best, design) or self.budget.exhausted:
+                break
+        if (
+            not self.budget.exhausted and not self.exact
+            and self.one_output is not None and 2 <= k < self.token_ranks[0] / 2
+        ):  # a last start: the nearest common isotropic subspace of the slices
+            subspace = isotropic_queries(
+                self.one_output, self.d, k, FEW_HEADS_SEEDS, [START_SEED, k],
+                self.tol, self.budget, self.token_bases[0],
+            )[0][1]
+            if fit_heads(design, subspace, 0, budget=self.budget)[2] < best[2]:
+                # already below the other starts' minimum: refined to a lower one
+                best = run(subspace, FIT_ITER, resolution=resolution)[:3]
+        return best
+
+    def frobenius_fit(self, k):
+        """``(value_rows, query_rows)`` of exact identified data: the best start
+        in the Frobenius metric, the first within tol ending the starts; first
+        with the token coordinates of comparable sizes (:attr:`rescaled`), the
+        heads then in the data's units and refined there, and where those are
+        not within tol, from the starts of the data's units (the nearer of the
+        two fits is kept)."""
+        geometries = [(self, None)]
+        if self.rescaled is not None:
+            geometries.insert(0, self.rescaled)
+        best = None
+        for source, exponents in geometries:
+            design = source.frobenius
+            accept = source.stop_rules(design)[0]
+            fitted = None
+            for start in source.starts(k):
+                heads = fit_heads(
+                    design, start, FIT_ITER, accept_below=accept, budget=self.budget
+                )[:3]
+                if fitted is None or heads[2] < fitted[2]:
+                    fitted = heads
+                if source.within(*fitted, design) or self.budget.exhausted:
+                    break
+            value_rows, query_rows = fitted[:2]
+            if exponents is not None:
+                value_rows, query_rows = _heads_in_data_units(
+                    value_rows, query_rows, exponents
+                )
+                if source.within(*fitted, design):  # to rounding in the data's units
+                    value_rows, query_rows = self.refined(value_rows, query_rows)
+            distance = self.distance(value_rows, query_rows)
+            if best is None or distance < best[2]:
+                best = value_rows, query_rows, distance
+            if distance <= self.tol or self.budget.exhausted:
+                break
+        return best[:2]
 
     def excess(self, loss):
         """A training loss's excess over the lifted fit's, per unit of the
@@ -1022,10 +1058,11 @@ class _Search:
         """``(search, exponents)``: the search of the lifted fit with token
         coordinate ``j`` divided by ``2^(e_j)`` (:func:`token_exponents`), in
         the Frobenius metric there; None where every ``e_j`` is 0. Exact fits
-        are made there: in the data's units a coordinate 30 times smaller than
-        the others weighs its coefficients 30 to 27000 times more, and fits of
-        the generating count stopped at local minima 0.02 to 0.53 away
-        (benchmarks/README.md, "Exact fits in comparable units")."""
+        start there (:meth:`frobenius_fit`): in the data's units a coordinate
+        30 times smaller than the others weighs its coefficients 30 to 27000
+        times more, and fits of the generating count stopped at local minima
+        0.02 to 0.53 away (benchmarks/README.md, "Exact fits in comparable
+        units")."""
         exponents = token_exponents(self.design)
         if exponents is None:
             return None

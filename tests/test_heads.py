@@ -183,6 +183,21 @@ def test_exact_counts_are_fitted_in_coordinates_of_comparable_sizes(seed):
     assert not fewer.passes and fewer.relative_distance > 1e-4
 
 
+@pytest.mark.parametrize("scale", [0.25, 0.01])
+def test_exact_counts_in_other_units_pass_to_rounding(scale):
+    """With tol=0 (rounding only, 3.6e-15) a count passes only at rounding in
+    the data's units: the heads fitted in comparable units, at rounding there,
+    were 6e-15 to 2e-12 away in the data's units, and the default returned 5 to
+    8 heads of 2-head data (helper-95). Refined in the data's units they pass,
+    as the data's own units' fits did."""
+    X, y, _ = make_random_mhla(150, 10, 4, n_heads=2, n_outputs=2, random_state=3)
+    X = X * np.array([scale, 1.0, 1.0, 1.0])
+    model = LinearAttentionRegressor(tol=0.0).fit(X, y)
+    asked = LinearAttentionRegressor(tol=0.0, n_heads=2).fit(X, y).head_search_
+    assert model.n_heads_ == 2 and model.head_search_.criterion == "tol"
+    assert asked.passes and asked.relative_distance <= asked.tol
+
+
 def test_token_exponents_follow_a_coordinates_units():
     """The powers of two of :func:`token_exponents` follow a coordinate's units
     (divided by 32: exponent -5, the others 0), the same from the rows and
