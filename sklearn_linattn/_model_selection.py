@@ -237,9 +237,13 @@ def _kernel_trace(kernel, weights, fit_intercept):
     return max(trace, 0.0)
 
 
-def _loo_normal(data, statistics, targets, alphas, fit_intercept):
+def _loo_normal(data, statistics, targets, alphas, fit_intercept, equilibrate=False):
     """Leave-one-out predictions (rescaled units) from the eigendecomposition of the
-    lifted Gram, and the total statistics.
+    lifted Gram, and the total statistics. With ``equilibrate`` (for ``alphas =
+    [0]`` only: a ridge penalty is not invariant to the features' scales) the
+    features are scaled by powers of two to unit Gram diagonal first, which
+    leaves the minimum-norm fit's leverages and predictions as they are and
+    lowers the Gram's condition number (:func:`_equilibrated_zero_alpha`).
 
     A row of leverage one at ``alpha = 0`` (``r_i = 1 - h_i = 0``) gets the limit
     of ``r_i / (1 - h_i)``: with ``rho = (phi_i - mean)^T V``, ``c = V^T Phi^T W y``,
@@ -251,10 +255,20 @@ def _loo_normal(data, statistics, targets, alphas, fit_intercept):
     Returns
     -------
     predictions : ndarray of shape (n_rows, n_alphas, n_outputs)
+    floored : ndarray of shape (n_rows,)
+        The rows whose ``1 - h_i`` at ``alpha = 0`` is above ``_LEVERAGE_TOL``
+        but within the Gram's rounding (no number for them at ``alpha = 0``
+        unless a limit is taken), where the Gram has full rank (none else).
     """
     gram, moment, _, feature_mean, target_mean = statistics.normal_equations(
         fit_intercept
     )
+    column_scale = None
+    if equilibrate:
+        column_scale = _power_of_two_scales(np.diag(gram))
+        gram = gram * column_scale[:, None] * column_scale
+        moment = column_scale[:, None] * moment
+        feature_mean = column_scale * feature_mean
     eigenvalues, eigenvectors = _eigh(gram)
     tol = default_rank_tol(data.n_lifted)
     scale = _floor(statistics, gram, feature_mean, fit_intercept)
@@ -267,12 +281,14 @@ def _loo_normal(data, statistics, targets, alphas, fit_intercept):
         filters,
         zero_filters,
         target_mean,
+        column_scale,
     )
     weights = data.row_scale**2
     weight_sum = float(weights.sum())
     n_alphas, n_outputs = len(alphas), targets.shape[1]
     predictions = np.empty((data.n_rows, n_alphas, n_outputs))
     row_norms = np.empty(data.n_rows)
+    floored = np.zeros(data.n_rows, dtype=bool)
     limits = []  # (rows, limit predictions) of leverage-one rows
     # 1 - h_i is a difference of terms up to one, each with a relative error of
     # about eps * lambda_max / lambda_k: its rounding was at most 0.27 eps times the
@@ -301,6 +317,7 @@ def _loo_normal(data, statistics, targets, alphas, fit_intercept):
         row_norms[start:stop] = row_weights[:, 0] * norms
         one_minus0 = 1.0 - spread0[:, None] * row_weights - intercept_leverage
         leverage_one = (one_minus0[:, 0] <= floors[-1]) & (row_weights[:, 0] > 0)
+        floored[start:stop] = leverage_one & (one_minus0[:, 0] > _LEVERAGE_TOL)
         rows = np.flatnonzero(leverage_one)
         if rows.size:
             residual = _leave_one_out_residual(
@@ -353,13 +370,53 @@ def _loo_normal(data, statistics, targets, alphas, fit_intercept):
         independent = kept.size == distinct - fit_intercept
     conditioned = kept.size and kept[-1] <= _LIMIT_CONDITION * kept[0]
     unresolved = _unresolved(row_norms, threshold)
-    if limits and independent and conditioned and not unresolved.any():
+    # (the limit is the minimum-norm fit's, which depends on the features'
+    # scales: not taken from an equilibrated Gram)
+    if limits and independent and conditioned and not unresolved.any() and (
+        not equilibrate
+    ):
         for rows, values in limits:
             alone = ~np.isin(rows, list(repeated))
             predictions[rows[alone]] = values[alone]
     lost = unresolved & (outside > _LOST_FRACTION)
     predictions[np.ix_(lost, np.any(filters == 0, axis=1))] = -np.inf
-    return predictions
+    # (a Gram of numerically dropped directions: which are dropped depends on
+    # the features' scales, and an equilibrated Gram poses another problem)
+    return predictions, floored & (kept.size == eigenvalues.size)
+
+
+def _power_of_two_scales(diagonal):
+    """Powers of two ``c_f`` with ``c_f^2 diagonal_f`` in [1/4, 1) (1 where the
+    diagonal is not positive): exact scales toward unit diagonal."""
+    diagonal = np.asarray(diagonal, dtype=np.float64)
+    positive = np.isfinite(diagonal) & (diagonal > 0)
+    exponents = np.zeros(diagonal.shape, dtype=int)
+    exponents[positive] = -np.frexp(np.sqrt(diagonal[positive]))[1]
+    return np.ldexp(1.0, exponents)
+
+
+def _equilibrated_zero_alpha(data, statistics, targets, alphas, fit_intercept, loo):
+    """The predictions of ``loo`` (:func:`_loo_normal`'s predictions and floored
+    rows) with those of ``alpha = 0`` that the Gram left without a finite value,
+    for rows it floored, computed from the equilibrated Gram
+    (:func:`_loo_normal`), for rows of leverage below one there (the limit at
+    leverage one is the minimum-norm fit's, which depends on the features'
+    scales). The Gram's rounding floor on ``1 - h_i`` is 100 eps times its
+    condition number, which token coordinates in other units raise: one
+    coordinate times 0.03 gave 1.4e12, a floor of 0.03 over rows of ``1 - h_i``
+    down to 0.006, and no score for alpha = 0, which reproduces the noiseless
+    targets (equilibrated: 2.2e4)."""
+    loo, floored = loo
+    zero = np.flatnonzero(np.asarray(alphas) == 0)
+    if not zero.size or not floored.any():
+        return loo
+    equilibrated = _loo_normal(
+        data, statistics, targets, [0.0], fit_intercept, equilibrate=True
+    )[0]
+    unknown = ~np.isfinite(loo[:, zero]).all(axis=(1, 2))
+    filled = unknown & np.isfinite(equilibrated[:, 0]).all(axis=-1)
+    loo[np.ix_(filled, zero)] = equilibrated[filled][:, [0]]
+    return loo
 
 
 def _distinct_rows(data, weights, most, fit_intercept, flagged):
@@ -387,7 +444,8 @@ def _distinct_rows(data, weights, most, fit_intercept, flagged):
 
 
 def _spectral_fits(
-    features, eigenvectors, mean_projected, projected, filters, zero_filters, offset
+    features, eigenvectors, mean_projected, projected, filters, zero_filters, offset,
+    column_scale=None,
 ):
     """From the Gram's eigendecomposition, for lifted rows (rescaled units), every
     alpha at once: fitted values ``(A, m, o)`` and leverages before the row weight
@@ -395,7 +453,10 @@ def _spectral_fits(
     limit of :func:`_loo_normal`); and ``(m, 3)``: the leverage factor at
     ``alpha = 0``, the squared norm of each row and the fraction of its centered
     features in the directions dropped at ``alpha = 0``. ``(phi_i - mean)^T V``
-    is one ``p x p`` product."""
+    is one ``p x p`` product. ``column_scale``: the features' scales of an
+    equilibrated Gram (:func:`_loo_normal`), or None."""
+    if column_scale is not None:
+        features = features * column_scale
     rotated = features @ eigenvectors - mean_projected
     squared = rotated**2
     limit = filters * zero_filters
@@ -975,6 +1036,10 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                     scaled = self._alpha_grid(data, alphas, statistics=statistics)
                     loo = _loo_normal(
                         data, statistics, scaled_targets, scaled, self.fit_intercept
+                    )
+                    loo = _equilibrated_zero_alpha(
+                        data, statistics, scaled_targets, scaled, self.fit_intercept,
+                        loo,
                     )
                 else:
                     statistics = None

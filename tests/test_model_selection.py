@@ -22,6 +22,7 @@ from sklearn_linattn import (
     LinearAttentionRegressorCV,
 )
 from sklearn_linattn._lift import lifted_features
+from sklearn_linattn.datasets import make_random_mhla
 
 # Checks that fail by design, with the reason (scikit-learn marks them xfail).
 EXPECTED_FAILED_CHECKS = {
@@ -737,6 +738,35 @@ def test_leave_one_out_picks_alpha_zero_as_grid_search_does(rng):
         model.cv_scores_, search.cv_results_["mean_test_score"], rtol=1e-6
     )
     assert model.alpha_ == search.best_params_["alpha"]
+
+
+@pytest.mark.parametrize(
+    "n_samples, token_dim, scale", [(40, 3, 0.01), (136, 6, 0.03)]
+)
+def test_leave_one_out_of_alpha_zero_with_a_coordinate_in_other_units(
+    n_samples, token_dim, scale
+):
+    """A token coordinate in other units raises the Gram's condition number
+    (1e11 to 2e13 here) and with it the rounding floor on ``1 - h_i``: rows of
+    leverage below one but under it had no score at alpha = 0, and noiseless
+    data got a ridge penalty that left a relative error of 0.25 on held-out
+    sequences (helper-95). From the equilibrated Gram the minimum-norm fit's
+    leave-one-out predictions are the targets (every left-out sequence is
+    determined by the others), alpha = 0 is chosen and reproduces the model."""
+    X, y, _ = make_random_mhla(n_samples + 50, 8, token_dim, n_heads=2, random_state=1)
+    X = X * np.r_[scale, np.ones(token_dim - 1)]
+    X_test, y_test, X, y = X[n_samples:], y[n_samples:], X[:n_samples], y[:n_samples]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the scales' warning)
+        model = LinearAttentionRegressorCV(
+            scoring="neg_mean_absolute_error", store_cv_results=True
+        ).fit(X, y)
+    size = np.abs(y).max()
+    assert model.alpha_ == 0.0
+    np.testing.assert_allclose(model.cv_results_[:, 0], y, rtol=0, atol=1e-6 * size)
+    np.testing.assert_allclose(
+        model.predict(X_test), y_test, rtol=0, atol=1e-9 * np.abs(y_test).max()
+    )
 
 
 # --- sample weights ----------------------------------------------------------------
