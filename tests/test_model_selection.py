@@ -2,6 +2,7 @@
 GridSearchCV, exact leave-one-out, sample weights, the final model."""
 
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -767,6 +768,59 @@ def test_leave_one_out_of_alpha_zero_with_a_coordinate_in_other_units(
     np.testing.assert_allclose(
         model.predict(X_test), y_test, rtol=0, atol=1e-9 * np.abs(y_test).max()
     )
+
+
+def exact_leave_one_out(features, y):
+    """Leave-one-out predictions of least squares with an intercept in exact
+    rational arithmetic (the normal equations of the float inputs, solved by
+    Gaussian elimination over fractions)."""
+    rows = [[Fraction(value) for value in row] + [Fraction(1)] for row in features]
+    targets = [Fraction(value) for value in y]
+    n, width = len(rows), len(rows[0])
+    predictions = np.empty(n)
+    for left in range(n):
+        kept = [i for i in range(n) if i != left]
+        system = [
+            [sum(rows[i][a] * rows[i][b] for i in kept) for b in range(width)]
+            + [sum(rows[i][a] * targets[i] for i in kept)]
+            for a in range(width)
+        ]
+        for column in range(width):
+            pivot = next(r for r in range(column, width) if system[r][column] != 0)
+            system[column], system[pivot] = system[pivot], system[column]
+            for r in range(width):
+                if r != column and system[r][column] != 0:
+                    factor = system[r][column] / system[column][column]
+                    system[r] = [
+                        a - factor * b
+                        for a, b in zip(system[r], system[column], strict=True)
+                    ]
+        coef = [system[a][width] / system[a][a] for a in range(width)]
+        predictions[left] = float(
+            sum(c * v for c, v in zip(coef, rows[left], strict=True))
+        )
+    return predictions
+
+
+def test_leave_one_out_of_alpha_zero_is_not_taken_from_a_truncated_gram():
+    """Tokens offset by 30 with an intercept: the Gram keeps every direction,
+    but its equilibrated copy dropped one, and rows the Gram left without a
+    number at alpha = 0 were filled with another model's leave-one-out, 0.7
+    and 1.7 from the exact one (helper-96). Every finite prediction is within
+    0.2 of exact rational arithmetic's (the Gram's own, in condition ~1e15,
+    are within 0.1; the leave-one-out residuals are about 3)."""
+    X, y, _ = make_random_mhla(21, 3, 3, n_heads=2, noise=0.1, random_state=2)
+    X = X + 30.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (alpha_ on the grid's edge)
+        model = LinearAttentionRegressorCV(
+            [0.0, 1e-6, 1e-2], n_heads=None, scoring="neg_mean_absolute_error",
+            store_cv_results=True, gcv_mode="normal", fit_intercept=True,
+        ).fit(X, y)
+    predictions = model.cv_results_[:, 0]
+    finite = np.isfinite(predictions)
+    expected = exact_leave_one_out(naive_lifted_features(X), y)
+    np.testing.assert_allclose(predictions[finite], expected[finite], rtol=0, atol=0.2)
 
 
 # --- sample weights ----------------------------------------------------------------
