@@ -860,11 +860,10 @@ class _Search:
 
     def _fit(self, k, asked=False, fitted=False):
         """``(value_rows, query_rows, CountFit)``: the best start by training loss
-        (on noisy data screened by ``SCREEN_ITER`` steps, and polished), the
-        first within tol ending the starts; exact data that identify the
-        function are fitted in the Frobenius metric, then in the training
-        metric where that ends beyond tol (in the search: and within
-        ``REFIT_REACH``). In the search, counts from
+        (:meth:`training_fit`; noisy fits polished); exact data that identify
+        the function are fitted in the Frobenius metric (:meth:`frobenius_fit`),
+        then in the training metric where that ends beyond tol (in the search:
+        and within ``REFIT_REACH``). In the search, counts from
         :attr:`first_hopeless` on are judged by :meth:`completion_verdict`
         where it decides, unless ``fitted``."""
         if not (asked or fitted) and k >= self.first_hopeless:
