@@ -198,6 +198,23 @@ def test_exact_counts_in_other_units_pass_to_rounding(scale):
     assert asked.passes and asked.relative_distance <= asked.tol
 
 
+@pytest.mark.parametrize("seed, factor", [(4, 16.0), (5, 1 / 32)])
+def test_exact_counts_do_not_depend_on_a_coordinates_units(seed, factor):
+    """A token coordinate multiplied by a power of two changes only the units of
+    the model: the same counts are fitted, the same count returned and the same
+    predictions made (to 1e-8, the lifted solve's rounding); fitted in the
+    data's units 4 and 5 heads came back of 3-head data."""
+    X, y, _ = make_random_mhla(80, 8, 4, n_heads=3, n_outputs=2, random_state=seed)
+    given = LinearAttentionRegressor().fit(X, y)
+    Z = X * np.array([factor, 1.0, 1.0, 1.0])
+    other = LinearAttentionRegressor().fit(Z, y)
+    assert given.n_heads_ == other.n_heads_ == 3
+    assert given.head_search_.counts_tried == other.head_search_.counts_tried
+    assert_allclose(
+        other.predict(Z), given.predict(X), rtol=0, atol=1e-8 * np.abs(y).max()
+    )
+
+
 def test_token_exponents_follow_a_coordinates_units():
     """The powers of two of :func:`token_exponents` follow a coordinate's units
     (divided by 32: exponent -5, the others 0), the same from the rows and
