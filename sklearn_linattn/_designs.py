@@ -308,10 +308,8 @@ class SequenceDesign:
             )
             norms = np.maximum(norms - centered**2, 0.0)
         norms = norms.reshape(d, d * d)
-        if self.alpha:
-            squares = _query_map(d).power(2).tocoo()
-            ridge = np.zeros((d, d * d))
-            np.add.at(ridge, (squares.row // self.n_lifted, squares.col), squares.data)
+        if self.alpha:  # the Frobenius part: a factor of unit rows
+            ridge = fold_lifted_coef(np.ones((1, self.n_lifted)), d) ** 2
             norms = norms + self.alpha * ridge
         return norms
 

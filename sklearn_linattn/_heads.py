@@ -188,7 +188,7 @@ def token_exponents(design):
     (``design.direction_norms()``, a head direction's ``S[b, c] q[e]`` on the
     training rows: ``l_b`` is about ``log2`` of coordinate ``b``'s size).
     None where no data define them (the Frobenius distance) or all are 0."""
-    norms = getattr(design, "direction_norms", lambda: None)()
+    norms = design.direction_norms()
     if norms is None:
         return None
     d = design.token_dim
@@ -889,14 +889,13 @@ class _Search:
                 if not refinable:
                     value_rows, query_rows = self.reproduce(value_rows, query_rows)
             loss = design_loss(self.design, value_rows, query_rows)
-        distance = self.distance(value_rows, query_rows)
-        reach = np.inf if asked else REFIT_REACH
-        if self.frobenius_fits and self.tol < distance <= reach:
-            # refitted in the training metric (the constant's comment)
-            value_rows, query_rows = fit_heads(
-                self.design, query_rows, FIT_ITER, budget=self.budget
-            )[:2]
         if self.frobenius_fits:
+            distance = self.distance(value_rows, query_rows)
+            if self.tol < distance <= (np.inf if asked else REFIT_REACH):
+                # refitted in the training metric (the constant's comment)
+                value_rows, query_rows = fit_heads(
+                    self.design, query_rows, FIT_ITER, budget=self.budget
+                )[:2]
             loss = design_loss(self.design, value_rows, query_rows)
         count = CountFit(k, self.distance(value_rows, query_rows), self.excess(loss))
         within = self.within(value_rows, query_rows, loss, self.design)

@@ -64,6 +64,7 @@ from ._data import (
     lifted_data,
     padding_row_mask,
     sum_statistics,
+    to_unit,
 )
 from ._estimators import (
     LinearAttentionClassifier,
@@ -264,8 +265,9 @@ def _loo_normal(data, statistics, targets, alphas, fit_intercept, equilibrate=Fa
         fit_intercept
     )
     column_scale = None
-    if equilibrate:
-        column_scale = _power_of_two_scales(np.diag(gram))
+    if equilibrate:  # powers of two with column_scale^2 diag(G) in [1/4, 1)
+        diagonal = np.maximum(np.diag(gram), 0.0)
+        column_scale = np.ldexp(1.0, -to_unit(np.sqrt(diagonal), ())[1])
         gram = gram * column_scale[:, None] * column_scale
         moment = column_scale[:, None] * moment
         feature_mean = column_scale * feature_mean
@@ -388,16 +390,6 @@ def _loo_normal(data, statistics, targets, alphas, fit_intercept, equilibrate=Fa
     # (a Gram of numerically dropped directions: which are dropped depends on
     # the features' scales, and an equilibrated Gram poses another problem)
     return predictions, floored & (kept.size == eigenvalues.size)
-
-
-def _power_of_two_scales(diagonal):
-    """Powers of two ``c_f`` with ``c_f^2 diagonal_f`` in [1/4, 1) (1 where the
-    diagonal is not positive): exact scales toward unit diagonal."""
-    diagonal = np.asarray(diagonal, dtype=np.float64)
-    positive = np.isfinite(diagonal) & (diagonal > 0)
-    exponents = np.zeros(diagonal.shape, dtype=int)
-    exponents[positive] = -np.frexp(np.sqrt(diagonal[positive]))[1]
-    return np.ldexp(1.0, exponents)
 
 
 def _equilibrated_zero_alpha(data, statistics, targets, alphas, fit_intercept, loo):
