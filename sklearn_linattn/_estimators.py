@@ -1259,7 +1259,7 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         heads, with ``head_search_.complete`` False and a
         ``ConvergenceWarning``. None (or ``inf``): no limit (near interpolation the
         search then also fits every count that could reproduce the lifted
-        fit, which under a limit it tries only within three times the work
+        fit, which under a limit it tries only within four times the work
         it spent before them, or 2e8 flops where that is more;
         ``head_search_.fewer_untried`` says where that
         left counts unfitted). A fixed ``n_heads=k`` is fitted without a limit.

@@ -34,6 +34,7 @@ from ._low_rank import (
     LSMR_ITER,
     ROUNDING,
     Budget,
+    Progress,
     completion_queries,
     cost_model,
     fit_heads,
@@ -73,7 +74,9 @@ START_SEED = 20261201
 # is below the other starts' minimum.
 FEW_HEADS_SEEDS = 1
 # On noisy fits every start runs SCREEN_ITER steps and the SCREEN_KEPT best go on
-# (5 steps: the 11 fits above); a start within SAME_START (relative) of a better
+# (5 steps: the 11 fits above), resumed with their damping and loss history (a
+# restart took STALL_STEPS more steps to see a stalled fit: 14% to 16% of the
+# work, benchmarks/README.md); a start within SAME_START (relative) of a better
 # one is not refined.
 SCREEN_ITER = 10
 SCREEN_KEPT = 2
@@ -146,12 +149,14 @@ DRIFT_PENALTY = 1e-6
 # partial_fit, count their work as fit on the rows does), not counting the
 # folds' lifted fits. In flops the two paths fitted different counts (2 of 303
 # cases of bench_fewest_heads.py returned other heads, benchmarks/README.md;
-# with the folds' work counted, 6). The share, 3:
+# with the folds' work counted, 6). The share, 3 at first:
 # with it on all those fits, n_heads=k-1 passed where k came back in 35 of 515
 # fits of bench_fewest_heads.py against 44 with 1, for 2.6% more work; on the
 # first alone, 12; with heads that reproduce it refined, not polished, 5 of 514
-# (6 with the folds' work left out).
-BEYOND_SHARE = 3.0
+# (6 with the folds' work left out). 4 since the screened fits are resumed (the
+# search spends 13% less before; with 3, k-1 passed in 5 of 514 against 1, with
+# 4 the same heads as before in all 600 at 6% less work).
+BEYOND_SHARE = 4.0
 BEYOND_FLOOR = 2e8
 # The estimators' work limit: head_work_limit times the lifted fit's flops plus
 # WORK_FLOOR (4 to 7 seconds of one core, benchmarks/README.md).
@@ -587,7 +592,7 @@ class HeadReadout:
         that could reproduce it were not all fitted. Counts whose models have
         as many parameters as the training rows have equations pass only by
         reproducing the lifted fit within ``tol``, and then predict as it
-        does; under a work limit their first fit may take at most three times
+        does; under a work limit their first fit may take at most four times
         the work the search spent before it (or ``2e8`` flops; ``partial_fit``
         counts both as ``fit`` on the same rows spends them), and a count
         whose fit would exceed that, or the limit, is not fitted.
@@ -924,33 +929,36 @@ class _Search:
 
     def training_fit(self, k):
         """``(value_rows, query_rows, loss)``: the best start in the training
-        metric (on noisy data screened by ``SCREEN_ITER`` steps), the first
-        within tol ending the starts."""
+        metric (on noisy data screened by ``SCREEN_ITER`` steps, the kept ones'
+        fits then resumed), the first within tol ending the starts."""
         design = self.design
         accept, resolution = self.stop_rules(design)
         run = functools.partial(
             fit_heads, design, accept_below=accept, budget=self.budget,
             max_norm=np.inf if self.exact else DRIFT * self.norm,
         )
-        starts = self.starts(k)
+        starts = [(start, None) for start in self.starts(k)]  # (queries, progress)
         if not self.exact:  # screen the starts (one at `accept` ends them)
             screened = []
-            for start in starts:
-                screened.append(run(start, SCREEN_ITER))
+            for start, _ in starts:
+                progress = Progress()
+                screened.append((*run(start, SCREEN_ITER, progress=progress), progress))
                 if screened[-1][2] <= accept:
                     break
-            kept = []  # (coefficients, query rows), the best screened first
-            for value_rows, query_rows, *_ in sorted(screened, key=lambda f: f[2]):
+            kept = []  # (coefficients, query rows, progress), the best first
+            for value_rows, query_rows, _, _, progress in sorted(
+                screened, key=lambda f: f[2]
+            ):
                 theta = head_coef(value_rows, query_rows, self.d)
                 if len(kept) < SCREEN_KEPT and all(
                     np.linalg.norm(theta - other) > SAME_START * np.linalg.norm(other)
-                    for other, _ in kept
+                    for other, *_ in kept
                 ):
-                    kept.append((theta, query_rows))
-            starts = [query_rows for _, query_rows in kept]
+                    kept.append((theta, query_rows, progress))
+            starts = [(query_rows, progress) for _, query_rows, progress in kept]
         best = None
-        for start in starts:
-            heads = run(start, FIT_ITER, resolution=resolution)[:3]
+        for start, progress in starts:  # (a screened fit resumed)
+            heads = run(start, FIT_ITER, resolution=resolution, progress=progress)[:3]
             if best is None or heads[2] < best[2]:
                 best = heads
             if self.within(*best, design) or self.budget.exhausted:

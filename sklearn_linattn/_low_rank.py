@@ -365,6 +365,7 @@ def levenberg_marquardt(
     resolution=0.0,
     astray=None,
     target_norm=0.0,
+    progress=None,
 ):
     """Minimize ``||r(x)||^2`` by Levenberg-Marquardt.
 
@@ -381,7 +382,9 @@ def levenberg_marquardt(
     ``target_norm`` times the residual's norm); when ``budget`` runs out; or at
     a point where ``astray(point)``. With ``rounding``, steps that gain no
     more than it are taken unless they raise the loss by more, and
-    ``FLAT_STEPS`` of them end the fit.
+    ``FLAT_STEPS`` of them end the fit. With ``progress`` (a
+    :class:`Progress`) it resumes the fit that stopped there, if any, and
+    records where it stops.
 
     Returns
     -------
@@ -390,10 +393,13 @@ def levenberg_marquardt(
     n_steps : int
         Steps computed."""
     budget = Budget() if budget is None else budget
-    point = evaluate(x)
-    budget.spend(point.flops, point.nominal_flops)
-    damping, factor, normal = None, 2.0, None
-    history = [point.loss - baseline]
+    if progress is not None and progress.state is not None:  # resumed
+        point, damping, factor, normal, history, scale = progress.state
+    else:
+        point = evaluate(x)
+        budget.spend(point.flops, point.nominal_flops)
+        damping, factor, normal, scale = None, 2.0, None, None
+        history = [point.loss - baseline]
     n_steps, flat_steps = 0, 0
     while (
         n_steps < max_iter
@@ -460,7 +466,21 @@ def levenberg_marquardt(
             factor *= 2
             if damping > MAX_DAMPING * scale:
                 break
+    if progress is not None:
+        progress.state = (point, damping, factor, normal, history, scale)
     return point, n_steps
+
+
+class Progress:
+    """Where a :func:`levenberg_marquardt` fit stopped: its point, damping and
+    loss history, from which a fit given the same ``progress`` goes on as
+    the first would have (its ``x`` ignored)."""
+
+    state = None
+
+    @property
+    def point(self):
+        return self.state[0]
 
 
 def _orthonormal_columns(matrix):
@@ -492,6 +512,7 @@ def fit_heads(
     polish=False,
     resolution=0.0,
     max_norm=np.inf,
+    progress=None,
 ):
     """The best heads with these many query matrices, from a start.
 
@@ -500,7 +521,9 @@ def fit_heads(
     (kept orthonormal) by :func:`levenberg_marquardt`. With ``polish`` no stall
     rule applies (a minimum to rounding); else it has also stalled when
     ``STALL_STEPS`` steps lowered the loss by less than ``resolution``. It stops
-    at heads whose lifted coefficients exceed ``max_norm``.
+    at heads whose lifted coefficients exceed ``max_norm``. With a
+    :class:`Progress` of an earlier fit of these heads (``query_rows``: its
+    point's) it goes on from where that one stopped.
 
     Returns
     -------
@@ -522,6 +545,7 @@ def fit_heads(
         rounding=ROUNDING * _EPS * size**2 if polish else 0.0,
         structured=design.structured, resolution=resolution, target_norm=size,
         astray=None if max_norm == np.inf else functools.partial(_beyond, max_norm),
+        progress=progress,
     )
     return point.value_rows(), point.query_rows, point.loss, n_steps
 

@@ -506,3 +506,25 @@ def test_svd_falls_back_to_gesvd_where_gesdd_does_not_converge(rng, monkeypatch)
     monkeypatch.setattr(scipy.linalg, "svd", gesdd_fails)
     for ours, theirs in zip(svd(matrix), expected, strict=True):
         np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("structured", [True, False])
+def test_a_fit_resumed_goes_on_as_one_fit(rng, structured):
+    """A fit stopped after 4 steps and resumed from its Progress takes the
+    steps one fit of 4 + 6 steps takes: the same heads, loss and steps, to the
+    bit (the damping and the stall rule's history carry over)."""
+    d, k = 4, 2
+    X = random_sequences(rng, 60, 5, d)
+    design = sequence_design(X, rng.normal(size=(60, 2)), np.ones(60), 0.0, False)
+    design.structured = structured
+    start = rng.normal(size=(k, d * d))
+    whole = fit_heads(design, start, 10)
+    progress = low_rank.Progress()
+    first = fit_heads(design, start, 4, progress=progress)
+    resumed = fit_heads(design, progress.point.query_rows, 6, progress=progress)
+    assert first[3] == 4 and first[3] + resumed[3] == whole[3]
+    np.testing.assert_array_equal(resumed[0], whole[0])
+    np.testing.assert_array_equal(resumed[1], whole[1])
+    assert resumed[2] == whole[2]
+    restarted = fit_heads(design, first[1], 6)
+    assert restarted[2] != whole[2]  # a restart is another fit
