@@ -478,10 +478,6 @@ class Progress:
 
     state = None
 
-    @property
-    def point(self):
-        return self.state[0]
-
 
 def _orthonormal_columns(matrix):
     """An orthonormal basis of the columns' span (one column: normalized, where
@@ -522,8 +518,8 @@ def fit_heads(
     rule applies (a minimum to rounding); else it has also stalled when
     ``STALL_STEPS`` steps lowered the loss by less than ``resolution``. It stops
     at heads whose lifted coefficients exceed ``max_norm``. With a
-    :class:`Progress` of an earlier fit of these heads (``query_rows``: its
-    point's) it goes on from where that one stopped.
+    :class:`Progress` of an earlier fit of these heads (``query_rows``: the
+    ones it returned) it goes on from where that one stopped.
 
     Returns
     -------

@@ -521,7 +521,7 @@ def test_a_fit_resumed_goes_on_as_one_fit(rng, structured):
     whole = fit_heads(design, start, 10)
     progress = low_rank.Progress()
     first = fit_heads(design, start, 4, progress=progress)
-    resumed = fit_heads(design, progress.point.query_rows, 6, progress=progress)
+    resumed = fit_heads(design, first[1], 6, progress=progress)
     assert first[3] == 4 and first[3] + resumed[3] == whole[3]
     np.testing.assert_array_equal(resumed[0], whole[0])
     np.testing.assert_array_equal(resumed[1], whole[1])
