@@ -24,7 +24,7 @@ import functools
 import numpy as np
 import scipy.sparse
 
-from ._attention import _fold_indices, fold_lifted_coef
+from ._attention import _fold_indices, fold_lifted_coef, unfold_lifted_coef
 from ._lift import lifted_matvec
 from ._low_rank import matmul
 
@@ -79,6 +79,26 @@ def query_features_adjoint(weights, token_dim):
     """The adjoint of :func:`query_features`: ``weights`` (k, d, p) to (k, d * d)."""
     k = weights.shape[0]
     return (_query_map_adjoint(token_dim) @ weights.reshape(k, -1).T).T
+
+
+def _stacked(values, token_dim):
+    """Values ``(m, k d)`` as the rows ``(output, b)`` of ``W = V^T Q``: (m d, k)."""
+    m, d = values.shape[0], token_dim
+    return values.reshape(m, -1, d).transpose(0, 2, 1).reshape(m * d, -1)
+
+
+def heads_lifted(values, query_rows, token_dim):
+    """``values @ B(Q)`` (:func:`query_features`), shape (m, p): the lifted
+    coefficients of heads with values ``(m, k d)``, ``unfold(V^T Q)``, without
+    forming ``B(Q)`` (``k d`` times larger)."""
+    folded = matmul(_stacked(values, token_dim), query_rows)  # V^T Q
+    return unfold_lifted_coef(folded, token_dim)
+
+
+def heads_lifted_adjoint(values, weights, token_dim):
+    """The gradient in ``Q`` of ``<weights, heads_lifted(values, Q)>``, shape (k,
+    d * d): the unfold's adjoint is the fold."""
+    return _stacked(values, token_dim).T @ fold_lifted_coef(weights, token_dim)
 
 
 def _contract(moments, queries, query_rows):
@@ -159,6 +179,18 @@ class LiftedDesign:
         if self.factor is not None:
             weights = weights @ self.factor.T
         return query_features_adjoint(weights.reshape(k, d, -1), d)
+
+    def applied(self, values, query_rows):
+        """``values @ X(Q)`` (m, n_columns), the features never formed: a
+        Jacobian product's (:mod:`~sklearn_linattn._low_rank`)."""
+        lifted = heads_lifted(values, query_rows, self.token_dim)
+        return lifted if self.factor is None else matmul(lifted, self.factor)
+
+    def applied_adjoint(self, values, residual):
+        """``features_adjoint(values.T @ residual)``, the features never formed."""
+        if self.factor is not None:
+            residual = residual @ self.factor.T
+        return heads_lifted_adjoint(values, residual, self.token_dim)
 
     def basis(self):
         """``X(e_x)`` for every query coordinate: shape (d * d, d, n_columns)."""
@@ -270,13 +302,41 @@ class SequenceDesign:
     def features_adjoint(self, weights):
         d, n = self.token_dim, self.n_rows
         k = weights.shape[0] // d
-        rows = self._project(weights[:, :n].T).reshape(n, k, d)
-        mixed = np.matmul(rows, self.moments).reshape(n, k * d)  # S_i w_ih
-        # sum_i (S_i w_ih) q_i^T
-        gradient = matmul(mixed.T, self.queries).reshape(k, d * d)
+        gradient = self._rows_adjoint(self._project(weights[:, :n].T))
         if self.alpha:
             ridge = weights[:, n:].reshape(k, d, -1)
             gradient += np.sqrt(self.alpha) * query_features_adjoint(ridge, d)
+        return gradient
+
+    def _rows_adjoint(self, rows):
+        """The rows' part of :meth:`features_adjoint`, its weights' rows
+        projected: ``Pi weights[:, :n]^T``, shape (n, k d)."""
+        d, n = self.token_dim, self.n_rows
+        k = rows.shape[1] // d
+        mixed = np.matmul(rows.reshape(n, k, d), self.moments)  # S_i w_ih
+        # sum_i (S_i w_ih) q_i^T
+        return matmul(mixed.reshape(n, k * d).T, self.queries).reshape(k, d * d)
+
+    def applied(self, values, query_rows):
+        """``values @ X(Q)`` (m, n_columns), the features never formed (a Jacobian
+        product's: at d = 12 with a ridge, ``X(Q)`` has ``k d (n + p)`` entries)."""
+        k, d, n = query_rows.shape[0], self.token_dim, self.n_rows
+        contracted = _contract(self.moments, self.queries, query_rows)
+        rows = self._project(matmul(contracted.reshape(n, k * d), values.T)).T
+        if not self.alpha:
+            return rows
+        ridge = np.sqrt(self.alpha) * heads_lifted(values, query_rows, d)
+        return np.concatenate([rows, ridge], axis=1)
+
+    def applied_adjoint(self, values, residual):
+        """``features_adjoint(values.T @ residual)``, the features never formed."""
+        n = self.n_rows
+        # (Pi commutes with the values: the residual's rows projected, not (k d, n))
+        gradient = self._rows_adjoint(self._project(residual[:, :n].T) @ values)
+        if self.alpha:
+            gradient += np.sqrt(self.alpha) * heads_lifted_adjoint(
+                values, residual[:, n:], self.token_dim
+            )
         return gradient
 
     def basis(self):
@@ -356,6 +416,21 @@ class PenalizedDesign:
         return self.design.features_adjoint(
             weights[:, :split]
         ) + self._scale * self.distance.features_adjoint(weights[:, split:])
+
+    def applied(self, values, query_rows):
+        return np.concatenate(
+            [
+                self.design.applied(values, query_rows),
+                self._scale * self.distance.applied(values, query_rows),
+            ],
+            axis=1,
+        )
+
+    def applied_adjoint(self, values, residual):
+        split = self.design.n_columns
+        return self.design.applied_adjoint(
+            values, residual[:, :split]
+        ) + self._scale * self.distance.applied_adjoint(values, residual[:, split:])
 
     def basis(self):
         if self._basis is None:

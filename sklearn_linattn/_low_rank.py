@@ -130,7 +130,9 @@ class _Values:
 
     def _flops(self, design):
         """A Jacobian product's flops and this evaluation's on ``design`` (or a
-        design's :func:`cost_model`)."""
+        design's :func:`cost_model`). A product is counted as forming the
+        features ``X(dQ)``, which ``design.applied`` no longer does (kept, so
+        that the work limits cut the same searches: benchmarks/README.md)."""
         k, d = len(self.query_rows), self.design.token_dim
         product = (
             design.feature_flops(k)
@@ -145,11 +147,11 @@ class _Values:
 
     def jvp(self, step):
         d_query = step.reshape(self.query_rows.shape)
-        return self._project(matmul(self.values, self.design.features(d_query))).ravel()
+        return self._project(self.design.applied(self.values, d_query)).ravel()
 
     def vjp(self, residual):
         projected = self._project(residual.reshape(self.design.targets.shape))
-        return self.design.features_adjoint(matmul(self.values.T, projected)).ravel()
+        return self.design.applied_adjoint(self.values, projected).ravel()
 
     def jacobian(self):
         """Kaufman's Jacobian as a linear operator (for LSMR)."""
@@ -597,7 +599,7 @@ def linearized_refit(design, query_rows, budget=None):
             (2 * n_iter + 2) * point.nominal_product_flops,
         )
     step = step.reshape(point.query_rows.shape)
-    moved = design.targets - point.values @ design.features(step)
+    moved = design.targets - design.applied(point.values, step)
     values = (moved @ point.row_space.T) @ point._inverse
     budget.spend(point.product_flops, point.nominal_product_flops)
     return (

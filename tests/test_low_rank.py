@@ -185,6 +185,28 @@ def designs(rng, d, m):
 
 
 @pytest.mark.parametrize("form", range(5))
+def test_products_with_values_equal_those_with_the_features_formed(rng, form):
+    """``applied`` and ``applied_adjoint`` (Jacobian products that never form the
+    features) equal ``values @ X(Q)`` and ``features_adjoint(values.T @ R)``
+    with ``X(Q)`` formed."""
+    d, m, k = 3, 2, 2
+    design = designs(rng, d, m)[form]
+    values = rng.normal(size=(m, k * d))
+    query_rows = rng.normal(size=(k, d * d))
+    residual = rng.normal(size=(m, design.n_columns))
+    formed = values @ design.features(query_rows)
+    np.testing.assert_allclose(
+        design.applied(values, query_rows), formed,
+        rtol=1e-12, atol=1e-12 * np.abs(formed).max(),
+    )
+    gradient = design.features_adjoint(values.T @ residual)
+    np.testing.assert_allclose(
+        design.applied_adjoint(values, residual), gradient,
+        rtol=1e-12, atol=1e-12 * np.abs(gradient).max(),
+    )
+
+
+@pytest.mark.parametrize("form", range(5))
 @pytest.mark.parametrize("few_heads", [0, 100])  # either projection of the metric
 def test_reduced_jacobian_products_are_derivatives_and_adjoints(
     rng, monkeypatch, form, few_heads
