@@ -185,11 +185,12 @@ def designs(rng, d, m):
 
 
 @pytest.mark.parametrize("form", range(5))
-def test_products_with_values_equal_those_with_the_features_formed(rng, form):
-    """``applied`` and ``applied_adjoint`` (Jacobian products that never form the
-    features) equal ``values @ X(Q)`` and ``features_adjoint(values.T @ R)``
-    with ``X(Q)`` formed."""
-    d, m, k = 3, 2, 2
+@pytest.mark.parametrize("m, k", [(1, 2), (2, 2), (2, 1)])  # both routes of a factor
+def test_products_with_values_equal_those_with_the_features_formed(rng, form, m, k):
+    """``applied`` and ``applied_adjoint`` (Jacobian products that form the
+    features only where that is cheaper) equal ``values @ X(Q)`` and
+    ``features_adjoint(values.T @ R)`` with ``X(Q)`` formed."""
+    d = 3
     design = designs(rng, d, m)[form]
     values = rng.normal(size=(m, k * d))
     query_rows = rng.normal(size=(k, d * d))
