@@ -13,9 +13,11 @@ targets ``T``, so that the objective is ``||V X(Q) - T||^2``.
   fit's own, so that the loss is again the training objective less the lifted
   fit's. Cheaper when there are fewer rows than lifted features.
 
-Each design also gives ``X(e_x)`` for every query coordinate and the training
-metric unfolded (:meth:`LiftedDesign.metric`), from which the engine forms its
-normal equations.
+Each design also gives the products with given values, ``V X(Q)`` and its
+adjoint's (``applied``, ``applied_adjoint``: a Jacobian product's, without forming
+``X(Q)`` where that is cheaper), ``X(e_x)`` for every query coordinate and the
+training metric unfolded (:meth:`LiftedDesign.metric`), from which the engine
+forms its normal equations.
 """
 
 import copy
@@ -201,8 +203,8 @@ class LiftedDesign:
     def _values_first(self, n_heads):
         """Whether a product contracts the values first, ``2 m p r`` flops for a
         factor of ``r`` columns, rather than going through the cached basis,
-        ``2 k d^3 r`` (helper-98: with one head and 3 to 10 outputs the basis
-        was 1.2 to 3 times faster)."""
+        ``2 k d^3 r`` (with one head and 3 to 10 outputs the basis was 1.2 to 3
+        times faster, benchmarks/README.md)."""
         if self.factor is None or self._basis is None:
             return True
         return self.n_outputs * self.n_lifted <= n_heads * self.token_dim**3

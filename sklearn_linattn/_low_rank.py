@@ -131,8 +131,9 @@ class _Values:
     def _flops(self, design):
         """A Jacobian product's flops and this evaluation's on ``design`` (or a
         design's :func:`cost_model`). A product is counted as forming the
-        features ``X(dQ)``, which ``design.applied`` no longer does (kept, so
-        that the work limits cut the same searches: benchmarks/README.md)."""
+        features ``X(dQ)``, which ``design.applied`` avoids where that is
+        cheaper (the count kept, so that the work limits cut the same searches:
+        benchmarks/README.md)."""
         k, d = len(self.query_rows), self.design.token_dim
         product = (
             design.feature_flops(k)
