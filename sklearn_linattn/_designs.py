@@ -120,6 +120,8 @@ def predict_rows(moments, queries, value_rows, query_rows):
 
 # The lifted design keeps X(e_x) for every query coordinate x (d^3 times the
 # factor's rank floats) when that is at most this many: X(Q) is then one product.
+# The rows' design keeps S_i V for a point's Jacobian products (n m k d floats)
+# under the same cap (128 MB).
 BASIS_FLOATS = 2**24
 
 
@@ -275,6 +277,7 @@ class SequenceDesign:
         self.structured = d**6 <= METRIC_FLOATS  # steps from normal equations
         self.cost = None  # its work is its own
         self._basis = None
+        self._moved = None  # (values, S_i V) of the last values (_moved_values)
 
     def feature_flops(self, n_heads):
         return RowCost(self.n_rows, self.token_dim, self.alpha).feature_flops(n_heads)
@@ -334,12 +337,35 @@ class SequenceDesign:
         # sum_i (S_i w_ih) q_i^T
         return matmul(mixed.reshape(n, k * d).T, self.queries).reshape(k, d * d)
 
+    def _moved_values(self, values):
+        """``S_i V_oh`` for every row, output and head, shape (n, m, k d), or None
+        where the values are more than ``d`` outputs (the products then cost
+        more than with ``S_i`` applied to the heads' queries) or that is more
+        than ``BASIS_FLOATS`` floats: computed once for the values of a point,
+        whose Jacobian products all share them (``values`` is never changed in
+        place)."""
+        n, d = self.n_rows, self.token_dim
+        m = values.shape[0]
+        if m > d or n * values.size > BASIS_FLOATS:
+            return None
+        if self._moved is None or self._moved[0] is not values:
+            moved = matmul(self.moments.reshape(n * d, d), values.reshape(-1, d).T)
+            moved = moved.reshape(n, d, -1).transpose(0, 2, 1).reshape(n, m, -1)
+            self._moved = values, moved
+        return self._moved[1]
+
     def applied(self, values, query_rows):
         """``values @ X(Q)`` (m, n_columns), the features never formed (a Jacobian
         product's: at d = 12 with a ridge, ``X(Q)`` has ``k d (n + p)`` entries)."""
         k, d, n = query_rows.shape[0], self.token_dim, self.n_rows
-        contracted = _contract(self.moments, self.queries, query_rows)
-        rows = self._project(matmul(contracted.reshape(n, k * d), values.T)).T
+        moved = self._moved_values(values)
+        if moved is None:
+            contracted = _contract(self.moments, self.queries, query_rows)
+            rows = matmul(contracted.reshape(n, k * d), values.T)
+        else:  # sum_h <S_i V_oh, Q_h q_i> (S_i symmetric)
+            mixed = matmul(self.queries, query_rows.reshape(k * d, d).T)
+            rows = np.matmul(moved, mixed[:, :, None])[:, :, 0]
+        rows = self._project(rows).T
         if not self.alpha:
             return rows
         ridge = np.sqrt(self.alpha) * heads_lifted(values, query_rows, d)
@@ -347,9 +373,16 @@ class SequenceDesign:
 
     def applied_adjoint(self, values, residual):
         """``features_adjoint(values.T @ residual)``, the features never formed."""
-        n = self.n_rows
+        d, n = self.token_dim, self.n_rows
         # (Pi commutes with the values: the residual's rows projected, not (k d, n))
-        gradient = self._rows_adjoint(self._project(residual[:, :n].T) @ values)
+        projected = self._project(residual[:, :n].T)
+        moved = self._moved_values(values)
+        if moved is None:
+            gradient = self._rows_adjoint(projected @ values)
+        else:  # sum_i (sum_o r_oi S_i V_oh) q_i^T
+            weighted = np.matmul(projected[:, None, :], moved)[:, 0, :]
+            k = weighted.shape[1] // d
+            gradient = matmul(weighted.T, self.queries).reshape(k, d * d)
         if self.alpha:
             gradient += np.sqrt(self.alpha) * heads_lifted_adjoint(
                 values, residual[:, n:], self.token_dim

@@ -185,7 +185,8 @@ def designs(rng, d, m):
 
 
 @pytest.mark.parametrize("form", range(5))
-@pytest.mark.parametrize("m, k", [(1, 2), (2, 2), (2, 1)])  # both routes of a factor
+# both routes of a metric factor (m p against k d^3) and of the rows (m <= d)
+@pytest.mark.parametrize("m, k", [(1, 2), (2, 2), (2, 1), (4, 2)])
 def test_products_with_values_equal_those_with_the_features_formed(rng, form, m, k):
     """``applied`` and ``applied_adjoint`` (Jacobian products that form the
     features only where that is cheaper) equal ``values @ X(Q)`` and
