@@ -47,21 +47,16 @@ from ._validation import caller_stacklevel
 
 __all__ = ["CountFit", "HeadReadout", "paper_heads", "read_out_heads"]
 
-# The constants below are justified in benchmarks/README.md, "Constants of the
-# head read-out", with the measurements that set them.
+# What each constant does; the measurements that set it are in
+# benchmarks/README.md, "Constants of the head read-out".
 #
-# Starts of a k-head fit (_Search.starts): COMPLETION_ITER rounds of alternating
-# projections complete the split to rank k (noisy data); the one-output subspace
-# starts take ISOTROPIC_STARTS seeds on exact data, NOISY_ISOTROPIC_STARTS on noisy
-# data, EXACT_STARTS_PER_DIM * r for r - 1 heads of exact data (r: the tokens'
-# span's dimension); RANDOM_STARTS seeded random query matrices on exact data (8
-# missed 1 of the 162 fits of bench_heads.py's dense grid), NOISY_RANDOM_STARTS on
-# noisy data of several outputs with k >= 2 (which have no isotropic starts: from
-# the completion and the split's SVD alone, 2 heads of d = 5 with 3 outputs stopped
-# at 5 times the generating model's training error; 2 random starts screened by 5
-# steps left 11 of 300 noisy fits of n_heads=H above it, bench_heads.py --only
-# fixed, benchmarks/README.md); random starts are drawn in the spans' bases
-# (_Search.token_bases); every seed starts from START_SEED.
+# Starts of a k-head fit (_Search.starts): the split completed to rank k by
+# COMPLETION_ITER rounds of alternating projections (noisy data); one output's
+# common isotropic subspaces from ISOTROPIC_STARTS seeds (exact data),
+# NOISY_ISOTROPIC_STARTS (noisy), EXACT_STARTS_PER_DIM * r for r - 1 heads of
+# exact data (r: the tokens' span's dimension); RANDOM_STARTS random query
+# matrices on exact data and NOISY_RANDOM_STARTS on noisy data of several outputs
+# with k >= 2, drawn in the spans' bases; every seed starts from START_SEED.
 COMPLETION_ITER = 30
 RANDOM_STARTS = 10
 NOISY_RANDOM_STARTS = 4
@@ -69,97 +64,63 @@ ISOTROPIC_STARTS = 40
 NOISY_ISOTROPIC_STARTS = 8
 EXACT_STARTS_PER_DIM = 20
 START_SEED = 20261201
-# Noisy fits of one output with 2 <= k < d / 2 heads end with a start on the nearest
-# common isotropic subspace found from FEW_HEADS_SEEDS seeds, refined where its loss
-# is below the other starts' minimum.
+# Noisy fits of one output with 2 <= k < d / 2 heads end with a start on the
+# nearest common isotropic subspace from FEW_HEADS_SEEDS seeds, refined where its
+# loss is below the other starts' minimum.
 FEW_HEADS_SEEDS = 1
-# On noisy fits every start runs SCREEN_ITER steps and the SCREEN_KEPT best go on
-# (5 steps: the 11 fits above), resumed with their damping and loss history (a
-# restart took STALL_STEPS more steps to see a stalled fit: 14% to 16% of the
-# work, benchmarks/README.md); a start within SAME_START (relative) of a better
-# one is not refined.
+# On noisy data every start runs SCREEN_ITER steps and the SCREEN_KEPT best are
+# resumed; a start within SAME_START (relative) of a better one is not.
 SCREEN_ITER = 10
 SCREEN_KEPT = 2
 SAME_START = 3e-3
-# Levenberg-Marquardt steps per start, and to polish the returned heads.
+# Levenberg-Marquardt steps per start (FIT_ITER), and to polish the returned
+# heads (POLISH_ITER). The search refits exact fits that end beyond tol in the
+# Frobenius metric in the training metric (as n_heads=k does) where they end
+# within REFIT_REACH.
 FIT_ITER = 100
-# Exact fits, in the Frobenius metric, that end beyond tol are refitted in the
-# training metric (n_heads=k's fit). The search refits those within REFIT_REACH
-# (relative distance) as n_heads=k does: refits passed from at most 8.2e-4 away,
-# none of 39 from beyond 1e-2, and those of failing counts near the paper's
-# count (4e-3 to 0.18 away) cost 22 to 26% more work at d = 12
-# (benchmarks/README.md, thirty-third pass; fitted in the data's units then).
 REFIT_REACH = 1e-2
 POLISH_ITER = 20
-# Gauss-Newton steps refining heads within tol of the lifted fit to it (_Search.
-# refined): they stop within ROUNDING eps of it, in 0 to 2 steps where Gauss-Newton
-# converges quadratically (macrodata's 23 and 15 heads, bench_search_stages.py),
-# and get near it where the metric is near singular (its 11 heads: 8.8e-9 to
-# 3.1e-13 in 5 steps; 20 steps cost 1.7e10 flops for 15 heads, a third of the
-# search's work limit).
+# Gauss-Newton steps refining heads within tol of the lifted fit to it.
 REFINE_ITER = 5
 # A noisy fit has stalled when 5 steps gain less than RESOLUTION of the lifted
-# fit's explained energy (far below the spread of a cross-validated error).
+# fit's explained energy.
 RESOLUTION = 1e-6
 # A count passes at a cross-validated error at most the lifted fit's plus SLACK
-# standard errors (glmnet's rule is 1: too few heads on real sets).
+# standard errors.
 SLACK = 0.0
-# Held-out errors within the larger of ERROR_TIE and TIE_PER_TOL * tol, at most
-# TIE_LIMIT (relative), of the lifted fit's tie with it (_Search.error_tie): they
-# differ by the rounding of sums taken in another order (fit and partial_fit: 4e-14
-# for 3 heads of as many dimensions as the lifted fit), or by refits that reproduce
-# the lifted fit within tol (1e-9 to 7e-9 of its held-out errors at tol = 1e-8 on
-# aeon's solar, where 1e-9 left the count to the order and scale of the
-# coordinates), and a real difference is a row's weight. A user's tol of 1e-2
-# must not make errors 10% apart a tie (helper-92: 1 head at 1.6 times the lifted
-# fit's test error). A tie is no worse than the lifted fit, and within a
-# squared-error threshold; a classifier's count passes only below the lifted fit's
-# misclassified share (a count that ties it is not shown to be as good).
+# Held-out errors within max(ERROR_TIE, min(TIE_PER_TOL * tol, TIE_LIMIT))
+# (relative) of the lifted fit's tie with it: no worse, and within a squared-error
+# threshold; a classifier's count passes only below it.
 ERROR_TIE = 1e-9
 TIE_PER_TOL = 10.0
 TIE_LIMIT = 1e-6
-# ... and no worse than the lifted fit on more than FOLDS_MAJORITY of the folds (a
-# mean of heavy-tailed errors can rest on one fold).
+# ... and no worse than the lifted fit on more than FOLDS_MAJORITY of the folds.
 FOLDS_MAJORITY = 0.5
-# With several outputs, each output's cross-validated error may exceed the lifted
-# fit's (lowered as the threshold is) by at most OUTPUT_SPREAD standard errors of
-# its per-fold differences: the sum over outputs hid a head only one output uses.
+# With several outputs, no output's cross-validated error above the lifted fit's
+# (lowered as the threshold is) by more than OUTPUT_SPREAD standard errors of its
+# per-fold differences.
 OUTPUT_SPREAD = 2.0
 # Below INTERPOLATION_MARGIN equations (rows times outputs) per degree of freedom
-# in the folds' fits, generalized cross-validation checks the cross-validated
-# comparison.
+# in the folds' fits, generalized cross-validation checks the comparison.
 INTERPOLATION_MARGIN = 2.0
 # Near interpolation a count is not fitted when its generalized cross-validated
-# error would fail even at TRAINING_FLOOR times the lifted fit's training error
-# (and the slices keep it from tol).
+# error would fail even at TRAINING_FLOOR times the lifted fit's training error.
 TRAINING_FLOOR = 0.5
 # With REFIT_MARGIN training rows per lifted feature, linearized refits that pass
 # on every fold stand for the folds' own refits.
 REFIT_MARGIN = 10.0
 # Noisy fits stop at heads whose lifted coefficients exceed DRIFT times the lifted
-# fit's norm, and are polished (and judged) with the penalty DRIFT_PENALTY * signal
-# * ||theta_k - theta||^2 / ||theta||^2 (drift along a singular training metric's
-# null space).
+# fit's norm, and are polished (and judged) with the penalty DRIFT_PENALTY *
+# signal * ||theta_k - theta||^2 / ||theta||^2.
 DRIFT = 1e3
 DRIFT_PENALTY = 1e-6
-# The work of the first fit from the interpolating count on (_reproducing_beyond):
-# BEYOND_SHARE times what the search spent on its fits before it, or BEYOND_FLOOR
-# flops (under a tenth of a second of one core, benchmarks/README.md) where that
-# is more; both in nominal flops (Budget: heads fitted on the rows' statistics,
-# partial_fit, count their work as fit on the rows does), not counting the
-# folds' lifted fits. In flops the two paths fitted different counts (2 of 303
-# cases of bench_fewest_heads.py returned other heads, benchmarks/README.md;
-# with the folds' work counted, 6). The share, 3 at first:
-# with it on all those fits, n_heads=k-1 passed where k came back in 35 of 515
-# fits of bench_fewest_heads.py against 44 with 1, for 2.6% more work; on the
-# first alone, 12; with heads that reproduce it refined, not polished, 5 of 514
-# (6 with the folds' work left out). 4 since the screened fits are resumed (the
-# search spends 13% less before; with 3, k-1 passed in 5 of 514 against 1, with
-# 4 the same heads as before in all 600 at 6% less work).
+# The first fits from the interpolating count on (_reproducing_beyond) may spend
+# BEYOND_SHARE times the nominal work the search spent on its fits before them,
+# or BEYOND_FLOOR flops where that is more.
 BEYOND_SHARE = 4.0
 BEYOND_FLOOR = 2e8
 # The estimators' work limit: head_work_limit times the lifted fit's flops plus
-# WORK_FLOOR (4 to 7 seconds of one core, benchmarks/README.md).
+# WORK_FLOOR.
 WORK_FLOOR = 5e10
 
 

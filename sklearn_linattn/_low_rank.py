@@ -216,50 +216,31 @@ class _Values:
         return values.reshape(-1, k, d).transpose(1, 0, 2).reshape(k, -1)
 
 
-# Work is counted in flops, and each Jacobian product (a few numpy calls) is
-# charged CALL_FLOPS more, an evaluation of the reduced problem (a dozen) four
-# times that: their fixed cost, 20 to 50 and 50 to 200 microseconds on the
-# project's machine, at the 5 GFlop/s the read-out runs at on larger problems
-# (benchmarks/bench_default_cases.py reports the ratio of work to time).
+# What each constant does; the measurements that set them are in
+# benchmarks/README.md, "Constants of the head read-out".
+#
+# Each Jacobian product (a few numpy calls) is charged CALL_FLOPS more than its
+# flops, an evaluation of the reduced problem (a dozen) four times that: their
+# fixed cost.
 CALL_FLOPS = 2e5
-
 # The head features X(Q) count as rank-deficient below FEATURE_RANK_FLOOR times
-# their largest singular value (as well as below max(shape) eps of it). Token
-# coordinates that are linearly dependent (one-hot positions beside a constant
-# coordinate) leave X(Q) exactly rank-deficient, and the computed zero came out
-# at 2e-15 to 5e-14 of the largest, about 100 eps: beyond max(shape) eps in some
-# orders of the coordinates, whose variable projection then divided by rounding
-# (the same fit ended at training losses 0.088 and 0.198 with the coordinates
-# reversed, benchmarks/README.md, thirty-second pass).
+# their largest singular value (as well as below max(shape) eps of it): the
+# computed zero of linearly dependent token coordinates is about 100 eps.
 FEATURE_RANK_FLOOR = 1e-10
-
 # A linearized refit by LSMR stops at a relative residual (and normal residual)
-# LINEARIZED_TOL: its held-out error is a criterion compared at 1e-3 and coarser
-# (the folds' standard errors were 1% to 40% of the error on the real sets).
+# LINEARIZED_TOL, or after LINEARIZED_ITER iterations.
 LINEARIZED_TOL = 1e-6
-# and after at most LINEARIZED_ITER iterations: on JapaneseVowels (d = 21, 441
-# unknowns a head) none of the 5 folds' refits reached LINEARIZED_TOL in 441
-# iterations (12% of the read-out); 100 gave the same verdict.
 LINEARIZED_ITER = 100
-
-# The normal equations take N^T N away where k^2 m <= FEW_HEADS d^2 (its flops,
-# 2 (k d^2)^2 m r, against 2 d^6 r for the projected metric, which also copies
-# d^6 floats three times): at d = 8 it took 0.39 ms against 2.8 ms for 2 heads
-# of one output, 2.3 ms against 7.2 ms for 4 heads of 10 (k^2 m = 2.5 d^2), and
-# 12 ms against 7.8 ms for 8 heads of 10 (10 d^2).
+# The normal equations take N^T N away where k^2 m <= FEW_HEADS d^2, else they
+# project the metric.
 FEW_HEADS = 4
-
 # Levenberg-Marquardt. Steps are solved from the normal equations where the design
-# is structured (design.structured), else by LSMR with at most LSMR_ITER iterations.
+# is structured (design.structured), else by LSMR with at most LSMR_ITER
+# iterations, or to a relative residual (and normal residual) LSMR_TOL.
 # The damping starts at INITIAL_DAMPING times the mean squared column norm of the
 # Jacobian (normal equations) or the loss per parameter (LSMR), follows Nielsen's
 # rule, and a fit stops when it exceeds MAX_DAMPING times that scale (no descent).
 LSMR_ITER = 25
-# An LSMR step also stops at a relative residual (and normal residual) LSMR_TOL.
-# The iterations bind first: on JapaneseVowels (d = 21) all 356 steps of the
-# default's read-out reach LSMR_ITER, on a noisy d = 11 regression (600 sequences)
-# 212 of 258; 1e-8 and 1e-12 gave the same heads and verdicts on both
-# (benchmarks/README.md, "LSMR_TOL").
 LSMR_TOL = 1e-10
 INITIAL_DAMPING = 1e-3
 MAX_DAMPING = 1e14

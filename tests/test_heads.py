@@ -4030,3 +4030,40 @@ def test_cv_estimator_in_memory_counts_its_own_work_beyond_the_interpolating_cou
     assert cv.head_search_.counts_tried == plain.head_search_.counts_tried
     assert cv.n_heads_ == plain.n_heads_
     assert cv.head_search_.criterion == plain.head_search_.criterion
+
+
+def test_every_constant_of_the_read_out_is_quoted_with_its_value_in_the_benchmarks():
+    """Each module constant of ``_heads.py`` and ``_low_rank.py`` is named, at its
+    current value, in benchmarks/README.md's "Constants of the head read-out",
+    where the measurements that set it are (a value changed in the code and not
+    there leaves the measurements of another value standing)."""
+    import ast
+    import re
+    from pathlib import Path
+
+    from sklearn_linattn import _heads, _low_rank
+
+    readme = Path(__file__).resolve().parent.parent / "benchmarks" / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    start = text.index("## Constants of the head read-out")
+    section = text[start : text.index("\n## ", start + 1)]
+    quoted = {}
+    for name, literal in re.findall(r"`([A-Z][A-Z0-9_]+) = ([^`]+)`", section):
+        quoted.setdefault(name, []).append(ast.literal_eval(literal))
+    missing = []
+    for module in (_heads, _low_rank):
+        tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+        names = [
+            target.id
+            for node in tree.body
+            if isinstance(node, ast.Assign)
+            for target in node.targets
+            if isinstance(target, ast.Name) and target.id.isupper()
+        ]
+        assert len(names) >= 10  # the parse found the constants
+        missing += [
+            f"{name} = {getattr(module, name)!r}"
+            for name in names
+            if getattr(module, name) not in quoted.get(name, [])
+        ]
+    assert not missing, f"not quoted at their values: {missing}"
