@@ -1251,10 +1251,10 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         The work the head read-out may do, counted in floating-point operations
         as it is done: ``head_work_limit`` times the lifted fit's (``n p^2 +
         p^3 / 3``, ``n^2 d^2 + n^3 / 3`` in kernel form, ``2 n d^3`` per LSQR
-        iteration for ``solver="cg"``) plus ``5e10``, 3 to 5
-        seconds of one core at the 11 to 16 GFlop/s the read-out reached on
-        problems of that size on the project's machine (a count is fitted on all the data and again on
-        each of the 5 folds' training data). A search cut short
+        iteration for ``solver="cg"``) plus ``5e10``, 3 to 5 seconds of one
+        core at the 11 to 16 GFlop/s the read-out reached on problems of that
+        size on the project's machine (a count is fitted on all the data and
+        again on each of the 5 folds' training data). A search cut short
         returns the fewest heads that passed so far, else the lifted fit's own
         heads, with ``head_search_.complete`` False and a
         ``ConvergenceWarning``. None (or ``inf``): no limit (near interpolation the

@@ -487,8 +487,8 @@ class HeadReadout:
         model found with at most ``k`` heads), ``"paper"`` (``n_heads=None``).
     passes : bool or None
         Whether the returned heads pass (``"tol"``, ``"cv"`` and ``"lifted"``
-        always do; for ``"fixed"`` the verdict on ``k``, None where noisy data
-        have no held-out folds to judge it, :attr:`CountFit.passes`).
+        always do; for ``"fixed"`` the verdict on the count returned, None where
+        noisy data have no held-out folds to judge it, :attr:`CountFit.passes`).
     complete : bool
         False when the work limit left a verdict the search needed undecided:
         the count returned is the fewest that passed before (or the lifted
@@ -497,7 +497,15 @@ class HeadReadout:
     counts : tuple of CountFit
         Every count fitted, in the order fitted (but counts from the
         interpolating one on whose fit the work limit cut short: they are
-        left out, undecided, as if not fitted).
+        left out, undecided, as if not fitted). A count below the one returned
+        without a row was not fitted: ruled out (on exact data, fewer heads
+        than the slices' bound allows; from the interpolating count on, where
+        only reproducing the lifted fit passes, counts below one that failed
+        to, which fewer heads cannot do either, and near interpolation counts
+        whose generalized cross-validated error fails even at half the lifted
+        fit's training error and that the slices' bound keeps from reproducing
+        it; theory page, "Near interpolation"), or, with
+        ``fewer_untried`` or ``complete`` False, left unfitted.
     relative_distance : float
         Of the returned heads, as in :class:`CountFit`.
     cv_error, cv_standard_error : float
@@ -518,7 +526,9 @@ class HeadReadout:
         (:class:`CountFit`) is at most the lower of the lifted fit's
         cross-validated and generalized cross-validated squared errors too.
     work, work_limit : float
-        Flops the read-out spent, and its limit.
+        Flops the read-out spent, and its limit. The limit is checked as work
+        is charged, one evaluation or step at a time, so a search cut short can
+        end past it by the last such charge.
     output_weights : ndarray of shape (n_outputs,) or None
         A multi-output regression's weights of its outputs in the read-out
         (the search's, and ``n_heads=None``'s truncation at ``tol``): the
@@ -561,6 +571,10 @@ class HeadReadout:
         with the same predictions. The search counts as complete (what is
         left could only predict as the lifted fit does), unless the work limit
         itself ran out during such a fit (``complete`` False).
+    n_heads_asked : int or None
+        The ``n_heads=k`` asked for (criterion ``"fixed"``), else None. The
+        count returned is fewer where heads of the best ``k``-head model are
+        zero within ``tol`` (they are dropped, and the count left is fitted).
 
     Examples
     --------
@@ -589,6 +603,7 @@ class HeadReadout:
     tol: float = float("nan")
     loss: object = None
     fewer_untried: bool = False
+    n_heads_asked: object = None
 
     @property
     def n_heads(self):
@@ -1698,6 +1713,7 @@ def read_out_heads(
         tol=search.tol,
         loss=search.folds.loss if held else None,
         fewer_untried=search.fewer_untried,
+        n_heads_asked=int(n_heads) if criterion == "fixed" else None,
     )
 
 

@@ -8,7 +8,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._attention import MultiHeadLinearAttention
 from ._estimators import _LinearAttentionBase
-from ._heads import HeadReadout
+from ._heads import HeadReadout, heads_phrase
 
 
 def _pyplot(caller):
@@ -307,7 +307,10 @@ class HeadSearchDisplay:
         training error), ``"gcv"``, counts near interpolation that failed on
         generalized cross-validation (``CountFit.failed_on``), at their
         generalized cross-validated squared error (a classifier's at its
-        threshold, the error being in other units), ``"majority"``, counts
+        threshold, the error being in other units), ``"interpolating"``,
+        counts with as many dimensions as equations (an infinite generalized
+        cross-validated error: they fail), at the top of the axes,
+        ``"majority"``, counts
         whose error was within the threshold but worse than the lifted fit's on
         a majority of the folds, ``"output"``, counts within the threshold but
         worse than the lifted fit on one of several outputs, ``"scores"``,
@@ -319,7 +322,10 @@ class HeadSearchDisplay:
         error measured, linearized refits' or training, and ``"tol"``,
         counts that reproduce the lifted fit within ``tol``, drawn at its
         cross-validated error, and ``"unmeasured"``, counts left undecided
-        before any error of theirs was measured, marked on the x-axis. On the
+        before any error of theirs was measured, marked on the x-axis. On both
+        panels, ``"unfitted"``: counts below the one returned (not for a fixed
+        ``n_heads``) that were not fitted (ruled out, or left unfitted:
+        ``head_search_.counts``), marked on the x-axis. On the
         distance panel (counts decided by ``tol``): ``"counts"`` (the decided
         counts' relative distances), ``"undecided"`` (counts the work limit
         left undecided, at their fit's distance so far), ``"objective"`` (see
@@ -475,7 +481,8 @@ class HeadSearchDisplay:
             )
         # axes that already show something keep it in view
         reused = ax is not None and ax.has_data()
-        if ax is None:
+        created = ax is None
+        if created:
             figure, ax = plt.subplots(figsize=(6, 3.6), layout="constrained")
         figure = ax.figure
         # the held-out panel where a held-out test decided a count, or where
@@ -520,7 +527,14 @@ class HeadSearchDisplay:
             # near interpolation: drawn at their generalized cross-validated
             # squared error, or, for misclassification (other units), at their
             # threshold
+            # (counts with as many dimensions as equations: infinite, drawn at
+            # the top of the axes)
             failed_gcv = [c for c in counts if c.failed_on == "gcv"]
+            interpolating = [
+                c for c in failed_gcv
+                if np.isfinite(c.training_error) and c.gcv_error == np.inf
+            ]
+            failed_gcv = [c for c in failed_gcv if c not in interpolating]
             gcv_errors = [
                 c.gcv_error if np.isfinite(c.training_error) else c.threshold
                 for c in failed_gcv
@@ -615,6 +629,18 @@ class HeadSearchDisplay:
                         markersize=2 * size if key in on_line else size,
                         zorder=3,
                     )[0]
+            if interpolating:  # an infinite error: at the top of the axes
+                lines["interpolating"] = ax.plot(
+                    [count.n_heads for count in interpolating],
+                    [0.97] * len(interpolating),
+                    transform=ax.get_xaxis_transform(),
+                    marker="*",
+                    linestyle="none",
+                    color=color,
+                    clip_on=False,
+                    label="k heads with as many dimensions as equations "
+                    "(generalized cross-validation infinite: fails)",
+                )[0]
             if unmeasured:  # no error to draw them at: on the x-axis
                 lines["unmeasured"] = ax.plot(
                     [count.n_heads for count in unmeasured],
@@ -706,14 +732,38 @@ class HeadSearchDisplay:
                     self.tol, color="gray", linestyle=":", label="tol"
                 )
             ax.set_ylabel("relative distance to the lifted fit")
+        unfitted = []  # counts below the one returned without a row
+        if search.criterion != "fixed":
+            tried = {count.n_heads for count in counts}
+            unfitted = [k for k in range(1, search.n_heads) if k not in tried]
+            if unfitted:
+                lines["unfitted"] = ax.plot(
+                    unfitted,
+                    [0.03] * len(unfitted),
+                    transform=ax.get_xaxis_transform(),
+                    marker="|",
+                    markersize=10,
+                    linestyle="none",
+                    color="gray",
+                    clip_on=False,
+                    label="k heads not fitted (ruled out, or left unfitted: "
+                    "head_search_.counts)",
+                )[0]
         cut_short = "" if search.complete else "; the work limit cut the search short"
         if search.criterion == "fixed":
             verdict = {True: "passes its test", False: "fails its test"}.get(
                 search.passes, "not judged: no held-out folds"
             )
+            asked = getattr(search, "n_heads_asked", None) or search.n_heads
+            dropped = (
+                f"; {heads_phrase(search.n_heads)} returned, the others zero "
+                "within tol"
+                if asked != search.n_heads
+                else ""
+            )
             label = (
-                f"asked for: {search.n_heads} (n_heads={search.n_heads}; "
-                f"{verdict}{cut_short})"
+                f"asked for: {asked} (n_heads={asked}{dropped}; {verdict}"
+                f"{cut_short})"
             )
         else:
             why = {
@@ -731,7 +781,7 @@ class HeadSearchDisplay:
         )
         ax.set_xlabel("number of heads k")
         # whole counts on the x-axis, even for one count
-        shown = [count.n_heads for count in counts] + [search.n_heads]
+        shown = [count.n_heads for count in counts] + [search.n_heads] + unfitted
         low, high = min(shown) - 0.5, max(shown) + 0.5
         if reused:  # keep what the axes already showed
             low, high = min(low, ax.get_xlim()[0]), max(high, ax.get_xlim()[1])
@@ -739,50 +789,15 @@ class HeadSearchDisplay:
         ax.xaxis.set_major_locator(
             MultipleLocator(1) if high - low <= 12 else MaxNLocator(integer=True)
         )
-        legend = ax.legend(fontsize=8)
-        if _hides_markers(legend, lines):  # no room among the counts: above them
-            _make_room_above(ax, legend)
-            legend.remove()
-            ax.legend(fontsize=8, loc="upper center")
+        # below the axes: inside, the best place matplotlib found at one dpi
+        # covered a count's marker at another
+        legend = ax.legend(
+            fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2),
+            frameon=False,
+        )
+        if created:  # the axes keep their height beside the legend's entries
+            entries = len(legend.get_texts())
+            figure.set_figheight(figure.get_figheight() + 0.17 * entries)
         self.lines_, self.ax_, self.figure_ = lines, ax, figure
         return self
 
-
-def _make_room_above(ax, legend):
-    """Raise the top of the y-axis so that the data take the axes' height less
-    the legend's (at most 80% of it is left to the legend)."""
-    renderer = legend.figure.canvas.get_renderer()
-    share = legend.get_window_extent(renderer).height / ax.get_window_extent(
-        renderer
-    ).height
-    share = min(share + 0.05, 0.8)
-    low, high = ax.get_ylim()
-    if ax.get_yscale() == "log":
-        low_log, high_log = np.log10(low), np.log10(high)
-        ax.set_ylim(low, 10 ** (low_log + (high_log - low_log) / (1 - share)))
-    else:
-        ax.set_ylim(low, low + (high - low) / (1 - share))
-
-
-def _hides_markers(legend, lines):
-    """Whether the legend, where matplotlib placed it inside the axes, covers a
-    count's marker (with a few counts and many kinds of verdict there is no
-    room for it: a failed count was drawn under it). The lines across the whole
-    axes (the chosen count, the lifted fit) do not count."""
-    figure = legend.figure
-    get_renderer = getattr(figure.canvas, "get_renderer", None)
-    if get_renderer is None:  # a canvas that does not render to a bitmap
-        return False
-    figure.canvas.draw()  # places the legend
-    box = legend.get_window_extent(get_renderer())
-    for name, line in lines.items():
-        if name in ("chosen", "lifted") or not hasattr(line, "get_xydata"):
-            continue
-        points = line.get_transform().transform(line.get_xydata())
-        inside = (
-            (points[:, 0] >= box.x0) & (points[:, 0] <= box.x1)
-            & (points[:, 1] >= box.y0) & (points[:, 1] <= box.y1)
-        )
-        if np.any(inside):
-            return True
-    return False

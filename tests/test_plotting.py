@@ -442,11 +442,12 @@ def test_search_display_says_when_counts_that_could_reproduce_were_not_fitted():
     assert "no fewer heads passed" not in label
 
 def drawn_counts(display):
-    """Every count drawn by a line of the display (the threshold and chosen aside)."""
+    """Every count fitted drawn by a line of the display (the threshold, chosen
+    and the counts not fitted aside)."""
     return {
         int(n)
         for key, line in display.lines_.items()
-        if key not in ("threshold", "lifted", "chosen")
+        if key not in ("threshold", "lifted", "chosen", "unfitted")
         for n in line.get_xdata()
     }
 
@@ -616,10 +617,10 @@ def test_a_head_search_record_without_its_tol_draws_the_estimators(rng):
 
 def test_the_legend_of_a_search_hides_no_count():
     """Counts decided three ways and seven legend entries: matplotlib's
-    best place inside the axes covered the first count's marker; the axis is
-    raised to make room above the counts instead. No marker of a count (the
-    chosen line and the lifted fit's line span the axes, and are left out) lies
-    under the legend."""
+    best place inside the axes covered the first count's marker (and a place
+    free at one dpi covered one at another); the legend is below the axes. No
+    marker of a count (the chosen line and the lifted fit's line span the axes,
+    and are left out) lies under the legend, at any dpi."""
     X, y = seventeen_sequences_three_labels()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # few rows per lifted feature
@@ -629,16 +630,60 @@ def test_the_legend_of_a_search_hides_no_count():
     display = HeadSearchDisplay.from_estimator(model)
     assert len(model.head_search_.counts) >= 3
     figure = display.figure_
-    figure.canvas.draw()
-    box = display.ax_.get_legend().get_window_extent(figure.canvas.get_renderer())
-    shown = 0
-    for name, line in display.lines_.items():
-        if name in ("chosen", "lifted"):
-            continue
-        for x, y_ in line.get_transform().transform(line.get_xydata()):
-            shown += 1
-            assert not (box.x0 <= x <= box.x1 and box.y0 <= y_ <= box.y1), name
-    assert shown >= 3
+    for dpi in (60, 72, 100, 200):
+        figure.set_dpi(dpi)
+        figure.canvas.draw()
+        box = display.ax_.get_legend().get_window_extent(
+            figure.canvas.get_renderer()
+        )
+        shown = 0
+        for name, line in display.lines_.items():
+            if name in ("chosen", "lifted"):
+                continue
+            for x, y_ in line.get_transform().transform(line.get_xydata()):
+                shown += 1
+                inside = box.x0 <= x <= box.x1 and box.y0 <= y_ <= box.y1
+                assert not inside, (name, dpi)
+        assert shown >= 3
+
+
+def test_search_display_says_which_count_was_asked_for():
+    """``n_heads=4`` whose fourth head is zero within ``tol`` returns 3 heads:
+    the display said "asked for: 3 (n_heads=3...)", the count returned."""
+    from sklearn_linattn.datasets import make_random_mhla
+
+    X, y, _ = make_random_mhla(300, 6, 4, n_heads=2, noise=0.6, random_state=1)
+    model = LinearAttentionRegressor(n_heads=4, tol=0.25).fit(X, y)
+    search = model.head_search_
+    assert search.n_heads_asked == 4 and search.n_heads < 4
+    label = HeadSearchDisplay.from_estimator(model).lines_["chosen"].get_label()
+    assert label.startswith("asked for: 4 (n_heads=4; ")
+    assert f"{search.n_heads} heads returned" in label
+    assert LinearAttentionRegressor().fit(X, y).head_search_.n_heads_asked is None
+
+
+def test_search_display_draws_infinite_and_unfitted_counts():
+    """25 exact sequences of d = 4: 3 heads have as many dimensions as the
+    equations (generalized cross-validation infinite) and were not drawn at all
+    (matplotlib drops inf); 2 heads, below a count that failed to reproduce the
+    lifted fit, were not fitted and left no trace."""
+    from sklearn_linattn.datasets import make_random_mhla
+
+    X, y, _ = make_random_mhla(25, 6, 4, n_heads=2, noise=0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # alpha=0 interpolates
+        model = LinearAttentionRegressor().fit(X, y)
+    search = model.head_search_
+    infinite = [c.n_heads for c in search.counts if c.gcv_error == np.inf]
+    missing = sorted(set(range(1, search.n_heads)) - set(search.counts_tried))
+    assert infinite and missing
+    display = HeadSearchDisplay.from_estimator(model)
+    drawn = display.lines_["interpolating"]
+    np.testing.assert_array_equal(drawn.get_xdata(), infinite)
+    assert np.all(np.isfinite(drawn.get_ydata()))
+    np.testing.assert_array_equal(display.lines_["unfitted"].get_xdata(), missing)
+    low, high = display.ax_.get_xlim()
+    assert low < min(missing) and max(infinite) < high
 
 
 def test_search_display_of_a_classifier_judged_on_squared_errors_says_so(
