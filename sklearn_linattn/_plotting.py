@@ -630,29 +630,18 @@ class HeadSearchDisplay:
                         zorder=3,
                     )[0]
             if interpolating:  # an infinite error: at the top of the axes
-                lines["interpolating"] = ax.plot(
-                    [count.n_heads for count in interpolating],
-                    [0.97] * len(interpolating),
-                    transform=ax.get_xaxis_transform(),
-                    marker="*",
-                    linestyle="none",
-                    color=color,
-                    clip_on=False,
+                lines["interpolating"] = _at_height(
+                    ax, [count.n_heads for count in interpolating], 0.97,
+                    marker="*", color=color,
                     label="k heads with as many dimensions as equations "
                     "(generalized cross-validation infinite: fails)",
-                )[0]
+                )
             if unmeasured:  # no error to draw them at: on the x-axis
-                lines["unmeasured"] = ax.plot(
-                    [count.n_heads for count in unmeasured],
-                    [0.03] * len(unmeasured),
-                    transform=ax.get_xaxis_transform(),
-                    marker="d",
-                    fillstyle="none",
-                    linestyle="none",
-                    color=color,
-                    clip_on=False,
+                lines["unmeasured"] = _at_height(
+                    ax, [count.n_heads for count in unmeasured], 0.03,
+                    marker="d", fillstyle="none", color=color,
                     label="k heads left undecided before any error was measured",
-                )[0]
+                )
             within = [count for count in counts if count.criterion == "tol"]
             if within:
                 lines["tol"] = ax.plot(
@@ -737,18 +726,11 @@ class HeadSearchDisplay:
             tried = {count.n_heads for count in counts}
             unfitted = [k for k in range(1, search.n_heads) if k not in tried]
             if unfitted:
-                lines["unfitted"] = ax.plot(
-                    unfitted,
-                    [0.03] * len(unfitted),
-                    transform=ax.get_xaxis_transform(),
-                    marker="|",
-                    markersize=10,
-                    linestyle="none",
-                    color="gray",
-                    clip_on=False,
+                lines["unfitted"] = _at_height(
+                    ax, unfitted, 0.03, marker="|", markersize=10, color="gray",
                     label="k heads not fitted (ruled out, or left unfitted: "
                     "head_search_.counts)",
-                )[0]
+                )
         cut_short = "" if search.complete else "; the work limit cut the search short"
         if search.criterion == "fixed":
             verdict = {True: "passes its test", False: "fails its test"}.get(
@@ -801,3 +783,11 @@ class HeadSearchDisplay:
         self.lines_, self.ax_, self.figure_ = lines, ax, figure
         return self
 
+
+def _at_height(ax, counts, height, **style):
+    """Markers of ``counts`` at a ``height`` of the axes (0 bottom, 1 top),
+    whatever the y-axis shows: counts without an error to draw them at."""
+    return ax.plot(
+        counts, [height] * len(counts), transform=ax.get_xaxis_transform(),
+        linestyle="none", clip_on=False, **style,
+    )[0]
