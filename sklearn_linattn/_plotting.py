@@ -640,7 +640,8 @@ class HeadSearchDisplay:
                 lines["unmeasured"] = _at_height(
                     ax, [count.n_heads for count in unmeasured], 0.03,
                     marker="d", fillstyle="none", color=color,
-                    label="k heads left undecided before any error was measured",
+                    label="k heads left undecided before a cross-validated or "
+                    "training error was measured",
                 )
             within = [count for count in counts if count.criterion == "tol"]
             if within:
@@ -694,7 +695,11 @@ class HeadSearchDisplay:
                     fillstyle="none",
                     linestyle="none",
                     color=color,
-                    label="k heads left undecided (their fit so far)",
+                    # (a complete search leaves undecided only noisy heads
+                    # without held-out folds: solver="cg", n_heads=k)
+                    label="k heads left undecided (their fit so far)"
+                    if not search.complete
+                    else "k heads not judged (no held-out folds for noisy heads)",
                 )[0]
             objective = self.identifiable is False or (
                 self.identifiable is None

@@ -713,3 +713,18 @@ def test_search_display_of_a_classifier_judged_on_squared_errors_says_so(
     if any(count.criterion == "cv" for count in fitted.head_search_.counts):
         display = HeadSearchDisplay.from_estimator(fitted)
         assert display.ax_.get_ylabel() == "cross-validated misclassification rate"
+
+
+def test_search_display_of_noisy_heads_without_folds_says_not_judged():
+    """``solver="cg"`` keeps no held-out folds: ``n_heads=1`` on noisy data is
+    fitted and not judged, and was drawn as "left undecided (their fit so
+    far)", as if the work limit had cut it short."""
+    from sklearn_linattn.datasets import make_random_mhla
+
+    X, y, _ = make_random_mhla(300, 6, 4, n_heads=2, noise=0.3, random_state=1)
+    model = LinearAttentionRegressor(solver="cg", n_heads=1).fit(X, y)
+    assert model.head_search_.complete and model.head_search_.passes is None
+    display = HeadSearchDisplay.from_estimator(model)
+    assert display.lines_["undecided"].get_label() == (
+        "k heads not judged (no held-out folds for noisy heads)"
+    )
