@@ -450,7 +450,9 @@ class HeadSearchDisplay:
             reasons = {
                 "paper": "n_heads=None asks for the paper's read-out; fit with "
                 "n_heads='auto' or an int",
-                "tol": "the lifted fit has at most one head",
+                "tol": "the lifted fit has at most one head"
+                if search.n_heads
+                else "the lifted fit is zero: no heads",
                 "fixed": "the n_heads asked for is at least the lifted fit's own "
                 "count of heads",
                 "lifted": "no count below the lifted fit's could pass: on exact "

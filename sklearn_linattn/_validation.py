@@ -168,6 +168,8 @@ def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
     _check_ndim(X)
     if reset and token_dim is not None:  # before validate_data sets n_features_in_
         _token_dim_of_width(X.shape[1], token_dim)
+    if not reset:
+        _refuse_one_sequence(X.shape, token_dim, estimator)
     with _converted_to_float(
         "X", "an array of shape (n_samples, n_tokens * token_dim)"
     ):
@@ -183,6 +185,25 @@ def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
     if estimator is not None and reset:
         warn_about_layout(n_features // token_dim, token_dim, from_rows=from_rows)
     return rows.reshape(n_samples, n_features // token_dim, token_dim)
+
+
+def _refuse_one_sequence(shape, token_dim, estimator):
+    """A 2-D ``X`` of ``token_dim`` columns given to an estimator fitted on
+    longer rows: one sequence ``Z`` of shape (n_tokens, d), which 2-D input
+    reads as one flattened sequence per row; the error says to pass ``Z[None]``
+    (validate_data's said only that the counts of features differ)."""
+    expected = getattr(estimator, "n_features_in_", None)
+    if token_dim is None or expected is None or shape[1] != token_dim:
+        return
+    if expected != token_dim:
+        raise ValueError(
+            f"X has {shape[1]} features, but {type(estimator).__name__} is expecting "
+            f"{expected} features as input. X of shape {shape} looks like one "
+            f"sequence of {shape[0]} tokens of dimension {token_dim}: a 2-D X holds "
+            "one flattened sequence per row, shape (n_samples, n_tokens * "
+            "token_dim). Pass one sequence Z as Z[None], of shape (1, n_tokens, "
+            "token_dim)."
+        )
 
 
 def _is_array_of_sequences(X):

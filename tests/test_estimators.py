@@ -670,6 +670,22 @@ def test_bad_predict_input(rng):
     assert model.predict(np.ones((4, 9, 3))).shape == (4,)  # any sequence length
 
 
+def test_one_sequence_as_2d_input_is_refused_with_the_shape_to_pass(rng):
+    """One sequence ``Z`` of shape (n_tokens, d) is, as 2-D input, n_tokens rows
+    of d features: predict said only "X has 3 features, but ... is expecting
+    12", with no word of ``Z[None]``. Estimators and the lifted features'
+    transformer say it; ``Z[None]`` predicts that sequence."""
+    X = random_sequences(rng, 30, 4, 3)
+    model = LinearAttentionRegressor().fit(X, rng.normal(size=30))
+    features = LiftedAttentionFeatures().fit(X)
+    for method in (model.predict, features.transform):
+        with pytest.raises(ValueError, match=r"X has 3 features.*Z\[None\]"):
+            method(X[0])
+    np.testing.assert_allclose(
+        model.predict(X[0][None]), model.predict(X)[:1], rtol=1e-14
+    )
+
+
 @pytest.mark.parametrize(
     "params, match",
     [

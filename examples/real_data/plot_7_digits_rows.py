@@ -45,10 +45,11 @@ print(f"{len(rows)} images of {rows.shape[1]} rows of {rows.shape[2]} pixels")
 # %%
 # The models
 # ----------
-# The top rows of many digits are blank too: with ``padding=None`` they are real
-# tokens and get their position features (the default treats leading zero tokens as
-# padding, which is right for :func:`~sklearn_linattn.preprocessing.pad_sequences`
-# output, not here).
+# No row of any of these images is all zero, so nothing here looks like
+# padding; ``padding=None`` says so all the same: every row is a real token and
+# gets its position features (the default treats leading zero tokens as padding,
+# which is right for :func:`~sklearn_linattn.preprocessing.pad_sequences` output,
+# not for data whose tokens can be zero).
 attention = LinearAttentionClassifier(n_heads=None, alpha=1.0)
 models = {
     "attention, raw rows": (attention, rows),
