@@ -329,7 +329,8 @@ class HeadSearchDisplay:
         distance panel (counts decided by ``tol``): ``"counts"`` (the decided
         counts' relative distances), ``"undecided"`` (counts the work limit
         left undecided, at their fit's distance so far), ``"objective"`` (see
-        ``identifiable``), ``"threshold"`` (``tol``) and ``"chosen"``.
+        ``identifiable``), ``"threshold"`` (``tol``; none where
+        no count was judged: noisy heads without held-out folds) and ``"chosen"``.
         Keys whose line would be empty are left out, except ``"counts"``
         (drawn without a legend entry when empty) and ``"chosen"``.
     band_ : matplotlib artist or None
@@ -723,7 +724,10 @@ class HeadSearchDisplay:
                     label="k heads, sqrt(training_loss) (within tol passes too: "
                     "data not identifying)",
                 )[0]
-            if self.tol is not None:
+            # (no count judged and none left undecided by the work limit:
+            # noisy heads without folds, for which tol is no test)
+            unjudged = search.complete and all(c.passes is None for c in counts)
+            if self.tol is not None and not unjudged:
                 lines["threshold"] = ax.axhline(
                     self.tol, color="gray", linestyle=":", label="tol"
                 )

@@ -718,7 +718,7 @@ def test_search_display_of_a_classifier_judged_on_squared_errors_says_so(
 def test_search_display_of_noisy_heads_without_folds_says_not_judged():
     """``solver="cg"`` keeps no held-out folds: ``n_heads=1`` on noisy data is
     fitted and not judged, and was drawn as "left undecided (their fit so
-    far)", as if the work limit had cut it short."""
+    far)", as if the work limit had cut it short, against tol."""
     from sklearn_linattn.datasets import make_random_mhla
 
     X, y, _ = make_random_mhla(300, 6, 4, n_heads=2, noise=0.3, random_state=1)
@@ -728,3 +728,4 @@ def test_search_display_of_noisy_heads_without_folds_says_not_judged():
     assert display.lines_["undecided"].get_label() == (
         "k heads not judged (no held-out folds for noisy heads)"
     )
+    assert "threshold" not in display.lines_  # tol is no test of noisy heads
