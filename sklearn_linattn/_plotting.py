@@ -309,7 +309,8 @@ class HeadSearchDisplay:
         generalized cross-validated squared error (a classifier's at its
         threshold, the error being in other units), ``"interpolating"``,
         counts with as many dimensions as equations (an infinite generalized
-        cross-validated error: they fail), at the top of the axes,
+        cross-validated error: they fail), as an infinity sign at the top of
+        the axes,
         ``"majority"``, counts
         whose error was within the threshold but worse than the lifted fit's on
         a majority of the folds, ``"output"``, counts within the threshold but
@@ -451,9 +452,7 @@ class HeadSearchDisplay:
             reasons = {
                 "paper": "n_heads=None asks for the paper's read-out; fit with "
                 "n_heads='auto' or an int",
-                "tol": "the lifted fit has at most one head"
-                if search.n_heads
-                else "the lifted fit is zero: no heads",
+                "tol": "the lifted fit has at most one head",
                 "fixed": "the n_heads asked for is at least the lifted fit's own "
                 "count of heads",
                 "lifted": "no count below the lifted fit's could pass: on exact "
@@ -463,6 +462,8 @@ class HeadSearchDisplay:
                 "fit kept no folds (a warning said so)",
             }
             reason = reasons.get(search.criterion, "")
+            if search.n_heads == 0:
+                reason = "the lifted fit is zero: no heads"
             if search.fewer_untried:
                 reason = (
                     "fewer heads could pass only by reproducing the lifted fit "
@@ -533,10 +534,7 @@ class HeadSearchDisplay:
             # (counts with as many dimensions as equations: infinite, drawn at
             # the top of the axes)
             failed_gcv = [c for c in counts if c.failed_on == "gcv"]
-            interpolating = [
-                c for c in failed_gcv
-                if np.isfinite(c.training_error) and c.gcv_error == np.inf
-            ]
+            interpolating = [c for c in failed_gcv if c.gcv_error == np.inf]
             failed_gcv = [c for c in failed_gcv if c not in interpolating]
             gcv_errors = [
                 c.gcv_error if np.isfinite(c.training_error) else c.threshold
@@ -634,8 +632,8 @@ class HeadSearchDisplay:
                     )[0]
             if interpolating:  # an infinite error: at the top of the axes
                 lines["interpolating"] = _at_height(
-                    ax, [count.n_heads for count in interpolating], 0.97,
-                    marker="*", color=color,
+                    ax, [count.n_heads for count in interpolating], 0.95,
+                    marker="$\\infty$", markersize=12, color=color,
                     label="k heads with as many dimensions as equations "
                     "(generalized cross-validation infinite: fails)",
                 )
@@ -667,6 +665,7 @@ class HeadSearchDisplay:
                     color="black",
                     marker="_",
                     markersize=12,
+                    markeredgewidth=1.5,
                     linestyle="none",
                     label="threshold of k heads (a count must be below it)"
                     if self.error_name == "misclassification rate"
@@ -738,7 +737,8 @@ class HeadSearchDisplay:
             unfitted = [k for k in range(1, search.n_heads) if k not in tried]
             if unfitted:
                 lines["unfitted"] = _at_height(
-                    ax, unfitted, 0.03, marker="|", markersize=10, color="gray",
+                    ax, unfitted, 0.03, marker="|", markersize=10,
+                    markeredgewidth=1.5, color="gray",
                     label="k heads not fitted (ruled out, or left unfitted: "
                     "head_search_.counts)",
                 )
@@ -782,18 +782,64 @@ class HeadSearchDisplay:
         ax.xaxis.set_major_locator(
             MultipleLocator(1) if high - low <= 12 else MaxNLocator(integer=True)
         )
-        # below the axes: inside, the best place matplotlib found at one dpi
-        # covered a count's marker at another
-        legend = ax.legend(
-            fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2),
-            frameon=False,
-        )
-        if created:  # the axes keep their height beside the legend's entries
+        if created:
+            # below the axes, the figure taller by its entries: inside, the
+            # best place matplotlib found at one dpi covered a count's marker
+            # at another
+            legend = ax.legend(
+                fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2),
+                frameon=False,
+            )
             entries = len(legend.get_texts())
             figure.set_figheight(figure.get_figheight() + 0.17 * entries)
+        else:  # the user's axes: inside them (below, it left the figure)
+            legend = ax.legend(fontsize=8)
+            if _hides_markers(legend, lines):  # no room among the counts
+                _make_room_above(ax, legend)
+                legend.remove()
+                ax.legend(fontsize=8, loc="upper center")
         self.lines_, self.ax_, self.figure_ = lines, ax, figure
         return self
 
+
+def _make_room_above(ax, legend):
+    """Raise the top of the y-axis so that the data take the axes' height less
+    the legend's (at most 80% of it is left to the legend)."""
+    renderer = legend.figure.canvas.get_renderer()
+    share = legend.get_window_extent(renderer).height / ax.get_window_extent(
+        renderer
+    ).height
+    share = min(share + 0.05, 0.8)
+    low, high = ax.get_ylim()
+    if ax.get_yscale() == "log":
+        low_log, high_log = np.log10(low), np.log10(high)
+        ax.set_ylim(low, 10 ** (low_log + (high_log - low_log) / (1 - share)))
+    else:
+        ax.set_ylim(low, low + (high - low) / (1 - share))
+
+
+def _hides_markers(legend, lines):
+    """Whether the legend, where matplotlib placed it inside the axes, covers a
+    count's marker (with a few counts and many kinds of verdict there is no
+    room for it: a failed count was drawn under it). The lines across the whole
+    axes (the chosen count, the lifted fit) do not count."""
+    figure = legend.figure
+    get_renderer = getattr(figure.canvas, "get_renderer", None)
+    if get_renderer is None:  # a canvas that does not render to a bitmap
+        return False
+    figure.canvas.draw()  # places the legend
+    box = legend.get_window_extent(get_renderer())
+    for name, line in lines.items():
+        if name in ("chosen", "lifted") or not hasattr(line, "get_xydata"):
+            continue
+        points = line.get_transform().transform(line.get_xydata())
+        inside = (
+            (points[:, 0] >= box.x0) & (points[:, 0] <= box.x1)
+            & (points[:, 1] >= box.y0) & (points[:, 1] <= box.y1)
+        )
+        if np.any(inside):
+            return True
+    return False
 
 def _at_height(ax, counts, height, **style):
     """Markers of ``counts`` at a ``height`` of the axes (0 bottom, 1 top),

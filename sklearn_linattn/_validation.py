@@ -193,7 +193,7 @@ def _refuse_one_sequence(shape, token_dim, estimator):
     reads as one flattened sequence per row; the error says to pass ``Z[None]``
     (validate_data's said only that the counts of features differ)."""
     expected = getattr(estimator, "n_features_in_", None)
-    if token_dim is None or expected is None or shape[1] != token_dim:
+    if token_dim is None or expected is None or shape[1] != token_dim or not shape[0]:
         return
     if expected != token_dim:
         raise ValueError(
@@ -202,7 +202,7 @@ def _refuse_one_sequence(shape, token_dim, estimator):
             f"sequence of {shape[0]} tokens of dimension {token_dim}: a 2-D X holds "
             "one flattened sequence per row, shape (n_samples, n_tokens * "
             "token_dim). Pass one sequence Z as Z[None], of shape (1, n_tokens, "
-            "token_dim)."
+            "token_dim) (or rows that are one-token sequences as X[:, None])."
         )
 
 
@@ -349,6 +349,8 @@ def _validate_dask_sequences(X, token_dim, estimator, reset):
         _check_3d_shape(X.shape, token_dim, estimator, reset)
         return _without_empty_chunks(X.rechunk({1: -1, 2: -1}))
     _check_ndim(X)
+    if not reset:
+        _refuse_one_sequence(X.shape, token_dim, estimator)
     n_samples, n_features = X.shape
     if n_samples == 0:
         raise ValueError(

@@ -1552,3 +1552,13 @@ def test_a_dask_score_of_every_position_reads_X_once_and_equals_in_memory(
         expected = np.mean(1 - errors / spread)
     assert score == pytest.approx(expected, rel=1e-12)
     assert score == pytest.approx(model.score(X, y, weights), rel=1e-12)
+
+
+def test_one_sequence_as_a_2d_dask_array_is_refused_with_the_shape_to_pass():
+    """A Dask array follows numpy's rules and messages: one sequence of shape
+    (n_tokens, d) is refused with the shape to pass, ``Z[None]``."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 5, 3))
+    model = LinearAttentionRegressor().fit(X, rng.normal(size=40))
+    with pytest.raises(ValueError, match=r"X has 3 features.*Z\[None\]"):
+        model.predict(da.from_array(X[0]))

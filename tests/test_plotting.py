@@ -615,18 +615,24 @@ def test_a_head_search_record_without_its_tol_draws_the_estimators(rng):
     assert display.tol == 1e-7
 
 
+def search_decided_three_ways():
+    """A classifier of 17 sequences whose head search decides counts three
+    ways, with seven legend entries."""
+    X, y = seventeen_sequences_three_labels()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # few rows per lifted feature
+        return LinearAttentionClassifier(
+            alpha=0.1, fit_intercept=True, solver="dual"
+        ).fit(X, y)
+
+
 def test_the_legend_of_a_search_hides_no_count():
     """Counts decided three ways and seven legend entries: matplotlib's
     best place inside the axes covered the first count's marker (and a place
     free at one dpi covered one at another); the legend is below the axes. No
     marker of a count (the chosen line and the lifted fit's line span the axes,
     and are left out) lies under the legend, at any dpi."""
-    X, y = seventeen_sequences_three_labels()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # few rows per lifted feature
-        model = LinearAttentionClassifier(
-            alpha=0.1, fit_intercept=True, solver="dual"
-        ).fit(X, y)
+    model = search_decided_three_ways()
     display = HeadSearchDisplay.from_estimator(model)
     assert len(model.head_search_.counts) >= 3
     figure = display.figure_
@@ -684,6 +690,60 @@ def test_search_display_draws_infinite_and_unfitted_counts():
     np.testing.assert_array_equal(display.lines_["unfitted"].get_xdata(), missing)
     low, high = display.ax_.get_xlim()
     assert low < min(missing) and max(infinite) < high
+    assert drawn.get_marker() != display.lines_.get("gcv", drawn).get_marker() or (
+        "gcv" not in display.lines_
+    )
+
+
+def test_search_display_draws_a_classifiers_infinite_counts_as_infinite():
+    """A classifier's counts have no training squared error (NaN): those with
+    an infinite generalized cross-validated error were drawn at their
+    threshold as failing generalized cross-validation, not as infinite."""
+    from sklearn_linattn.datasets import make_random_mhla
+
+    X, y, _ = make_random_mhla(24, 2, 4, n_heads=1, noise=0.1, random_state=1)
+    labels = y > np.median(y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # alpha=0, fewer rows than features
+        model = LinearAttentionClassifier().fit(X, labels)
+    infinite = [c.n_heads for c in model.head_search_.counts if c.gcv_error == np.inf]
+    assert infinite
+    display = HeadSearchDisplay.from_estimator(model)
+    np.testing.assert_array_equal(
+        display.lines_["interpolating"].get_xdata(), infinite
+    )
+    gcv = display.lines_.get("gcv")
+    assert gcv is None or not set(gcv.get_xdata()) & set(infinite)
+
+
+def test_search_display_on_the_users_axes_keeps_its_legend_in_the_figure():
+    """On axes the user made, the legend below them left the figure (the
+    display can make only its own figure taller): it is placed on the axes
+    (in a grid of small panels a long legend can still be wider than its
+    panel)."""
+    import matplotlib.pyplot as plt
+
+    model = search_decided_three_ways()
+    figure, ax = plt.subplots()
+    display = HeadSearchDisplay.from_estimator(model, ax=ax)
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    box = display.ax_.get_legend().get_window_extent(renderer)
+    whole = figure.bbox
+    assert whole.x0 <= box.x0 and box.x1 <= whole.x1
+    assert whole.y0 <= box.y0 and box.y1 <= whole.y1
+    plt.close(figure)
+
+
+def test_search_display_of_a_zero_model_says_it_is_zero():
+    """Zero targets: no heads, whatever n_heads asked; the message said the
+    count asked for was at least the lifted fit's."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 4, 3))
+    for n_heads in ("auto", 2):
+        model = LinearAttentionRegressor(n_heads=n_heads).fit(X, np.zeros(30))
+        with pytest.raises(ValueError, match="the lifted fit is zero: no heads"):
+            HeadSearchDisplay.from_estimator(model)
 
 
 def test_search_display_of_a_classifier_judged_on_squared_errors_says_so(
