@@ -325,7 +325,8 @@ class HeadSearchDisplay:
         cross-validated error, and ``"unmeasured"``, counts left undecided
         before any error of theirs was measured, marked on the x-axis. On both
         panels, ``"unfitted"``: counts below the one returned (not for a fixed
-        ``n_heads``) that were not fitted (ruled out, or left unfitted:
+        ``n_heads``; below the last one fitted where the work limit cut the
+        search short) that were not fitted (ruled out, or left unfitted:
         ``head_search_.counts``), marked on the x-axis. On the
         distance panel (counts decided by ``tol``): ``"counts"`` (the decided
         counts' relative distances), ``"undecided"`` (counts the work limit
@@ -734,7 +735,9 @@ class HeadSearchDisplay:
         unfitted = []  # counts below the one returned without a row
         if search.criterion != "fixed":
             tried = {count.n_heads for count in counts}
-            unfitted = [k for k in range(1, search.n_heads) if k not in tried]
+            # (a search cut short did not reach those above its last count)
+            reached = search.n_heads if search.complete else max(tried)
+            unfitted = [k for k in range(1, reached) if k not in tried]
             if unfitted:
                 lines["unfitted"] = _at_height(
                     ax, unfitted, 0.03, marker="|", markersize=10,

@@ -502,6 +502,9 @@ def test_search_display_of_a_noisy_search_stopped_before_any_error(monkeypatch):
     assert display.lines_["lifted"].get_ydata()[0] == search.cv_error
     assert "tol" not in [t.get_text() for t in display.ax_.get_legend().get_texts()]
     assert drawn_counts(display) == {c.n_heads for c in search.counts}
+    # counts above the last fitted were not reached, not ruled out: unmarked
+    if "unfitted" in display.lines_:
+        assert max(display.lines_["unfitted"].get_xdata()) < max(search.counts_tried)
     label = display.lines_["chosen"].get_label()
     assert "the work limit cut the search short" in label
 
