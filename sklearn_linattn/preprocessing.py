@@ -42,6 +42,7 @@ from ._validation import (
     _is_pandas_series,
     _numpy_dtypes,
     _refuse_dates,
+    _refuse_one_sequence,
     as_array,
     caller_stacklevel,
     check_input_features,
@@ -638,6 +639,8 @@ class _TokenTransformerMixin:
         ndim = X.ndim
         token_dim = self.token_dim if reset else self.token_dim_
         if ndim == 2:
+            if not reset:
+                _refuse_one_sequence(X.shape, token_dim, self)
             rows = validate_data(self, X, reset=reset, dtype=np.float64)
             sequences = validate_sequences(
                 rows, token_dim=rows.shape[1] if token_dim is None else token_dim

@@ -1425,3 +1425,24 @@ def test_outputs_beyond_memory_are_refused_before_allocation(monkeypatch):
         pad_sequences([np.ones((2, 2))], max_len=1000)
     with pytest.raises(ValueError, match=r"padded of shape \(2, 1000, 1\)"):
         SeriesToTokens(max_len=1000).fit_transform(np.ones((2, 1, 3)))
+
+
+@pytest.mark.parametrize(
+    "first",
+    [PositionalEncoding(constant=True), TokenwiseTransformer(StandardScaler())],
+    ids=["PositionalEncoding", "TokenwiseTransformer"],
+)
+def test_a_pipeline_refuses_one_2d_sequence_with_the_shape_to_pass(first):
+    """One sequence ``Z`` of shape (n_tokens, d) through a pipeline that starts
+    with a token transformer: its first step said only "X has 3 features, but
+    ... is expecting 15"; it says to pass ``Z[None]``, as the estimators do."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(40, 5, 3)), rng.normal(size=40)
+    pipe = make_pipeline(first, LinearAttentionRegressor(alpha=1.0, n_heads=None))
+    pipe.fit(X, y)
+    with pytest.raises(ValueError, match=r"X has 3 features.*Z\[None\]"):
+        pipe.predict(X[0])
+    np.testing.assert_allclose(pipe.predict(X[0][None]), pipe.predict(X)[:1])
+    # rows of one token each, as fitted: no refusal
+    rows = first.fit(X[:, 0, :]).transform(X[:, 0, :])
+    assert rows.shape[0] == 40
