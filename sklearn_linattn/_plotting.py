@@ -844,6 +844,7 @@ def _hides_markers(legend, lines):
             return True
     return False
 
+
 def _at_height(ax, counts, height, **style):
     """Markers of ``counts`` at a ``height`` of the axes (0 bottom, 1 top),
     whatever the y-axis shows: counts without an error to draw them at."""
