@@ -34,6 +34,15 @@ outputs, Gaussian sequences of 16 tokens (entries N(0, 1/16)), 3p sequences.
    (d = 3, H = 2, noise 10% and 30%, 200 sequences; d = 4, H = 3, noise 10%, 400
    sequences; 100 seeds each, 20 with ``--quick``): the fits whose training loss
    is above the generating model's, the largest ratio, the median work.
+9. ``--only broad``: ``n_heads=H`` on a broader seeded grid of noisy data of
+   several outputs (``broad_cases``: 300 problems, d 3 to 5, H 2 to d - 1, 2 to 4
+   outputs, noise 10% to 60%, 2 p to 5 p sequences, an intercept in 40% and
+   ``alpha`` 1e-4 to 1e-1 in 40%; ``--quick``: 40), each fitted with the
+   package's starts and screen (``NOISY_RANDOM_STARTS``, ``SCREEN_ITER``) and with
+   those of before the thirty-first pass (2 random starts, 5 screening steps, set
+   here on ``sklearn_linattn._heads``): the fits whose training loss is above the
+   generating model's, the largest ratio, and, paired, the fits that ended lower or
+   higher with the package's constants, the largest rise and the work's ratio.
 """
 
 import argparse
@@ -245,6 +254,51 @@ def fixed_row(d, n_heads, noise, n_samples, seeds):
     )
 
 
+BEFORE_SCREEN = dict(NOISY_RANDOM_STARTS=2, SCREEN_ITER=5)
+
+
+def broad_cases(n_cases):
+    """Part 9's seeded grid: (seed, d, H, outputs, noise, rows, intercept, alpha)."""
+    cases = []
+    for seed in range(n_cases):
+        rng = np.random.default_rng([2026, seed])
+        d = int(rng.integers(3, 6))
+        n_heads = int(rng.integers(2, d))
+        n_outputs = int(rng.integers(2, 5))
+        noise = float(rng.uniform(0.1, 0.6))
+        n_samples = int(round(rng.uniform(2.0, 5.0) * n_lifted(d)))
+        intercept = bool(rng.random() < 0.4)
+        alpha = float(10 ** rng.uniform(-4, -1)) if rng.random() < 0.4 else 0.0
+        cases.append((seed, d, n_heads, n_outputs, noise, n_samples, intercept, alpha))
+    return cases
+
+
+def broad_row(case):
+    """Part 9: n_heads=H with the package's and the earlier starts and screen."""
+    from sklearn_linattn import _heads
+
+    seed, d, n_heads, n_outputs, noise, n_samples, intercept, alpha = case
+    truth, X, y = synthetic(5000 + seed, d, n_heads, n_outputs, noise,
+                            n_samples=n_samples)
+    generating = np.sum((y - truth.predict(X)) ** 2)
+    row = dict(seed=seed, d=d, H=n_heads, n_outputs=n_outputs, noise=noise,
+               n_samples=n_samples, intercept=intercept, alpha=alpha)
+    package = {name: getattr(_heads, name) for name in BEFORE_SCREEN}
+    for label, constants in (("package", package), ("before", BEFORE_SCREEN)):
+        for name, value in constants.items():
+            setattr(_heads, name, value)
+        try:
+            model = LinearAttentionRegressor(
+                n_heads=n_heads, fit_intercept=intercept, alpha=alpha
+            ).fit(X, y)
+        finally:
+            for name, value in package.items():
+                setattr(_heads, name, value)
+        row[label] = float(np.sum((y - model.predict(X)) ** 2) / generating)
+        row[label + "_work"] = float(model.head_search_.work)
+    return row
+
+
 def print_tables(results):
     rows = results["noisy"]
     if rows:
@@ -332,6 +386,27 @@ def print_tables(results):
             print(f"| {r['d']} | {r['H']} | {r['noise']:.0%} | {r['n_samples']} | "
                   f"{len(r['above'])}/{r['seeds']} {r['above'] or ''} | "
                   f"{r['largest']:.3f} | {r['work']:.2e} flops |")
+    rows = results.get("broad", [])
+    if rows:
+        print("\n### 9. n_heads=H on the broader grid of several outputs: training "
+              "loss over the generating model's\n")
+        print("| starts, screening steps | fits | above (seeds) | largest ratio | "
+              "median work |")
+        print("| --- | --- | --- | --- | --- |")
+        for label, name in (("before", "2, 5 (before)"), ("package", "package")):
+            above = [r["seed"] for r in rows if r[label] > 1 + 1e-9]
+            print(f"| {name} | {len(rows)} | {len(above)} {above} | "
+                  f"{max(r[label] for r in rows):.3f} | "
+                  f"{np.median([r[label + '_work'] for r in rows]):.2e} flops |")
+        change = np.array([r["package"] / r["before"] - 1 for r in rows])
+        work = np.array([r["package_work"] / r["before_work"] for r in rows])
+        higher = change > 1e-9
+        print(f"\nPackage against before, paired: {int(np.sum(change < -1e-9))} "
+              f"lower, {int(np.sum(higher))} higher ({int(np.sum(change > 1e-4))} "
+              f"by more than 1e-4, at most {1 + max(change.max(), 0.0):.4f} times; "
+              f"{int(np.sum(higher & [r['intercept'] for r in rows]))} of them "
+              f"with an intercept); work {np.median(work):.2f} times (median), "
+              f"at most {work.max():.2f}.")
     for r in results["tasks"]:
         print(f"\n{r['task']}: heads {r['heads']}"
               + (f" ({r['criterion']}, counts tried {r['counts_tried']}, "
@@ -345,7 +420,8 @@ def main():
     parser.add_argument(
         "--only",
         choices=[
-            "noisy", "noiseless", "tasks", "dense", "misses", "float32", "fixed"
+            "noisy", "noiseless", "tasks", "dense", "misses", "float32", "fixed",
+            "broad",
         ],
         nargs="+", default=["noisy", "noiseless", "tasks", "dense"],
     )
@@ -362,7 +438,7 @@ def main():
     exact_dims = args.dims or ([4, 8] if args.quick else [4, 6, 8, 12, 16])
     results = {
         "noisy": [], "noiseless": [], "tasks": [], "dense": [], "misses": [],
-        "float32": [], "fixed": [],
+        "float32": [], "fixed": [], "broad": [],
     }
 
     def report(kind, row):
@@ -394,6 +470,9 @@ def main():
                                              (4, 3, 0.1, 400)):
             report("fixed", fixed_row(d, n_heads, noise, n_samples,
                                       20 if args.quick else 100))
+    if "broad" in args.only:
+        for case in broad_cases(40 if args.quick else 300):
+            report("broad", broad_row(case))
     if "tasks" in args.only:
         report("tasks", incontext_row(2 if args.quick else 5))
         report("tasks", digits_row())
