@@ -4,7 +4,8 @@ cross-validated error a count may have, and how a fold's refit is made (issue 31
 Run from the repository root: ``PYTHONPATH=. python benchmarks/bench_head_criterion.py
 [--slacks 0 1] [--rule RULE] [--refits] [--near-interpolation] [--low-signal]
 [--many-rows] [--drift] [--folds-size] [--refits-stopped] [--repeated-outputs]
-[--same-start] [--classifiers] [--dims 4 8]
+[--same-start] [--classifiers] [--outputs-counted] [--interpolation-peak]
+[--output-spread] [--dims 4 8]
 [--sets NAME ...] [--json FILE]``
 (``--slacks`` with no value skips parts 1 and 2).
 
@@ -57,7 +58,12 @@ one-standard-error rule). For each value:
    metric (``drift``): 12 heads on 600 sklearn digits images and the default on
    aeon's JapaneseVowels (if installed), without the penalized polish
    (``DRIFT = inf``) and with it from 10 times the lifted norm on, and the
-   default's norm over the lifted fit's on 60 small noisy problems.
+   default's norm over the lifted fit's on 60 small noisy problems; and the
+   default recipe of ``bench_real_sequences.py`` on statsmodels' El Nino (if
+   installed) with ``DRIFT = inf`` and as shipped: every count's distance to
+   the lifted fit, training error (the lifted fit's beside it), linearized and
+   own refits' cross-validated errors, threshold and verdict, the heads
+   returned and their test R^2.
 8. With ``--folds-size``: noisy regressions with 1.8 p to 3 p sequences
    (``folds_size``), the default against ``n_heads=None`` with near interpolation
    judged at the folds' size (as shipped) and on all the rows (before).
@@ -83,6 +89,30 @@ one-standard-error rule). For each value:
     new sequences; aeon's ArrowHead (if installed; ``SeriesToTokens(window=2)``,
     one position, ``alpha=0.01``) on 14 stratified halves. The default's
     accuracy against ``n_heads=None``'s, its heads, whether the search finished.
+13. With ``--outputs-counted``: how several outputs are counted
+    (``outputs_counted``), on the models of part 10 (seeds 0 to 5, 3 p sequences,
+    10% noise): ``[y, 3 y]`` and, with an intercept, ``[y, 5]`` (a constant
+    output) against ``y`` alone, their heads with the outputs counted as their
+    noise's effective number (as shipped) and as independent ones; and
+    ``head_search_.effective_outputs`` of 10 outputs with independent noise
+    (10%) of a d = 3, H = 2 model on 60 and on 600 sequences.
+14. With ``--interpolation-peak``: a classifier whose folds sit at the lifted
+    fit's interpolation peak (``interpolation_peak``: the case of
+    ``tests/test_heads.py::test_a_classifier_near_its_interpolation_peak_keeps_the_lifted_fit``,
+    28 training sequences of d = 3, three classes, ``alpha=0``): the lifted fit's
+    held-out misclassification on the 5 interleaved folds from the other 4 (the
+    search's ``cv_error`` and explicit refits) and from the ``K - 2`` folds other
+    than each fold and the next (explicit refits), ``n_heads=1``'s
+    cross-validated misclassification and threshold, and the test accuracies of
+    the default, ``n_heads=1`` and ``n_heads=None``.
+15. With ``--output-spread``: a head that only one of six outputs uses
+    (``output_spread``: the data of ``tests/conftest.py::hidden_head_outputs``,
+    d = 4, one head drives outputs 0 to 4 with noise a tenth of their spread,
+    another output 5 alone with noise as large as its signal; 400 sequences,
+    seeds 0 to 9): the default's heads and its test error on output 5 (against
+    the noiseless targets of 4000 new sequences) over ``n_heads=None``'s, with
+    the per-output test (``OUTPUT_SPREAD``, as shipped) and without it
+    (``OUTPUT_SPREAD = inf``).
 """
 
 import argparse
@@ -592,6 +622,183 @@ def repeated_outputs():
     return rows
 
 
+def outputs_counted():
+    """Part 13: ``[y, 3 y]`` and ``[y, 5]`` against ``y``, the outputs counted as
+    their effective number and as independent ones; the effective number of 10
+    independent outputs on few and many rows."""
+    shipped = estimators._effective_outputs
+    rows = []
+    for seed in range(6):
+        for d, n_heads in ((3, 2), (4, 3), (4, 2), (5, 3)):
+            rng = np.random.default_rng(seed)
+            scale = 1 / np.sqrt(d)
+            truth = MultiHeadLinearAttention(
+                rng.normal(scale=scale, size=(n_heads, 1, d)),
+                rng.normal(scale=scale, size=(n_heads, d, d)),
+            )
+            n = 3 * d * d * (d + 1) // 2
+            X = rng.normal(scale=0.25, size=(n, 16, d))
+            clean = truth.predict(X)[:, 0]
+            y = clean + 0.1 * clean.std() * rng.normal(size=n)
+            for kind, Y, intercept in (("3y", np.c_[y, 3 * y], False),
+                                       ("constant", np.c_[y, np.full(n, 5.0)], True)):
+                alone = LinearAttentionRegressor(fit_intercept=intercept).fit(X, y)
+                row = dict(kind=kind, seed=seed, d=d, H=n_heads,
+                           heads_alone=int(alone.n_heads_))
+                for label, rule in (("effective", shipped),
+                                    ("independent", lambda *_: None)):
+                    estimators._effective_outputs = rule
+                    try:
+                        both = LinearAttentionRegressor(fit_intercept=intercept)
+                        both.fit(X, Y)
+                    finally:
+                        estimators._effective_outputs = shipped
+                    row[f"heads_{label}"] = int(both.n_heads_)
+                    row[f"criterion_{label}"] = both.head_search_.criterion
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    for kind in ("3y", "constant"):
+        part = [r for r in rows if r["kind"] == kind]
+        cells = []
+        for label in ("effective", "independent"):
+            same = sum(r[f"heads_{label}"] == r["heads_alone"] for r in part)
+            more = sum(r[f"heads_{label}"] > r["heads_alone"] for r in part)
+            lifted = sum(r[f"heads_{label}"] > r["heads_alone"]
+                         and r[f"criterion_{label}"] == "lifted" for r in part)
+            cells.append(f"{label}: the heads of y in {same}, more in {more} "
+                         f"(the lifted fit's in {lifted})")
+        print(f"[y, {kind}], {len(part)} fits: " + "; ".join(cells))
+    effective = []
+    for n in (60, 600):
+        for seed in range(6):
+            rng = np.random.default_rng(seed)
+            truth = MultiHeadLinearAttention(
+                rng.normal(scale=3 ** -0.5, size=(2, 10, 3)),
+                rng.normal(scale=3 ** -0.5, size=(2, 3, 3)),
+            )
+            X = rng.normal(scale=0.25, size=(n, 16, 3))
+            clean = truth.predict(X)
+            Y = clean + 0.1 * clean.std(axis=0) * rng.normal(size=clean.shape)
+            model = LinearAttentionRegressor().fit(X, Y)
+            row = dict(kind="ten outputs", seed=seed, n=n,
+                       effective_outputs=float(model.head_search_.effective_outputs))
+            effective.append(row)
+            print(json.dumps(row), flush=True)
+        values = [r["effective_outputs"] for r in effective if r["n"] == n]
+        print(f"10 independent outputs, {n} sequences of d = 3: effective number "
+              f"{np.median(values):.1f} (median of {len(values)}; "
+              f"{min(values):.1f} to {max(values):.1f})")
+    return rows + effective
+
+
+def interpolation_peak():
+    """Part 14: the lifted fit's misclassification from 4 and from 3 folds, and
+    one head's, on the test suite's interpolation-peak classification."""
+    from sklearn.model_selection import train_test_split
+
+    n = 40
+    X, y, _ = make_random_mhla(n, 8, 3, n_heads=2, noise=0.0, random_state=516)
+    rng = np.random.default_rng(1016)
+    scores = y + 0.5 * np.std(y) * rng.normal(size=n)
+    labels = np.digitize(scores, np.quantile(scores, [1 / 3, 2 / 3]))
+    train, test = train_test_split(
+        np.arange(n), test_size=0.3, random_state=16, stratify=labels
+    )
+    X_train, y_train = X[train], labels[train]
+    folds = np.arange(len(train)) % 5  # the search's interleaved folds
+
+    def lifted_misclassified(skip):
+        wrong = 0
+        for j in range(5):
+            keep = ~np.isin(folds, [(j + s) % 5 for s in skip])
+            model = LinearAttentionClassifier(alpha=0.0, n_heads=None)
+            model.fit(X_train[keep], y_train[keep])
+            wrong += np.sum(model.predict(X_train[folds == j]) != y_train[folds == j])
+        return float(wrong / len(train))
+
+    row = dict(n_train=len(train))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # alpha = 0 interpolates
+        fits = {
+            label: LinearAttentionClassifier(alpha=0.0, n_heads=k).fit(X_train, y_train)
+            for label, k in (("default", "auto"), ("one_head", 1), ("lifted", None))
+        }
+        row.update(
+            lifted_cv=float(fits["default"].head_search_.cv_error),
+            lifted_from_four=lifted_misclassified([0]),
+            lifted_from_three=lifted_misclassified([0, 1]),
+        )
+    one = fits["one_head"].head_search_.counts[0]
+    row.update(
+        one_head_cv=float(one.cv_error), one_head_threshold=float(one.threshold),
+        one_head_passes=bool(one.passes), default_heads=int(fits["default"].n_heads_),
+        **{f"{label}_accuracy": float(model.score(X[test], labels[test]))
+           for label, model in fits.items()},
+    )
+    print(json.dumps(row), flush=True)
+    print(f"{row['n_train']} training sequences: the lifted fit misclassifies "
+          f"{row['lifted_cv']:.3f} of its folds' held-out rows (search; refitted "
+          f"from 4 folds: {row['lifted_from_four']:.3f}), "
+          f"{row['lifted_from_three']:.3f} from K - 2 = 3 folds; n_heads=1: "
+          f"{row['one_head_cv']:.3f} against its "
+          f"threshold {row['one_head_threshold']:.3f} (passes: "
+          f"{row['one_head_passes']}); test accuracy: default ({row['default_heads']}"
+          f" heads) {row['default_accuracy']:.3f}, n_heads=1 "
+          f"{row['one_head_accuracy']:.3f}, n_heads=None {row['lifted_accuracy']:.3f}")
+    return row
+
+
+def hidden_head_outputs(seed, n_samples=400, n_test=0):
+    """Six outputs of d = 4, as ``tests/conftest.py`` draws them: one head drives
+    outputs 0 to 4 (noise a tenth of their spread), another only output 5 (noise
+    as large as its signal)."""
+    rng = np.random.default_rng(seed)
+    d, n_outputs = 4, 6
+    values = np.zeros((2, n_outputs, d))
+    values[0, :-1] = rng.normal(size=(n_outputs - 1, d))
+    values[1, -1] = rng.normal(size=d)
+    truth = MultiHeadLinearAttention(values, rng.normal(size=(2, d, d)))
+    X = rng.normal(scale=1 / np.sqrt(8), size=(n_samples + n_test, 8, d))
+    clean = truth.predict(X)
+    spread = clean[:n_samples].std(axis=0) / 10
+    spread[-1] = clean[:n_samples, -1].std()
+    return X, clean + rng.normal(size=clean.shape) * spread, clean
+
+
+def output_spread():
+    """Part 15: the default with and without the per-output test, on a head that
+    only the last of six outputs uses."""
+    shipped, n = heads.OUTPUT_SPREAD, 400
+    rows = []
+    for seed in range(10):
+        X, y, clean = hidden_head_outputs(seed, n, 4000)
+
+        def error(model):
+            return float(np.mean((model.predict(X[n:])[:, -1] - clean[n:, -1]) ** 2))
+
+        lifted = error(LinearAttentionRegressor(n_heads=None).fit(X[:n], y[:n]))
+        row = dict(seed=seed)
+        for label, spread in (("shipped", shipped), ("without", np.inf)):
+            heads.OUTPUT_SPREAD = spread
+            try:
+                model = LinearAttentionRegressor().fit(X[:n], y[:n])
+            finally:
+                heads.OUTPUT_SPREAD = shipped
+            row[f"heads_{label}"] = int(model.n_heads_)
+            row[f"ratio_{label}"] = error(model) / lifted
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    for label in ("shipped", "without"):
+        one = [r[f"ratio_{label}"] for r in rows if r[f"heads_{label}"] == 1]
+        print(f"OUTPUT_SPREAD {'as shipped' if label == 'shipped' else '= inf'}: "
+              f"1 head in {len(one)} of {len(rows)}"
+              + (f" (output 5's test error {min(one):.2f} to {max(one):.2f} times "
+                 f"n_heads=None's)" if one else "")
+              + "; largest ratio on output 5 "
+              f"{max(r[f'ratio_{label}'] for r in rows):.2f}")
+    return rows
+
+
 def _print_against_lifted(label, rows, levels):
     """The regressions' test errors over n_heads=None's above each of the two
     ``levels`` and below 0.9, and the classifications more than 0.02 of
@@ -782,6 +989,40 @@ def drift():
                 LinearAttentionClassifier(n_heads=n_heads),
             ), X, y, X_test, y_test, (np.inf, 10.0),
         )
+    elnino = []
+    try:
+        data = real.DATA_SETS["elnino"]()
+    except ImportError:
+        data = None
+    for threshold in (np.inf, package) if data is not None else ():
+        heads.DRIFT = threshold
+        try:
+            model, _, _ = real.build("default", data)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model.fit(data.X_train, data.y_train)
+        finally:
+            heads.DRIFT = package
+        fitted = model[-1] if hasattr(model, "steps") else model
+        lifted, _, _ = real.build("default_paper_heads", data)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            lifted.fit(data.X_train, data.y_train)
+        residual = lifted.predict(data.X_train) - np.asarray(data.y_train)
+        search = fitted.head_search_
+        elnino.append(dict(
+            drift=threshold, heads=int(fitted.n_heads_), criterion=search.criterion,
+            r2=float(model.score(data.X_test, data.y_test)),
+            lifted_r2=float(lifted.score(data.X_test, data.y_test)),
+            lifted_training_error=float(np.mean(residual ** 2)),
+            counts=[dict(
+                k=int(c.n_heads), distance=float(c.relative_distance),
+                training_error=float(c.training_error), cv_error=float(c.cv_error),
+                linearized_cv_error=float(c.linearized_cv_error),
+                threshold=float(c.threshold), passes=c.passes, failed_on=c.failed_on,
+            ) for c in search.counts],
+        ))
+        print(json.dumps(elnino[-1]), flush=True)
     ratios = []
     rng = np.random.default_rng(7)
     for _ in range(60):
@@ -802,7 +1043,18 @@ def drift():
               f"{row['norm_ratio']:.3g} times the lifted norm, accuracy "
               f"{row['accuracy']:.3f} ({row['noisy_accuracy']:.3f} with 1e-3 noise; "
               f"n_heads=None {row['lifted_accuracy']:.3f}), work {row['work']:.3g}")
-    return dict(rows=rows, small_problem_ratios=[float(r) for r in ratios])
+    for row in elnino:
+        print(f"elnino, DRIFT = {row['drift']:g}: {row['heads']} heads "
+              f"({row['criterion']}), test R^2 {row['r2']:.5f} (n_heads=None "
+              f"{row['lifted_r2']:.5f}); the lifted fit's training error "
+              f"{row['lifted_training_error']:.4g}")
+        for c in row["counts"]:
+            print(f"  {c['k']} heads: distance {c['distance']:.3g}, training error "
+                  f"{c['training_error']:.4g}, cv {c['cv_error']:.4g} (linearized "
+                  f"{c['linearized_cv_error']:.4g}), threshold {c['threshold']:.4g}, "
+                  f"passes {c['passes']} ({c['failed_on']})")
+    return dict(rows=rows, small_problem_ratios=[float(r) for r in ratios],
+                elnino=elnino)
 
 
 def _classifier_row(kind, seed, X, y, X_test, y_test, make):
@@ -947,6 +1199,18 @@ def main():
         "--classifiers", action="store_true",
         help="part 12: digits splits, five-class problems, ArrowHead halves",
     )
+    parser.add_argument(
+        "--outputs-counted", action="store_true",
+        help="part 13: [y, 3y] and [y, 5] against y; ten outputs' effective number",
+    )
+    parser.add_argument(
+        "--interpolation-peak", action="store_true",
+        help="part 14: a classifier's folds at the lifted fit's interpolation peak",
+    )
+    parser.add_argument(
+        "--output-spread", action="store_true",
+        help="part 15: a head one of six outputs uses, with and without OUTPUT_SPREAD",
+    )
     parser.add_argument("--dims", type=int, nargs="+", default=[4, 8])
     parser.add_argument("--sets", nargs="*", default=list(real.DATA_SETS))
     parser.add_argument("--json", help="also write the results to this file")
@@ -976,6 +1240,9 @@ def main():
     repeated = repeated_outputs() if args.repeated_outputs else []
     starts = same_start() if args.same_start else []
     classified = classifiers() if args.classifiers else []
+    counted = outputs_counted() if args.outputs_counted else []
+    peak = interpolation_peak() if args.interpolation_peak else {}
+    spread = output_spread() if args.output_spread else []
     if args.slacks:
         print("\n| data | n_heads=None | " + " | ".join(
             f"SLACK = {s:g} (heads)" for s in args.slacks) + " |")
@@ -1000,6 +1267,9 @@ def main():
                     repeated_outputs=repeated,
                     same_start=starts,
                     classifiers=classified,
+                    outputs_counted=counted,
+                    interpolation_peak=peak,
+                    output_spread=spread,
                 ),
                 handle,
                 indent=1,
