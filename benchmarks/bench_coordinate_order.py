@@ -36,6 +36,13 @@ function of the data returns the same heads. Measured (helper-88's review of iss
   units (its values times 0.1, 0.03 and 0.01; the estimators warn from a factor
   of about 100): how many default counts are not H, and how many of those
   contradict ``n_heads=H``, which passes (the search judged H on another fit).
+- ``loose_tol``: ``--loose-draws`` noiseless problems of 4 heads per cell (d = 4
+  and 5, 2 and 3 outputs, ``2 p + 50`` sequences of 8 tokens) with token
+  coordinate 0 times 0.02 (50 times smaller), fitted by the default at
+  ``tol=1e-4``: its heads, their relative distance to the lifted fit, and the
+  held-out relative squared error (squared residuals over the centered targets'
+  squares, 2000 new sequences of the same law) of those heads and of
+  ``n_heads=4``: what a loose ``tol`` passes in the data's units.
 """
 
 import itertools
@@ -182,7 +189,32 @@ def units(draws):
     return dict(draws=draws, scales=rows)
 
 
-PARTS = ("permutations", "relabelled", "fixed", "cv_padded", "units")
+def loose_tol(draws):
+    """Default heads at tol=1e-4 of exact 4-head data, coordinate 0 times 0.02."""
+    rows = []
+    for d, n_outputs in ((4, 2), (4, 3), (5, 2), (5, 3)):
+        p = d * d * (d + 1) // 2
+        n = 2 * p + 50
+        for seed in range(draws):
+            X, y, _ = make_random_mhla(n + 2000, 8, d, n_heads=4,
+                                       n_outputs=n_outputs, random_state=seed)
+            X = X * np.r_[0.02, np.ones(d - 1)]
+            centered = np.sum((y[n:] - y[n:].mean(axis=0)) ** 2)
+
+            def error(model):
+                return float(np.sum((model.predict(X[n:]) - y[n:]) ** 2) / centered)
+
+            loose = LinearAttentionRegressor(tol=1e-4).fit(X[:n], y[:n])
+            four = LinearAttentionRegressor(n_heads=4).fit(X[:n], y[:n])
+            rows.append(dict(
+                d=d, n_outputs=n_outputs, seed=seed, heads=int(loose.n_heads_),
+                distance=float(loose.head_search_.relative_distance),
+                error=error(loose), four_error=error(four),
+            ))
+    return dict(draws=draws, rows=rows)
+
+
+PARTS = ("permutations", "relabelled", "fixed", "cv_padded", "units", "loose_tol")
 
 
 def main():
@@ -191,6 +223,7 @@ def main():
     parser.add_argument("--fixed-draws", type=int, default=200)
     parser.add_argument("--cv-draws", type=int, default=40)
     parser.add_argument("--units-draws", type=int, default=16)
+    parser.add_argument("--loose-draws", type=int, default=4)
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
     args = parser.parse_args()
     print(f"sklearn_linattn from {sklearn_linattn.__file__}")
@@ -201,6 +234,7 @@ def main():
         fixed=lambda: fixed_counts(args.fixed_draws),
         cv_padded=lambda: cv_padded(args.cv_draws),
         units=lambda: units(args.units_draws),
+        loose_tol=lambda: loose_tol(args.loose_draws),
     )
     with threadpool_limits(1):
         results = {part: runs[part]() for part in PARTS if part in args.parts}
@@ -257,8 +291,28 @@ def _units_rows(units):
     ]
 
 
+def _loose_rows(loose):
+    rows = [
+        dict(measure=f"tol=1e-4, coordinate 0 times 0.02, d = {r['d']}, "
+                     f"{r['n_outputs']} outputs, seed {r['seed']}: heads of 4",
+             result=f"{r['heads']} at {r['distance']:.2g} (held-out relative "
+                    f"squared error {r['error']:.2g}; n_heads=4 "
+                    f"{r['four_error']:.2g})")
+        for r in loose["rows"]
+    ]
+    fewer = [r for r in loose["rows"] if r["heads"] < 4]
+    rows.append(dict(
+        measure=f"tol=1e-4: fewer than 4 heads (of {len(loose['rows'])})",
+        result=f"{len(fewer)}" + (
+            f", held-out relative squared error {min(r['error'] for r in fewer):.2g}"
+            f" to {max(r['error'] for r in fewer):.2g}" if fewer else ""),
+    ))
+    return rows
+
+
 ROWS = dict(permutations=_permutation_rows, relabelled=_relabelled_rows,
-            fixed=_fixed_rows, cv_padded=_padded_rows, units=_units_rows)
+            fixed=_fixed_rows, cv_padded=_padded_rows, units=_units_rows,
+            loose_tol=_loose_rows)
 
 
 if __name__ == "__main__":
