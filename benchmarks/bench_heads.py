@@ -43,6 +43,13 @@ outputs, Gaussian sequences of 16 tokens (entries N(0, 1/16)), 3p sequences.
    here on ``sklearn_linattn._heads``): the fits whose training loss is above the
    generating model's, the largest ratio, and, paired, the fits that ended lower or
    higher with the package's constants, the largest rise and the work's ratio.
+10. ``--only subspace``: one output, 2 heads of d = 5 (fewer than d / 2), 10%
+    noise, 750 sequences (``make_random_mhla``; the draw of
+    ``tests/test_heads.py::test_fixed_count_of_one_output_reaches_the_generating_training_loss``,
+    seed 37, and seeds 0 to 9): ``n_heads=2``'s training loss over the
+    generating model's and the default's heads, with the last start (the nearest
+    common isotropic subspace, ``FEW_HEADS_SEEDS``) and without it (its query
+    matrices replaced by zeros here, so that it is never refined).
 """
 
 import argparse
@@ -299,6 +306,35 @@ def broad_row(case):
     return row
 
 
+def subspace_row(seed, noise_seed):
+    """Part 10: 2 heads of d = 5 with and without the last subspace start."""
+    from sklearn_linattn import _heads
+    from sklearn_linattn.datasets import make_random_mhla
+
+    shipped = _heads.isotropic_queries
+
+    def without(one_output, d, k, n, seed, tol, budget, bases):
+        found = shipped(one_output, d, k, n, seed, tol, budget, bases)
+        if k < bases[1] / 2:  # the last start only (the others have k >= r / 2)
+            found = [(found[0][0], np.zeros_like(found[0][1]))] + list(found[1:])
+        return found
+
+    X, y, truth = make_random_mhla(750, 8, 5, n_heads=2, random_state=seed)
+    y = y + 0.1 * np.std(y) * np.random.default_rng(noise_seed).normal(size=y.shape)
+    generating = np.mean((truth.predict(X)[:, 0] - y) ** 2)
+    row = dict(seed=seed, noise_seed=noise_seed)
+    for label, queries in (("package", shipped), ("without", without)):
+        _heads.isotropic_queries = queries
+        try:
+            fixed = LinearAttentionRegressor(n_heads=2).fit(X, y)
+            default = LinearAttentionRegressor().fit(X, y)
+        finally:
+            _heads.isotropic_queries = shipped
+        row[label] = float(np.mean((fixed.predict(X) - y) ** 2) / generating)
+        row[label + "_heads"] = int(default.n_heads_)
+    return row
+
+
 def print_tables(results):
     rows = results["noisy"]
     if rows:
@@ -407,6 +443,15 @@ def print_tables(results):
               f"{int(np.sum(higher & [r['intercept'] for r in rows]))} of them "
               f"with an intercept); work {np.median(work):.2f} times (median), "
               f"at most {work.max():.2f}.")
+    rows = results.get("subspace", [])
+    if rows:
+        print("\n### 10. 2 heads of d = 5, one output: n_heads=2's training loss "
+              "over the generating model's, and the default's heads\n")
+        print("| seed | with the subspace start | without it |")
+        print("| --- | --- | --- |")
+        for r in rows:
+            print(f"| {r['seed']} | {r['package']:.3f} ({r['package_heads']} heads) | "
+                  f"{r['without']:.3f} ({r['without_heads']} heads) |")
     for r in results["tasks"]:
         print(f"\n{r['task']}: heads {r['heads']}"
               + (f" ({r['criterion']}, counts tried {r['counts_tried']}, "
@@ -421,7 +466,7 @@ def main():
         "--only",
         choices=[
             "noisy", "noiseless", "tasks", "dense", "misses", "float32", "fixed",
-            "broad",
+            "broad", "subspace",
         ],
         nargs="+", default=["noisy", "noiseless", "tasks", "dense"],
     )
@@ -438,7 +483,7 @@ def main():
     exact_dims = args.dims or ([4, 8] if args.quick else [4, 6, 8, 12, 16])
     results = {
         "noisy": [], "noiseless": [], "tasks": [], "dense": [], "misses": [],
-        "float32": [], "fixed": [], "broad": [],
+        "float32": [], "fixed": [], "broad": [], "subspace": [],
     }
 
     def report(kind, row):
@@ -473,6 +518,9 @@ def main():
     if "broad" in args.only:
         for case in broad_cases(40 if args.quick else 300):
             report("broad", broad_row(case))
+    if "subspace" in args.only:
+        for seed, noise_seed in [(37, 1037)] + [(s, 1000 + s) for s in range(10)]:
+            report("subspace", subspace_row(seed, noise_seed))
     if "tasks" in args.only:
         report("tasks", incontext_row(2 if args.quick else 5))
         report("tasks", digits_row())
