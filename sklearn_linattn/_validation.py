@@ -197,13 +197,20 @@ def _refuse_one_sequence(shape, token_dim, estimator):
         return
     if expected != token_dim:
         raise ValueError(
-            f"X has {shape[1]} features, but {type(estimator).__name__} is expecting "
-            f"{expected} features as input. X of shape {shape} looks like one "
-            f"sequence of {shape[0]} tokens of dimension {token_dim}: a 2-D X holds "
-            "one flattened sequence per row, shape (n_samples, n_tokens * "
+            f"{_features_differ(shape[1], estimator)} X of shape {shape} looks like "
+            f"one sequence of {shape[0]} tokens of dimension {token_dim}: a 2-D X "
+            "holds one flattened sequence per row, shape (n_samples, n_tokens * "
             "token_dim). Pass one sequence Z as Z[None], of shape (1, n_tokens, "
             "token_dim) (or rows that are one-token sequences as X[:, None])."
         )
+
+
+def _features_differ(n_features, estimator):
+    """scikit-learn's message for a count of features other than ``fit``'s."""
+    return (
+        f"X has {n_features} features, but {type(estimator).__name__} is expecting "
+        f"{estimator.n_features_in_} features as input."
+    )
 
 
 def _is_array_of_sequences(X):
@@ -363,10 +370,7 @@ def _validate_dask_sequences(X, token_dim, estimator, reset):
             if hasattr(estimator, "feature_names_in_"):
                 del estimator.feature_names_in_
         elif n_features != estimator.n_features_in_:
-            raise ValueError(
-                f"X has {n_features} features, but {type(estimator).__name__} is "
-                f"expecting {estimator.n_features_in_} features as input."
-            )
+            raise ValueError(_features_differ(n_features, estimator))
     from_rows = token_dim is None
     token_dim = _token_dim_of_width(n_features, token_dim)
     if estimator is not None and reset:
