@@ -103,10 +103,16 @@ def heads_lifted_adjoint(values, weights, token_dim):
     return _stacked(values, token_dim).T @ fold_lifted_coef(weights, token_dim)
 
 
+def _queried(queries, query_rows):
+    """``Q_h q_i`` for every row and head: shape (n_rows, k * d)."""
+    d = queries.shape[1]
+    return matmul(queries, query_rows.reshape(len(query_rows) * d, d).T)
+
+
 def _contract(moments, queries, query_rows):
     """``S_i Q_h q_i`` for every row and head: shape (n_rows, k, d)."""
     k, d = query_rows.shape[0], queries.shape[1]
-    mixed = matmul(queries, query_rows.reshape(k * d, d).T)  # Q_h q_i
+    mixed = _queried(queries, query_rows)
     return np.matmul(mixed.reshape(-1, k, d), moments)  # (S symmetric)
 
 
@@ -363,7 +369,7 @@ class SequenceDesign:
             contracted = _contract(self.moments, self.queries, query_rows)
             rows = matmul(contracted.reshape(n, k * d), values.T)
         else:  # sum_h <S_i V_oh, Q_h q_i> (S_i symmetric)
-            mixed = matmul(self.queries, query_rows.reshape(k * d, d).T)
+            mixed = _queried(self.queries, query_rows)
             rows = np.matmul(moved, mixed[:, :, None])[:, :, 0]
         rows = self._project(rows).T
         if not self.alpha:
