@@ -1,4 +1,5 @@
-"""AttentionHeadsDisplay: the heads of a fitted model as heatmaps (matplotlib)."""
+"""AttentionHeadsDisplay and HeadSearchDisplay: a fitted model's heads and its head
+search (matplotlib)."""
 
 from numbers import Integral, Real
 
@@ -9,6 +10,13 @@ from sklearn.utils.validation import check_is_fitted
 from ._attention import MultiHeadLinearAttention
 from ._estimators import _LinearAttentionBase
 from ._heads import HeadReadout, heads_phrase
+
+# The held-out panel's counts that failed are drawn in FAILED_COLOR; its y-axis
+# is logarithmic where the errors drawn span more than LOG_SPAN. Lines drawn at
+# a height of the axes, not at an error: AT_AXES_HEIGHT.
+FAILED_COLOR = "C3"
+LOG_SPAN = 100.0
+AT_AXES_HEIGHT = ("interpolating", "unmeasured", "unfitted", "chosen")
 
 
 def _pyplot(caller):
@@ -267,9 +275,15 @@ class HeadSearchDisplay:
     against the lifted fit's (with its standard error shaded) and the threshold
     each count must meet, or, where the counts were decided by ``tol``, the relative
     distance of each count's heads to the lifted fit against ``tol``; the chosen
-    count is marked. Like scikit-learn's
+    count is marked. Counts that failed a held-out test other than the
+    threshold, or before all their folds were refitted, are drawn in red,
+    wherever their error lies; where the errors drawn span more than two
+    decades the y-axis is logarithmic. Like scikit-learn's
     :class:`~sklearn.model_selection.ValidationCurveDisplay`: create it
     with :meth:`from_estimator`, or from a readout and then :meth:`plot`.
+    A search that fitted no count has nothing to draw (:meth:`plot` raises
+    a ValueError saying why, e.g. where no count below the lifted fit's could
+    pass, or ``n_heads=None``).
 
     Parameters
     ----------
@@ -416,6 +430,12 @@ class HeadSearchDisplay:
         -------
         display : HeadSearchDisplay
             ``self``, with ``lines_``, ``ax_`` and ``figure_``.
+
+        Raises
+        ------
+        ValueError
+            Where the search fitted no count (``head_search.counts`` empty):
+            the message says why.
         """
         plt = _pyplot("HeadSearchDisplay.plot")
         from matplotlib.ticker import MaxNLocator, MultipleLocator
@@ -623,7 +643,9 @@ class HeadSearchDisplay:
                         errors,
                         marker=marker,
                         linestyle="none",
-                        color=color,
+                        # failed counts in their own color: one that failed
+                        # after its first folds can be drawn below its threshold
+                        color=color if key == "undecided" else FAILED_COLOR,
                         label=label,
                         fillstyle="none"
                         if key == "undecided" or key in on_line
@@ -634,7 +656,7 @@ class HeadSearchDisplay:
             if interpolating:  # an infinite error: at the top of the axes
                 lines["interpolating"] = _at_height(
                     ax, [count.n_heads for count in interpolating], 0.95,
-                    marker="$\\infty$", markersize=12, color=color,
+                    marker="$\\infty$", markersize=12, color=FAILED_COLOR,
                     label="k heads with as many dimensions as equations "
                     "(generalized cross-validation infinite: fails)",
                 )
@@ -680,6 +702,8 @@ class HeadSearchDisplay:
                 label="its standard error",
             )
             ax.set_ylabel(f"cross-validated {self.error_name or 'error'}")
+            if not reused and _spans_decades(lines):
+                ax.set_yscale("log")
         else:
             decided = [count for count in counts if count.passes is not None]
             lines["counts"] = ax.semilogy(
@@ -803,6 +827,21 @@ class HeadSearchDisplay:
                 ax.legend(fontsize=8, loc="upper center")
         self.lines_, self.ax_, self.figure_ = lines, ax, figure
         return self
+
+
+def _spans_decades(lines):
+    """Whether the errors drawn are all positive and span more than
+    ``LOG_SPAN`` (on a linear axis the smallest would sit on its floor: a
+    count near interpolation 4000 times the lifted fit's error hid the others)."""
+    values = np.concatenate([
+        np.asarray(line.get_ydata(), dtype=float)
+        for key, line in lines.items()
+        if key not in AT_AXES_HEIGHT
+    ])
+    values = values[np.isfinite(values)]
+    return bool(
+        values.size and values.min() > 0 and values.max() > LOG_SPAN * values.min()
+    )
 
 
 def _make_room_above(ax, legend):

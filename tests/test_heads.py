@@ -1856,6 +1856,28 @@ def test_folds_that_cannot_all_be_built_are_refused_before_the_first(monkeypatch
     assert "(the next fit would exceed it)" in message
 
 
+def test_the_cut_short_warning_names_the_counts_below_the_last_fitted_without_a_row():
+    """A search cut short after fitting 1, 3 and 6 heads: the warning listed the
+    failed and the undecided counts, and 2, 4 and 5, ruled out without a fit or
+    left unfitted, in neither (breast cancer data in triples, helper-105)."""
+    from sklearn_linattn._estimators import _warn_search_cut_short
+
+    X, y, _ = make_random_mhla(300, 8, 4, n_heads=2, noise=0.05, random_state=0)
+    search = LinearAttentionRegressor().fit(X, y).head_search_
+    count = search.counts[0]
+    counts = (
+        dataclasses.replace(count, n_heads=1, passes=False),
+        dataclasses.replace(count, n_heads=3, passes=False),
+        dataclasses.replace(count, n_heads=6, passes=None),
+    )
+    cut = dataclasses.replace(search, counts=counts, complete=False)
+    with pytest.warns(ConvergenceWarning) as record:
+        _warn_search_cut_short(cut, 20.0)
+    message = str(record[0].message)
+    assert "failed: [1, 3] heads" in message and "undecided: [6]" in message
+    assert "not fitted (ruled out, or left unfitted): [2, 4, 5]" in message
+
+
 def test_the_head_searchs_warnings_point_at_the_callers_line(monkeypatch):
     """The head search's warnings (cut short by the work limit, no folds kept,
     every weighted row in one sequence, a classifier's rows dropped) were

@@ -791,3 +791,60 @@ def test_search_display_of_noisy_heads_without_folds_says_not_judged():
         "k heads not judged (no held-out folds for noisy heads)"
     )
     assert "threshold" not in display.lines_  # tol is no test of noisy heads
+
+
+def noisy_two_head_search():
+    """The class docstring's fit: 2 heads of d = 4 with 5% noise; 1 head fails on
+    its training error."""
+    X, y, _ = make_random_mhla(300, 8, 4, n_heads=2, random_state=0)
+    y = y + 0.05 * y.std() * np.random.default_rng(0).normal(size=y.shape)
+    return LinearAttentionRegressor().fit(X, y).head_search_
+
+
+def test_search_display_draws_failed_counts_in_their_own_color():
+    """A count that failed after its first folds, or on the majority of the
+    folds, can lie below its threshold; drawn in the passing counts' color it
+    read as passing. Failed counts are drawn in another color wherever they
+    lie; undecided counts keep the counts' color."""
+    from dataclasses import replace
+
+    search = noisy_two_head_search()
+    failed = next(c for c in search.counts if c.failed_on == "training")
+    below = replace(
+        failed, failed_on="majority", cv_error=0.9 * failed.threshold,
+        training_error=0.8 * failed.threshold,
+    )
+    undecided = replace(
+        failed, n_heads=failed.n_heads + 5, passes=None, criterion="linearized",
+        failed_on=None, linearized_cv_error=failed.threshold,
+    )
+    for counts in (search.counts, (below, undecided)):
+        drawn = replace(search, counts=counts)
+        lines = HeadSearchDisplay(drawn, tol=search.tol).plot().lines_
+        passing = lines["counts"].get_color()
+        failing = [key for key in ("training", "majority") if key in lines]
+        assert failing
+        assert all(lines[key].get_color() != passing for key in failing)
+        if "undecided" in lines:
+            assert lines["undecided"].get_color() == passing
+        if "majority" in lines:  # below its threshold, and red all the same
+            assert lines["majority"].get_ydata()[0] < below.threshold
+
+
+def test_search_display_is_logarithmic_where_errors_span_decades():
+    """A count near interpolation at 4000 times the lifted fit's error set a
+    linear y-axis on which every other count, the lifted fit and the thresholds
+    sat on the floor (statsmodels' Nile series). Errors within two decades keep
+    a linear axis."""
+    from dataclasses import replace
+
+    search = noisy_two_head_search()
+    failed = next(c for c in search.counts if c.failed_on == "training")
+    display = HeadSearchDisplay(search, tol=search.tol).plot()
+    assert display.ax_.get_yscale() == "linear"
+    for factor, scale in ((4000.0, "log"), (20.0, "linear")):
+        spike = replace(failed, failed_on="gcv", gcv_error=factor * search.cv_error)
+        counts = tuple(spike if c is failed else c for c in search.counts)
+        display = HeadSearchDisplay(replace(search, counts=counts)).plot()
+        assert display.ax_.get_yscale() == scale
+        assert display.lines_["gcv"].get_ydata()[0] == spike.gcv_error
