@@ -37,11 +37,8 @@ __all__ = [
 ]
 
 
-# LAPACK's routines called directly: scipy.linalg's wrappers (checks, workspace
-# queries, array conversions) cost 30 us of the 45 us of a thin SVD of a 3 x 18
-# matrix and 31 us of the 39 us of a 9 x 9 Cholesky solve, a fifth of a small
-# read-out (d = 3, one head: 150 SVDs and 140 solves); the results are the same
-# bits (the same routines, the same workspace).
+# LAPACK's routines called directly, without scipy.linalg's wrappers (most of
+# the cost of the small SVDs and solves here): the same routines, the same bits.
 _EPS, _TINY = np.finfo(float).eps, np.finfo(float).tiny
 _GESDD, _GESDD_LWORK, _POTRF, _POTRS = scipy.linalg.get_lapack_funcs(
     ("gesdd", "gesdd_lwork", "potrf", "potrs"), dtype=np.float64
@@ -49,11 +46,9 @@ _GESDD, _GESDD_LWORK, _POTRF, _POTRS = scipy.linalg.get_lapack_funcs(
 
 
 def matmul(a, b):
-    """``a @ b`` of 1-D or 2-D arrays, by ``ndarray.dot`` where both are
-    contiguous (C or Fortran order): the same BLAS call and bits as ``@`` there
-    (checked on random shapes and layouts) without the matmul ufunc's dispatch,
-    0.35 against 0.95 us a call (a read-out at d = 3 makes thousands). Other
-    strides take ``@`` (the two copy them differently: other bits)."""
+    """``a @ b`` of 1-D or 2-D arrays: by ``ndarray.dot`` where both are
+    contiguous (the same BLAS call and bits, without the ufunc's dispatch),
+    else by ``@`` (which copies other strides differently: other bits)."""
     if a.flags.forc and b.flags.forc:
         return a.dot(b)
     return a @ b
@@ -75,9 +70,7 @@ def svd(matrix):
 
 @functools.lru_cache(maxsize=64)
 def _gesdd_workspace(n_rows, n_columns):
-    """The workspace scipy.linalg.svd asks ``gesdd`` for (the same blocking, the
-    same bits), a function of the shape alone (kept: the query was a tenth of a
-    thin SVD at d = 3)."""
+    """The workspace scipy.linalg.svd asks ``gesdd`` for (the same bits)."""
     work, info = _GESDD_LWORK(n_rows, n_columns, compute_uv=True, full_matrices=False)
     if info != 0:  # scipy.linalg.svd raises here too
         raise ValueError(f"gesdd's workspace query failed (info {info})")
@@ -110,14 +103,11 @@ class _Values:
         self.x = query_rows.ravel()
         features = design.features(query_rows)
         left, singular, right_t = svd(features)
-        small, large = sorted(features.shape)
         rank = 0  # no rows of weight: V = 0
         if singular.size and singular[0] > 0:
             # the singular values above rounding: a leading block (they are sorted)
-            threshold = singular[0] * max(large * _EPS, FEATURE_RANK_FLOOR)
-            rank = len(singular)
-            if singular[-1] <= threshold:
-                rank = np.count_nonzero(singular > threshold)
+            relative = max(max(features.shape) * _EPS, FEATURE_RANK_FLOOR)
+            rank = np.count_nonzero(singular > singular[0] * relative)
         self.row_space = np.ascontiguousarray(right_t[:rank])
         # X^+ = row_space^T inverse
         self._inverse = (left[:, :rank] / singular[:rank]).T
@@ -130,10 +120,7 @@ class _Values:
 
     def _flops(self, design):
         """A Jacobian product's flops and this evaluation's on ``design`` (or a
-        design's :func:`cost_model`). A product is counted as forming the
-        features ``X(dQ)``, which ``design.applied`` avoids where that is
-        cheaper (the count kept, so that the work limits cut the same searches:
-        benchmarks/README.md)."""
+        design's :func:`cost_model`); a product is counted as forming ``X(dQ)``."""
         k, d = len(self.query_rows), self.design.token_dim
         product = (
             design.feature_flops(k)
@@ -409,9 +396,7 @@ def levenberg_marquardt(
                 linear = point.residual + point.jvp(step)
                 predicted = point.loss - float(matmul(linear, linear))
             # at a minimum: no step gains more than the loss's rounding (the
-            # damping would otherwise grow through a dozen rejected steps). Not
-            # 1e3 times eps * loss: fits then stopped short (a 4-head fit above
-            # the 3-head one, benchmarks/README.md)
+            # damping would otherwise grow through a dozen rejected steps)
             floor = _EPS * max(point.loss, target_norm * np.sqrt(point.loss))
             if (
                 normal is not None
@@ -464,23 +449,16 @@ class Progress:
 
 
 def _orthonormal_columns(matrix):
-    """An orthonormal basis of the columns' span (one column: normalized, where
-    a QR factorization's fixed cost was a tenth of a one-head read-out)."""
+    """An orthonormal basis of the columns' span (one column: normalized, without
+    a QR factorization's fixed cost)."""
     if matrix.shape[1] == 1:
-        # against the norm's overflow and underflow; the methods and math.sqrt
-        # give np.max and np.linalg.norm's bits, without their wrappers
+        # scaled against overflow and underflow (np.linalg.norm's bits)
         scale = float(np.abs(matrix).max())
         if 0 < scale < np.inf:
             column = matrix / scale
             flat = column.ravel()
             return column / math.sqrt(matmul(flat, flat))
     return np.linalg.qr(matrix)[0]
-
-
-def _orthonormal(query_rows):
-    """Orthonormal rows with the same span (the head features' row space, hence
-    the fit, is the same)."""
-    return _orthonormal_columns(query_rows.T).T
 
 
 def fit_heads(
@@ -513,7 +491,8 @@ def fit_heads(
     k = len(query_rows)
 
     def evaluate(flat):
-        return _Values(design, _orthonormal(flat.reshape(k, -1)))
+        # orthonormal rows of the same span: the same head features' row space
+        return _Values(design, _orthonormal_columns(flat.reshape(k, -1).T).T)
 
     start = np.asarray(query_rows, dtype=np.float64).ravel()
     # The reduced residual's rounding: eps times the targets' size, in each of
@@ -542,10 +521,8 @@ def _beyond(max_norm, point):
 
 
 def _lstsq(matrix, rhs):
-    """Minimum-norm least squares (``scipy.linalg.lstsq``, LAPACK's ``gelsd``);
-    by ``gelss`` (``gesvd``'s SVD) where ``gelsd``'s does not converge (a finite,
-    well-scaled singular normal matrix of 4 heads at d = 4: "SVD did not
-    converge in Linear Least Squares")."""
+    """Minimum-norm least squares (``scipy.linalg.lstsq``, ``gelsd``); by
+    ``gelss`` where ``gelsd``'s SVD does not converge."""
     return _with_fallback(scipy.linalg.lstsq, "gelss", matrix, rhs)[0]
 
 
@@ -560,7 +537,8 @@ def linearized_refit(design, query_rows, budget=None):
         The linear model as ``2 k`` terms of heads: values ``[V'; V]``, queries
         ``[Q; dQ]``."""
     budget = Budget() if budget is None else budget
-    point = _Values(design, _orthonormal(np.asarray(query_rows, dtype=np.float64)))
+    query_rows = np.asarray(query_rows, dtype=np.float64)
+    point = _Values(design, _orthonormal_columns(query_rows.T).T)
     budget.spend(point.flops, point.nominal_flops)
     if design.structured:
         normal, gradient = point.normal_equations()
