@@ -206,9 +206,7 @@ def _explained_energy(design):
 def n_heads_within(singular_values, tol, total=None):
     """Fewest leading singular values whose dropped tail has Frobenius norm at
     most ``tol`` times ``total`` (default: the norm of them all, summed as the
-    tails are, so that ``tol=1`` keeps none: a norm summed in another order
-    had come out below the whole tail by rounding, and one head was kept of
-    targets taken as constant)."""
+    tails are, so that ``tol=1`` keeps none)."""
     tails = np.sqrt(np.cumsum(singular_values[::-1] ** 2))[::-1]  # norm of s[r:]
     if total is None:
         total = tails[0] if len(tails) else 0.0
@@ -789,14 +787,9 @@ class _Search:
     def least_fit_flops(self, k, nominal=False):
         """The work of a noisy k-head fit's first start: the completion, one
         evaluation of its values (SVD of the head features) in the training
-        metric and in the Frobenius one, where :meth:`reproduce` refines a
-        count from the interpolating one on, and one Levenberg-Marquardt step's
-        solve (``nominal``: in nominal flops, the training metric's work as on
-        the design ``fit`` uses, :class:`Budget`). Near the paper's count these
-        dominate: with more lifted features than rows the Frobenius SVD (1e11
-        flops for 152 heads of d = 17 on 50 sequences, against 2e9 on the
-        rows), and the normal equations' Cholesky of ``k d^2`` unknowns (3e11
-        for 99 heads of d = 10)."""
+        metric and in the Frobenius one (:meth:`reproduce`), and one
+        Levenberg-Marquardt step's solve (``nominal``: in nominal flops,
+        :class:`Budget`)."""
 
         def evaluation(design):
             small, large = sorted((k * self.d, design.n_columns))
@@ -1040,11 +1033,8 @@ class _Search:
         """``(search, exponents)``: the search of the lifted fit with token
         coordinate ``j`` divided by ``2^(e_j)`` (:func:`token_exponents`), in
         the Frobenius metric there; None where every ``e_j`` is 0. Exact fits
-        start there (:meth:`frobenius_fit`): in the data's units a coordinate
-        30 times smaller than the others weighs its coefficients 30 to 27000
-        times more, and fits of the generating count stopped at local minima
-        0.02 to 0.53 away (benchmarks/README.md, "Exact fits in comparable
-        units")."""
+        start there (:meth:`frobenius_fit`): a badly scaled coordinate weighs its
+        coefficients unevenly and leaves fits at local minima."""
         exponents = token_exponents(self.design)
         if exponents is None:
             return None
@@ -1076,13 +1066,11 @@ class _Search:
         return loss - design.baseline <= self.tol**2 * self.signal
 
     def reproduce(self, value_rows, query_rows):
-        """Heads that end beyond ``tol`` of the lifted fit but within
-        ``sqrt(tol)``, or of a count from the interpolating one on (which passes
-        only by reproducing the lifted fit: n_heads=7 stopped 1.75e-3 away at
-        d = 5 in a singular training metric where 4 to 6 heads reproduce it),
-        refined in the Frobenius metric, kept where that brings them within
-        ``tol`` (they then reproduce it): in a singular training metric a fit
-        stops where the training objective no longer resolves the distance."""
+        """Heads beyond ``tol`` of the lifted fit but within ``sqrt(tol)``, or of a
+        count from the interpolating one on (which passes only by reproducing the
+        lifted fit), refined in the Frobenius metric and kept where that brings
+        them within ``tol``: in a singular training metric a fit stops where the
+        training objective no longer resolves the distance."""
         if not self.refinable(value_rows, query_rows):
             return value_rows, query_rows
         accept = self.stop_rules(self.frobenius)[0]
@@ -1219,12 +1207,8 @@ class _Search:
     @property
     def token_ranks(self):
         """``(r, q)``: the dimensions of the tokens' and of the queries' spans that
-        the lifted coefficients use, their ranks within ``tol`` along a token
-        index of ``S`` and along the query's (``d`` and ``d`` for tokens in
-        general position; fewer where the tokens are linearly dependent, e.g.
-        one-hot positions that sum to the constant feature). The lifted fit
-        (least squares, ridge) lies in the span of its features, which the
-        tokens' spans bound."""
+        the lifted coefficients use (:attr:`token_bases`; ``d`` for tokens in
+        general position, fewer where they are linearly dependent)."""
         return self.token_bases[0][1], self.token_bases[1][1]
 
     @functools.cached_property
@@ -1322,16 +1306,10 @@ class _Search:
         completed to rank k (:meth:`completion_start`, where every noisy fit
         starts) fails the count when generalized cross-validation fails it at
         its training error; None where it does not, or where it reproduces the
-        lifted fit within ``tol`` (the count is fitted: from that start
-        ``n_heads=k``'s fit can end beyond ``tol``, 2e-4 to 1e-3 at d = 5,
-        where the training metric is singular)."""
+        lifted fit within ``tol`` (the count is then fitted)."""
         query_rows = self.completion_start(k)
-        # the values of n_heads=k's first start: least squares in the training
-        # metric, not the Frobenius one (with a singular Gram, one-hot positions
-        # beside a constant and alpha=0, Frobenius values reproduced the lifted
-        # fit where the fit's, its equal on the training rows only, were 0.09 to
-        # 0.15 from it: n_heads=k failed a count the completion passed);
-        # refined in the Frobenius metric as a fit is (:meth:`reproduce`)
+        # the values of n_heads=k's first start (least squares in the training
+        # metric), refined in the Frobenius metric as a fit is (:meth:`reproduce`)
         value_rows, query_rows, _, _ = fit_heads(
             self.design, query_rows, 0, budget=self.budget
         )
@@ -1364,9 +1342,8 @@ class _Search:
         """The linearized test of k heads: each fold's refit linearized at the full
         fit (:func:`linearized_refit`). With many rows a pass on every fold passes
         (:meth:`linearized_verdict`); every other count goes to its folds' own
-        refits, which ``n_heads=k`` is judged by (the linearization failed counts,
-        by 0.05% to 17% above the threshold, that those refits pass), taken in the
-        order of the linearized errors' excess over the lifted fit's."""
+        refits (:meth:`refits`), taken in the order of the linearized errors'
+        excess over the lifted fit's."""
         folds, errors, output_errors = self.folds, [], []
         held = self.held_folds
         for fold in range(folds.n_folds):
@@ -1724,8 +1701,7 @@ def _search(search, n_heads, resolution=0.0):
     if n_heads is None:
         return search.split, paper_count, "paper", True
     # The heads the lifted fit resolves: a truncation of its split stands for a
-    # fit only where it drops nothing resolved (tol=0.5 returned the split's
-    # truncation to 1 head at 3.3 times the held-out error of n_heads=1's fit).
+    # fit only where it drops nothing resolved.
     floor = max(resolution, ROUNDING * np.finfo(float).eps)
     resolved = n_heads_within(search.split_svd[1], floor)
     if n_heads != "auto":
@@ -1806,10 +1782,7 @@ def _fixed(search, k, resolved, floor):
     found with at most k heads (the lifted fit itself from the ``resolved``
     heads it has at its resolution ``floor`` on), heads zero within ``tol`` of
     the lifted fit's split dropped, and where that drops any beyond ``floor``,
-    the model of the count left fitted: a truncation is no fit of its count
-    (under tol=0.5 the split's truncation to 1 head had 1.7 times the held-out
-    error of n_heads=1's fit, and n_heads=3's fit truncated to 2 heads of
-    2-head data a relative error of 0.05 where n_heads=2 is exact)."""
+    the model of the count left fitted (a truncation is no fit of its count)."""
     reference = np.linalg.norm(search.split_svd[1])
     while True:
         if k >= resolved:  # the lifted fit itself
@@ -1832,28 +1805,18 @@ def _fixed(search, k, resolved, floor):
 
 
 def _reproducing_beyond(search, low, paper_count):
-    """The fewest count from ``low`` (the fewest whose models have as many
-    dimensions as the equations: from it on only reproducing the lifted fit
-    within ``tol`` passes) below the paper's count whose fit reproduces the
-    lifted fit: the paper's count less one first (where it fails, none is
-    fitted: the search is not doubled where nothing reproduces the lifted
-    fit), then by bisection (the fewest is usually near ``low``, and a fit
-    costs more the more heads it has: galloping down from the paper's count
-    spent the work on its largest counts, bench_fewest_heads.py), each count
-    fitted as ``n_heads=k`` fits it; ``paper_count`` where none does. Under a
-    work limit the fits until one passes may cost at most ``BEYOND_SHARE``
-    times the work the search spent before them on its fits (not on the
-    folds), or ``BEYOND_FLOOR``, in nominal flops (:class:`Budget`: on the
-    rows' statistics as ``fit`` on the rows spends them): the bisection stops
-    at a count whose first start alone (:meth:`_Search.least_fit_flops`) would
-    exceed that, or the work limit, fits it cuts short are left out, and the
-    fewest count found to pass is returned (the search
-    is complete: it needed none of them, unless the search's own work limit,
-    not that share, stopped them). Once a count has passed, the fewer that
-    may reproduce the lifted fit too are fitted within the search's own
-    limit (under the share, 35 of 513 of bench_fewest_heads.py's fits
-    returned k heads where ``n_heads=k-1`` passes; with it, 12, and 5 of
-    514 once heads that reproduce it are refined to it, not polished)."""
+    """The fewest count in ``[low, paper_count)`` whose fit, as ``n_heads=k``
+    fits it, reproduces the lifted fit (from ``low``, the fewest interpolating
+    count, only that passes); ``paper_count`` where none does.
+
+    The paper's count less one first (where it fails, none is fitted), then by
+    bisection. Under a work limit the fits until one passes may cost at most
+    ``BEYOND_SHARE`` times the nominal work the search spent on its fits before,
+    or ``BEYOND_FLOOR`` (:class:`Budget`): the bisection stops at a count whose
+    first start alone (:meth:`_Search.least_fit_flops`) would exceed that or the
+    work limit, and fits cut short are left out (the search stays complete
+    unless its own work limit stopped them). Once a count has passed, fewer
+    are fitted within the search's own limit."""
     budget, undecided = search.budget, search.undecided
     if budget.limit < np.inf:  # no work limit (head_work_limit=None): no cap either
         allowed = max(BEYOND_SHARE * budget.nominal_spent, BEYOND_FLOOR)
@@ -1916,9 +1879,7 @@ def _fitted_below(search, high):
         if passes is None:
             # cut short by the work limit before count k's fit decided it: the
             # counts below k those fits would have reached, failed by a
-            # completion alone (which the fits were to confirm: n_heads=k's
-            # verdict can differ, 4 heads that reproduce the lifted fit failed
-            # on their completion), are left undecided
+            # completion alone, are left undecided
             search.undecided = True
             end = max((j for j in range(1, k) if ends(j)), default=0)
             left = sorted(j for j in completed if end < j <= k and j in search.fits)
@@ -1938,12 +1899,10 @@ def _fitted_below(search, high):
 def _fewest(search, low, high, verdict, order):
     """The fewest count in ``[low, high]`` whose ``verdict(k)`` is True (``high``
     is taken to pass); ``high`` when a verdict is None (cut short by the work
-    limit). ``order``: ``"up"`` (low, low + 1, ...: a fit costs more the more
-    heads it has, so the search does not overshoot), ``"double"`` (twice the
-    last count that failed: 1, 2, 4, ..., then bisecting) or ``"down"`` (high -
+    limit). ``order``: ``"up"`` (low, low + 1, ...), ``"double"`` (twice the
+    last count that failed: 1, 2, 4, ..., then bisecting), ``"down"`` (high -
     1, high - 2, high - 4, ..., at least low, then bisecting; low first when it
-    is at most a third of high: a fit of few heads is cheap even when it
-    fails) or ``"bisect"`` (high - 1, then bisecting)."""
+    is at most a third of high) or ``"bisect"`` (high - 1, then bisecting)."""
     step, galloping = 1, order != "up"
     probe = order == "down" and 3 * low <= high  # a small bound: cheap to fit
     while low < high and not search.budget.exhausted:
