@@ -1138,18 +1138,11 @@ class _Search:
         """Whether noisy heads have drifted beyond ``DRIFT`` times the lifted norm."""
         return not self.exact and _drifted(value_rows, query_rows, self.coef, self.d)
 
-    @property
-    def threshold(self):
-        """The lifted fit's cross-validated error, near interpolation at most its
-        generalized cross-validated one (squared errors)."""
-        threshold = self.lifted_cv[0] + SLACK * self.lifted_cv[1]
-        if self.folds.loss == "squared" and self.near_interpolation(self.lifted_dof):
-            return min(threshold, self.lifted_gcv)
-        return threshold
-
     def threshold_of(self, k):
-        """The threshold of k heads: :attr:`threshold` times :meth:`size_ratio`, for
-        misclassification at most the lifted fit's learning ratio ``L``
+        """The threshold of k heads: the lifted fit's cross-validated error (near
+        interpolation, for squared errors, at most its generalized
+        cross-validated one) times :meth:`size_ratio`, for misclassification
+        at most the lifted fit's learning ratio ``L``
         (``_Folds.learning_ratio``); where its error falls with the rows, the
         heads' own fall credited: ``L + (1 - L) s_k``, ``s_k = f(D_k) / f(D)``
         their share of the lifted fit's fall from a fold's training rows to all
@@ -1166,7 +1159,10 @@ class _Search:
                 return q / (trained - q) - q / (equations - q)
 
             learning += (1 - learning) * (fall(min(self.head_dof(k), dof)) / fall(dof))
-        return float(self.threshold * min(self.size_ratio(k), learning))
+        threshold = self.lifted_cv[0] + SLACK * self.lifted_cv[1]
+        if self.folds.loss == "squared" and self.near_interpolation(dof):
+            threshold = min(threshold, self.lifted_gcv)
+        return float(threshold * min(self.size_ratio(k), learning))
 
     @property
     def equations(self):
