@@ -848,6 +848,13 @@ class _Search:
                 return judged
         if self.frobenius_fits:
             value_rows, query_rows = self.frobenius_fit(k)
+            distance = self.distance(value_rows, query_rows)
+            if self.tol < distance <= (np.inf if asked else REFIT_REACH):
+                # refitted in the training metric (the constant's comment)
+                value_rows, query_rows = fit_heads(
+                    self.design, query_rows, FIT_ITER, budget=self.budget
+                )[:2]
+            loss = design_loss(self.design, value_rows, query_rows)
         else:
             value_rows, query_rows, loss = self.training_fit(k)
         if not self.exact:  # judged as n_heads=k returns them: polished
@@ -863,14 +870,6 @@ class _Search:
                 if not refinable:
                     value_rows, query_rows = self.reproduce(value_rows, query_rows)
             loss = design_loss(self.design, value_rows, query_rows)
-        if self.frobenius_fits:
-            distance = self.distance(value_rows, query_rows)
-            if self.tol < distance <= (np.inf if asked else REFIT_REACH):
-                # refitted in the training metric (the constant's comment)
-                value_rows, query_rows = fit_heads(
-                    self.design, query_rows, FIT_ITER, budget=self.budget
-                )[:2]
-            loss = design_loss(self.design, value_rows, query_rows)
         count = CountFit(k, self.distance(value_rows, query_rows), self.excess(loss))
         within = self.within(value_rows, query_rows, loss, self.design)
         folds = None if within or self.exact else self.folds  # built on first use
@@ -878,7 +877,7 @@ class _Search:
             count = replace(count, passes=True, criterion="tol")
         elif self.budget.exhausted:
             self.undecided = True
-        elif folds is None and self.exact:
+        elif self.exact:  # (no folds: tol decides)
             count = replace(count, passes=False, criterion="tol", failed_on="tol")
         elif folds is None:
             # noisy data without held-out folds (n_heads=k: the search returns
