@@ -167,11 +167,13 @@ def _warn_search_cut_short(readout, head_work_limit):
     progress = (
         f"failed: {failed} heads, in {readout.work:.2g} flops; " if failed else ""
     )
-    # counts below the last one fitted without a row (head_search_.counts)
-    tried = set(readout.counts_tried)
-    unfitted = [k for k in range(1, max(tried, default=0)) if k not in tried]
-    if unfitted:
-        progress += f"not fitted (ruled out, or left unfitted): {unfitted}; "
+    # counts below the last one fitted without a row (head_search_.counts), as
+    # HeadSearchDisplay marks them; none for n_heads=k
+    tried = {int(k) for k in readout.counts_tried}
+    if readout.criterion != "fixed":
+        unfitted = [k for k in range(1, max(tried, default=0)) if k not in tried]
+        if unfitted:
+            progress += f"not fitted, ruled out or left unfitted: {unfitted}; "
     # a fit that would overrun the limit is not started: work can end below it
     below = readout.work < readout.work_limit
     before = " (the next fit would exceed it)" if below else ""

@@ -11,10 +11,12 @@ from ._attention import MultiHeadLinearAttention
 from ._estimators import _LinearAttentionBase
 from ._heads import HeadReadout, heads_phrase
 
-# The held-out panel's counts that failed are drawn in FAILED_COLOR; its y-axis
-# is logarithmic where the errors drawn span more than LOG_SPAN. Lines drawn at
-# a height of the axes, not at an error: AT_AXES_HEIGHT.
-FAILED_COLOR = "C3"
+# The held-out panel's counts that failed are drawn in the first of
+# FAILED_COLORS farther than COLOR_DISTANCE (RGB) from the counts' own color; its
+# y-axis is logarithmic where the errors drawn span more than LOG_SPAN. Lines
+# drawn at a height of the axes, not at an error: AT_AXES_HEIGHT.
+FAILED_COLORS = ("tab:red", "tab:purple")
+COLOR_DISTANCE = 0.35
 LOG_SPAN = 100.0
 AT_AXES_HEIGHT = ("interpolating", "unmeasured", "unfitted", "chosen")
 
@@ -275,12 +277,15 @@ class HeadSearchDisplay:
     against the lifted fit's (with its standard error shaded) and the threshold
     each count must meet, or, where the counts were decided by ``tol``, the relative
     distance of each count's heads to the lifted fit against ``tol``; the chosen
-    count is marked. Counts that failed a held-out test other than the
-    threshold, or before all their folds were refitted, are drawn in red,
-    wherever their error lies; where the errors drawn span more than two
-    decades the y-axis is logarithmic. Like scikit-learn's
-    :class:`~sklearn.model_selection.ValidationCurveDisplay`: create it
-    with :meth:`from_estimator`, or from a readout and then :meth:`plot`.
+    count is marked. Counts that failed are drawn in red (purple where the
+    counts' own color is red), wherever their error lies: one that failed on
+    the majority of the folds, or before all its folds were refitted, can lie
+    below its threshold. Where the errors drawn span more than two decades the
+    y-axis is logarithmic (linear below the smallest positive error where one is
+    zero), unless the axes, or axes sharing their y-axis, already show data.
+    Like scikit-learn's :class:`~sklearn.model_selection.ValidationCurveDisplay`:
+    create it with :meth:`from_estimator`, or from a readout and then
+    :meth:`plot`.
     A search that fitted no count has nothing to draw (:meth:`plot` raises
     a ValueError saying why, e.g. where no count below the lifted fit's could
     pass, or ``n_heads=None``).
@@ -314,8 +319,10 @@ class HeadSearchDisplay:
         ``"threshold"`` (each count's threshold: the lifted fit's error,
         lowered by how much more it gains from all the rows than from a fold's
         80%) and ``"chosen"``; where the search had such counts,
-        ``"stopped"``, the linearized refits' errors of counts that
-        the first folds' own refits failed whatever the others' (the search
+        ``"refits"``, the counts of ``"counts"`` whose error failed the
+        threshold, drawn again in the failed counts' color, ``"stopped"``,
+        the linearized refits' errors of counts that the first folds' own
+        refits failed whatever the others' (the search
         refitted no more), ``"training"``, the training errors of counts that
         failed on them (above the threshold: a held-out error is at least the
         training error), ``"gcv"``, counts near interpolation that failed on
@@ -506,6 +513,11 @@ class HeadSearchDisplay:
             )
         # axes that already show something keep it in view
         reused = ax is not None and ax.has_data()
+        # (and those, or axes sharing their y-axis with axes that do, their
+        # y-scale)
+        keeps_scale = ax is not None and any(
+            other.has_data() for other in ax.get_shared_y_axes().get_siblings(ax)
+        )
         created = ax is None
         if created:
             figure, ax = plt.subplots(figsize=(6, 3.6), layout="constrained")
@@ -531,6 +543,7 @@ class HeadSearchDisplay:
                 label="k heads" if refitted else "_k heads",
             )[0]
             color = lines["counts"].get_color()
+            failed_color = _failed_color(color)
             unrefitted = [
                 count
                 for count in counts
@@ -565,7 +578,17 @@ class HeadSearchDisplay:
                 [c for c in counts if c.failed_on == key and np.isfinite(c.cv_error)]
                 for key in ("majority", "output", "scores")
             )  # (failed by their first folds: drawn as "stopped")
+            above = [c for c in refitted if c.failed_on == "refits"]
             partial = [
+                (
+                    "refits",
+                    above,
+                    [c.cv_error for c in above],
+                    "o",
+                    "k heads not below the threshold (fails)"
+                    if self.error_name == "misclassification rate"
+                    else "k heads above the threshold (fails)",
+                ),
                 (
                     "stopped",
                     stopped,
@@ -645,7 +668,7 @@ class HeadSearchDisplay:
                         linestyle="none",
                         # failed counts in their own color: one that failed
                         # after its first folds can be drawn below its threshold
-                        color=color if key == "undecided" else FAILED_COLOR,
+                        color=color if key == "undecided" else failed_color,
                         label=label,
                         fillstyle="none"
                         if key == "undecided" or key in on_line
@@ -656,7 +679,7 @@ class HeadSearchDisplay:
             if interpolating:  # an infinite error: at the top of the axes
                 lines["interpolating"] = _at_height(
                     ax, [count.n_heads for count in interpolating], 0.95,
-                    marker="$\\infty$", markersize=12, color=FAILED_COLOR,
+                    marker="$\\infty$", markersize=12, color=failed_color,
                     label="k heads with as many dimensions as equations "
                     "(generalized cross-validation infinite: fails)",
                 )
@@ -701,9 +724,14 @@ class HeadSearchDisplay:
                 alpha=0.15,
                 label="its standard error",
             )
-            ax.set_ylabel(f"cross-validated {self.error_name or 'error'}")
-            if not reused and _spans_decades(lines):
-                ax.set_yscale("log")
+            # (on two lines where one would be taller than the axes: the
+            # misclassification rate's was cut at both ends)
+            name = self.error_name or "error"
+            separator = " " if len(name) < 16 else "\n"
+            ax.set_ylabel(f"cross-validated{separator}{name}")
+            scale = _error_scale(lines)
+            if scale and not keeps_scale:
+                ax.set_yscale(scale[0], **scale[1])
         else:
             decided = [count for count in counts if count.passes is not None]
             lines["counts"] = ax.semilogy(
@@ -797,7 +825,7 @@ class HeadSearchDisplay:
                 why = "the lifted fit's: fewer that could reproduce it not fitted"
             label = f"chosen: {search.n_heads} ({why}{cut_short})"
         lines["chosen"] = ax.axvline(  # behind the counts' markers
-            search.n_heads, color="C3", linestyle="-.", label=label, zorder=1
+            search.n_heads, color="black", linestyle="-.", label=label, zorder=1
         )
         ax.set_xlabel("number of heads k")
         # whole counts on the x-axis, even for one count
@@ -829,19 +857,39 @@ class HeadSearchDisplay:
         return self
 
 
-def _spans_decades(lines):
-    """Whether the errors drawn are all positive and span more than
-    ``LOG_SPAN`` (on a linear axis the smallest would sit on its floor: a
-    count near interpolation 4000 times the lifted fit's error hid the others)."""
+def _error_scale(lines):
+    """``(scale, options)`` of the y-axis where the errors drawn (not the lines
+    at a height of the axes) are non-negative and their positive ones span more
+    than ``LOG_SPAN`` (on a linear axis the smaller would sit on its floor: a
+    count near interpolation 4000 times the lifted fit's error hid the others):
+    logarithmic, or, with a zero error (no misclassified row), linear up to the
+    smallest positive one; else None."""
     values = np.concatenate([
         np.asarray(line.get_ydata(), dtype=float)
         for key, line in lines.items()
         if key not in AT_AXES_HEIGHT
     ])
     values = values[np.isfinite(values)]
-    return bool(
-        values.size and values.min() > 0 and values.max() > LOG_SPAN * values.min()
-    )
+    positive = values[values > 0]
+    if not positive.size or values.min() < 0:
+        return None
+    if positive.max() <= LOG_SPAN * positive.min():
+        return None
+    if values.min() > 0:
+        return "log", {}
+    return "symlog", {"linthresh": float(positive.min())}
+
+
+def _failed_color(counts_color):
+    """The first of ``FAILED_COLORS`` apart from the counts' color (a style or
+    the axes' earlier lines can make the counts red)."""
+    from matplotlib.colors import to_rgb
+
+    counts = np.array(to_rgb(counts_color))
+    for candidate in FAILED_COLORS:
+        if np.linalg.norm(np.array(to_rgb(candidate)) - counts) > COLOR_DISTANCE:
+            return candidate
+    return FAILED_COLORS[-1]
 
 
 def _make_room_above(ax, legend):

@@ -1875,7 +1875,11 @@ def test_the_cut_short_warning_names_the_counts_below_the_last_fitted_without_a_
         _warn_search_cut_short(cut, 20.0)
     message = str(record[0].message)
     assert "failed: [1, 3] heads" in message and "undecided: [6]" in message
-    assert "not fitted (ruled out, or left unfitted): [2, 4, 5]" in message
+    assert "not fitted, ruled out or left unfitted: [2, 4, 5]" in message
+    fixed = dataclasses.replace(cut, criterion="fixed")  # n_heads=k: none listed
+    with pytest.warns(ConvergenceWarning) as record:
+        _warn_search_cut_short(fixed, 20.0)
+    assert "not fitted" not in str(record[0].message)
 
 
 def test_the_head_searchs_warnings_point_at_the_callers_line(monkeypatch):

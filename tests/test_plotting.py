@@ -534,7 +534,7 @@ def test_search_display_labels_a_classifier_and_a_count_asked_for():
     model = LinearAttentionClassifier(n_heads=1).fit(X, y)
     search = model.head_search_
     display = HeadSearchDisplay.from_estimator(model)
-    assert display.ax_.get_ylabel() == "cross-validated misclassification rate"
+    assert display.ax_.get_ylabel() == "cross-validated\nmisclassification rate"
     verdict = "passes" if search.passes else "fails"
     assert display.lines_["chosen"].get_label() == (
         f"asked for: 1 (n_heads=1; {verdict} its test)"
@@ -774,7 +774,7 @@ def test_search_display_of_a_classifier_judged_on_squared_errors_says_so(
     assert fitted.head_search_.loss == "misclassified"
     if any(count.criterion == "cv" for count in fitted.head_search_.counts):
         display = HeadSearchDisplay.from_estimator(fitted)
-        assert display.ax_.get_ylabel() == "cross-validated misclassification rate"
+        assert display.ax_.get_ylabel() == "cross-validated\nmisclassification rate"
 
 
 def test_search_display_of_noisy_heads_without_folds_says_not_judged():
@@ -804,9 +804,14 @@ def noisy_two_head_search():
 def test_search_display_draws_failed_counts_in_their_own_color():
     """A count that failed after its first folds, or on the majority of the
     folds, can lie below its threshold; drawn in the passing counts' color it
-    read as passing. Failed counts are drawn in another color wherever they
-    lie; undecided counts keep the counts' color."""
+    read as passing. Failed counts are drawn in a color apart from the counts'
+    wherever they lie, also where a style or the axes' earlier lines make the
+    counts red (the cycle's "C3" was then the counts' own color); undecided
+    counts keep the counts' color."""
     from dataclasses import replace
+
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_rgb
 
     search = noisy_two_head_search()
     failed = next(c for c in search.counts if c.failed_on == "training")
@@ -814,37 +819,66 @@ def test_search_display_draws_failed_counts_in_their_own_color():
         failed, failed_on="majority", cv_error=0.9 * failed.threshold,
         training_error=0.8 * failed.threshold,
     )
+    above = replace(
+        failed, n_heads=failed.n_heads + 1, failed_on="refits",
+        cv_error=1.5 * failed.threshold,
+    )
     undecided = replace(
         failed, n_heads=failed.n_heads + 5, passes=None, criterion="linearized",
         failed_on=None, linearized_cv_error=failed.threshold,
     )
-    for counts in (search.counts, (below, undecided)):
+    _, with_lines = plt.subplots()
+    for _ in range(3):  # the counts take the cycle's fourth color, "C3"
+        with_lines.plot([0, 1], [0, 1])
+    cases = [(search.counts, None), ((below, above, undecided), None)]
+    cases.append(((below, above, undecided), with_lines))
+    for counts, ax in cases:
         drawn = replace(search, counts=counts)
-        lines = HeadSearchDisplay(drawn, tol=search.tol).plot().lines_
-        passing = lines["counts"].get_color()
-        failing = [key for key in ("training", "majority") if key in lines]
+        lines = HeadSearchDisplay(drawn, tol=search.tol).plot(ax=ax).lines_
+        passing = np.array(to_rgb(lines["counts"].get_color()))
+        failing = [key for key in ("training", "majority", "refits") if key in lines]
         assert failing
-        assert all(lines[key].get_color() != passing for key in failing)
+        for key in failing:
+            color = np.array(to_rgb(lines[key].get_color()))
+            assert np.linalg.norm(color - passing) > 0.3, key
         if "undecided" in lines:
-            assert lines["undecided"].get_color() == passing
-        if "majority" in lines:  # below its threshold, and red all the same
+            assert lines["undecided"].get_color() == lines["counts"].get_color()
+        if "majority" in lines:  # below its threshold, and apart all the same
             assert lines["majority"].get_ydata()[0] < below.threshold
+            assert list(lines["refits"].get_xdata()) == [above.n_heads]
 
 
 def test_search_display_is_logarithmic_where_errors_span_decades():
     """A count near interpolation at 4000 times the lifted fit's error set a
     linear y-axis on which every other count, the lifted fit and the thresholds
     sat on the floor (statsmodels' Nile series). Errors within two decades keep
-    a linear axis."""
+    a linear axis; a zero error (no misclassified row) gives an axis linear
+    below the smallest positive error; axes that share their y-axis with a
+    user's plot keep its scale."""
     from dataclasses import replace
+
+    import matplotlib.pyplot as plt
 
     search = noisy_two_head_search()
     failed = next(c for c in search.counts if c.failed_on == "training")
     display = HeadSearchDisplay(search, tol=search.tol).plot()
     assert display.ax_.get_yscale() == "linear"
-    for factor, scale in ((4000.0, "log"), (20.0, "linear")):
+
+    def spiked(factor, **changes):
         spike = replace(failed, failed_on="gcv", gcv_error=factor * search.cv_error)
         counts = tuple(spike if c is failed else c for c in search.counts)
-        display = HeadSearchDisplay(replace(search, counts=counts)).plot()
+        return replace(search, counts=counts, **changes), spike
+
+    for factor, scale in ((4000.0, "log"), (20.0, "linear")):
+        readout, spike = spiked(factor)
+        display = HeadSearchDisplay(readout).plot()
         assert display.ax_.get_yscale() == scale
         assert display.lines_["gcv"].get_ydata()[0] == spike.gcv_error
+    zero = replace(failed, n_heads=9, failed_on="majority", cv_error=0.0)
+    readout, _ = spiked(4000.0)
+    readout = replace(readout, counts=readout.counts + (zero,))
+    assert HeadSearchDisplay(readout).plot().ax_.get_yscale() == "symlog"
+    _, (users, empty) = plt.subplots(1, 2, sharey=True)
+    users.plot([0, 1], [-1.0, 1.0])
+    HeadSearchDisplay(spiked(4000.0)[0]).plot(ax=empty)
+    assert users.get_yscale() == empty.get_yscale() == "linear"
