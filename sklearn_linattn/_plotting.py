@@ -861,7 +861,7 @@ def _error_scale(lines):
     """``(scale, options)`` of the y-axis where the errors drawn (not the lines
     at a height of the axes) are non-negative and their positive ones span more
     than ``LOG_SPAN`` (on a linear axis the smaller would sit on its floor: a
-    count near interpolation 4000 times the lifted fit's error hid the others):
+    count near interpolation nearly 4000 times the lifted fit's error hid the others):
     logarithmic, or, with a zero error (no misclassified row), linear up to the
     smallest positive one; else None."""
     values = np.concatenate([
