@@ -787,8 +787,10 @@ class _Search:
     def least_fit_flops(self, k, nominal=False):
         """The work of a noisy k-head fit's first start: the completion, one
         evaluation of its values (SVD of the head features) in the training
-        metric and in the Frobenius one (:meth:`reproduce`), and one
-        Levenberg-Marquardt step's solve (``nominal``: in nominal flops,
+        metric and in the Frobenius one (where :meth:`reproduce` refines a count
+        from the interpolating one on), and one Levenberg-Marquardt step's solve;
+        near the paper's count these dominate (``nominal``: in nominal flops, the
+        training metric's work on the design's :func:`cost_model`,
         :class:`Budget`)."""
 
         def evaluation(design):
@@ -850,7 +852,7 @@ class _Search:
             value_rows, query_rows = self.frobenius_fit(k)
             distance = self.distance(value_rows, query_rows)
             if self.tol < distance <= (np.inf if asked else REFIT_REACH):
-                # refitted in the training metric (the constant's comment)
+                # refitted in the training metric (REFIT_REACH's comment)
                 value_rows, query_rows = fit_heads(
                     self.design, query_rows, FIT_ITER, budget=self.budget
                 )[:2]
@@ -1032,8 +1034,10 @@ class _Search:
         """``(search, exponents)``: the search of the lifted fit with token
         coordinate ``j`` divided by ``2^(e_j)`` (:func:`token_exponents`), in
         the Frobenius metric there; None where every ``e_j`` is 0. Exact fits
-        start there (:meth:`frobenius_fit`): a badly scaled coordinate weighs its
-        coefficients unevenly and leaves fits at local minima."""
+        start there (:meth:`frobenius_fit`): in the data's units a coordinate
+        much smaller than the others weighs its coefficients far more, and fits
+        of the generating count can stop at local minima (benchmarks/README.md,
+        "Exact fits in comparable units")."""
         exponents = token_exponents(self.design)
         if exponents is None:
             return None
@@ -1138,10 +1142,10 @@ class _Search:
         return not self.exact and _drifted(value_rows, query_rows, self.coef, self.d)
 
     def threshold_of(self, k):
-        """The threshold of k heads: the lifted fit's cross-validated error (near
-        interpolation, for squared errors, at most its generalized
-        cross-validated one) times :meth:`size_ratio`, for misclassification
-        at most the lifted fit's learning ratio ``L``
+        """The threshold of k heads: the lifted fit's cross-validated error plus
+        ``SLACK`` standard errors (near interpolation, for squared errors, at
+        most its generalized cross-validated one) times :meth:`size_ratio`, for
+        misclassification at most the lifted fit's learning ratio ``L``
         (``_Folds.learning_ratio``); where its error falls with the rows, the
         heads' own fall credited: ``L + (1 - L) s_k``, ``s_k = f(D_k) / f(D)``
         their share of the lifted fit's fall from a fold's training rows to all
@@ -1202,8 +1206,11 @@ class _Search:
     @property
     def token_ranks(self):
         """``(r, q)``: the dimensions of the tokens' and of the queries' spans that
-        the lifted coefficients use (:attr:`token_bases`; ``d`` for tokens in
-        general position, fewer where they are linearly dependent)."""
+        the lifted coefficients use, their ranks within ``tol`` (singular values
+        above ``tol`` times the largest; ``d`` where all are zero) along a token
+        index of ``S`` and along the query's (:attr:`token_bases`): ``d`` for
+        tokens in general position, fewer where they are linearly dependent
+        (one-hot positions that sum to the constant feature)."""
         return self.token_bases[0][1], self.token_bases[1][1]
 
     @functools.cached_property
@@ -1301,10 +1308,14 @@ class _Search:
         completed to rank k (:meth:`completion_start`, where every noisy fit
         starts) fails the count when generalized cross-validation fails it at
         its training error; None where it does not, or where it reproduces the
-        lifted fit within ``tol`` (the count is then fitted)."""
+        lifted fit within ``tol`` (the count is then fitted: from that start
+        ``n_heads=k``'s fit can still end beyond ``tol`` where the training
+        metric is singular)."""
         query_rows = self.completion_start(k)
-        # the values of n_heads=k's first start (least squares in the training
-        # metric), refined in the Frobenius metric as a fit is (:meth:`reproduce`)
+        # the values of n_heads=k's first start: least squares in the training
+        # metric, not the Frobenius one (with a singular Gram, Frobenius values
+        # can reproduce the lifted fit where n_heads=k's do not); refined in the
+        # Frobenius metric as a fit is (:meth:`reproduce`)
         value_rows, query_rows, _, _ = fit_heads(
             self.design, query_rows, 0, budget=self.budget
         )
@@ -1337,8 +1348,9 @@ class _Search:
         """The linearized test of k heads: each fold's refit linearized at the full
         fit (:func:`linearized_refit`). With many rows a pass on every fold passes
         (:meth:`linearized_verdict`); every other count goes to its folds' own
-        refits (:meth:`refits`), taken in the order of the linearized errors'
-        excess over the lifted fit's."""
+        refits (:meth:`refits`), which ``n_heads=k`` is judged by (the
+        linearization fails counts that those refits pass), taken in the order of
+        the linearized errors' excess over the lifted fit's."""
         folds, errors, output_errors = self.folds, [], []
         held = self.held_folds
         for fold in range(folds.n_folds):
@@ -1804,14 +1816,18 @@ def _reproducing_beyond(search, low, paper_count):
     fits it, reproduces the lifted fit (from ``low``, the fewest interpolating
     count, only that passes); ``paper_count`` where none does.
 
-    The paper's count less one first (where it fails, none is fitted), then by
-    bisection. Under a work limit the fits until one passes may cost at most
+    The paper's count less one first (where it fails, no other count is fitted:
+    the search is not doubled where nothing reproduces the lifted fit), then by
+    bisection (the fewest is usually near ``low``, and a fit costs more the more
+    heads it has). Under a work limit the fits until one passes may cost at most
     ``BEYOND_SHARE`` times the nominal work the search spent on its fits before,
     or ``BEYOND_FLOOR`` (:class:`Budget`): the bisection stops at a count whose
     first start alone (:meth:`_Search.least_fit_flops`) would exceed that or the
-    work limit, and fits cut short are left out (the search stays complete
-    unless its own work limit stopped them). Once a count has passed, fewer
-    are fitted within the search's own limit."""
+    work limit, fits cut short are left out, and the fewest count found to pass
+    is returned (the search is still complete: it needed none of them, unless
+    its own work limit, not the share, stopped them). Once a count has passed
+    the share no longer applies: the fewer counts that may reproduce the lifted
+    fit too are fitted within the search's own work limit."""
     budget, undecided = search.budget, search.undecided
     if budget.limit < np.inf:  # no work limit (head_work_limit=None): no cap either
         allowed = max(BEYOND_SHARE * budget.nominal_spent, BEYOND_FLOOR)
@@ -1874,7 +1890,8 @@ def _fitted_below(search, high):
         if passes is None:
             # cut short by the work limit before count k's fit decided it: the
             # counts below k those fits would have reached, failed by a
-            # completion alone, are left undecided
+            # completion alone (which the fits were to confirm: a fit's verdict
+            # can differ), are left undecided
             search.undecided = True
             end = max((j for j in range(1, k) if ends(j)), default=0)
             left = sorted(j for j in completed if end < j <= k and j in search.fits)
@@ -1894,7 +1911,8 @@ def _fitted_below(search, high):
 def _fewest(search, low, high, verdict, order):
     """The fewest count in ``[low, high]`` whose ``verdict(k)`` is True (``high``
     is taken to pass); ``high`` when a verdict is None (cut short by the work
-    limit). ``order``: ``"up"`` (low, low + 1, ...), ``"double"`` (twice the
+    limit). ``order``: ``"up"`` (low, low + 1, ...: a fit costs more the more
+    heads it has, so the search does not overshoot), ``"double"`` (twice the
     last count that failed: 1, 2, 4, ..., then bisecting), ``"down"`` (high -
     1, high - 2, high - 4, ..., at least low, then bisecting; low first when it
     is at most a third of high) or ``"bisect"`` (high - 1, then bisecting)."""

@@ -47,8 +47,9 @@ _GESDD, _GESDD_LWORK, _POTRF, _POTRS = scipy.linalg.get_lapack_funcs(
 
 def matmul(a, b):
     """``a @ b`` of 1-D or 2-D arrays: by ``ndarray.dot`` where both are
-    contiguous (the same BLAS call and bits, without the ufunc's dispatch),
-    else by ``@`` (which copies other strides differently: other bits)."""
+    contiguous in C or Fortran order (the same BLAS call and bits, without the
+    ufunc's dispatch), else by ``@`` (``dot`` copies other strides differently
+    from ``@``: other bits)."""
     if a.flags.forc and b.flags.forc:
         return a.dot(b)
     return a @ b
@@ -70,7 +71,8 @@ def svd(matrix):
 
 @functools.lru_cache(maxsize=64)
 def _gesdd_workspace(n_rows, n_columns):
-    """The workspace scipy.linalg.svd asks ``gesdd`` for (the same bits)."""
+    """The workspace scipy.linalg.svd asks ``gesdd`` for (the same bits): a
+    function of the shape alone, hence cached."""
     work, info = _GESDD_LWORK(n_rows, n_columns, compute_uv=True, full_matrices=False)
     if info != 0:  # scipy.linalg.svd raises here too
         raise ValueError(f"gesdd's workspace query failed (info {info})")
@@ -120,7 +122,10 @@ class _Values:
 
     def _flops(self, design):
         """A Jacobian product's flops and this evaluation's on ``design`` (or a
-        design's :func:`cost_model`); a product is counted as forming ``X(dQ)``."""
+        design's :func:`cost_model`). A product is counted as forming the
+        features ``X(dQ)`` even where ``design.applied`` avoids that: the count
+        is kept so that the work limits cut the same searches
+        (benchmarks/README.md)."""
         k, d = len(self.query_rows), self.design.token_dim
         product = (
             design.feature_flops(k)
@@ -491,7 +496,8 @@ def fit_heads(
     k = len(query_rows)
 
     def evaluate(flat):
-        # orthonormal rows of the same span: the same head features' row space
+        # orthonormal rows of the same span: the head features' row space, hence
+        # the fit, is the same
         return _Values(design, _orthonormal_columns(flat.reshape(k, -1).T).T)
 
     start = np.asarray(query_rows, dtype=np.float64).ravel()
