@@ -78,8 +78,10 @@ for count in search.counts:
 # first (with at least 10 rows per lifted feature, a count it passes on every
 # fold passes), and the count is refitted on each fold from the fold's own
 # starts (circles), which decides; a count its first folds' refits already fail,
-# whatever the others hold, is drawn at its linearized error (crosses). Every
-# count below the chosen one that was fitted fails.
+# whatever the others hold, is drawn at its linearized error (crosses), which
+# can lie below its threshold: counts that failed are drawn in red wherever they
+# lie. Every count below the chosen one (the black dash-dot line) that was
+# fitted fails.
 display = HeadSearchDisplay.from_estimator(model)
 display.ax_.set_title("the head search of n_heads='auto'")
 plt.show()
