@@ -1,6 +1,7 @@
 """AttentionHeadsDisplay and HeadSearchDisplay: a fitted model's heads and its head
 search (matplotlib)."""
 
+import textwrap
 from numbers import Integral, Real
 
 import numpy as np
@@ -19,6 +20,10 @@ FAILED_COLORS = ("tab:red", "tab:purple")
 COLOR_DISTANCE = 0.35
 LOG_SPAN = 100.0
 AT_AXES_HEIGHT = ("interpolating", "unmeasured", "unfitted", "chosen")
+# On the user's axes the legend's labels are wrapped to the axes' width, at least
+# MIN_LEGEND_COLUMNS characters of LEGEND_FONTSIZE points a line.
+LEGEND_FONTSIZE = 8
+MIN_LEGEND_COLUMNS = 20
 
 
 def _pyplot(caller):
@@ -394,7 +399,10 @@ class HeadSearchDisplay:
             estimator, or a pipeline whose last step is one (else a
             TypeError).
         ax : matplotlib Axes, default=None
-            Where to draw; None makes a new figure.
+            Where to draw; None makes a new figure, with the legend below the
+            axes. On the given axes the legend is inside them, its labels
+            wrapped to their width; on small axes it can cover the counts
+            (``display.ax_.get_legend().remove()`` takes it away).
 
         Returns
         -------
@@ -431,7 +439,10 @@ class HeadSearchDisplay:
         Parameters
         ----------
         ax : matplotlib Axes, default=None
-            Where to draw; None makes a new figure.
+            Where to draw; None makes a new figure, with the legend below the
+            axes. On the given axes the legend is inside them, its labels
+            wrapped to their width; on small axes it can cover the counts
+            (``display.ax_.get_legend().remove()`` takes it away).
 
         Returns
         -------
@@ -848,11 +859,11 @@ class HeadSearchDisplay:
             entries = len(legend.get_texts())
             figure.set_figheight(figure.get_figheight() + 0.17 * entries)
         else:  # the user's axes: inside them (below, it left the figure)
-            legend = ax.legend(fontsize=8)
+            legend = _legend_within(ax, loc="best")
             if _hides_markers(legend, lines):  # no room among the counts
                 _make_room_above(ax, legend)
                 legend.remove()
-                ax.legend(fontsize=8, loc="upper center")
+                _legend_within(ax, loc="upper center")
         self.lines_, self.ax_, self.figure_ = lines, ax, figure
         return self
 
@@ -890,6 +901,20 @@ def _failed_color(counts_color):
         if np.linalg.norm(np.array(to_rgb(candidate)) - counts) > COLOR_DISTANCE:
             return candidate
     return FAILED_COLORS[-1]
+
+
+def _legend_within(ax, loc):
+    """The legend of the user's axes, its labels wrapped to the axes' width and
+    left out of the layout (on a panel of a 2 x 2 grid a legend five times the
+    axes' width collapsed constrained layout)."""
+    handles, labels = ax.get_legend_handles_labels()
+    width = ax.get_position().width * ax.figure.get_figwidth() * 72  # points
+    # characters of LEGEND_FONTSIZE a line, less the handle's width
+    columns = max(MIN_LEGEND_COLUMNS, int(width / (0.55 * LEGEND_FONTSIZE)) - 6)
+    labels = [textwrap.fill(label, columns) for label in labels]
+    legend = ax.legend(handles, labels, fontsize=LEGEND_FONTSIZE, loc=loc)
+    legend.set_in_layout(False)
+    return legend
 
 
 def _make_room_above(ax, legend):

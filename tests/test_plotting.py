@@ -720,9 +720,7 @@ def test_search_display_draws_a_classifiers_infinite_counts_as_infinite():
 
 def test_search_display_on_the_users_axes_keeps_its_legend_in_the_figure():
     """On axes the user made, the legend below them left the figure (the
-    display can make only its own figure taller): it is placed on the axes
-    (in a grid of small panels a long legend can still be wider than its
-    panel)."""
+    display can make only its own figure taller): it is placed on the axes."""
     import matplotlib.pyplot as plt
 
     model = search_decided_three_ways()
@@ -734,6 +732,28 @@ def test_search_display_on_the_users_axes_keeps_its_legend_in_the_figure():
     whole = figure.bbox
     assert whole.x0 <= box.x0 and box.x1 <= whole.x1
     assert whole.y0 <= box.y0 and box.y1 <= whole.y1
+    plt.close(figure)
+
+
+def test_search_display_in_a_grid_of_small_panels_keeps_the_layout():
+    """Four displays on a 2 x 2 grid with constrained layout: each legend, of
+    long labels on one line each, was five times its panel's width, and the
+    layout collapsed every axes ("axes sizes collapsed to zero"). The labels
+    are wrapped to the axes' width and the legend left out of the layout."""
+    import matplotlib.pyplot as plt
+
+    model = search_decided_three_ways()
+    figure, axes = plt.subplots(2, 2, figsize=(6.4, 4.8), layout="constrained")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the layout's warning that it collapsed
+        for ax in axes.ravel():
+            HeadSearchDisplay.from_estimator(model, ax=ax)
+        figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    for ax in axes.ravel():
+        width = ax.get_window_extent(renderer).width
+        assert width > 0.25 * figure.bbox.width  # (a quarter of a 2 x 2 grid)
+        assert ax.get_legend().get_window_extent(renderer).width < 1.3 * width
     plt.close(figure)
 
 
