@@ -24,6 +24,9 @@ AT_AXES_HEIGHT = ("interpolating", "unmeasured", "unfitted", "chosen")
 # MIN_LEGEND_COLUMNS characters of LEGEND_FONTSIZE points a line.
 LEGEND_FONTSIZE = 8
 MIN_LEGEND_COLUMNS = 20
+# Markers drawn by their edges (crosses, bars, hollow markers) have edges of
+# EDGE_WIDTH points whatever the style.
+EDGE_WIDTH = 1.5
 
 
 def _pyplot(caller):
@@ -685,6 +688,9 @@ class HeadSearchDisplay:
                         if key == "undecided" or key in on_line
                         else "full",
                         markersize=2 * size if key in on_line else size,
+                        # (crosses and hollow markers are their edges: styles
+                        # with no marker edges, seaborn's, drew nothing)
+                        markeredgewidth=EDGE_WIDTH,
                         zorder=3,
                     )[0]
             if interpolating:  # an infinite error: at the top of the axes
@@ -697,7 +703,8 @@ class HeadSearchDisplay:
             if unmeasured:  # no error to draw them at: on the x-axis
                 lines["unmeasured"] = _at_height(
                     ax, [count.n_heads for count in unmeasured], 0.03,
-                    marker="d", fillstyle="none", color=color,
+                    marker="d", fillstyle="none", markeredgewidth=EDGE_WIDTH,
+                    color=color,
                     label="k heads left undecided before a cross-validated or "
                     "training error was measured",
                 )
@@ -722,7 +729,7 @@ class HeadSearchDisplay:
                     color="black",
                     marker="_",
                     markersize=12,
-                    markeredgewidth=1.5,
+                    markeredgewidth=EDGE_WIDTH,
                     linestyle="none",
                     label="threshold of k heads (a count must be below it)"
                     if self.error_name == "misclassification rate"
@@ -804,7 +811,7 @@ class HeadSearchDisplay:
             if unfitted:
                 lines["unfitted"] = _at_height(
                     ax, unfitted, 0.03, marker="|", markersize=10,
-                    markeredgewidth=1.5, color="gray",
+                    markeredgewidth=EDGE_WIDTH, color="gray",
                     label="k heads not fitted (ruled out, or left unfitted: "
                     "head_search_.counts)",
                 )
@@ -853,11 +860,12 @@ class HeadSearchDisplay:
             # best place matplotlib found at one dpi covered a count's marker
             # at another
             legend = ax.legend(
-                fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2),
-                frameon=False,
+                fontsize=LEGEND_FONTSIZE, loc="upper center",
+                bbox_to_anchor=(0.5, -0.2), frameon=False,
             )
             entries = len(legend.get_texts())
             figure.set_figheight(figure.get_figheight() + 0.17 * entries)
+            _below_the_x_axis(ax, legend)
         else:  # the user's axes: inside them (below, it left the figure)
             legend = _legend_within(ax, loc="best")
             if _hides_markers(legend, lines):  # no room among the counts
@@ -901,6 +909,25 @@ def _failed_color(counts_color):
         if np.linalg.norm(np.array(to_rgb(candidate)) - counts) > COLOR_DISTANCE:
             return candidate
     return FAILED_COLORS[-1]
+
+
+def _below_the_x_axis(ax, legend):
+    """Anchor the legend just below the x-axis's tick labels and label, at a
+    distance in inches that a new layout keeps (a fixed fifth of the axes'
+    height reached into the x-axis label of larger styles, seaborn's poster)."""
+    from matplotlib.transforms import ScaledTranslation
+
+    figure = ax.figure
+    get_renderer = getattr(figure.canvas, "get_renderer", None)
+    if get_renderer is None:  # a canvas that does not render to a bitmap
+        return
+    figure.canvas.draw()  # lays the axes out
+    axis = ax.xaxis.get_tightbbox(get_renderer())
+    depth = (ax.bbox.y0 - axis.y0) / figure.dpi + 0.05  # inches, with a gap
+    legend.set_bbox_to_anchor(
+        (0.5, 0.0),
+        transform=ax.transAxes + ScaledTranslation(0, -depth, figure.dpi_scale_trans),
+    )
 
 
 def _legend_within(ax, loc):

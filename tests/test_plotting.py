@@ -757,6 +757,30 @@ def test_search_display_in_a_grid_of_small_panels_keeps_the_layout():
     plt.close(figure)
 
 
+def test_search_display_under_a_large_style_keeps_markers_and_the_x_label():
+    """Under seaborn's poster style (no marker edges, large fonts) crosses and
+    hollow markers, drawn by their edges, vanished, and the legend, anchored a
+    fixed fifth of the axes' height below them, covered the x-axis label."""
+    import matplotlib.pyplot as plt
+
+    model = search_decided_three_ways()
+    with plt.style.context("seaborn-v0_8-poster"):
+        display = HeadSearchDisplay.from_estimator(model)
+    assert "stopped" in display.lines_
+    for key, line in display.lines_.items():
+        if line.get_marker() in ("x", "|", "_", "d"):
+            assert line.get_markeredgewidth() > 0, key
+    figure = display.figure_
+    for dpi in (60, 100):
+        figure.set_dpi(dpi)
+        figure.canvas.draw()
+        renderer = figure.canvas.get_renderer()
+        legend = display.ax_.get_legend().get_window_extent(renderer)
+        axis = display.ax_.xaxis.get_tightbbox(renderer)
+        assert legend.y1 <= axis.y0
+    plt.close(figure)
+
+
 def test_search_display_of_a_zero_model_says_it_is_zero():
     """Zero targets: no heads, whatever n_heads asked; the message said the
     count asked for was at least the lifted fit's."""
