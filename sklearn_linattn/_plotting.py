@@ -766,6 +766,7 @@ class HeadSearchDisplay:
                     [max(count.relative_distance, 1e-17) for count in undecided],
                     marker="d",
                     fillstyle="none",
+                    markeredgewidth=EDGE_WIDTH,
                     linestyle="none",
                     color=color,
                     # (a complete search leaves undecided only noisy heads
@@ -867,11 +868,12 @@ class HeadSearchDisplay:
             figure.set_figheight(figure.get_figheight() + 0.17 * entries)
             _below_the_x_axis(ax, legend)
         else:  # the user's axes: inside them (below, it left the figure)
-            legend = _legend_within(ax, loc="best")
+            drawn = [*lines.values(), self.band_]
+            legend = _legend_within(ax, "best", drawn)
             if _hides_markers(legend, lines):  # no room among the counts
                 _make_room_above(ax, legend)
                 legend.remove()
-                _legend_within(ax, loc="upper center")
+                _legend_within(ax, "upper center", drawn)
         self.lines_, self.ax_, self.figure_ = lines, ax, figure
         return self
 
@@ -918,11 +920,8 @@ def _below_the_x_axis(ax, legend):
     from matplotlib.transforms import ScaledTranslation
 
     figure = ax.figure
-    get_renderer = getattr(figure.canvas, "get_renderer", None)
-    if get_renderer is None:  # a canvas that does not render to a bitmap
-        return
-    figure.canvas.draw()  # lays the axes out
-    axis = ax.xaxis.get_tightbbox(get_renderer())
+    figure.draw_without_rendering()  # lays the axes out, on any backend
+    axis = ax.xaxis.get_tightbbox()
     depth = (ax.bbox.y0 - axis.y0) / figure.dpi + 0.05  # inches, with a gap
     legend.set_bbox_to_anchor(
         (0.5, 0.0),
@@ -930,15 +929,19 @@ def _below_the_x_axis(ax, legend):
     )
 
 
-def _legend_within(ax, loc):
-    """The legend of the user's axes, its labels wrapped to the axes' width and
+def _legend_within(ax, loc, drawn):
+    """The legend of the user's axes, the labels of the display's ``drawn``
+    artists wrapped to the axes' width (the user's own left as they are), and
     left out of the layout (on a panel of a 2 x 2 grid a legend five times the
     axes' width collapsed constrained layout)."""
     handles, labels = ax.get_legend_handles_labels()
-    width = ax.get_position().width * ax.figure.get_figwidth() * 72  # points
+    width = ax.bbox.width / ax.figure.dpi * 72  # points
     # characters of LEGEND_FONTSIZE a line, less the handle's width
     columns = max(MIN_LEGEND_COLUMNS, int(width / (0.55 * LEGEND_FONTSIZE)) - 6)
-    labels = [textwrap.fill(label, columns) for label in labels]
+    labels = [
+        textwrap.fill(label, columns) if any(h is d for d in drawn) else label
+        for h, label in zip(handles, labels, strict=True)
+    ]
     legend = ax.legend(handles, labels, fontsize=LEGEND_FONTSIZE, loc=loc)
     legend.set_in_layout(False)
     return legend
@@ -947,10 +950,7 @@ def _legend_within(ax, loc):
 def _make_room_above(ax, legend):
     """Raise the top of the y-axis so that the data take the axes' height less
     the legend's (at most 80% of it is left to the legend)."""
-    renderer = legend.figure.canvas.get_renderer()
-    share = legend.get_window_extent(renderer).height / ax.get_window_extent(
-        renderer
-    ).height
+    share = legend.get_window_extent().height / ax.get_window_extent().height
     share = min(share + 0.05, 0.8)
     low, high = ax.get_ylim()
     if ax.get_yscale() == "log":
@@ -965,12 +965,8 @@ def _hides_markers(legend, lines):
     count's marker (with a few counts and many kinds of verdict there is no
     room for it: a failed count was drawn under it). The lines across the whole
     axes (the chosen count, the lifted fit) do not count."""
-    figure = legend.figure
-    get_renderer = getattr(figure.canvas, "get_renderer", None)
-    if get_renderer is None:  # a canvas that does not render to a bitmap
-        return False
-    figure.canvas.draw()  # places the legend
-    box = legend.get_window_extent(get_renderer())
+    legend.figure.figure.draw_without_rendering()  # places it, on any backend
+    box = legend.get_window_extent()
     for name, line in lines.items():
         if name in ("chosen", "lifted") or not hasattr(line, "get_xydata"):
             continue

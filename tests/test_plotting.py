@@ -781,6 +781,44 @@ def test_search_display_under_a_large_style_keeps_markers_and_the_x_label():
     plt.close(figure)
 
 
+def test_search_display_on_vector_canvases_subfigures_and_labelled_axes():
+    """On a canvas without a bitmap renderer (SVG, PDF) the legend was never
+    checked for covering a count, and it covered one; on a SubFigure's axes
+    wrapping the legend raised AttributeError; the user's own labels (mathtext,
+    line breaks) were rewrapped with the display's."""
+    import matplotlib.pyplot as plt
+    from matplotlib.backends.backend_svg import FigureCanvasSVG
+    from matplotlib.figure import Figure
+
+    model = search_decided_three_ways()
+    figure = Figure(figsize=(6, 4))
+    FigureCanvasSVG(figure)
+    ax = figure.subplots()
+    display = HeadSearchDisplay.from_estimator(model, ax=ax)
+    figure.draw_without_rendering()
+    box = ax.get_legend().get_window_extent()
+    for key, line in display.lines_.items():
+        if key in ("chosen", "lifted") or key in ("unfitted", "unmeasured"):
+            continue
+        points = line.get_transform().transform(line.get_xydata())
+        inside = (
+            (points[:, 0] >= box.x0) & (points[:, 0] <= box.x1)
+            & (points[:, 1] >= box.y0) & (points[:, 1] <= box.y1)
+        )
+        assert not np.any(inside), key
+    root = plt.figure(figsize=(8, 4), layout="constrained")
+    sub_ax = root.subfigures(1, 2)[1].subplots()
+    assert HeadSearchDisplay.from_estimator(model, ax=sub_ax).ax_ is sub_ax
+    own = [r"$\frac{1}{n}\sum_i \ell_i$ of a long baseline", "my baseline\n(2025)"]
+    _, users = plt.subplots()
+    for label in own:
+        users.plot([1, 5], [0.5, 0.5], label=label)
+    HeadSearchDisplay.from_estimator(model, ax=users)
+    texts = [text.get_text() for text in users.get_legend().get_texts()]
+    assert texts[:2] == own
+    plt.close("all")
+
+
 def test_search_display_of_a_zero_model_says_it_is_zero():
     """Zero targets: no heads, whatever n_heads asked; the message said the
     count asked for was at least the lifted fit's."""
