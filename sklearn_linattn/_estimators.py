@@ -55,7 +55,13 @@ from ._data import (
     warn_if_features_beyond_float64,
     warn_if_outputs_beyond_float64,
 )
-from ._heads import INTERPOLATION_MARGIN, WORK_FLOOR, heads_phrase, read_out_heads
+from ._heads import (
+    INTERPOLATION_MARGIN,
+    WORK_FLOOR,
+    heads_phrase,
+    read_out_heads,
+    unfitted_counts,
+)
 from ._lift import lifted_feature_pairs, lifted_features, n_lifted_features
 from ._progress import ChunkProgress
 from ._rollout import lifted_readout, rollout
@@ -167,13 +173,9 @@ def _warn_search_cut_short(readout, head_work_limit):
     progress = (
         f"failed: {failed} heads, in {readout.work:.2g} flops; " if failed else ""
     )
-    # counts below the last one fitted without a row (head_search_.counts), as
-    # HeadSearchDisplay marks them; none for n_heads=k
-    tried = {int(k) for k in readout.counts_tried}
-    if readout.criterion != "fixed":
-        unfitted = [k for k in range(1, max(tried, default=0)) if k not in tried]
-        if unfitted:
-            progress += f"not fitted, ruled out or left unfitted: {unfitted}; "
+    unfitted = unfitted_counts(readout)  # (as HeadSearchDisplay marks them)
+    if unfitted:
+        progress += f"not fitted, ruled out or left unfitted: {unfitted}; "
     # a fit that would overrun the limit is not started: work can end below it
     below = readout.work < readout.work_limit
     before = " (the next fit would exceed it)" if below else ""

@@ -124,6 +124,18 @@ BEYOND_FLOOR = 2e8
 WORK_FLOOR = 5e10
 
 
+def unfitted_counts(readout):
+    """The counts below the one a read-out returned (below the last one fitted,
+    where the work limit cut the search short: it did not reach those above)
+    that have no row in ``readout.counts``: ruled out, or left unfitted; none
+    for a fixed ``n_heads``."""
+    if readout.criterion == "fixed":
+        return []
+    tried = {int(k) for k in readout.counts_tried}
+    reached = readout.n_heads if readout.complete else max(tried, default=0)
+    return [k for k in range(1, reached) if k not in tried]
+
+
 def heads_phrase(n_heads):
     """``"1 head"``, ``"3 heads"``."""
     return f"{n_heads} head" + ("" if n_heads == 1 else "s")

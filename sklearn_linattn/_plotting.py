@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._attention import MultiHeadLinearAttention
 from ._estimators import _LinearAttentionBase
-from ._heads import HeadReadout, heads_phrase
+from ._heads import HeadReadout, heads_phrase, unfitted_counts
 
 # The held-out panel's counts that failed are drawn in the first of
 # FAILED_COLORS farther than COLOR_DISTANCE (RGB) from the counts' own color; its
@@ -803,19 +803,14 @@ class HeadSearchDisplay:
                     self.tol, color="gray", linestyle=":", label="tol"
                 )
             ax.set_ylabel("relative distance to the lifted fit")
-        unfitted = []  # counts below the one returned without a row
-        if search.criterion != "fixed":
-            tried = {count.n_heads for count in counts}
-            # (a search cut short did not reach those above its last count)
-            reached = search.n_heads if search.complete else max(tried)
-            unfitted = [k for k in range(1, reached) if k not in tried]
-            if unfitted:
-                lines["unfitted"] = _at_height(
-                    ax, unfitted, 0.03, marker="|", markersize=10,
-                    markeredgewidth=EDGE_WIDTH, color="gray",
-                    label="k heads not fitted (ruled out, or left unfitted: "
-                    "head_search_.counts)",
-                )
+        unfitted = unfitted_counts(search)  # below the one returned, without a row
+        if unfitted:
+            lines["unfitted"] = _at_height(
+                ax, unfitted, 0.03, marker="|", markersize=10,
+                markeredgewidth=EDGE_WIDTH, color="gray",
+                label="k heads not fitted (ruled out, or left unfitted: "
+                "head_search_.counts)",
+            )
         cut_short = "" if search.complete else "; the work limit cut the search short"
         if search.criterion == "fixed":
             verdict = {True: "passes its test", False: "fails its test"}.get(
