@@ -116,6 +116,7 @@ one-standard-error rule). For each value:
 """
 
 import argparse
+import contextlib
 import json
 import time
 import warnings
@@ -564,6 +565,37 @@ def refits_stopped(n_fits=80):
     return rows
 
 
+def _one_output_model(seed, d, n_heads, n_test=0):
+    """Parts 10 and 13's data: a random MHLA of one output (V, Q entries N(0,
+    1/d)), 3 p sequences of 16 tokens (and ``n_test`` more, drawn next), targets
+    with noise of 10% of their spread. Returns ``(rng, truth, X, X_test, clean,
+    y)``, ``rng`` to draw more from."""
+    rng = np.random.default_rng(seed)
+    scale = 1 / np.sqrt(d)
+    truth = MultiHeadLinearAttention(
+        rng.normal(scale=scale, size=(n_heads, 1, d)),
+        rng.normal(scale=scale, size=(n_heads, d, d)),
+    )
+    n = 3 * d * d * (d + 1) // 2
+    X = rng.normal(scale=0.25, size=(n, 16, d))
+    X_test = rng.normal(scale=0.25, size=(n_test, 16, d)) if n_test else None
+    clean = truth.predict(X)[:, 0]
+    y = clean + 0.1 * clean.std() * rng.normal(size=n)
+    return rng, truth, X, X_test, clean, y
+
+
+@contextlib.contextmanager
+def _outputs_counted_by(rule):
+    """The estimators' count of effective outputs replaced by ``rule`` (None
+    from it: the outputs as independent ones)."""
+    shipped = estimators._effective_outputs
+    estimators._effective_outputs = rule
+    try:
+        yield
+    finally:
+        estimators._effective_outputs = shipped
+
+
 def repeated_outputs():
     """Part 10: two outputs that repeat one another, ``[y, y + eps s noise]``
     (``s`` the spread of ``y``, eps 0, 1e-3 and 1e-2), against ``y`` alone:
@@ -577,18 +609,9 @@ def repeated_outputs():
     for eps in (0.0, 1e-3, 1e-2):
         for seed in range(6):
             for d, n_heads in ((3, 2), (4, 3), (4, 2), (5, 3)):
-                rng = np.random.default_rng(seed)
-                scale = 1 / np.sqrt(d)
-                truth = MultiHeadLinearAttention(
-                    rng.normal(scale=scale, size=(n_heads, 1, d)),
-                    rng.normal(scale=scale, size=(n_heads, d, d)),
-                )
-                n = 3 * d * d * (d + 1) // 2
-                X = rng.normal(scale=0.25, size=(n, 16, d))
-                X_test = rng.normal(scale=0.25, size=(2000, 16, d))
-                clean, clean_test = truth.predict(X)[:, 0], truth.predict(X_test)[:, 0]
-                y = clean + 0.1 * clean.std() * rng.normal(size=n)
-                Y = np.c_[y, y + eps * y.std() * rng.normal(size=n)]
+                rng, truth, X, X_test, _, y = _one_output_model(seed, d, n_heads, 2000)
+                clean_test = truth.predict(X_test)[:, 0]
+                Y = np.c_[y, y + eps * y.std() * rng.normal(size=len(y))]
 
                 def error(model, Z, target):
                     predicted = np.reshape(model.predict(Z), (len(Z), -1))[:, 0]
@@ -600,11 +623,8 @@ def repeated_outputs():
                            error_alone=error(alone, X_test, clean_test))
                 for label, rule in (("effective", shipped),
                                     ("independent", lambda *_: None)):
-                    estimators._effective_outputs = rule
-                    try:
+                    with _outputs_counted_by(rule):
                         both = LinearAttentionRegressor().fit(X, Y)
-                    finally:
-                        estimators._effective_outputs = shipped
                     row[f"heads_{label}"] = int(both.n_heads_)
                     row[f"error_{label}"] = error(both, X_test, clean_test)
                 rows.append(row)
@@ -630,16 +650,8 @@ def outputs_counted():
     rows = []
     for seed in range(6):
         for d, n_heads in ((3, 2), (4, 3), (4, 2), (5, 3)):
-            rng = np.random.default_rng(seed)
-            scale = 1 / np.sqrt(d)
-            truth = MultiHeadLinearAttention(
-                rng.normal(scale=scale, size=(n_heads, 1, d)),
-                rng.normal(scale=scale, size=(n_heads, d, d)),
-            )
-            n = 3 * d * d * (d + 1) // 2
-            X = rng.normal(scale=0.25, size=(n, 16, d))
-            clean = truth.predict(X)[:, 0]
-            y = clean + 0.1 * clean.std() * rng.normal(size=n)
+            _, _, X, _, _, y = _one_output_model(seed, d, n_heads)
+            n = len(y)
             for kind, Y, intercept in (("3y", np.c_[y, 3 * y], False),
                                        ("constant", np.c_[y, np.full(n, 5.0)], True)):
                 alone = LinearAttentionRegressor(fit_intercept=intercept).fit(X, y)
@@ -647,12 +659,9 @@ def outputs_counted():
                            heads_alone=int(alone.n_heads_))
                 for label, rule in (("effective", shipped),
                                     ("independent", lambda *_: None)):
-                    estimators._effective_outputs = rule
-                    try:
+                    with _outputs_counted_by(rule):
                         both = LinearAttentionRegressor(fit_intercept=intercept)
                         both.fit(X, Y)
-                    finally:
-                        estimators._effective_outputs = shipped
                     row[f"heads_{label}"] = int(both.n_heads_)
                     row[f"criterion_{label}"] = both.head_search_.criterion
                 rows.append(row)
