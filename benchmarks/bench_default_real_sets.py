@@ -74,16 +74,14 @@ On the project's machine (2 cores, shared) the run takes under a minute.
 """
 
 import os
-import platform
 import re
 import statistics
-import subprocess
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 from _common import compile_kernels, make_parser, markdown_table, write_json
+from bench_real_sequences import environment as real_sequences_environment
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -487,33 +485,11 @@ SEED_COLUMNS = [
 
 
 def environment():
-    import numba
-    import sklearn
-
-    versions = {
-        "sklearn_linattn": sklearn_linattn.__version__,
-        "numpy": np.__version__,
-        "scikit-learn": sklearn.__version__,
-        "numba": numba.__version__,
-    }
-    for name in ("aeon", "statsmodels"):
-        try:
-            versions[name] = __import__(name).__version__
-        except ImportError:
-            versions[name] = None
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-            cwd=Path(__file__).resolve().parent, check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = None
+    """bench_real_sequences.py's record of the machine and versions, with the
+    package measured and the BLAS threads as set."""
     return {
+        **real_sequences_environment(),
         "package": sklearn_linattn.__file__,
-        "versions": versions,
-        "commit": commit,
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
         "blas": [
             f"{info['internal_api']} x {info['num_threads']}"
             for info in threadpool_info()
