@@ -2,6 +2,7 @@
 search (matplotlib)."""
 
 import textwrap
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -20,9 +21,13 @@ FAILED_COLORS = ("tab:red", "tab:purple")
 COLOR_DISTANCE = 0.35
 LOG_SPAN = 100.0
 AT_AXES_HEIGHT = ("interpolating", "unmeasured", "unfitted", "chosen")
-# On the user's axes the legend's labels are wrapped to the axes' width, at least
-# MIN_LEGEND_COLUMNS characters of LEGEND_FONTSIZE points a line.
+# The legend's labels are wrapped to the axes' width (below the display's own
+# axes, the figure's), at least MIN_LEGEND_COLUMNS characters a line, in
+# LEGEND_FONTSIZE points; on the user's axes in a smaller type where it would
+# take more than LEGEND_SHARE of their height, down to MIN_LEGEND_FONTSIZE.
 LEGEND_FONTSIZE = 8
+MIN_LEGEND_FONTSIZE = 5.5
+LEGEND_SHARE = 0.9
 MIN_LEGEND_COLUMNS = 20
 # Markers drawn by their edges (crosses, bars, hollow markers) have edges of
 # EDGE_WIDTH points whatever the style.
@@ -404,8 +409,10 @@ class HeadSearchDisplay:
         ax : matplotlib Axes, default=None
             Where to draw; None makes a new figure, with the legend below the
             axes. On the given axes the legend is inside them, its labels
-            wrapped to their width; on small axes it can cover the counts
-            (``display.ax_.get_legend().remove()`` takes it away).
+            wrapped to their width; on small axes in a smaller type (down to
+            5.5 points), and it can cover the counts
+            (``display.ax_.get_legend().remove()`` takes it away); on axes
+            too small for it even so it is left out, with a warning.
 
         Returns
         -------
@@ -444,13 +451,16 @@ class HeadSearchDisplay:
         ax : matplotlib Axes, default=None
             Where to draw; None makes a new figure, with the legend below the
             axes. On the given axes the legend is inside them, its labels
-            wrapped to their width; on small axes it can cover the counts
-            (``display.ax_.get_legend().remove()`` takes it away).
+            wrapped to their width; on small axes in a smaller type (down to
+            5.5 points), and it can cover the counts
+            (``display.ax_.get_legend().remove()`` takes it away); on axes
+            too small for it even so it is left out, with a warning.
 
         Returns
         -------
         display : HeadSearchDisplay
-            ``self``, with ``lines_``, ``ax_`` and ``figure_``.
+            ``self``, with ``lines_``, ``ax_`` and ``figure_``. Drawn again on
+            its ``ax_``, the display replaces what it drew there before.
 
         Raises
         ------
@@ -525,6 +535,13 @@ class HeadSearchDisplay:
                 "ax must be one matplotlib Axes (the display draws one panel), "
                 f"got {type(ax).__name__}{shape}."
             )
+        if ax is not None and ax is getattr(self, "ax_", None):
+            # drawn again on its axes: in place of its earlier artists
+            for artist in [*self.lines_.values(), self.band_]:
+                if artist is not None:
+                    artist.remove()
+            ax.relim()
+            ax.autoscale()
         # axes that already show something keep it in view
         reused = ax is not None and ax.has_data()
         # (and those, or axes sharing their y-axis with axes that do, their
@@ -855,17 +872,19 @@ class HeadSearchDisplay:
             # below the axes, the figure taller by its entries: inside, the
             # best place matplotlib found at one dpi covered a count's marker
             # at another
-            legend = ax.legend(
-                fontsize=LEGEND_FONTSIZE, loc="upper center",
-                bbox_to_anchor=(0.5, -0.2), frameon=False,
+            legend = _display_legend(
+                ax, lines, figure.bbox.width, LEGEND_FONTSIZE,
+                loc="upper center", frameon=False,
             )
-            entries = len(legend.get_texts())
+            entries = sum(
+                text.get_text().count("\n") + 1 for text in legend.get_texts()
+            )
             figure.set_figheight(figure.get_figheight() + 0.17 * entries)
             _below_the_x_axis(ax, legend)
         else:  # the user's axes: inside them (below, it left the figure)
             drawn = [*lines.values(), self.band_]
             legend = _legend_within(ax, "best", drawn)
-            if _hides_markers(legend, lines):  # no room among the counts
+            if legend is not None and _hides_markers(legend, lines):
                 _make_room_above(ax, legend)
                 legend.remove()
                 _legend_within(ax, "upper center", drawn)
@@ -911,8 +930,10 @@ def _failed_color(counts_color):
 def _below_the_x_axis(ax, legend):
     """Anchor the legend just below the x-axis's tick labels and label, at a
     distance in inches that a new layout keeps (a fixed fifth of the axes'
-    height reached into the x-axis label of larger styles, seaborn's poster)."""
-    from matplotlib.transforms import ScaledTranslation
+    height reached into the x-axis label of larger styles, seaborn's poster),
+    centered on the figure (centered on the axes, which a large y-axis label
+    pushes right, it reached the figure's edge under seaborn's poster)."""
+    from matplotlib.transforms import ScaledTranslation, blended_transform_factory
 
     figure = ax.figure
     figure.draw_without_rendering()  # lays the axes out, on any backend
@@ -920,32 +941,75 @@ def _below_the_x_axis(ax, legend):
     depth = (ax.bbox.y0 - axis.y0) / figure.dpi + 0.05  # inches, with a gap
     legend.set_bbox_to_anchor(
         (0.5, 0.0),
-        transform=ax.transAxes + ScaledTranslation(0, -depth, figure.dpi_scale_trans),
+        transform=blended_transform_factory(figure.transSubfigure, ax.transAxes)
+        + ScaledTranslation(0, -depth, figure.dpi_scale_trans),
     )
 
 
-def _legend_within(ax, loc, drawn):
-    """The legend of the user's axes, the labels of the display's ``drawn``
-    artists wrapped to the axes' width (the user's own left as they are), and
-    left out of the layout (on a panel of a 2 x 2 grid a legend five times the
-    axes' width collapsed constrained layout)."""
+def _display_legend(ax, drawn, width, fontsize, **options):
+    """The axes' legend in ``fontsize`` points, the labels of the display's
+    ``drawn`` artists wrapped to ``width`` pixels (the user's own left as
+    they are)."""
     handles, labels = ax.get_legend_handles_labels()
-    width = ax.bbox.width / ax.figure.dpi * 72  # points
-    # characters of LEGEND_FONTSIZE a line, less the handle's width
-    columns = max(MIN_LEGEND_COLUMNS, int(width / (0.55 * LEGEND_FONTSIZE)) - 6)
+    points = width / ax.figure.dpi * 72
+    # characters a line, less the handle's width
+    columns = max(MIN_LEGEND_COLUMNS, int(points / (0.55 * fontsize)) - 6)
     labels = [
         textwrap.fill(label, columns) if any(h is d for d in drawn) else label
         for h, label in zip(handles, labels, strict=True)
     ]
-    legend = ax.legend(handles, labels, fontsize=LEGEND_FONTSIZE, loc=loc)
-    legend.set_in_layout(False)
-    return legend
+    return ax.legend(handles, labels, fontsize=fontsize, **options)
+
+
+def _legend_within(ax, loc, drawn):
+    """The legend of the user's axes, wrapped to their width, in a type small
+    enough that it fits in their height, and left out of the layout (on a
+    panel of a 2 x 2 grid a legend five times the axes' width collapsed
+    constrained layout); None, with a warning, on axes too small for it in
+    ``MIN_LEGEND_FONTSIZE`` points (on axes of 2 x 2 inches the legend was
+    twice their height and left the figure)."""
+    width, height = _axes_size(ax)
+    fontsize = LEGEND_FONTSIZE
+    while True:
+        legend = _display_legend(ax, drawn, width, fontsize, loc=loc)
+        legend.set_in_layout(False)
+        share = legend.get_window_extent().height / height
+        if share <= LEGEND_SHARE:
+            return legend
+        if fontsize <= MIN_LEGEND_FONTSIZE:
+            legend.remove()
+            dpi = ax.figure.dpi
+            warnings.warn(
+                f"HeadSearchDisplay: the legend does not fit in axes of "
+                f"{width / dpi:.1f} x {height / dpi:.1f} inches (in "
+                f"{MIN_LEGEND_FONTSIZE:g}-point type): left out; draw on larger "
+                "axes, or add it with display.ax_.legend().",
+                UserWarning,
+                stacklevel=3,
+            )
+            return None
+        # (wrapped labels' height goes about as the type's square; a tenth of
+        # a point less at least)
+        smaller = min(fontsize * (LEGEND_SHARE / share) ** 0.5, fontsize - 0.1)
+        fontsize = max(MIN_LEGEND_FONTSIZE, smaller)
+
+
+def _axes_size(ax):
+    """Width and height of the axes in pixels, at most their grid cell's, which
+    a layout engine does not change (the axes' own, in a constrained grid,
+    changed as later panels got their labels: the same legend was wrapped
+    differently by the order the panels were drawn in)."""
+    spec = ax.get_subplotspec()
+    cell = ax.get_position() if spec is None else spec.get_position(ax.figure)
+    cell = cell.transformed(ax.figure.transSubfigure)
+    ax.figure.figure.draw_without_rendering()  # lays the axes out, on any backend
+    return min(cell.width, ax.bbox.width), min(cell.height, ax.bbox.height)
 
 
 def _make_room_above(ax, legend):
     """Raise the top of the y-axis so that the data take the axes' height less
     the legend's (at most 80% of it is left to the legend)."""
-    share = legend.get_window_extent().height / ax.get_window_extent().height
+    share = legend.get_window_extent().height / _axes_size(ax)[1]
     share = min(share + 0.05, 0.8)
     low, high = ax.get_ylim()
     if ax.get_yscale() == "log":

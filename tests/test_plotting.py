@@ -964,3 +964,97 @@ def test_search_display_is_logarithmic_where_errors_span_decades():
     users.plot([0, 1], [-1.0, 1.0])
     HeadSearchDisplay(spiked(4000.0)[0]).plot(ax=empty)
     assert users.get_yscale() == empty.get_yscale() == "linear"
+
+
+def legend_box_in_inches(ax):
+    """The legend's and its figure's boxes, in inches from the figure's corner."""
+    figure = ax.figure
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    box = ax.get_legend().get_window_extent(renderer)
+    return box.transformed(figure.dpi_scale_trans.inverted()), figure.bbox_inches
+
+
+def test_search_display_plotted_twice_on_its_axes_draws_once():
+    """``display.plot(ax=ax)`` a second time on the same axes drew every line,
+    the band and every legend entry twice (14 entries of 7), and raised the
+    y-axis again to make room for the doubled legend: it replaces the display's
+    own artists and leaves the user's."""
+    model = search_decided_three_ways()
+    _, ax = plt.subplots()
+    ax.plot([1, 5], [0.5, 0.5], label="mine")
+    display = HeadSearchDisplay.from_estimator(model, ax=ax)
+    first = (len(ax.lines), len(ax.patches), ax.get_ylim(),
+             [text.get_text() for text in ax.get_legend().get_texts()])
+    assert display.plot(ax=ax) is display
+    again = (len(ax.lines), len(ax.patches), ax.get_ylim(),
+             [text.get_text() for text in ax.get_legend().get_texts()])
+    assert again == first
+    assert "mine" in again[-1]
+    assert all(line.axes is ax for line in display.lines_.values())
+
+
+@pytest.mark.parametrize(
+    "size, layout", [((3.0, 3.0), None), ((2.6, 2.6), "constrained")]
+)
+def test_search_display_on_small_axes_fits_its_legend_in_them(size, layout):
+    """On axes of 2 to 2.5 inches the wrapped legend, in 8 points, was up to
+    1.7 times the axes' height and left the figure by up to 0.7 inches: its
+    type is made smaller till it fits in the axes' height."""
+    _, ax = plt.subplots(figsize=size, layout=layout)
+    HeadSearchDisplay.from_estimator(search_decided_three_ways(), ax=ax)
+    for dpi in (72, 100, 200):
+        ax.figure.set_dpi(dpi)
+        box, whole = legend_box_in_inches(ax)
+        assert whole.x0 <= box.x0 and box.x1 <= whole.x1, dpi
+        assert whole.y0 <= box.y0 and box.y1 <= whole.y1, dpi
+        axes = ax.get_window_extent().transformed(ax.figure.dpi_scale_trans.inverted())
+        assert box.height <= axes.height, dpi
+        assert ax.get_legend().get_texts()[0].get_fontsize() >= 5.5
+
+
+@pytest.mark.parametrize("layout", [None, "constrained"])
+def test_search_display_on_axes_too_small_for_its_legend_says_so(layout):
+    """On a figure of 2 x 2 inches the legend, twice the axes' height, left the
+    figure by 1.7 inches; in 5.5-point type it still does not fit: it is left
+    out, with a warning saying how to draw it."""
+    _, ax = plt.subplots(figsize=(2, 2), layout=layout)
+    model = search_decided_three_ways()
+    with pytest.warns(UserWarning, match=r"legend does not fit .* display.ax_.legend"):
+        display = HeadSearchDisplay.from_estimator(model, ax=ax)
+    assert ax.get_legend() is None and "chosen" in display.lines_
+
+
+def test_search_display_under_a_large_style_keeps_its_legend_in_the_figure():
+    """Under seaborn's poster style the legend below the axes was centered on
+    the axes, which the large y-label pushes right: at 300 dpi its widest
+    label reached the figure's right edge. It is centered on the figure."""
+    with plt.style.context("seaborn-v0_8-poster"):
+        display = HeadSearchDisplay.from_estimator(search_decided_three_ways())
+    for dpi in (100, 300):
+        display.figure_.set_dpi(dpi)
+        box, whole = legend_box_in_inches(display.ax_)
+        assert box.x0 >= whole.x0 + 0.1 and box.x1 <= whole.x1 - 0.1, dpi
+
+
+def test_search_display_wraps_alike_on_every_panel_of_a_grid():
+    """On a constrained 2 x 2 grid the labels were wrapped to each panel's
+    width when drawn, which the layout changes as later panels get their
+    labels: four displays of one search wrapped three ways, the first drawn
+    legend was wider than its axes, and the room made above the counts for the
+    legend differed (the y-axis' top from 1.50 to 1.67). The panels' grid
+    cells are the measure, whichever is drawn first."""
+    model = search_decided_three_ways()
+    texts, sizes = [], []
+    for order in ([0, 1, 2, 3], [3, 2, 1, 0]):
+        figure, axes = plt.subplots(2, 2, figsize=(6.4, 4.8), layout="constrained")
+        for i in order:
+            HeadSearchDisplay.from_estimator(model, ax=axes.flat[i])
+        figure.canvas.draw()
+        for ax in axes.flat:
+            legend = ax.get_legend()
+            texts.append([text.get_text() for text in legend.get_texts()])
+            sizes.append((legend.get_texts()[0].get_fontsize(), *ax.get_ylim()))
+            assert legend.get_window_extent().width <= ax.get_window_extent().width
+    assert all(t == texts[0] for t in texts)
+    assert all(s == pytest.approx(sizes[0]) for s in sizes)
