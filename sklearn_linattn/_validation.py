@@ -108,7 +108,9 @@ def require_dask():
     return dask, dask.array
 
 
-def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
+def validate_sequences(
+    X, *, token_dim=None, estimator=None, reset=False, warn_layout=True
+):
     """Check sequences and return them as a 3-D float64 C-ordered array.
 
     Parameters
@@ -129,6 +131,10 @@ def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
         ``n_tokens * token_dim`` on reset and accepts any ``n_tokens`` afterwards.
     reset : bool
         Whether this call fits the estimator.
+    warn_layout : bool
+        Whether a fit (``estimator`` given, ``reset=True``) warns about a layout
+        that looks like a mistake (:func:`warn_about_layout`); the token
+        transformers, which do not lift the tokens, pass False.
 
     Returns
     -------
@@ -140,7 +146,7 @@ def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
             f"{_LAYOUT}; convert with X.toarray()."
         )
     if is_dask_array(X):
-        return _validate_dask_sequences(X, token_dim, estimator, reset)
+        return _validate_dask_sequences(X, token_dim, estimator, reset, warn_layout)
     if not hasattr(X, "ndim") or _is_array_of_sequences(X):
         X = as_array(X)  # lists, objects that only offer __array__
     complex_dtype = next((t for t in _numpy_dtypes(X) if t.kind == "c"), None)
@@ -163,7 +169,7 @@ def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
                 input_name="X",
                 estimator=estimator,
             )
-        _check_3d_shape(sequences.shape, token_dim, estimator, reset)
+        _check_3d_shape(sequences.shape, token_dim, estimator, reset, warn_layout)
         return sequences
     _check_ndim(X)
     if reset and token_dim is not None:  # before validate_data sets n_features_in_
@@ -182,7 +188,7 @@ def validate_sequences(X, *, token_dim=None, estimator=None, reset=False):
     n_samples, n_features = rows.shape
     from_rows = token_dim is None
     token_dim = _token_dim_of_width(n_features, token_dim)
-    if estimator is not None and reset:
+    if estimator is not None and reset and warn_layout:
         warn_about_layout(n_features // token_dim, token_dim, from_rows=from_rows)
     return rows.reshape(n_samples, n_features // token_dim, token_dim)
 
@@ -305,7 +311,7 @@ def _check_ndim(X):
         )
 
 
-def _check_3d_shape(shape, token_dim, estimator, reset):
+def _check_3d_shape(shape, token_dim, estimator, reset, warn_layout=True):
     n_samples, n_tokens, found_dim = shape
     if n_samples == 0:
         raise ValueError(
@@ -324,7 +330,8 @@ def _check_3d_shape(shape, token_dim, estimator, reset):
             f"{token_dim})."
         )
     if estimator is not None and reset:
-        warn_about_layout(n_tokens, found_dim, from_rows=False)
+        if warn_layout:
+            warn_about_layout(n_tokens, found_dim, from_rows=False)
         estimator.n_features_in_ = n_tokens * found_dim
         if hasattr(estimator, "feature_names_in_"):
             del estimator.feature_names_in_
@@ -342,7 +349,7 @@ def _token_dim_of_width(n_features, token_dim):
     return token_dim
 
 
-def _validate_dask_sequences(X, token_dim, estimator, reset):
+def _validate_dask_sequences(X, token_dim, estimator, reset, warn_layout=True):
     """Shape checks of a Dask array (the values are checked per block), the same
     rules and messages as for numpy input; returns it 3-D, chunked along samples."""
     require_dask()
@@ -353,7 +360,7 @@ def _validate_dask_sequences(X, token_dim, estimator, reset):
             "bool)."
         )
     if X.ndim == 3:
-        _check_3d_shape(X.shape, token_dim, estimator, reset)
+        _check_3d_shape(X.shape, token_dim, estimator, reset, warn_layout)
         return _without_empty_chunks(X.rechunk({1: -1, 2: -1}))
     _check_ndim(X)
     if not reset:
@@ -373,7 +380,7 @@ def _validate_dask_sequences(X, token_dim, estimator, reset):
             raise ValueError(_features_differ(n_features, estimator))
     from_rows = token_dim is None
     token_dim = _token_dim_of_width(n_features, token_dim)
-    if estimator is not None and reset:
+    if estimator is not None and reset and warn_layout:
         warn_about_layout(n_features // token_dim, token_dim, from_rows=from_rows)
     X = _without_empty_chunks(X.rechunk({1: -1}))
     return X.reshape(n_samples, n_features // token_dim, token_dim)

@@ -32,7 +32,6 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import (
     check_array,
     check_is_fitted,
-    validate_data,
 )
 
 from ._data import check_allocation
@@ -42,7 +41,6 @@ from ._validation import (
     _is_pandas_series,
     _numpy_dtypes,
     _refuse_dates,
-    _refuse_one_sequence,
     as_array,
     caller_stacklevel,
     check_input_features,
@@ -635,26 +633,18 @@ class _TokenTransformerMixin:
                 "chunked along samples only) or compute X first."
             )
         if not hasattr(X, "ndim"):
-            X = as_array(X, dtype=np.float64)
-        ndim = X.ndim
-        token_dim = self.token_dim if reset else self.token_dim_
-        if ndim == 2:
-            if not reset:
-                _refuse_one_sequence(X.shape, token_dim, self)
-            rows = validate_data(self, X, reset=reset, dtype=np.float64)
-            sequences = validate_sequences(
-                rows, token_dim=rows.shape[1] if token_dim is None else token_dim
-            )
-            return sequences, True
-        if ndim != 3:
-            # validate_sequences names the shape found and the shape expected
-            validate_sequences(np.asarray(X), token_dim=token_dim)
-        sequences = validate_sequences(X, token_dim=token_dim)
-        if reset:
-            self.n_features_in_ = sequences.shape[1] * sequences.shape[2]
-            if hasattr(self, "feature_names_in_"):
-                del self.feature_names_in_
-        return sequences, False
+            X = as_array(X)  # (lists; a string or a dict is refused as 0-D)
+        # the estimators' checks and messages, n_features_in_ and
+        # feature_names_in_ as they set them, without their layout warnings
+        # (which are about the lifted features)
+        sequences = validate_sequences(
+            X,
+            token_dim=self.token_dim if reset else self.token_dim_,
+            estimator=self,
+            reset=reset,
+            warn_layout=False,
+        )
+        return sequences, X.ndim == 2
 
     def _fitted_layout(self, sequences):
         self.token_dim_ = sequences.shape[2]

@@ -1147,6 +1147,46 @@ def test_transformers_bad_input(transformer, rng):
         transformer.fit([np.ones((2, 2)), np.ones((3, 2))])
 
 
+# 2-D rows (and non-arrays) the estimators refuse by name: the token transformers
+# read dates as counts since 1970 silently, printed every complex value after
+# scikit-learn's message, and gave numpy's bare "could not convert string to
+# float" or "float() argument must be ... not 'dict'" naming neither X nor its shape
+BAD_ROWS = {
+    "dates": (
+        np.arange(24).astype("datetime64[D]").reshape(4, 6),
+        "X has dtype datetime64.D.: dates and durations are not numbers",
+    ),
+    "complex": (np.ones((4, 6)) + 1j, "X has dtype complex128; sequences are real"),
+    "strings": (
+        np.full((4, 6), "a"),
+        r"X must be an array of shape \(n_samples, n_tokens \* token_dim\) of real "
+        "numbers .*could not convert string",
+    ),
+    "a string": ("abc", r"\(n_samples, n_tokens, token_dim\).* 0 dimension"),
+    "a dict": ({"a": 1}, r"\(n_samples, n_tokens, token_dim\).* 0 dimension"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_ROWS))
+@pytest.mark.parametrize("when", ["fit", "transform"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: PositionalEncoding(token_dim=2),
+        lambda: TokenwiseTransformer(StandardScaler(), token_dim=2),
+    ],
+    ids=["PositionalEncoding", "TokenwiseTransformer"],
+)
+def test_token_transformers_refuse_what_the_estimators_refuse(make, when, case, rng):
+    X, match = BAD_ROWS[case]
+    transformer = make()
+    if when == "transform":
+        transformer.fit(rng.normal(size=(4, 6)))
+    with pytest.raises(ValueError, match=match) as error:
+        getattr(transformer, when)(X)
+    assert "+1.j" not in str(error.value)
+
+
 @pytest.mark.parametrize(
     "transformer, match",
     [
