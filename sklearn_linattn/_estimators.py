@@ -1773,6 +1773,13 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
                 labels = labels.copy()
                 labels[~kept] = labels[kept][0]
         else:
+            if labels.ndim != 1 and labels.shape[1:] != (1,):
+                # (scikit-learn: "Found array with dim 3, while dim <= 2 is
+                # required", or "with 0 feature(s)", naming neither y nor its shape)
+                raise ValueError(
+                    "y should be a 1d array of one label per sequence, shape "
+                    f"({n_samples},); got an array of shape {labels.shape} instead."
+                )
             labels = column_or_1d(labels, warn=True)
             if labels.shape[0] != n_samples:
                 raise ValueError(

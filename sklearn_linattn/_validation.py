@@ -501,6 +501,9 @@ def _checked_target_block(y, expected, ensure_min_samples=0):
             dtype=np.float64,
             input_name="y",
             ensure_min_samples=ensure_min_samples,
+            # (y of no output is refused by validate_targets, naming y and its
+            # shape; scikit-learn's "Found array with 0 feature(s)" named neither)
+            ensure_min_features=0,
         )
 
 
@@ -576,6 +579,14 @@ def validate_sample_weight(sample_weight, sequences, require_positive=True):
             f"{sample_weight!r}."
         )
     _refuse_dates("sample_weight", sample_weight)
+    complex_dtype = next(
+        (t for t in _numpy_dtypes(sample_weight) if t.kind == "c"), None
+    )
+    if complex_dtype is not None:  # (scikit-learn's message prints every weight)
+        raise ValueError(
+            f"Complex data not supported: sample_weight has dtype {complex_dtype}; "
+            "weights are real numbers."
+        )
     if is_dask_array(sample_weight) and not is_dask_array(sequences):
         sample_weight = np.asarray(sample_weight.compute())
     if is_dask_array(sample_weight):

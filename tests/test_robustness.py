@@ -604,7 +604,11 @@ BAD_FIT_ARGUMENTS = {
     # name: (estimator, y, fit keyword arguments, error, message)
     "y too short": ("r", np.ones(10), {}, ValueError, "30 samples but y has 10"),
     "y 3-D": ("r", np.ones((30, 2, 2)), {}, ValueError, r"\(n_samples, n_outputs\)"),
-    "y without outputs": ("r", np.ones((30, 0)), {}, ValueError, "0 feature"),
+    # scikit-learn: "Found array with 0 feature(s) ...", naming neither y nor
+    # its shape
+    "y without outputs": ("r", np.ones((30, 0)), {}, ValueError,
+                          r"y must have shape .* and at least one output, got "
+                          r"shape \(30, 0\)"),
     "y NaN": ("r", np.r_[np.nan, np.ones(29)], {}, ValueError, "y contains NaN"),
     "y inf": ("r", np.r_[np.inf, np.ones(29)], {}, ValueError, "y contains infinity"),
     "y complex": ("r", np.ones(30) + 1j, {}, ValueError, "Complex data"),
@@ -664,6 +668,21 @@ BAD_FIT_ARGUMENTS = {
                                       {}, ValueError, "Mix of label input types"),
     "classifier weights all zero": ("c", None, {"sample_weight": np.zeros(30)},
                                     ValueError, "non-zero"),
+    # scikit-learn: "Found array with dim 3, while dim <= 2 is required" and
+    # "Found array with 0 feature(s)", naming neither y nor its shape
+    "labels 3-D": ("c", np.ones((30, 2, 2)), {}, ValueError,
+                   r"y should be a 1d array of one label per sequence, shape "
+                   r"\(30,\); got an array of shape \(30, 2, 2\)"),
+    "labels without a column": ("c", np.ones((30, 0)), {}, ValueError,
+                                r"one label per sequence, shape \(30,\); got an "
+                                r"array of shape \(30, 0\)"),
+    # scikit-learn's message printed every weight after "Complex data not
+    # supported"
+    "weights complex": ("r", None, {"sample_weight": np.ones(30) + 1j},
+                        ValueError, r"Complex data not supported: sample_weight "
+                        r"has dtype complex128; weights are real numbers\.$"),
+    "classifier weights complex": ("c", None, {"sample_weight": np.ones(30) + 1j},
+                                   ValueError, "sample_weight has dtype complex128"),
 }
 
 
