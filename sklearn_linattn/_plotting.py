@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._attention import MultiHeadLinearAttention
 from ._estimators import _LinearAttentionBase
 from ._heads import HeadReadout, heads_phrase, unfitted_counts
+from ._validation import caller_stacklevel
 
 # The held-out panel's counts that failed are drawn in the first of
 # FAILED_COLORS farther than COLOR_DISTANCE (RGB) from the counts' own color; its
@@ -985,7 +986,7 @@ def _legend_within(ax, loc, drawn):
                 f"{MIN_LEGEND_FONTSIZE:g}-point type): left out; draw on larger "
                 "axes, or add it with display.ax_.legend().",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=caller_stacklevel(),
             )
             return None
         # (wrapped labels' height goes about as the type's square; a tenth of
