@@ -578,7 +578,8 @@ class HeadReadout:
         counts both as ``fit`` on the same rows spends them), and a count
         whose fit would exceed that, or the limit, is not fitted.
         ``head_work_limit=None`` fits them all and can return fewer heads
-        with the same predictions. The search counts as complete (what is
+        with the same predictions; the estimators say so in a
+        ``UserWarning``. The search counts as complete (what is
         left could only predict as the lifted fit does), unless the work limit
         itself ran out during such a fit (``complete`` False).
     n_heads_asked : int or None
@@ -871,7 +872,9 @@ class _Search:
             loss = design_loss(self.design, value_rows, query_rows)
         else:
             value_rows, query_rows, loss = self.training_fit(k)
-        if not self.exact:  # judged as n_heads=k returns them: polished
+        # judged as n_heads=k returns them: polished (not where the work limit
+        # ran out: the count is left undecided, unless it is within tol already)
+        if not self.exact and not self.budget.exhausted:
             refinable = self.refinable(value_rows, query_rows)
             reproduced = self.reproduce(value_rows, query_rows)
             if self.distance(*reproduced) <= self.tol:
@@ -925,7 +928,7 @@ class _Search:
             for start, _ in starts:
                 progress = Progress()
                 screened.append((*run(start, SCREEN_ITER, progress=progress), progress))
-                if screened[-1][2] <= accept:
+                if screened[-1][2] <= accept or self.budget.exhausted:
                     break
             kept = []  # (coefficients, query rows, progress), the best first
             for value_rows, query_rows, _, _, progress in sorted(

@@ -988,13 +988,19 @@ def test_counts_left_unfitted_beyond_the_interpolating_one_are_reported():
     search gives them. The search returned the lifted fit's heads as complete
     with no count fitted and said "no fewer heads passed", while 10 reproduce
     it (helper-78). It now says those counts were not fitted
-    (``fewer_untried``); without a work limit they are, and 10 heads come back
+    (``fewer_untried``, and a warning: helper-113 found such fits silent on
+    real data, 28 heads where 12 reproduce the lifted fit); without a work
+    limit they are, and 10 heads come back
     with the lifted fit's coefficients within tol."""
     X, y, _ = make_random_mhla(
         20, 8, 7, n_heads=1, n_outputs=3, noise=0.01, random_state=0
     )
-    capped = LinearAttentionRegressor(alpha=1.0).fit(X, y)
-    unlimited = LinearAttentionRegressor(alpha=1.0, head_work_limit=None).fit(X, y)
+    with pytest.warns(UserWarning, match=r"head_search_.fewer_untried is True") as said:
+        capped = LinearAttentionRegressor(alpha=1.0).fit(X, y)
+    assert "lifted fit's own 21 heads" in str(said[-1].message)
+    with warnings.catch_warnings():  # fitted: nothing to say
+        warnings.simplefilter("error")
+        unlimited = LinearAttentionRegressor(alpha=1.0, head_work_limit=None).fit(X, y)
     search = capped.head_search_
     assert search.criterion == "lifted" and search.complete and search.passes
     assert search.fewer_untried and capped.n_heads_ == 21
@@ -1809,6 +1815,31 @@ def test_the_work_limit_cuts_the_search_short_and_says_so(monkeypatch):
     if search.criterion == "lifted":
         assert cut.n_heads_ == lifted.n_heads_
         np.testing.assert_allclose(cut.coef_, lifted.coef_, rtol=1e-8, atol=1e-12)
+
+
+def test_a_search_cut_short_stops_within_one_charge_of_its_limit(monkeypatch):
+    """Once the work ran out, a count's fit went on screening its other starts
+    (each start's first evaluation charged) and was polished, to be left
+    undecided anyway: 3 digits classes as 8 row tokens with positions spent
+    1.26e11 flops under a limit of 5.1e10 (helper-113). A search cut short now
+    stops there: beyond its limit by at most the last charge."""
+    charges = []
+    spend = Budget.spend
+
+    def recorded(budget, flops, nominal=None):
+        charges.append(flops)
+        return spend(budget, flops, nominal)
+
+    monkeypatch.setattr(Budget, "spend", recorded)
+    monkeypatch.setattr("sklearn_linattn._estimators.WORK_FLOOR", 3e7)
+    X, y, _ = make_random_mhla(150, 8, 5, n_heads=3, n_outputs=3, random_state=0)
+    rng = np.random.default_rng(0)
+    y = y + 0.3 * y.std(axis=0) * rng.normal(size=y.shape)
+    with pytest.warns(ConvergenceWarning, match="work limit"):
+        model = LinearAttentionRegressor(head_work_limit=0.0).fit(X, y)
+    search = model.head_search_
+    assert not search.complete and search.work_limit == 3e7
+    assert search.work - search.work_limit <= max(charges)
 
 
 def test_folds_beyond_the_work_limit_are_not_built(monkeypatch):
