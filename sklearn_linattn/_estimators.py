@@ -194,24 +194,6 @@ def _warn_search_cut_short(readout, head_work_limit):
     )
 
 
-def _warn_fewer_untried(readout):
-    """A ``UserWarning``: the search returned the lifted fit's own heads while
-    fewer heads that could reproduce it (and predict as it does) were left
-    unfitted, beyond the search's share of its work
-    (``head_search_.fewer_untried``)."""
-    warnings.warn(
-        f"The head search returned the lifted fit's own "
-        f"{heads_phrase(readout.n_heads)} without fitting the counts below them "
-        "that could only pass by reproducing it: their first fit would take more "
-        "than the search's share of its work (head_search_.fewer_untried is "
-        "True). Fewer heads may reproduce the lifted fit; they would predict as "
-        "these heads do. Set head_work_limit=None to fit those counts (it can "
-        "take many times longer), or set n_heads to a number of heads.",
-        UserWarning,
-        stacklevel=caller_stacklevel(),
-    )
-
-
 def _positive_sequences(data):
     """The sequences of ``data`` with a row of positive weight."""
     per_sample = data.layout.rows_per_sample(data.sequences.shape[1])
@@ -935,8 +917,6 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
         )
         if not readout.complete:
             _warn_search_cut_short(readout, self.head_work_limit)
-        elif readout.fewer_untried:
-            _warn_fewer_untried(readout)
         fitted = MultiHeadLinearAttention(
             readout.value_matrices, readout.query_matrices
         )
@@ -1295,8 +1275,8 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         search then also fits every count that could reproduce the lifted
         fit, which under a limit it tries only within four times the work
         it spent before them, or 2e8 flops where that is more;
-        ``head_search_.fewer_untried``, and a ``UserWarning``, say where
-        that left counts unfitted). A fixed ``n_heads=k`` is fitted without a limit.
+        ``head_search_.fewer_untried`` says where that
+        left counts unfitted). A fixed ``n_heads=k`` is fitted without a limit.
     solver_tol : float, default=1e-10
         Stopping tolerance of LSQR (``atol`` and ``btol``) for ``solver="cg"``.
     max_iter : int, default=None

@@ -578,8 +578,7 @@ class HeadReadout:
         counts both as ``fit`` on the same rows spends them), and a count
         whose fit would exceed that, or the limit, is not fitted.
         ``head_work_limit=None`` fits them all and can return fewer heads
-        with the same predictions; the estimators say so in a
-        ``UserWarning``. The search counts as complete (what is
+        with the same predictions. The search counts as complete (what is
         left could only predict as the lifted fit does), unless the work limit
         itself ran out during such a fit (``complete`` False).
     n_heads_asked : int or None

@@ -988,19 +988,13 @@ def test_counts_left_unfitted_beyond_the_interpolating_one_are_reported():
     search gives them. The search returned the lifted fit's heads as complete
     with no count fitted and said "no fewer heads passed", while 10 reproduce
     it (helper-78). It now says those counts were not fitted
-    (``fewer_untried``, and a warning: helper-113 found such fits silent on
-    real data, 28 heads where 12 reproduce the lifted fit); without a work
-    limit they are, and 10 heads come back
+    (``fewer_untried``); without a work limit they are, and 10 heads come back
     with the lifted fit's coefficients within tol."""
     X, y, _ = make_random_mhla(
         20, 8, 7, n_heads=1, n_outputs=3, noise=0.01, random_state=0
     )
-    with pytest.warns(UserWarning, match=r"head_search_.fewer_untried is True") as said:
-        capped = LinearAttentionRegressor(alpha=1.0).fit(X, y)
-    assert "lifted fit's own 21 heads" in str(said[-1].message)
-    with warnings.catch_warnings():  # fitted: nothing to say
-        warnings.simplefilter("error")
-        unlimited = LinearAttentionRegressor(alpha=1.0, head_work_limit=None).fit(X, y)
+    capped = LinearAttentionRegressor(alpha=1.0).fit(X, y)
+    unlimited = LinearAttentionRegressor(alpha=1.0, head_work_limit=None).fit(X, y)
     search = capped.head_search_
     assert search.criterion == "lifted" and search.complete and search.passes
     assert search.fewer_untried and capped.n_heads_ == 21
