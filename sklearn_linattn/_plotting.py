@@ -537,9 +537,10 @@ class HeadSearchDisplay:
                 f"got {type(ax).__name__}{shape}."
             )
         if ax is not None and ax is getattr(self, "ax_", None):
-            # drawn again on its axes: in place of its earlier artists
+            # drawn again on its axes: in place of its earlier artists (those
+            # still there: ax.clear() or the user can have removed them)
             for artist in [*self.lines_.values(), self.band_]:
-                if artist is not None:
+                if artist is not None and artist.axes is ax:
                     artist.remove()
             ax.relim()
             ax.autoscale()

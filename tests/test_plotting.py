@@ -994,6 +994,28 @@ def test_search_display_plotted_twice_on_its_axes_draws_once():
     assert all(line.axes is ax for line in display.lines_.values())
 
 
+def test_search_display_plotted_again_after_its_artists_left_the_axes():
+    """Drawn again on its axes after ``ax.clear()``, or after the user removed
+    one of its lines, the display raised (NotImplementedError "cannot remove
+    artist", ValueError "list.remove(x)") removing artists no longer there:
+    it draws itself once, as on fresh axes."""
+    model = search_decided_three_ways()
+    _, fresh = plt.subplots()
+    HeadSearchDisplay.from_estimator(model, ax=fresh)
+    for undo in ("clear", "remove"):
+        _, ax = plt.subplots()
+        display = HeadSearchDisplay.from_estimator(model, ax=ax)
+        if undo == "clear":
+            ax.clear()
+        else:
+            display.lines_["lifted"].remove()
+        display.plot(ax=ax)
+        assert (len(ax.lines), len(ax.patches)) == (
+            len(fresh.lines), len(fresh.patches)
+        ), undo
+        assert all(line.axes is ax for line in display.lines_.values())
+
+
 @pytest.mark.parametrize(
     "size, layout", [((3.0, 3.0), None), ((2.6, 2.6), "constrained")]
 )
