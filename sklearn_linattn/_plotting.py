@@ -539,11 +539,25 @@ class HeadSearchDisplay:
         if ax is not None and ax is getattr(self, "ax_", None):
             # drawn again on its axes: in place of its earlier artists (those
             # still there: ax.clear() or the user can have removed them)
-            for artist in [*self.lines_.values(), self.band_]:
-                if artist is not None and artist.axes is ax:
-                    artist.remove()
-            ax.relim()
-            ax.autoscale()
+            drawn = [
+                artist for artist in [*self.lines_.values(), self.band_]
+                if artist is not None and artist.axes is ax
+            ]
+            for artist in drawn:
+                artist.remove()
+            if drawn:  # (not after ax.clear(): the user's fresh axes)
+                # and their view as before it drew: the limits the user set,
+                # or autoscaled to what is left (not the room it made above)
+                xlim, ylim, *autoscaled = getattr(
+                    self, "_view_before", (None, None, True, True)
+                )
+                ax.relim()
+                if not autoscaled[0]:
+                    ax.set_xlim(xlim)
+                if not autoscaled[1]:
+                    ax.set_ylim(ylim)
+                ax.autoscale(enable=autoscaled[0], axis="x")
+                ax.autoscale(enable=autoscaled[1], axis="y")
         # axes that already show something keep it in view
         reused = ax is not None and ax.has_data()
         # (and those, or axes sharing their y-axis with axes that do, their
@@ -555,6 +569,11 @@ class HeadSearchDisplay:
         if created:
             figure, ax = plt.subplots(figsize=(6, 3.6), layout="constrained")
         figure = ax.figure
+        # (restored when it is drawn again on these axes)
+        self._view_before = (
+            ax.get_xlim(), ax.get_ylim(), ax.get_autoscalex_on(),
+            ax.get_autoscaley_on(),
+        )
         # the held-out panel where a held-out test decided a count, or where
         # the search had folds and the work limit stopped it before any count
         # was decided (noisy data); the distance panel where tol decided

@@ -1016,6 +1016,23 @@ def test_search_display_plotted_again_after_its_artists_left_the_axes():
         assert all(line.axes is ax for line in display.lines_.values())
 
 
+def test_search_display_plotted_again_keeps_the_limits_the_user_set():
+    """Drawn again on the user's axes, the display autoscaled them (to undo
+    the room it made above the counts): the limits the user had set, (0, 10)
+    and (0, 0.01), which the first draw kept, became the data's. The axes get
+    their view from before the display drew, then the display draws as the
+    first time."""
+    _, ax = plt.subplots(figsize=(6, 4))
+    ax.plot([1, 2], [0.001, 0.002], label="mine")
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 0.01)
+    display = HeadSearchDisplay.from_estimator(search_decided_three_ways(), ax=ax)
+    first = ax.get_xlim(), ax.get_ylim()
+    assert first[0] == (0, 10)
+    display.plot(ax=ax)
+    assert (ax.get_xlim(), ax.get_ylim()) == first
+
+
 @pytest.mark.parametrize(
     "size, layout", [((3.0, 3.0), None), ((2.6, 2.6), "constrained")]
 )
