@@ -863,7 +863,10 @@ class _Search:
         if self.frobenius_fits:
             value_rows, query_rows = self.frobenius_fit(k)
             distance = self.distance(value_rows, query_rows)
-            if self.tol < distance <= (np.inf if asked else REFIT_REACH):
+            if (
+                self.tol < distance <= (np.inf if asked else REFIT_REACH)
+                and not self.budget.exhausted  # (the work limit ran out)
+            ):
                 # refitted in the training metric (REFIT_REACH's comment)
                 value_rows, query_rows = fit_heads(
                     self.design, query_rows, FIT_ITER, budget=self.budget

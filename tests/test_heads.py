@@ -1836,6 +1836,35 @@ def test_a_search_cut_short_stops_within_one_charge_of_its_limit(monkeypatch):
     assert search.work - search.work_limit <= max(charges)
 
 
+
+def test_no_fit_of_a_search_cut_short_charges_work_once_the_limit_ran_out(
+    monkeypatch,
+):
+    """On exact data a count fitted in the Frobenius metric that the work
+    limit ran out in was refitted in the training metric all the same: the
+    refit's first evaluation (1e6 flops, a third of this limit) charged past
+    the limit, contrary to "past it by the last such charge"
+    (HeadReadout.work). Fits started once the limit is spent charge nothing."""
+    from sklearn_linattn import _heads
+
+    started_spent = []
+
+    def recorded(design, queries, max_iter, *args, budget=None, **kwargs):
+        before = None if budget is None or not budget.exhausted else budget.spent
+        result = fit_heads(design, queries, max_iter, *args, budget=budget, **kwargs)
+        if before is not None:
+            started_spent.append(budget.spent - before)
+        return result
+
+    monkeypatch.setattr(_heads, "fit_heads", recorded)
+    monkeypatch.setattr("sklearn_linattn._estimators.WORK_FLOOR", 3e6)
+    X, y, _ = make_random_mhla(150, 8, 5, n_heads=3, n_outputs=3, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="work limit"):
+        model = LinearAttentionRegressor(head_work_limit=0.0).fit(X, y)
+    assert not model.head_search_.complete
+    assert started_spent == [0.0] * len(started_spent)
+
+
 def test_folds_beyond_the_work_limit_are_not_built(monkeypatch):
     """partial_fit keeps the folds' statistics, and with fewer sequences than
     lifted features each fold's Gram is singular: its eigendecomposition (9 p^3
