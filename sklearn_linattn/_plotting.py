@@ -988,7 +988,8 @@ def _legend_within(ax, loc, drawn):
     panel of a 2 x 2 grid a legend five times the axes' width collapsed
     constrained layout); None, with a warning, on axes too small for it in
     ``MIN_LEGEND_FONTSIZE`` points (on axes of 2 x 2 inches the legend was
-    twice their height and left the figure)."""
+    twice their height and left the figure), the user's own entries, if any,
+    then in a legend of theirs."""
     width, height = _axes_size(ax)
     fontsize = LEGEND_FONTSIZE
     while True:
@@ -999,6 +1000,14 @@ def _legend_within(ax, loc, drawn):
             return legend
         if fontsize <= MIN_LEGEND_FONTSIZE:
             legend.remove()
+            # (the user's own entries, which had a legend before, keep one)
+            handles, labels = ax.get_legend_handles_labels()
+            own = [
+                i for i, handle in enumerate(handles)
+                if not any(handle is artist for artist in drawn)
+            ]
+            if own:
+                ax.legend([handles[i] for i in own], [labels[i] for i in own])
             dpi = ax.figure.dpi
             warnings.warn(
                 f"HeadSearchDisplay: the legend does not fit in axes of "

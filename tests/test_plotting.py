@@ -1064,6 +1064,18 @@ def test_search_display_on_axes_too_small_for_its_legend_says_so(layout):
     assert ax.get_legend() is None and "chosen" in display.lines_
 
 
+def test_search_display_too_big_for_the_axes_keeps_the_users_legend():
+    """Where the display's legend is left out (axes too small for it), the
+    user's own legend went with it: the display had replaced it by one of
+    both's entries, then removed that. The user's entries keep a legend."""
+    _, ax = plt.subplots(figsize=(2, 2))
+    ax.plot([1, 2], [0.1, 0.2], label="mine")
+    ax.legend()
+    with pytest.warns(UserWarning, match="legend does not fit"):
+        HeadSearchDisplay.from_estimator(search_decided_three_ways(), ax=ax)
+    assert [text.get_text() for text in ax.get_legend().get_texts()] == ["mine"]
+
+
 def test_search_display_under_a_large_style_keeps_its_legend_in_the_figure():
     """Under seaborn's poster style the legend below the axes was centered on
     the axes, which the large y-label pushes right: at 300 dpi its widest
