@@ -536,6 +536,7 @@ class HeadSearchDisplay:
                 "ax must be one matplotlib Axes (the display draws one panel), "
                 f"got {type(ax).__name__}{shape}."
             )
+        again = {}  # the counts' style drawn again
         if ax is not None and ax is getattr(self, "ax_", None):
             # drawn again on its axes: in place of its earlier artists (those
             # still there: ax.clear() or the user can have removed them)
@@ -546,6 +547,9 @@ class HeadSearchDisplay:
             for artist in drawn:
                 artist.remove()
             if drawn:  # (not after ax.clear(): the user's fresh axes)
+                # in the colors it had (the next in the axes' cycle turned
+                # the counts from blue to orange)
+                again = {"color": self.lines_["counts"].get_color()}
                 # and their view as before it drew: the limits the user set,
                 # or autoscaled to what is left (not the room it made above)
                 xlim, ylim, *autoscaled = getattr(
@@ -593,6 +597,7 @@ class HeadSearchDisplay:
                 [count.cv_error for count in refitted],
                 marker="o",
                 label="k heads" if refitted else "_k heads",
+                **again,
             )[0]
             color = lines["counts"].get_color()
             failed_color = _failed_color(color)
@@ -795,6 +800,7 @@ class HeadSearchDisplay:
                 [max(count.relative_distance, 1e-17) for count in decided],
                 marker="o",
                 label="k heads" if decided else "_k heads",
+                **again,
             )[0]
             color = lines["counts"].get_color()
             undecided = [count for count in counts if count.passes is None]

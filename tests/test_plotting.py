@@ -994,6 +994,16 @@ def test_search_display_plotted_twice_on_its_axes_draws_once():
     assert all(line.axes is ax for line in display.lines_.values())
 
 
+def test_search_display_plotted_again_keeps_its_colors():
+    """Drawn again on its axes, the display took the next color of the axes'
+    cycle: its counts turned from blue to orange (and the failed counts'
+    color, chosen apart from theirs, could change too)."""
+    display = HeadSearchDisplay.from_estimator(search_decided_three_ways())
+    first = {key: line.get_color() for key, line in display.lines_.items()}
+    display.plot(ax=display.ax_)
+    assert {key: line.get_color() for key, line in display.lines_.items()} == first
+
+
 def test_search_display_plotted_again_after_its_artists_left_the_axes():
     """Drawn again on its axes after ``ax.clear()``, or after the user removed
     one of its lines, the display raised (NotImplementedError "cannot remove
