@@ -1059,8 +1059,11 @@ def _hides_markers(legend, lines):
     """Whether the legend, where matplotlib placed it inside the axes, covers a
     count's marker (with a few counts and many kinds of verdict there is no
     room for it: a failed count was drawn under it). The lines across the whole
-    axes (the chosen count, the lifted fit) do not count."""
-    legend.figure.figure.draw_without_rendering()  # places it, on any backend
+    axes (the chosen count, the lifted fit) do not count. The figure is laid
+    out already (:func:`_legend_within`, and the legend is out of the layout):
+    asked for its extent, the legend finds its best place there (another
+    layout of the whole figure for each panel made a 4 x 4 grid take twice
+    as long)."""
     box = legend.get_window_extent()
     for name, line in lines.items():
         if name in ("chosen", "lifted") or not hasattr(line, "get_xydata"):
