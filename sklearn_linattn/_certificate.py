@@ -791,10 +791,14 @@ class IdentifiabilityCertificate:
         if self.identifiable:
             return np.ones(shape, dtype=bool)
         if self._span is None:
+            lacking = (
+                "a certificate constructed directly (not by certify or a fit) does "
+                "not hold" if self.exact else "an estimated certificate "
+                "(solver='cg', exact=False) does not have"
+            )
             raise ValueError(
-                "covers needs the span of the training features, which an estimated "
-                "certificate (solver='cg', exact=False) does not have; use certify(X) "
-                "or fit with solver='normal' or 'dual'."
+                f"covers needs the span of the training features, which {lacking}; "
+                "use certify(X) or fit with solver='normal' or 'dual'."
             )
         fraction = self._span.outside_fraction(sequences)
         return (fraction <= _COVERS_RTOL).reshape(shape)

@@ -130,6 +130,23 @@ def test_covers_rejects_other_token_dims(rng):
         cert.covers(np.ones((2, 5, 4)))
 
 
+def test_covers_without_a_span_says_why(rng):
+    """A certificate constructed directly holds no span of training features:
+    ``covers`` said it was an estimated one (solver='cg') even with
+    ``exact=True`` (helper-112)."""
+    found = certify(random_sequences(rng, 10, 5, 3))
+    fields = {name: getattr(found, name) for name in (
+        "identifiable", "min_eigenvalue", "max_eigenvalue", "rank",
+        "n_lifted_features", "n_samples", "tol", "token_dim",
+    )}
+    built = IdentifiabilityCertificate(**fields)
+    with pytest.raises(ValueError, match="constructed directly"):
+        built.covers(np.ones((2, 5, 3)))
+    estimated = IdentifiabilityCertificate(**fields, exact=False)
+    with pytest.raises(ValueError, match="estimated certificate"):
+        estimated.covers(np.ones((2, 5, 3)))
+
+
 def test_paper_convention_is_the_covariance_of_unscaled_features(rng):
     """certify(convention="paper") is the number the paper plots: the smallest
     eigenvalue of numpy's covariance of the features without the sqrt(2)."""
