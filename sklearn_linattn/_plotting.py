@@ -963,7 +963,7 @@ def _below_the_x_axis(ax, legend):
     from matplotlib.transforms import ScaledTranslation, blended_transform_factory
 
     figure = ax.figure
-    figure.draw_without_rendering()  # lays the axes out, on any backend
+    _lay_out(figure)
     axis = ax.xaxis.get_tightbbox()
     depth = (ax.bbox.y0 - axis.y0) / figure.dpi + 0.05  # inches, with a gap
     legend.set_bbox_to_anchor(
@@ -1038,8 +1038,18 @@ def _axes_size(ax):
     spec = ax.get_subplotspec()
     cell = ax.get_position() if spec is None else spec.get_position(ax.figure)
     cell = cell.transformed(ax.figure.transSubfigure)
-    ax.figure.figure.draw_without_rendering()  # lays the axes out, on any backend
+    _lay_out(ax.figure.figure)
     return min(cell.width, ax.bbox.width), min(cell.height, ax.bbox.height)
+
+
+def _lay_out(figure):
+    """Lay the figure's axes out as drawing it does, on any backend.
+    matplotlib's warning that constrained layout could not be applied (a
+    figure too small for its axes) is left to the user's own draw: from here
+    it named this module, and came once a panel drawn."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "constrained_layout not applied")
+        figure.draw_without_rendering()
 
 
 def _make_room_above(ax, legend):

@@ -1074,6 +1074,21 @@ def test_search_display_on_axes_too_small_for_its_legend_says_so(layout):
     assert ax.get_legend() is None and "chosen" in display.lines_
 
 
+def test_search_display_leaves_matplotlibs_layout_warning_to_the_users_draw():
+    """On a constrained grid too small for its axes, the display's own layouts
+    (to measure its legend) repeated matplotlib's "constrained_layout not
+    applied" warning, naming the display's module; only its own warning, at
+    the user's line, is left."""
+    _, axes = plt.subplots(3, 3, figsize=(0.8, 0.8), layout="constrained")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        HeadSearchDisplay.from_estimator(search_decided_three_ways(), ax=axes[0, 0])
+    assert [str(w.message)[:34] for w in caught] == [
+        "HeadSearchDisplay: the legend does"
+    ]
+    assert caught[0].filename == __file__
+
+
 def test_search_display_too_big_for_the_axes_keeps_the_users_legend():
     """Where the display's legend is left out (axes too small for it), the
     user's own legend went with it: the display had replaced it by one of
