@@ -538,30 +538,7 @@ class HeadSearchDisplay:
             )
         again = {}  # the counts' style drawn again
         if ax is not None and ax is getattr(self, "ax_", None):
-            # drawn again on its axes: in place of its earlier artists (those
-            # still there: ax.clear() or the user can have removed them)
-            drawn = [
-                artist for artist in [*self.lines_.values(), self.band_]
-                if artist is not None and artist.axes is ax
-            ]
-            for artist in drawn:
-                artist.remove()
-            if drawn:  # (not after ax.clear(): the user's fresh axes)
-                # in the colors it had (the next in the axes' cycle turned
-                # the counts from blue to orange)
-                again = {"color": self.lines_["counts"].get_color()}
-                # and their view as before it drew: the limits the user set,
-                # or autoscaled to what is left (not the room it made above)
-                xlim, ylim, *autoscaled = getattr(
-                    self, "_view_before", (None, None, True, True)
-                )
-                ax.relim()
-                if not autoscaled[0]:
-                    ax.set_xlim(xlim)
-                if not autoscaled[1]:
-                    ax.set_ylim(ylim)
-                ax.autoscale(enable=autoscaled[0], axis="x")
-                ax.autoscale(enable=autoscaled[1], axis="y")
+            again = self._removed_from(ax)
         # axes that already show something keep it in view
         reused = ax is not None and ax.has_data()
         # (and those, or axes sharing their y-axis with axes that do, their
@@ -917,6 +894,34 @@ class HeadSearchDisplay:
                 _legend_within(ax, "upper center", drawn)
         self.lines_, self.ax_, self.figure_ = lines, ax, figure
         return self
+
+    def _removed_from(self, ax):
+        """Remove what the display drew on ``ax`` (drawn again there: in place
+        of its earlier artists, those still there: ``ax.clear()`` or the user
+        can have removed them), give the axes back their view from before it
+        drew (the limits the user set, or autoscaled to what is left: not the
+        room it made above), and return the counts' style to draw them in
+        again (the next color of the axes' cycle had turned them from blue to
+        orange); none after ``ax.clear()``, on the user's fresh axes."""
+        drawn = [
+            artist for artist in [*self.lines_.values(), self.band_]
+            if artist is not None and artist.axes is ax
+        ]
+        for artist in drawn:
+            artist.remove()
+        if not drawn:
+            return {}
+        xlim, ylim, *autoscaled = getattr(
+            self, "_view_before", (None, None, True, True)
+        )
+        ax.relim()
+        if not autoscaled[0]:
+            ax.set_xlim(xlim)
+        if not autoscaled[1]:
+            ax.set_ylim(ylim)
+        ax.autoscale(enable=autoscaled[0], axis="x")
+        ax.autoscale(enable=autoscaled[1], axis="y")
+        return {"color": self.lines_["counts"].get_color()}
 
 
 def _error_scale(lines):
