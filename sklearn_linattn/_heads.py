@@ -865,7 +865,7 @@ class _Search:
             distance = self.distance(value_rows, query_rows)
             if (
                 self.tol < distance <= (np.inf if asked else REFIT_REACH)
-                and not self.budget.exhausted  # (the work limit ran out)
+                and not self.budget.over_limit  # (the work limit ran out)
             ):
                 # refitted in the training metric (REFIT_REACH's comment)
                 value_rows, query_rows = fit_heads(
@@ -876,7 +876,7 @@ class _Search:
             value_rows, query_rows, loss = self.training_fit(k)
         # judged as n_heads=k returns them: polished (not where the work limit
         # ran out: the count is left undecided, unless it is within tol already)
-        if not self.exact and not self.budget.exhausted:
+        if not self.exact and not self.budget.over_limit:
             refinable = self.refinable(value_rows, query_rows)
             reproduced = self.reproduce(value_rows, query_rows)
             if self.distance(*reproduced) <= self.tol:
@@ -930,7 +930,7 @@ class _Search:
             for start, _ in starts:
                 progress = Progress()
                 screened.append((*run(start, SCREEN_ITER, progress=progress), progress))
-                if screened[-1][2] <= accept or self.budget.exhausted:
+                if screened[-1][2] <= accept or self.budget.over_limit:
                     break
             kept = []  # (coefficients, query rows, progress), the best first
             for value_rows, query_rows, _, _, progress in sorted(

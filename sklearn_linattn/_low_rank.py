@@ -270,6 +270,13 @@ class Budget:
         return not self.exhausted
 
     @property
+    def over_limit(self):
+        """Whether the work limit itself ran out (not the share of it the
+        search gives the counts beyond the interpolating one, ``nominal_limit``:
+        a fit that outruns that goes on, and can still pass)."""
+        return self.spent > self.limit
+
+    @property
     def exhausted(self):
         return (
             self.spent > self.limit
