@@ -149,13 +149,7 @@ def validate_sequences(
         return _validate_dask_sequences(X, token_dim, estimator, reset, warn_layout)
     if not hasattr(X, "ndim") or _is_array_of_sequences(X):
         X = as_array(X)  # lists, objects that only offer __array__
-    complex_dtype = next((t for t in _numpy_dtypes(X) if t.kind == "c"), None)
-    if complex_dtype is not None:
-        # (scikit-learn's message prints the whole array after it)
-        raise ValueError(
-            f"Complex data not supported: X has dtype {complex_dtype}; sequences "
-            "are real token matrices."
-        )
+    _refuse_complex("X", X, "sequences are real token matrices")
     _refuse_dates("X", X)
     if X.ndim == 3:
         with _converted_to_float(
@@ -235,6 +229,17 @@ def _is_array_of_sequences(X):
 def _is_pandas_series(X):
     """Whether ``X`` is a pandas Series, without importing pandas."""
     return type(X).__module__.split(".")[0] == "pandas" and type(X).__name__ == "Series"
+
+
+def _refuse_complex(name, array, expected):
+    """Complex arrays (or DataFrame columns) are refused, naming ``name``, its
+    dtype and what it must hold (``expected``): scikit-learn's message prints
+    the whole array after it."""
+    kind = next((t for t in _numpy_dtypes(array) if t.kind == "c"), None)
+    if kind is not None:
+        raise ValueError(
+            f"Complex data not supported: {name} has dtype {kind}; {expected}."
+        )
 
 
 def _refuse_dates(name, array):
@@ -452,12 +457,7 @@ def validate_targets(y, n_samples, estimator_name="estimator", n_tokens=None):
         else f"(n_samples,) or (n_samples, n_outputs) with n_samples={n_samples}"
     )
     _refuse_dates("y", y)
-    complex_dtype = next((t for t in _numpy_dtypes(y) if t.kind == "c"), None)
-    if complex_dtype is not None:  # (scikit-learn's message prints all of y)
-        raise ValueError(
-            f"Complex data not supported: y has dtype {complex_dtype}; targets are "
-            "real numbers."
-        )
+    _refuse_complex("y", y, "targets are real numbers")
     if is_dask_array(y):
         _check_known_chunks(y, "y")
         targets = y.map_blocks(
@@ -579,14 +579,7 @@ def validate_sample_weight(sample_weight, sequences, require_positive=True):
             f"{sample_weight!r}."
         )
     _refuse_dates("sample_weight", sample_weight)
-    complex_dtype = next(
-        (t for t in _numpy_dtypes(sample_weight) if t.kind == "c"), None
-    )
-    if complex_dtype is not None:  # (scikit-learn's message prints every weight)
-        raise ValueError(
-            f"Complex data not supported: sample_weight has dtype {complex_dtype}; "
-            "weights are real numbers."
-        )
+    _refuse_complex("sample_weight", sample_weight, "weights are real numbers")
     if is_dask_array(sample_weight) and not is_dask_array(sequences):
         sample_weight = np.asarray(sample_weight.compute())
     if is_dask_array(sample_weight):

@@ -39,7 +39,7 @@ from ._validation import (
     BooleanRefusingParamsMixin,
     _converted_to_float,
     _is_pandas_series,
-    _numpy_dtypes,
+    _refuse_complex,
     _refuse_dates,
     as_array,
     caller_stacklevel,
@@ -491,14 +491,7 @@ class SeriesToTokens(TransformerMixin, BooleanRefusingParamsMixin, BaseEstimator
                     "univariate series s of shape (n_timepoints,) is s[None]."
                 )
             _refuse_dates("X", X)
-            complex_dtype = next(
-                (t for t in _numpy_dtypes(X) if t.kind == "c"), None
-            )
-            if complex_dtype is not None:  # (scikit-learn's message prints X)
-                raise ValueError(
-                    f"Complex data not supported: X has dtype {complex_dtype}; "
-                    "series are real numbers."
-                )
+            _refuse_complex("X", X, "series are real numbers")
             try:
                 with _converted_to_float(
                     "X", "an array of shape (n_cases, n_channels, n_timepoints)"
