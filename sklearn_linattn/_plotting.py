@@ -408,12 +408,8 @@ class HeadSearchDisplay:
             estimator, or a pipeline whose last step is one (else a
             TypeError).
         ax : matplotlib Axes, default=None
-            Where to draw; None makes a new figure, with the legend below the
-            axes. On the given axes the legend is inside them, its labels
-            wrapped to their width; on small axes in a smaller type (down to
-            5.5 points), and it can cover the counts
-            (``display.ax_.get_legend().remove()`` takes it away); on axes
-            too small for it even so it is left out, with a warning.
+            Where to draw; None makes a new figure (the legend's place on
+            either: :meth:`plot`).
 
         Returns
         -------
