@@ -868,12 +868,13 @@ class HeadSearchDisplay:
         ax.xaxis.set_major_locator(
             MultipleLocator(1) if high - low <= 12 else MaxNLocator(integer=True)
         )
+        drawn = [*lines.values(), self.band_]  # (the labels to wrap)
         if created:
             # below the axes, the figure taller by its entries: inside, the
             # best place matplotlib found at one dpi covered a count's marker
             # at another
             legend = _display_legend(
-                ax, lines, figure.bbox.width, LEGEND_FONTSIZE,
+                ax, drawn, figure.bbox.width, LEGEND_FONTSIZE,
                 loc="upper center", frameon=False,
             )
             entries = sum(
@@ -882,7 +883,6 @@ class HeadSearchDisplay:
             figure.set_figheight(figure.get_figheight() + 0.17 * entries)
             _below_the_x_axis(ax, legend)
         else:  # the user's axes: inside them (below, it left the figure)
-            drawn = [*lines.values(), self.band_]
             legend = _legend_within(ax, "best", drawn)
             if legend is not None and _hides_markers(legend, lines):
                 _make_room_above(ax, legend)

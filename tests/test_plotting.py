@@ -1,6 +1,7 @@
 """AttentionHeadsDisplay: heatmaps of V_h and Q_h of a fitted model;
 HeadSearchDisplay: the head search's evidence against the count."""
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -1099,6 +1100,24 @@ def test_search_display_too_big_for_the_axes_keeps_the_users_legend():
     with pytest.warns(UserWarning, match="legend does not fit"):
         HeadSearchDisplay.from_estimator(search_decided_three_ways(), ax=ax)
     assert [text.get_text() for text in ax.get_legend().get_texts()] == ["mine"]
+
+
+def test_search_display_wraps_long_labels_below_its_own_axes():
+    """Below the display's own axes the labels are wrapped to the figure's
+    width; the display's artists were passed as the names of its lines, so
+    none matched a legend entry and a long label ran past the figure (923 px
+    of legend on a 600 px figure, and constrained layout collapsed)."""
+    search = search_decided_three_ways().head_search_
+    long = dataclasses.replace(search, criterion="because " * 16)
+    display = HeadSearchDisplay(long).plot()
+    chosen = [
+        text.get_text() for text in display.ax_.get_legend().get_texts()
+        if text.get_text().startswith("chosen")
+    ]
+    assert len(chosen) == 1 and "\n" in chosen[0]
+    display.figure_.draw_without_rendering()
+    box = display.ax_.get_legend().get_window_extent()
+    assert box.width < 1.1 * display.figure_.bbox.width
 
 
 def test_search_display_under_a_large_style_keeps_its_legend_in_the_figure():
