@@ -361,7 +361,9 @@ class CountFit:
         (rows times outputs) per degree of freedom, it fails when this is above
         the lower of the lifted fit's cross-validated and generalized
         cross-validated squared errors (theory page, "Near interpolation").
-        Elsewhere it is reported only.
+        Elsewhere it is reported only. A count that fails so is failed without
+        its folds' refits (``cv_error`` NaN), also where asked for
+        (``n_heads=k``): their verdict would test the same ``gcv_error``.
     folds_within : int or None
         The folds on whose held-out rows the refitted heads' error is at most
         the lifted fit's times the folds' size factor ``r_k`` that lowers
@@ -377,7 +379,8 @@ class CountFit:
         sum above the threshold, or too many of them worse than the lifted fit's
         for a majority); ``cv_error`` and ``folds_within`` are then NaN and
         None. A count asked for (``n_heads=k``) that its folds' refits decide is
-        refitted on every fold. A fold without held-out rows of weight, or
+        refitted on every fold (not one that generalized cross-validation
+        fails: ``gcv_error``). A fold without held-out rows of weight, or
         without rows to fit on, is counted here, and with the lifted fit's error
         there, but not refitted (the heads would err as it does).
     linearized_cv_error : float
@@ -826,7 +829,7 @@ class _Search:
         ``"training"``, ``"linearized"`` or ``"refits"``; a count no test has
         failed keeps the criterion of the last it passed (undecided). A count
         ``asked`` for (``n_heads=k``) is decided by its folds' own refits, all of
-        them."""
+        them, unless generalized cross-validation fails it."""
         if k not in self.fits:
             self.fits[k] = self._fit(k, asked, fitted)
         value_rows, query_rows, count = self.fits[k]
@@ -909,7 +912,9 @@ class _Search:
                 count = replace(
                     count, passes=False, criterion="cv", failed_on="training"
                 )
-            elif not asked and self.gcv_fails(k, count.gcv_error):
+            elif self.gcv_fails(k, count.gcv_error):
+                # (also n_heads=k: the refits' verdict fails on the same
+                # gcv_error whatever their errors, so they are not run)
                 count = replace(count, passes=False, criterion="cv", failed_on="gcv")
         self.log_count(count)
         return value_rows, query_rows, count

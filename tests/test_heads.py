@@ -9,6 +9,7 @@ least-squares refits of each fold, held-out errors written out.
 
 import dataclasses
 import pickle
+import sys
 import time
 import warnings
 
@@ -1606,7 +1607,9 @@ def test_a_linearized_refit_survives_lapacks_least_squares_not_converging(
     its SVD did not converge) and n_heads=4 of 16 noisy sequences at d = 4
     with 3 outputs raised LinAlgError ("SVD did not converge in Linear Least
     Squares") from the linearized refits. gelss (gesvd) solves it: the
-    minimum-norm solution, and the fit returns its verdict."""
+    minimum-norm solution, and the fit returns its verdict (from the refits:
+    generalized cross-validation, which fails the count without them, is
+    turned off)."""
     import scipy.linalg
 
     from sklearn_linattn._low_rank import _lstsq
@@ -1630,11 +1633,14 @@ def test_a_linearized_refit_survives_lapacks_least_squares_not_converging(
     X, y, _ = make_random_mhla(16, 5, 4, n_heads=2, n_outputs=3, random_state=321813192)
     y = np.asarray(y)
     y = y + 0.1 * y.std(axis=0) * np.random.default_rng(321813192).normal(size=y.shape)
+    monkeypatch.setattr("sklearn_linattn._heads.INTERPOLATION_MARGIN", 0.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # (p = 40 for 16 sequences)
         model = LinearAttentionRegressor(alpha=1e-3, n_heads=4).fit(X, y)
     assert model.n_heads_ <= 4 and np.all(np.isfinite(model.coef_))
-    assert model.head_search_.counts[0].cv_error >= 0
+    count = model.head_search_.counts[0]
+    assert count.folds_refitted == 5 and count.linearized_cv_error >= 0
+    assert count.cv_error >= 0
 
 # --- what head_search_ says -----------------------------------------------------------
 
@@ -1742,6 +1748,43 @@ def test_refits_stop_at_the_first_folds_that_fail_a_count(classify, seed, monkey
         assert count.folds_refitted == 5 and count.passes is False
         assert count.cv_error == full.cv_error
         assert count.folds_within == full.folds_within
+
+
+def test_a_count_asked_for_that_generalized_cv_fails_is_not_refitted(monkeypatch):
+    """Near interpolation (20 sequences, d = 3, 2 outputs, alpha = 10) n_heads=k
+    whose generalized cross-validated error fails is failed without its folds'
+    refits: their verdict tests the same gcv_error, so it fails whatever their
+    errors (Uschange with 5 outputs, n_heads=10: 37 s of refits that could not
+    pass it). Run all the same, the refits fail the same counts."""
+    from sklearn_linattn import _heads
+
+    seed = 170651018
+    X, y, _ = make_random_mhla(220, 4, 3, n_heads=3, n_outputs=2, random_state=seed)
+    y = np.asarray(y, float)
+    y = y + 0.3 * y.std(axis=0) * np.random.default_rng(seed).normal(size=y.shape)
+    X, y = X[:20], y[:20]
+
+    def asked(k):
+        model = LinearAttentionRegressor(alpha=10.0, fit_intercept=True, n_heads=k)
+        return model.fit(X, y).head_search_.counts[0]
+
+    skipped = {k: asked(k) for k in (1, 2, 3)}
+    for count in skipped.values():
+        assert count.passes is False and count.failed_on == "gcv"
+        assert count.folds_refitted is None and np.isnan(count.cv_error)
+    # the same fits, refitted on the folds: no pre-check before them
+    before_refits = _heads._Search.gcv_fails
+
+    def after_the_refits_only(search, k, gcv_error):
+        if sys._getframe(1).f_code.co_name == "_fit":
+            return False
+        return before_refits(search, k, gcv_error)
+
+    monkeypatch.setattr(_heads._Search, "gcv_fails", after_the_refits_only)
+    for k, count in skipped.items():
+        refitted = asked(k)
+        assert refitted.folds_refitted == 5 and refitted.passes is False
+        assert refitted.gcv_error == count.gcv_error
 
 
 @pytest.mark.parametrize("n_rows", [200, 1000])
