@@ -1128,7 +1128,8 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
 
         >>> from sklearn_linattn import LinearAttentionClassifier
         >>> X, y, truth = make_random_mhla(400, 5, 3, n_outputs=3, random_state=0)
-        >>> clf = LinearAttentionClassifier().fit(X, y.argmax(axis=1))
+        >>> clf = LinearAttentionClassifier(fit_intercept=True)  # unbalanced
+        >>> clf = clf.fit(X, y.argmax(axis=1))
         >>> one_hot = lambda scores, step: np.eye(3)[clf.classes_[scores.argmax(1)]]
         >>> tokens, scores = clf.generate(X[:2], 4, to_token=one_hot)
         >>> scores.shape, bool(np.all(tokens.sum(axis=2) == 1))
