@@ -1209,13 +1209,15 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           bisection and going up one at a time within ``head_work_limit``; no
           clock is read (theory page, :ref:`how-many-heads`).
         - int ``k``: the best model found with at most ``k`` heads for the
-          training objective (least squares plus the ``alpha`` penalty), the same
-          fit the search runs for ``k``; ``head_search_.passes`` says whether it
-          passes the criterion above (None on noisy data without held-out
-          folds: ``solver="cg"``). Predictions then come from those heads.
-          Heads zero within ``tol`` of the lifted coefficients' norm are
-          dropped, and the model of the count left is then fitted (with a
-          loose ``tol`` a larger ``k`` can return fewer heads).
+          training objective (least squares plus the ``alpha`` penalty) from
+          seeded starts, the same fit the search runs for ``k`` (the objective
+          is not convex in the heads: other starts can find a lower one);
+          ``head_search_.passes`` says whether it passes the criterion above
+          (None on noisy data without held-out folds: ``solver="cg"``).
+          Predictions then come from those heads. Heads zero within ``tol`` of
+          the lifted coefficients' norm are dropped, and the model of the count
+          left is then fitted (with a loose ``tol`` a larger ``k`` can return
+          fewer heads).
         - None: the paper's read-out, the SVD of the symmetric split of ``W``; up
           to ``n_outputs * d`` heads (at most ``d * d``).
     fit_intercept : bool, default=False
