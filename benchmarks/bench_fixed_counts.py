@@ -1,0 +1,143 @@
+"""What a fixed head count ``n_heads=k`` costs on real data, against ``n_heads=None``
+and the default ``n_heads="auto"``, and what it reports.
+
+Run from the repository root: ``PYTHONPATH=. python benchmarks/bench_fixed_counts.py
+[--counts K ...] [--json FILE]`` (needs aeon, whose wheel bundles the data).
+
+The data: aeon's ``Uschange`` (5 quarterly US series, 187 quarters), windows of 4
+quarters of all 5 series (channels first) predicting the next quarter of all 5,
+the first 75% of the windows for training (137 sequences; near interpolation:
+``d = 10`` with positions, 550 lifted features; the CV estimator's ``alpha_`` is
+the largest of its grid, 2.6e5, and every model predicts about the targets' means:
+the fits' cost, not their predictions, is the point). The estimator a user would write,
+``LinearAttentionRegressorCV(fit_intercept=True)`` behind ``SeriesToTokens()``,
+``TokenwiseTransformer(StandardScaler())``, ``PositionalEncoding(constant=True,
+padding=None)``, fitted with ``n_heads=None``, the default, and each ``n_heads=k``
+of ``--counts`` (default 5, 10, 15), under ``threadpool_limits(1)``, after one
+untimed fit that compiles the kernels. ``n_heads=None`` and the default are timed
+as the median of 3 fits, each fixed count once (they take seconds).
+
+Reported per fit: its time and ratio to ``n_heads=None``'s, ``head_search_.passes``,
+and the returned count's ``failed_on``, ``folds_refitted`` (None: the folds were not
+refitted) and ``cv_error``, and the test mean squared error over the 5 outputs. A
+fixed count that generalized cross-validation fails near interpolation is failed
+without its folds' refits, since their verdict tests the same error; a count that
+passes it is refitted on all 5 folds, each fit with the same starts as the fit on
+all the rows. The recorded runs: ``benchmarks/recorded/bench_fixed_counts.json``
+and, before that rule, ``bench_fixed_counts_before_gcv.json``.
+"""
+
+import statistics
+import time
+import warnings
+
+import numpy as np
+from _common import compile_kernels, make_parser, markdown_table, write_json
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from threadpoolctl import threadpool_limits
+
+import sklearn_linattn
+from sklearn_linattn import LinearAttentionRegressorCV
+from sklearn_linattn.preprocessing import (
+    PositionalEncoding,
+    SeriesToTokens,
+    TokenwiseTransformer,
+)
+
+REPEATS = 3
+COUNTS = [5, 10, 15]
+WINDOW = 4
+
+
+def uschange_all_outputs():
+    """``(X_train, Y_train, X_test, Y_test)``: windows of the 5 series, the next
+    quarter of all 5 the targets, the first 75% for training."""
+    from aeon.datasets import load_uschange
+
+    series = np.asarray(load_uschange(), dtype=float)  # (5, 187)
+    X = np.stack(
+        [series[:, t - WINDOW : t] for t in range(WINDOW, series.shape[1])]
+    )
+    Y = series[:, WINDOW:].T
+    n_train = int(0.75 * len(X))
+    return X[:n_train], Y[:n_train], X[n_train:], Y[n_train:]
+
+
+def model(n_heads):
+    return make_pipeline(
+        SeriesToTokens(),
+        TokenwiseTransformer(StandardScaler()),
+        PositionalEncoding(constant=True, padding=None),
+        LinearAttentionRegressorCV(fit_intercept=True, n_heads=n_heads),
+    )
+
+
+def timed_fit(n_heads, X, Y, repeats):
+    seconds = []
+    for _ in range(repeats):
+        fitted = model(n_heads)
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fitted.fit(X, Y)
+        seconds.append(time.perf_counter() - start)
+    return fitted, statistics.median(seconds)
+
+
+def main():
+    parser = make_parser(__doc__)
+    parser.add_argument("--counts", type=int, nargs="+", default=COUNTS)
+    args = parser.parse_args()
+    print(f"sklearn_linattn from {sklearn_linattn.__file__}")
+    X, Y, X_test, Y_test = uschange_all_outputs()
+    compile_kernels()
+    rows = []
+    with threadpool_limits(1):
+        timed_fit(None, X, Y, 1)  # untimed: compiles what the fits call
+        lifted, lifted_seconds = timed_fit(None, X, Y, REPEATS)
+        for n_heads in [None, "auto", *args.counts]:
+            if n_heads is None:
+                fitted, seconds = lifted, lifted_seconds
+            else:
+                repeats = REPEATS if n_heads == "auto" else 1
+                fitted, seconds = timed_fit(n_heads, X, Y, repeats)
+            search = fitted[-1].head_search_
+            returned = [c for c in search.counts if c.n_heads == search.n_heads]
+            count = returned[-1] if returned else None
+            rows.append(
+                {
+                    "n_heads": str(n_heads),
+                    "heads": int(fitted[-1].n_heads_),
+                    "seconds": seconds,
+                    "ratio": seconds / lifted_seconds,
+                    "criterion": search.criterion,
+                    "passes": search.passes,
+                    "failed_on": count.failed_on if count else None,
+                    "folds_refitted": count.folds_refitted if count else None,
+                    "cv_error": count.cv_error if count else float("nan"),
+                    "test_mse": float(np.mean((fitted.predict(X_test) - Y_test) ** 2)),
+                }
+            )
+    print(
+        markdown_table(
+            [
+                ("n_heads", "{n_heads}"),
+                ("heads", "{heads}"),
+                ("fit", "{seconds:.2f} s"),
+                ("/ None", "{ratio:.1f}"),
+                ("criterion", "{criterion}"),
+                ("passes", "{passes}"),
+                ("failed on", "{failed_on}"),
+                ("folds refitted", "{folds_refitted}"),
+                ("cv error", "{cv_error:.4g}"),
+                ("test MSE", "{test_mse:.4g}"),
+            ],
+            rows,
+        )
+    )
+    write_json(args.json, {"rows": rows})
+
+
+if __name__ == "__main__":
+    main()
