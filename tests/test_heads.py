@@ -1270,18 +1270,22 @@ def test_heads_stay_bounded_where_the_training_gram_is_singular():
     noise of 1e-3 on the test pixels, and heads dropped as zero relative to the
     drifting norm: 1 of 12 here). Polished with a penalty on the distance to
     the lifted fit (DRIFT), they stay near its norm, and predict perturbed
-    images as the unperturbed ones."""
+    images as the unperturbed ones. Where the heads sit along the null space
+    follows the BLAS kernel's bits: their norm was 3.0 times the lifted fit's
+    with OpenBLAS's SkylakeX kernels and 5.5 with Sandybridge's, and the noise
+    changed 0 and 0.67% of the test predictions (helper-118); the bounds are
+    100 times and 0.1, far from the drift's 2e8 and chance accuracy."""
     X, y = load_digits(return_X_y=True)
     X_test, y_test = X[600:], y[600:]
     X, y = X[:600], y[:600]
     lifted = LinearAttentionClassifier(token_dim=8, n_heads=None).fit(X, y)
     model = LinearAttentionClassifier(token_dim=8, n_heads=12).fit(X, y)
     assert model.n_heads_ == 12
-    assert np.linalg.norm(model.coef_) < 10 * np.linalg.norm(lifted.coef_)
+    assert np.linalg.norm(model.coef_) < 100 * np.linalg.norm(lifted.coef_)
     assert model.score(X, y) > 0.8
     noise = 1e-3 * np.random.default_rng(0).normal(size=X_test.shape)
     accuracy = model.score(X_test, y_test)
-    assert abs(model.score(X_test + noise, y_test) - accuracy) < 0.02
+    assert abs(model.score(X_test + noise, y_test) - accuracy) < 0.1
     assert accuracy >= lifted.score(X_test, y_test) - 0.02
 
 
