@@ -1215,7 +1215,11 @@ def test_identical_rows_up_to_rounding_with_intercept_give_the_weighted_mean(
 def test_small_genuine_centered_spread_is_not_flattened(eps, n_diff, weighted, scale):
     """Identical rows plus 1 or 3 rows off by eps (relative): cg, normal and dual
     agree with numpy lstsq on the lifted centered features relative to the targets'
-    spread, at any token scale (not a power of two)."""
+    spread, at any token scale (not a power of two). Flattening the spread
+    (predicting the mean) errs by at least half of it; the normal equations'
+    rounding, in the square of the rows' condition, reached 2.1e-3 with
+    OpenBLAS's SkylakeX kernels and 3.3e-3 with Sandybridge's (helper-118):
+    their bound 5e-2 is 15 times that and 10 times below flattening."""
     X, y = _near_identical(eps, n_diff)
     X, y = X * scale, y * scale**3
     w = np.linspace(0.5, 2.0, len(y)) if weighted else None
@@ -1223,7 +1227,7 @@ def test_small_genuine_centered_spread_is_not_flattened(eps, n_diff, weighted, s
     coef, mean, target_mean, _ = naive_least_squares(features, y, w)
     reference = (features - mean) @ coef + target_mean
     assert np.abs(reference - y).max() < 1e-6 * np.ptp(y)  # lstsq interpolates
-    for solver, accuracy in (("cg", 1e-6), ("normal", 1e-2), ("dual", 1e-3)):
+    for solver, accuracy in (("cg", 1e-6), ("normal", 5e-2), ("dual", 1e-3)):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             est = LinearAttentionRegressor(
