@@ -552,8 +552,9 @@ class IdentifiabilityCertificate:
         the lifted second moment is positive definite, so every empirical risk
         minimizer computes the same function on all inputs. With an intercept
         (or ``convention="paper"``) the threshold is at least the centering's
-        rounding, ``tol`` times the uncentered features' scale
-        (:func:`centering_floor`), so nearly identical sequences are rank 0.
+        rounding, ``tol`` times the uncentered features' scale times
+        ``max(1, (n + 4) / p)`` for ``n`` rows, so nearly identical sequences
+        are rank 0.
     min_eigenvalue, max_eigenvalue : float
         Extreme eigenvalues of
         :math:`\Lambda = \Phi^\top W \Phi / \sum_i w_i`, the second moment of
@@ -1031,7 +1032,8 @@ def _paper_certificate(data, tol):
     The covariance is centered, so its null space is that of the affine hull of
     the training features: ``covers`` tests membership in that hull (as for a fit
     with an intercept), and the rank threshold has the centering's rounding floor
-    (:func:`centering_floor`), as the solvers' centered Grams do: identical
+    (``max(1, (n + 4) / p)`` times the uncentered scale for ``n`` rows), as the
+    solvers' centered Grams do: identical
     sequences have rank 0, not the rank of the rounding left by the centering.
     """
     statistics = data.statistics()

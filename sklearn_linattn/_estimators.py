@@ -1633,7 +1633,7 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         (for two classes the one output is positive for ``classes_[1]``).
     coef_ : ndarray of shape (1, n_lifted_features) or (n_classes, n_lifted_features)
         Lifted coefficients of the +1/-1 regression, one row per output, laid out
-        as :attr:`LinearAttentionRegressor.coef_`.
+        as the ``coef_`` of :class:`LinearAttentionRegressor`.
     intercept_ : ndarray of shape (1,) or (n_classes,)
         Zeros when ``fit_intercept=False``.
     value_matrices_ : ndarray of shape (`n_heads_`, n_outputs, token_dim)

@@ -501,7 +501,8 @@ class HeadReadout:
     passes : bool or None
         Whether the returned heads pass (``"tol"``, ``"cv"`` and ``"lifted"``
         always do; for ``"fixed"`` the verdict on the count returned, None where
-        noisy data have no held-out folds to judge it, :attr:`CountFit.passes`).
+        noisy data have no held-out folds to judge it,
+        :attr:`~sklearn_linattn.CountFit.passes`).
     complete : bool
         False when the work limit left a verdict the search needed undecided:
         the count returned is the fewest that passed before (or the lifted
