@@ -534,6 +534,49 @@ def test_outputs_fitted_exactly_do_not_count_and_rounding_counts_as_m(
         assert 1.5 < search.effective_outputs < 3.0
 
 
+_EXACT_OUTPUT_WITH_NEHALEM_KERNELS = """
+import numpy as np
+from test_heads import noisy_sequences
+from sklearn_linattn import LinearAttentionRegressor
+truth, X, y = noisy_sequences(2, 3, 2, 2, 0.3, n_samples=200)
+params = dict(fit_intercept=True, solver="dual")
+alone = LinearAttentionRegressor(**params).fit(X, y).head_search_
+both = LinearAttentionRegressor(**params).fit(X, np.c_[y, truth.predict(X)[:, 0]])
+print(repr((alone.effective_outputs, both.head_search_.effective_outputs)))
+"""
+
+
+def test_an_exact_output_beside_noisy_ones_does_not_count_with_nehalem_kernels():
+    """The case above with OpenBLAS's kernels for Nehalem: the dual solver's
+    residual rows of the noiseless output are rounding, 1.24 times
+    _residual_rounding's bound with Nehalem's kernels, which without
+    DUAL_RESIDUAL_MARGIN counted it as a third noisy output (3.0, not 1.99;
+    SkylakeX's and Sandybridge's kernels pass either way). OPENBLAS_CORETYPE selects
+    the kernels (a DYNAMIC_ARCH OpenBLAS, as numpy's wheels ship; another BLAS
+    ignores it and the test is the case above)."""
+    import ast
+    import os
+    import subprocess
+
+    import sklearn_linattn
+
+    package_root = os.path.dirname(os.path.dirname(sklearn_linattn.__file__))
+    tests = os.path.dirname(os.path.abspath(__file__))
+    env = dict(
+        os.environ,
+        OPENBLAS_CORETYPE="Nehalem",
+        PYTHONPATH=os.pathsep.join([package_root, tests]),
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", _EXACT_OUTPUT_WITH_NEHALEM_KERNELS],
+        env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    alone, both = ast.literal_eval(result.stdout.strip().splitlines()[-1])
+    assert 1.5 < alone < 2.0
+    assert both == pytest.approx(alone, rel=1e-9)
+
+
 def test_misclassification_is_rescaled_for_the_folds_size_as_squared_errors():
     """A classifier is a least-squares fit of +-1 targets: its counts are held
     to the lifted fit's misclassification lowered by the ratio r_k that a
