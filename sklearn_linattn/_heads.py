@@ -352,7 +352,8 @@ class CountFit:
         count's ``threshold``, the count fails without refitting the folds (and
         ``cv_error`` is NaN): a held-out error is at least the training error.
         A count asked for (``n_heads=k``) is decided by its folds' refits
-        (``failed_on="refits"`` where the search says ``"training"``).
+        (``failed_on="refits"`` where the search says ``"training"``), unless
+        generalized cross-validation fails it (``"gcv"``, below).
     gcv_error : float
         Generalized cross-validation of these heads: their training squared
         error over ``(1 - D / (rows outputs))^2``, ``D`` the dimension of the
