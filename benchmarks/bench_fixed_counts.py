@@ -27,23 +27,20 @@ all the rows. The recorded runs: ``benchmarks/recorded/bench_fixed_counts.json``
 and, before that rule, ``bench_fixed_counts_before_gcv.json``.
 """
 
-import statistics
-import time
 import warnings
 
 import numpy as np
-from _common import compile_kernels, make_parser, markdown_table, write_json
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
+from _common import (
+    compile_kernels,
+    make_parser,
+    markdown_table,
+    median_seconds,
+    write_json,
+)
+from bench_default_real_sets import channel_windows, make_model, test_score
 from threadpoolctl import threadpool_limits
 
 import sklearn_linattn
-from sklearn_linattn import LinearAttentionRegressorCV
-from sklearn_linattn.preprocessing import (
-    PositionalEncoding,
-    SeriesToTokens,
-    TokenwiseTransformer,
-)
 
 REPEATS = 3
 COUNTS = [5, 10, 15]
@@ -56,33 +53,21 @@ def uschange_all_outputs():
     from aeon.datasets import load_uschange
 
     series = np.asarray(load_uschange(), dtype=float)  # (5, 187)
-    X = np.stack(
-        [series[:, t - WINDOW : t] for t in range(WINDOW, series.shape[1])]
-    )
-    Y = series[:, WINDOW:].T
-    n_train = int(0.75 * len(X))
-    return X[:n_train], Y[:n_train], X[n_train:], Y[n_train:]
-
-
-def model(n_heads):
-    return make_pipeline(
-        SeriesToTokens(),
-        TokenwiseTransformer(StandardScaler()),
-        PositionalEncoding(constant=True, padding=None),
-        LinearAttentionRegressorCV(fit_intercept=True, n_heads=n_heads),
-    )
+    return channel_windows(series, WINDOW, series.T)[1:]
 
 
 def timed_fit(n_heads, X, Y, repeats):
-    seconds = []
-    for _ in range(repeats):
-        fitted = model(n_heads)
-        start = time.perf_counter()
+    """The last of ``repeats`` fits of ``n_heads`` and their median time."""
+    fitted = []
+
+    def fit():
+        model = make_model("regression", "channels", n_heads=n_heads)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fitted.fit(X, Y)
-        seconds.append(time.perf_counter() - start)
-    return fitted, statistics.median(seconds)
+            fitted.append(model.fit(X, Y))
+
+    seconds = median_seconds(fit, repeats)
+    return fitted[-1], seconds
 
 
 def main():
@@ -95,28 +80,24 @@ def main():
     rows = []
     with threadpool_limits(1):
         timed_fit(None, X, Y, 1)  # untimed: compiles what the fits call
-        lifted, lifted_seconds = timed_fit(None, X, Y, REPEATS)
         for n_heads in [None, "auto", *args.counts]:
-            if n_heads is None:
-                fitted, seconds = lifted, lifted_seconds
-            else:
-                repeats = REPEATS if n_heads == "auto" else 1
-                fitted, seconds = timed_fit(n_heads, X, Y, repeats)
-            search = fitted[-1].head_search_
+            repeats = REPEATS if n_heads in (None, "auto") else 1
+            model, seconds = timed_fit(n_heads, X, Y, repeats)
+            search = model[-1].head_search_
             returned = [c for c in search.counts if c.n_heads == search.n_heads]
             count = returned[-1] if returned else None
             rows.append(
                 {
                     "n_heads": str(n_heads),
-                    "heads": int(fitted[-1].n_heads_),
+                    "heads": int(model[-1].n_heads_),
                     "seconds": seconds,
-                    "ratio": seconds / lifted_seconds,
+                    "ratio": seconds / rows[0]["seconds"] if rows else 1.0,
                     "criterion": search.criterion,
                     "passes": search.passes,
                     "failed_on": count.failed_on if count else None,
                     "folds_refitted": count.folds_refitted if count else None,
                     "cv_error": count.cv_error if count else float("nan"),
-                    "test_mse": float(np.mean((fitted.predict(X_test) - Y_test) ** 2)),
+                    "test_mse": test_score("regression", model, X_test, Y_test),
                 }
             )
     print(
