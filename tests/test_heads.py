@@ -97,6 +97,17 @@ def noisy_sequences(
     return truth, X, y + noise
 
 
+def near_interpolation_two_outputs():
+    """20 sequences of d = 3 (p = 18) and two outputs of a 3-head model plus
+    noise of 30% of each output's spread: near interpolation, where counts are
+    failed by generalized cross-validation."""
+    seed = 170651018
+    X, y, _ = make_random_mhla(220, 4, 3, n_heads=3, n_outputs=2, random_state=seed)
+    y = np.asarray(y, float)
+    y = y + 0.3 * y.std(axis=0) * np.random.default_rng(seed).normal(size=y.shape)
+    return X[:20], y[:20]
+
+
 def training_objective(model, X, y, alpha=0.0):
     residual = np.reshape(y, (len(X), -1)) - np.reshape(model.predict(X), (len(X), -1))
     return float(np.sum(residual**2) + alpha * np.sum(np.asarray(model.coef_) ** 2))
@@ -1805,11 +1816,7 @@ def test_a_count_asked_for_that_generalized_cv_fails_is_not_refitted(monkeypatch
     pass it). Run all the same, the refits fail the same counts."""
     from sklearn_linattn import _heads
 
-    seed = 170651018
-    X, y, _ = make_random_mhla(220, 4, 3, n_heads=3, n_outputs=2, random_state=seed)
-    y = np.asarray(y, float)
-    y = y + 0.3 * y.std(axis=0) * np.random.default_rng(seed).normal(size=y.shape)
-    X, y = X[:20], y[:20]
+    X, y = near_interpolation_two_outputs()
 
     def asked(k):
         model = LinearAttentionRegressor(alpha=10.0, fit_intercept=True, n_heads=k)
@@ -2245,11 +2252,7 @@ def test_a_search_cut_short_leaves_the_completions_it_did_not_refit_undecided(
     search reported 4 (and 2) as failed on "gcv", while n_heads=4 alone
     reproduces the lifted fit to 2e-15 and passes. The counts it did not
     refit are undecided: every verdict head_search_ reports is n_heads=k's."""
-    seed = 170651018
-    X, y, _ = make_random_mhla(220, 4, 3, n_heads=3, n_outputs=2, random_state=seed)
-    y = np.asarray(y, float)
-    y = y + 0.3 * y.std(axis=0) * np.random.default_rng(seed).normal(size=y.shape)
-    X, y = X[:20], y[:20]
+    X, y = near_interpolation_two_outputs()
     # a limit that cuts the search short just after its fit of 5 heads
     monkeypatch.setattr("sklearn_linattn._estimators.WORK_FLOOR", 2.5e7)
     with pytest.warns(ConvergenceWarning, match="stopped at its work limit"):
