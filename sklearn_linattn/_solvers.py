@@ -466,9 +466,10 @@ def residual_correlation(cross_products, rounding=None, margin=1.0):
 # The kernel solve's residual rows carry rounding that the kernel's conditioning
 # amplifies beyond _residual_rounding's bound: a noiseless output's squared
 # residual reached 1.24 times it with OpenBLAS's Nehalem kernels (0.62 with
-# SkylakeX's; tests/test_heads.py, test_outputs_fitted_exactly_do_not_count_and_
-# rounding_counts_as_m), where noisy outputs beside it are 1e13 above. An output
-# counts as fitted exactly within DUAL_RESIDUAL_MARGIN times the bound.
+# SkylakeX's; tests/test_heads.py,
+# test_an_exact_output_beside_noisy_ones_does_not_count_with_nehalem_kernels),
+# where noisy outputs beside it are 1e13 above. An output counts as fitted
+# exactly within DUAL_RESIDUAL_MARGIN times the bound.
 DUAL_RESIDUAL_MARGIN = 1e3
 
 
