@@ -431,10 +431,10 @@ def solve_normal(
         )
 
 
-def residual_correlation(cross_products, rounding=None, margin=1.0):
+def residual_correlation(cross_products, rounding=None):
     """Correlations from the residuals' cross products ``sum_i w_i r_i r_i^T``
     among the outputs with noise, zero rows and columns for the others (a
-    residual within ``margin`` times its ``rounding``, an upper bound of the
+    residual within its ``rounding``, an upper bound of the
     same shape, or not positive: an output fitted exactly). None with one
     output, where no output has noise, or where ``rounding`` exceeds 1e-3 of
     ``sqrt(r_jj r_kk)`` for two outputs with noise (correlations not known to
@@ -452,7 +452,7 @@ def residual_correlation(cross_products, rounding=None, margin=1.0):
     """
     squares = np.diag(cross_products)
     rounding = np.zeros_like(cross_products) if rounding is None else rounding
-    noisy = squares > margin * np.maximum(np.diag(rounding), 0.0)
+    noisy = squares > np.maximum(np.diag(rounding), 0.0)
     if len(squares) < 2 or not np.any(noisy):
         return None
     positive = np.where(noisy, squares, 0.0)  # a residual at rounding can be < 0
@@ -463,24 +463,18 @@ def residual_correlation(cross_products, rounding=None, margin=1.0):
     return np.where(both, cross_products / np.where(both, scale, 1.0), 0.0)
 
 
-# The kernel solve's residual rows carry rounding that the kernel's conditioning
-# amplifies beyond _residual_rounding's bound: a noiseless output's squared
-# residual reached 1.24 times it with OpenBLAS's Nehalem kernels (0.62 with
-# SkylakeX's; tests/test_heads.py,
-# test_an_exact_output_beside_noisy_ones_does_not_count_with_nehalem_kernels),
-# where noisy outputs beside it are 1e13 above. An output counts as fitted
-# exactly within DUAL_RESIDUAL_MARGIN times the bound.
-DUAL_RESIDUAL_MARGIN = 1e3
-
-
-def _residual_rounding(energy, rss, n_lifted):
-    """A bound on the rounding of residuals' cross products ``r_j . r_k`` whose
-    entries carry ``n_lifted eps`` times the targets' (``energy``: their sums of
-    squares, not centered): ``|(r + e) . (s + f) - r . s| <= |r| |f| + |e| |s| +
-    |e| |f|``."""
-    error = n_lifted * np.finfo(np.float64).eps * np.sqrt(energy)
-    size = np.sqrt(np.maximum(rss, 0.0))
-    return np.outer(size, error) + np.outer(error, size) + np.outer(error, error)
+def _residual_rounding(n_lifted, products, centering, crossed, quadratics):
+    """A bound on the rounding of the residuals' cross products as the normal
+    equations' statistics give them, ``products - centering - crossed -
+    crossed^T + quadratics`` (the targets' products, the intercept's part,
+    fitted values times targets, fitted values' products): ``n_lifted eps``
+    times the sum of the terms' sizes. Both solvers judge the residuals at this
+    resolution (the kernel solve's residual rows resolve more, but an output
+    then counted as fitted exactly, or its correlations as known, would
+    depend on the solver and with it the head count)."""
+    terms = np.abs(products) + np.abs(centering) + np.abs(quadratics)
+    terms += np.abs(crossed) + np.abs(crossed.T)
+    return n_lifted * np.finfo(np.float64).eps * terms
 
 
 def uncentered_scale(gram, feature_mean, weight_sum):
@@ -528,11 +522,9 @@ def _solve_statistics(
     if fit_intercept and statistics.weight_sum > 0:
         centering = statistics.weight_sum * np.outer(target_mean, target_mean)
     crossed, quadratics = coef @ moment, projected @ coef.T
-    terms = np.abs(products) + np.abs(centering) + np.abs(quadratics)
     correlation = residual_correlation(
         products - centering - crossed - crossed.T + quadratics,
-        data.n_lifted * np.finfo(np.float64).eps
-        * (terms + np.abs(crossed) + np.abs(crossed.T)),
+        _residual_rounding(data.n_lifted, products, centering, crossed, quadratics),
     )
     if np.any(residual <= rounding):
         if hasattr(data, "residual_sum_of_squares"):  # in memory: one more pass
@@ -825,8 +817,9 @@ def _solve_kernel(data, alpha, fit_intercept, heldout=False, rescaled_alpha=None
         reflection=reflection,
     )
     rss = np.einsum("no,no->o", residual, residual)
-    # the targets' energy, not centered: centering leaves its rounding
-    energy = np.einsum("no,no->o", targets, targets)
+    fitted = centered_targets - residual
+    centering = total * np.outer(target_mean, target_mean)  # (0 without intercept)
+    crossed = fitted.T @ centered_targets
     head_design, heldout_folds = _row_head_problem(
         data, pairs, queries, kernel_uncentered, alpha, fit_intercept, coef, heldout
     )
@@ -838,8 +831,11 @@ def _solve_kernel(data, alpha, fit_intercept, heldout=False, rescaled_alpha=None
         residual_sum_of_squares=rss,
         # an output the kernel fits to rounding has no noise to correlate
         residual_correlation=residual_correlation(
-            residual.T @ residual, _residual_rounding(energy, rss, data.n_lifted),
-            DUAL_RESIDUAL_MARGIN,
+            residual.T @ residual,
+            _residual_rounding(
+                data.n_lifted, targets.T @ targets, centering, crossed,
+                fitted.T @ fitted,
+            ),
         ),
         n_observations=data.n_observations,
         n_iter=np.ones(targets.shape[1], dtype=int),

@@ -511,8 +511,8 @@ def test_outputs_fitted_exactly_do_not_count_and_rounding_counts_as_m(
     constant with an intercept) has no noise: the outputs count as the others
     alone (a constant beside y took the lifted fit's 4 heads where y gets 2).
     Targets far from zero leave the correlations from the statistics to
-    rounding: the outputs count as m (the dual solver, from its residual rows,
-    knows them far from zero)."""
+    rounding: the outputs count as m, with either solver (both judge the
+    residuals at the statistics' resolution)."""
     truth, X, y = noisy_sequences(2, 3, 2, 2, 0.3, n_samples=200)
     params = dict(fit_intercept=True, solver=solver)
     if fitted == "far from zero":
@@ -539,10 +539,35 @@ def test_outputs_fitted_exactly_do_not_count_and_rounding_counts_as_m(
         assert weighted.head_search_.effective_outputs == pytest.approx(
             alone.head_search_.effective_outputs, rel=1e-6
         )
-    elif solver == "normal":
-        assert search.effective_outputs == 3.0
     else:
-        assert 1.5 < search.effective_outputs < 3.0
+        assert search.effective_outputs == 3.0
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("coordinate_scale", [1e3, 1e-3])
+def test_an_exact_output_counts_alike_with_both_solvers_on_badly_scaled_tokens(
+    coordinate_scale, fit_intercept
+):
+    """A token coordinate 1e3 or 1e-3 times the others: the kernel solve's
+    residual rows of the noiseless output are 5e4 to 1e6 times the rounding of
+    its targets alone, and the dual solver had counted it as a third noisy
+    output (2.92 to 2.99 where the normal solver has 1.95 to 1.996). Both now
+    judge it at the statistics' resolution: it does not count, with either."""
+    X, _, truth = make_random_mhla(200, 5, 3, n_heads=2, random_state=0)
+    X = X * np.array([1.0, 1.0, coordinate_scale])
+    exact = truth.predict(X).reshape(len(X), -1)[:, 0]
+    noise = 0.3 * exact.std() * np.random.default_rng(0).normal(size=(len(X), 2))
+    y = np.c_[exact[:, None] + noise, exact]
+
+    def effective_outputs(solver, targets):
+        model = LinearAttentionRegressor(solver=solver, fit_intercept=fit_intercept)
+        return model.fit(X, targets).head_search_.effective_outputs
+
+    alone = effective_outputs("dual", y[:, :2])
+    assert 1.5 < alone < 2.0
+    assert effective_outputs("dual", y) == pytest.approx(alone, rel=1e-9)
+    # the two solvers' residuals differ by their rounding (1.4e-6 measured)
+    assert effective_outputs("normal", y) == pytest.approx(alone, rel=1e-4)
 
 
 _EXACT_OUTPUT_WITH_NEHALEM_KERNELS = """
@@ -559,9 +584,9 @@ print(repr((alone.effective_outputs, both.head_search_.effective_outputs)))
 
 def test_an_exact_output_beside_noisy_ones_does_not_count_with_nehalem_kernels():
     """The case above with OpenBLAS's kernels for Nehalem: the dual solver's
-    residual rows of the noiseless output are rounding, 1.24 times
-    _residual_rounding's bound with Nehalem's kernels, which without
-    DUAL_RESIDUAL_MARGIN counted it as a third noisy output (3.0, not 1.99;
+    residual rows of the noiseless output are rounding, 1.24 times the
+    targets' own rounding (n_lifted eps ||y||) with Nehalem's kernels, which
+    that bound alone counted as a third noisy output (3.0, not 1.99;
     SkylakeX's and Sandybridge's kernels pass either way). OPENBLAS_CORETYPE selects
     the kernels (a DYNAMIC_ARCH OpenBLAS, as numpy's wheels ship; another BLAS
     ignores it and the test is the case above)."""
