@@ -198,6 +198,9 @@ class _Values:
         d, k = self.design.token_dim, len(self.query_rows)
         r, m = len(self.row_space), self.values.shape[0]
         columns = (cost_model(self.design) if nominal else self.design).n_columns
+        # N^T N is charged 2 m k d^4 r, k times less than its flops; the work
+        # limits' constants were measured so (benchmarks/README.md, "Measured,
+        # not kept: the normal equations' work counted in full")
         projected = m * k * d**4 if self._few_heads else d**6
         return 2.0 * d**3 * r * columns + 2.0 * d**6 * k * k + 2.0 * projected * r
 
