@@ -431,14 +431,18 @@ def solve_normal(
         )
 
 
-def residual_correlation(cross_products, rounding=None):
+def residual_correlation(cross_products, rounding=None, spread=None):
     """Correlations from the residuals' cross products ``sum_i w_i r_i r_i^T``
     among the outputs with noise, zero rows and columns for the others (a
     residual within its ``rounding``, an upper bound of the
     same shape, or not positive: an output fitted exactly). None with one
     output, where no output has noise, or where ``rounding`` exceeds 1e-3 of
     ``sqrt(r_jj r_kk)`` for two outputs with noise (correlations not known to
-    1e-3).
+    1e-3). ``spread``: the outputs' sums of squares about their means and
+    those sums' rounding, two arrays (:func:`_target_spread`); an output
+    within its rounding whose rounding exceeds 1e-3 of a spread beyond the
+    spread's own rounding is not known to be fitted exactly (an output far from
+    zero, its noise below the sums' resolution, as a constant is not): None.
 
     Examples
     --------
@@ -455,12 +459,31 @@ def residual_correlation(cross_products, rounding=None):
     noisy = squares > np.maximum(np.diag(rounding), 0.0)
     if len(squares) < 2 or not np.any(noisy):
         return None
+    if spread is not None:
+        sums, sums_rounding = spread
+        unresolved = (sums > sums_rounding) & (np.diag(rounding) > 1e-3 * sums)
+        if np.any(~noisy & unresolved):
+            return None
     positive = np.where(noisy, squares, 0.0)  # a residual at rounding can be < 0
     scale = np.sqrt(np.outer(positive, positive))
     both = np.outer(noisy, noisy)
     if np.any(rounding[both] > 1e-3 * scale[both]):
         return None
     return np.where(both, cross_products / np.where(both, scale, 1.0), 0.0)
+
+
+def _target_spread(n_lifted, products, target_sum, weight_sum):
+    """The outputs' sums of squares about their (weighted) means as the
+    statistics give them, ``diag(products) - sum^2 / weight_sum``, and their
+    rounding (``n_lifted eps`` times the terms' sizes):
+    :func:`residual_correlation`'s ``spread``. About the means whether or not
+    the fit has an intercept: the lifted features can hold a constant."""
+    squares = np.diag(products)
+    mean_part = np.zeros_like(squares)
+    if weight_sum > 0:
+        mean_part = target_sum**2 / weight_sum
+    rounding = n_lifted * np.finfo(np.float64).eps * (np.abs(squares) + mean_part)
+    return squares - mean_part, rounding
 
 
 def _residual_rounding(n_lifted, products, centering, crossed, quadratics):
@@ -525,6 +548,9 @@ def _solve_statistics(
     correlation = residual_correlation(
         products - centering - crossed - crossed.T + quadratics,
         _residual_rounding(data.n_lifted, products, centering, crossed, quadratics),
+        _target_spread(
+            data.n_lifted, products, statistics.target_sum, statistics.weight_sum
+        ),
     )
     if np.any(residual <= rounding):
         if hasattr(data, "residual_sum_of_squares"):  # in memory: one more pass
@@ -820,6 +846,7 @@ def _solve_kernel(data, alpha, fit_intercept, heldout=False, rescaled_alpha=None
     fitted = centered_targets - residual
     centering = total * np.outer(target_mean, target_mean)  # (0 without intercept)
     crossed = fitted.T @ centered_targets
+    products = targets.T @ targets
     head_design, heldout_folds = _row_head_problem(
         data, pairs, queries, kernel_uncentered, alpha, fit_intercept, coef, heldout
     )
@@ -833,9 +860,9 @@ def _solve_kernel(data, alpha, fit_intercept, heldout=False, rescaled_alpha=None
         residual_correlation=residual_correlation(
             residual.T @ residual,
             _residual_rounding(
-                data.n_lifted, targets.T @ targets, centering, crossed,
-                fitted.T @ fitted,
+                data.n_lifted, products, centering, crossed, fitted.T @ fitted
             ),
+            _target_spread(data.n_lifted, products, row_scale @ targets, total),
         ),
         n_observations=data.n_observations,
         n_iter=np.ones(targets.shape[1], dtype=int),

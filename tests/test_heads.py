@@ -570,6 +570,25 @@ def test_an_exact_output_counts_alike_with_both_solvers_on_badly_scaled_tokens(
     assert effective_outputs("normal", y) == pytest.approx(alone, rel=1e-4)
 
 
+@pytest.mark.parametrize("solver", ["dual", "normal"])
+def test_a_noisy_output_far_from_zero_is_not_counted_as_fitted_exactly(solver):
+    """An output 3.5e6 deviations from zero with noise of 0.1 of its deviation,
+    beside one near zero, with an intercept: its squared residual is 0.04 to 0.1
+    of the statistics' rounding (_residual_rounding), and it had counted as
+    fitted exactly with both solvers (1 effective output, which turns off the
+    output-by-output test), though its spread about its mean is 10 times its
+    own rounding, and that rounding 100 times 1e-3 of it: the statistics resolve
+    that it varies, not that the lifted fit leaves no noise. Its residual is
+    not known to be zero: the outputs count as m (helper-121)."""
+    X, _, truth = make_random_mhla(200, 5, 3, n_heads=2, random_state=0)
+    exact = truth.predict(X).reshape(len(X), -1)[:, 0]
+    noise = 0.1 * exact.std() * np.random.default_rng(0).normal(size=(len(X), 2))
+    y = exact[:, None] + noise
+    y[:, 1] += 3.5e6 * exact.std()
+    model = LinearAttentionRegressor(solver=solver, fit_intercept=True).fit(X, y)
+    assert model.head_search_.effective_outputs == 2.0
+
+
 _EXACT_OUTPUT_WITH_NEHALEM_KERNELS = """
 import numpy as np
 from test_heads import noisy_sequences
