@@ -481,7 +481,7 @@ def _target_spread(n_lifted, products, target_sum, weight_sum):
     squares = np.diag(products)
     mean_part = np.zeros_like(squares)
     if weight_sum > 0:
-        mean_part = target_sum**2 / weight_sum
+        mean_part = target_sum / weight_sum * target_sum  # (sum^2 can overflow)
     rounding = n_lifted * np.finfo(np.float64).eps * (np.abs(squares) + mean_part)
     return squares - mean_part, rounding
 
