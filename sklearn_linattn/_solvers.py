@@ -434,15 +434,16 @@ def solve_normal(
 def residual_correlation(cross_products, rounding=None, spread=None):
     """Correlations from the residuals' cross products ``sum_i w_i r_i r_i^T``
     among the outputs with noise, zero rows and columns for the others (a
-    residual within its ``rounding``, an upper bound of the
-    same shape, or not positive: an output fitted exactly). None with one
-    output, where no output has noise, or where ``rounding`` exceeds 1e-3 of
-    ``sqrt(r_jj r_kk)`` for two outputs with noise (correlations not known to
-    1e-3). ``spread``: the outputs' sums of squares about their means and
-    those sums' rounding, two arrays (:func:`_target_spread`); an output
-    within its rounding whose rounding exceeds 1e-3 of a spread beyond the
-    spread's own rounding is not known to be fitted exactly (an output far from
-    zero, its noise below the sums' resolution, as a constant is not): None.
+    residual within its ``rounding``, an upper bound of the same shape, or not
+    positive: an output fitted exactly). None with one output, where no output
+    has noise, or where ``rounding`` exceeds 1e-3 of ``sqrt(r_jj r_kk)`` for
+    two outputs with noise (correlations not known to 1e-3).
+
+    ``spread``: the outputs' sums of squares about their means and those sums'
+    rounding, two arrays (:func:`_target_spread`). An output within its
+    rounding whose rounding exceeds 1e-3 of a spread beyond the spread's own
+    rounding is not known to be fitted exactly (an output far from zero, its
+    noise below the sums' resolution; a constant is): None.
 
     Examples
     --------
