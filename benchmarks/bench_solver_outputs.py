@@ -19,18 +19,26 @@ agree within 0.02, and their head counts exactly. The outputs a solver counts ar
 those whose training residual exceeds the rounding of the sums it comes from
 (``_solvers._residual_rounding``): two exact outputs beside one noisy one count
 about 2, three noisy ones about 3 (less where their noise correlates), and 3.0
-exactly where the correlations are not known to that rounding. Recorded runs:
-``benchmarks/recorded/bench_solver_outputs.json`` and, before both solvers judged
-the residuals at the statistics' resolution, ``bench_solver_outputs_before.json``.
+exactly where the correlations are not known to that rounding. Also per token
+variant: how far the residuals' cross products from plain numpy normal equations
+stray from the rows' (their largest error relative to that bound, and relative to
+the bound with the fitted values' products taken whole, as before the forty-second
+pass). Recorded runs:
+``benchmarks/recorded/bench_solver_outputs.json``; before the term-by-term bound,
+``bench_solver_outputs_41st.json``; before both solvers judged the residuals at the
+statistics' resolution, ``bench_solver_outputs_before.json``.
 """
 
 import warnings
 
 import numpy as np
+import scipy.linalg
 from _common import make_parser, markdown_table, write_json
 
 import sklearn_linattn
 from sklearn_linattn import LinearAttentionRegressor
+from sklearn_linattn._lift import lifted_features
+from sklearn_linattn._solvers import _residual_rounding, _term_sizes
 from sklearn_linattn.datasets import make_random_mhla
 
 TOKENS = {
@@ -43,6 +51,7 @@ TOKENS = {
 THIRD_OUTPUT_NOISE = [0.3, 1e-6, 0.0]
 SEEDS = [0, 1, 2]
 NOISE = 0.3
+EPS = np.finfo(float).eps
 
 
 def three_outputs(tokens, seed, third_noise):
@@ -55,6 +64,39 @@ def three_outputs(tokens, seed, third_noise):
     noisy = exact[:, None] + NOISE * exact.std() * rng.normal(size=(len(X), 2))
     third = exact + third_noise * exact.std() * rng.normal(size=len(X))
     return X, np.c_[noisy, third]
+
+
+def rounding_check(X, y, fit_intercept):
+    """The normal equations' residual products against the rows' residuals, for
+    the least-squares coefficients of plain numpy normal equations: the largest
+    error relative to the bound (``_residual_rounding`` with the fitted values'
+    sizes term by term, ``_term_sizes``, and taken whole as before the
+    forty-second pass)."""
+    features = lifted_features(X)
+    weight = float(len(X)) if fit_intercept else 0.0  # no centering without
+    feature_mean = features.mean(axis=0) * (weight > 0)
+    target_mean = y.mean(axis=0) * (weight > 0)
+    gram = features.T @ features - weight * np.outer(feature_mean, feature_mean)
+    moment = features.T @ y - weight * np.outer(feature_mean, target_mean)
+    products = y.T @ y
+    centering = weight * np.outer(target_mean, target_mean)
+    p = features.shape[1]  # (singular values below p eps of the largest: zero)
+    coef = scipy.linalg.lstsq(gram, moment, cond=p * EPS)[0].T
+    crossed, quadratics = coef @ moment, coef @ gram @ coef.T
+    residual = y - target_mean - (features - feature_mean) @ coef.T
+    from_rows = residual.T @ residual
+    error = np.abs(products - centering - crossed - crossed.T + quadratics - from_rows)
+    bound = _residual_rounding(
+        p, products, centering,
+        *_term_sizes(coef, gram, moment, feature_mean, target_mean, weight),
+    )
+    whole = _residual_rounding(
+        p, products, centering, np.abs(crossed), np.abs(quadratics)
+    )
+    return dict(
+        error_over_bound=float(np.max(error / bound)),
+        error_over_whole=float(np.max(error / whole)),
+    )
 
 
 def main():
@@ -70,6 +112,7 @@ def main():
                     row = dict(
                         tokens=tokens, seed=seed, third_noise=third_noise,
                         fit_intercept=fit_intercept,
+                        **rounding_check(X, y, fit_intercept),
                     )
                     for solver in ("dual", "normal"):
                         model = LinearAttentionRegressor(
@@ -104,6 +147,14 @@ def main():
         f"\nEffective outputs within 0.02 of each other: {outputs_agree} of "
         f"{len(rows)} pairs; the same heads: {heads_agree} of {len(rows)}."
     )
+    for tokens in TOKENS:
+        some = [row for row in rows if row["tokens"] == tokens]
+        print(
+            f"{tokens}: the statistics' residual products err by at most "
+            f"{max(r['error_over_bound'] for r in some):.2g} of their bound "
+            f"(terms taken whole: "
+            f"{max(r['error_over_whole'] for r in some):.2g} of that bound)."
+        )
     write_json(
         args.json,
         {"rows": rows, "outputs_agree": outputs_agree, "heads_agree": heads_agree},

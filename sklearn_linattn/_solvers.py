@@ -59,7 +59,7 @@ from ._designs import (
     rows_are_cheaper,
 )
 from ._folds import RowFolds, StatisticsFolds, metric_factor, moments_of_pairs
-from ._lift import lifted_kernel, lifted_rmatvec
+from ._lift import lifted_kernel, lifted_matvec, lifted_rmatvec
 from ._validation import caller_stacklevel
 
 __all__ = [
@@ -487,18 +487,39 @@ def _target_spread(n_lifted, products, target_sum, weight_sum):
     return squares - mean_part, rounding
 
 
-def _residual_rounding(n_lifted, products, centering, crossed, quadratics):
+def _residual_rounding(
+    n_lifted, products, centering, crossed_sizes, quadratic_sizes
+):
     """A bound on the rounding of the residuals' cross products as the normal
     equations' statistics give them, ``products - centering - crossed -
     crossed^T + quadratics`` (the targets' products, the intercept's part,
-    fitted values times targets, fitted values' products): ``n_lifted eps``
-    times the sum of the terms' sizes. Both solvers judge the residuals at this
+    fitted values times targets ``theta^T b``, fitted values' products ``theta^T
+    G theta``): ``n_lifted eps`` times the sum of the terms' sizes, the last two
+    taken term by term (``crossed_sizes`` at least ``|theta|^T |b|``,
+    ``quadratic_sizes`` at least ``|theta|^T |G| |theta|``, each with the
+    centering's part): the componentwise bound of a sum of products (Higham,
+    *Accuracy and Stability of Numerical Algorithms*, 2002, section 3.1), which
+    holds where the Gram is ill-conditioned and ``theta^T G theta`` is a
+    cancellation of much larger terms. Both solvers judge the residuals at this
     resolution (the kernel solve's residual rows resolve more, but an output
     then counted as fitted exactly, or its correlations as known, would
     depend on the solver and with it the head count)."""
-    terms = np.abs(products) + np.abs(centering) + np.abs(quadratics)
-    terms += np.abs(crossed) + np.abs(crossed.T)
+    terms = np.abs(products) + np.abs(centering) + quadratic_sizes
+    terms += crossed_sizes + crossed_sizes.T
     return n_lifted * np.finfo(np.float64).eps * terms
+
+
+def _term_sizes(coef, gram, moment, feature_mean, target_mean, weight_sum):
+    """``(|theta|^T |b|, |theta|^T |G| |theta|)`` of the normal equations ``G theta
+    = b`` (``moment`` of shape (p, n_outputs)), with the intercept's parts
+    ``W |mu|^T |theta|`` times ``|ybar|`` and itself where ``feature_mean``
+    ``mu`` is not zero: :func:`_residual_rounding`'s sizes."""
+    sizes = np.abs(coef)
+    centered = weight_sum * (sizes @ np.abs(feature_mean))
+    crossed = sizes @ np.abs(moment) + np.outer(centered, np.abs(target_mean))
+    quadratic = sizes @ np.abs(gram) @ sizes.T
+    quadratic += np.outer(centered, sizes @ np.abs(feature_mean))
+    return crossed, quadratic
 
 
 def uncentered_scale(gram, feature_mean, weight_sum):
@@ -536,23 +557,28 @@ def _solve_statistics(
     projected = coef @ gram
     quadratic = np.einsum("op,op->o", projected, coef)
     residual = squares - 2 * cross + quadratic
-    # From the statistics the residual is a difference of large terms: below their
-    # rounding error it is indistinguishable from zero (noiseless data).
-    rounding = data.n_lifted * np.finfo(np.float64).eps
-    rounding *= squares + 2 * np.abs(cross) + np.abs(quadratic)
     # the same sums, across outputs
     products = statistics.target_products
     centering = np.zeros_like(products)
     if fit_intercept and statistics.weight_sum > 0:
         centering = statistics.weight_sum * np.outer(target_mean, target_mean)
     crossed, quadratics = coef @ moment, projected @ coef.T
+    cross_rounding = _residual_rounding(
+        data.n_lifted, products, centering,
+        *_term_sizes(
+            coef, gram, moment, feature_mean, target_mean, statistics.weight_sum
+        ),
+    )
     correlation = residual_correlation(
         products - centering - crossed - crossed.T + quadratics,
-        _residual_rounding(data.n_lifted, products, centering, crossed, quadratics),
+        cross_rounding,
         _target_spread(
             data.n_lifted, products, statistics.target_sum, statistics.weight_sum
         ),
     )
+    # From the statistics the residual is a difference of large terms: below their
+    # rounding error it is indistinguishable from zero (noiseless data).
+    rounding = np.diag(cross_rounding)
     if np.any(residual <= rounding):
         if hasattr(data, "residual_sum_of_squares"):  # in memory: one more pass
             residual = data.residual_sum_of_squares(coef, feature_mean, target_mean)
@@ -844,10 +870,13 @@ def _solve_kernel(data, alpha, fit_intercept, heldout=False, rescaled_alpha=None
         reflection=reflection,
     )
     rss = np.einsum("no,no->o", residual, residual)
-    fitted = centered_targets - residual
     centering = total * np.outer(target_mean, target_mean)  # (0 without intercept)
-    crossed = fitted.T @ centered_targets
     products = targets.T @ targets
+    # the normal solver's term sizes (_term_sizes) bounded by the rows':
+    # |G| <= sum_i |phi_i| |phi_i|^T and |b| <= sum_i |phi_i| |y_i| (uncentered;
+    # the features' sizes are those of pairs and queries, products of the two)
+    sizes = lifted_matvec(np.abs(pairs), np.abs(queries), np.abs(coef))
+    crossed_sizes, quadratic_sizes = sizes.T @ np.abs(targets), sizes.T @ sizes
     head_design, heldout_folds = _row_head_problem(
         data, pairs, queries, kernel_uncentered, alpha, fit_intercept, coef, heldout
     )
@@ -861,7 +890,7 @@ def _solve_kernel(data, alpha, fit_intercept, heldout=False, rescaled_alpha=None
         residual_correlation=residual_correlation(
             residual.T @ residual,
             _residual_rounding(
-                data.n_lifted, products, centering, crossed, fitted.T @ fitted
+                data.n_lifted, products, centering, crossed_sizes, quadratic_sizes
             ),
             _target_spread(data.n_lifted, products, row_scale @ targets, total),
         ),

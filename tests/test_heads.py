@@ -570,6 +570,31 @@ def test_an_exact_output_counts_alike_with_both_solvers_on_badly_scaled_tokens(
     assert effective_outputs("normal", y) == pytest.approx(alone, rel=1e-4)
 
 
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_an_exact_output_counts_alike_with_both_solvers_on_tokens_far_from_zero(
+    fit_intercept,
+):
+    """Tokens offset by 30 (a Gram of condition 1e9 to 1e13): the normal
+    equations' residual of the noiseless output erred by 1e4 to 1e6 times the
+    bound it was judged by (the fitted values' products taken whole, not term by
+    term), and the normal solver counted it as a third noisy output (3.0) where
+    the dual solver did not (1.993). Both now judge it by the term-by-term
+    bound: it does not count, with either."""
+    X, _, truth = make_random_mhla(200, 5, 3, n_heads=2, random_state=2)
+    X = X + 30.0
+    exact = truth.predict(X).reshape(len(X), -1)[:, 0]
+    noise = 0.3 * exact.std() * np.random.default_rng(2).normal(size=(len(X), 2))
+    y = np.c_[exact[:, None] + noise, exact]
+
+    def effective_outputs(solver):
+        model = LinearAttentionRegressor(solver=solver, fit_intercept=fit_intercept)
+        return model.fit(X, y).head_search_.effective_outputs
+
+    dual = effective_outputs("dual")
+    assert 1.5 < dual < 2.0
+    assert effective_outputs("normal") == pytest.approx(dual, rel=1e-4)
+
+
 @pytest.mark.parametrize("solver", ["dual", "normal"])
 def test_a_noisy_output_far_from_zero_is_not_counted_as_fitted_exactly(solver):
     """An output 3.5e6 deviations from zero with noise of 0.1 of its deviation,

@@ -42,7 +42,13 @@ from sklearn_linattn._lift import (
     pair_statistics,
 )
 from sklearn_linattn._progress import ChunkProgress
-from sklearn_linattn._solvers import SOLVERS, choose_solver, solve_gram
+from sklearn_linattn._solvers import (
+    SOLVERS,
+    _residual_rounding,
+    _term_sizes,
+    choose_solver,
+    solve_gram,
+)
 from sklearn_linattn.datasets import make_random_mhla
 
 
@@ -1559,3 +1565,41 @@ def test_lsqr_warnings_name_the_callers_line(rng):
             X, rng.normal(size=200)
         )
     assert {warning.filename for warning in record} == {__file__}
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("offset", [30.0, 1e3])
+def test_residual_products_from_the_statistics_are_within_their_rounding_bound(
+    offset, fit_intercept
+):
+    """Tokens far from zero make the Gram ill-conditioned (1e9 to 1e18) and
+    ``theta^T G theta`` a cancellation of much larger terms: the residuals'
+    cross products from the normal equations, ``Y^T Y - 2 theta^T b + theta^T G
+    theta``, then differ from the rows' ``R^T R`` by 4e5 to 2e7 times a bound
+    on the terms' own sizes, and by at most 0.021 of the bound on their
+    term-by-term sizes (``_residual_rounding`` with ``_term_sizes``), measured
+    on these tokens."""
+    X, _, truth = make_random_mhla(200, 5, 3, n_heads=2, random_state=1)
+    X = X + offset
+    exact = truth.predict(X).reshape(len(X), -1)[:, 0]
+    noise = 0.3 * exact.std() * np.random.default_rng(1).normal(size=(len(X), 2))
+    targets = np.c_[exact[:, None] + noise, exact]
+    features = naive_lifted_features(X)
+    weight = float(len(X)) if fit_intercept else 0.0  # (no centering without)
+    feature_mean = features.mean(axis=0) * (weight > 0)
+    target_mean = targets.mean(axis=0) * (weight > 0)
+    gram = features.T @ features - weight * np.outer(feature_mean, feature_mean)
+    moment = features.T @ targets - weight * np.outer(feature_mean, target_mean)
+    products = targets.T @ targets
+    centering = weight * np.outer(target_mean, target_mean)
+    coef = scipy.linalg.lstsq(gram, moment)[0].T
+    from_statistics = (
+        products - centering - coef @ moment - (coef @ moment).T + coef @ gram @ coef.T
+    )
+    residual = targets - target_mean - (features - feature_mean) @ coef.T
+    from_rows = residual.T @ residual
+    bound = _residual_rounding(
+        features.shape[1], products, centering,
+        *_term_sizes(coef, gram, moment, feature_mean, target_mean, weight),
+    )
+    assert np.all(np.abs(from_statistics - from_rows) <= bound)
