@@ -577,14 +577,21 @@ def _solve_statistics(
         ),
     )
     # From the statistics the residual is a difference of large terms: below their
-    # rounding error it is indistinguishable from zero (noiseless data).
+    # rounding error it is not resolved (noiseless data, or noise below it).
     rounding = np.diag(cross_rounding)
     if np.any(residual <= rounding):
         if hasattr(data, "residual_sum_of_squares"):  # in memory: one more pass
             residual = data.residual_sum_of_squares(coef, feature_mean, target_mean)
         else:  # indistinguishable from zero, but for the penalty's own part
+            # taken as zero (exact data: tol judges the count) only within the
+            # rounding of the sums taken whole: the term-by-term bound, a worst
+            # case, exceeds residuals the statistics resolve where the Gram is
+            # ill-conditioned (tokens offset by 1e3: 3e-8 of the targets'
+            # squares, resolved to 2%), which fit judges on its folds
+            whole = data.n_lifted * np.finfo(np.float64).eps
+            whole *= squares + 2 * np.abs(cross) + np.abs(quadratic)
             floor = _ridge_residual_floor(gram, coef, alpha)
-            residual = np.where(residual > rounding, residual, floor)
+            residual = np.where(residual > whole, residual, floor)
     certificate = IdentifiabilityCertificate._from_spectrum(
         spectrum,
         statistics.weight_sum,

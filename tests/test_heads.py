@@ -595,6 +595,29 @@ def test_an_exact_output_counts_alike_with_both_solvers_on_tokens_far_from_zero(
     assert effective_outputs("normal") == pytest.approx(dual, rel=1e-4)
 
 
+def test_partial_fit_does_not_count_a_fit_with_a_resolved_residual_as_exact():
+    """Tokens offset by 1e3 with an intercept (a Gram of condition 1e10): the
+    lifted fit of noise 1e-4 of the output's deviation leaves a training residual
+    of 3e-8 of the centered targets' squares, which the statistics resolve to 2%
+    but which lies below their term-by-term rounding bound (1.8e-12 against
+    5.9e-13). Without the rows partial_fit took it as zero, counted the data as
+    exact and judged the heads by tol (2 heads, "tol") where fit, which has the
+    rows, judged them on held-out folds (3 heads, "lifted"). Now partial_fit
+    takes the residual as zero only within the rounding of the sums taken whole,
+    and decides as fit does."""
+    X, _, truth = make_random_mhla(200, 5, 3, n_heads=2, random_state=0)
+    X = X + 1e3
+    exact = truth.predict(X).reshape(len(X), -1)[:, 0]
+    y = exact + 1e-4 * exact.std() * np.random.default_rng(100).normal(size=len(X))
+    fitted = LinearAttentionRegressor(solver="normal", fit_intercept=True).fit(X, y)
+    batches = LinearAttentionRegressor(solver="normal", fit_intercept=True)
+    for rows in np.array_split(np.arange(len(X)), 3):
+        batches.partial_fit(X[rows], y[rows])
+    assert fitted.head_search_.criterion != "tol"
+    assert batches.head_search_.criterion == fitted.head_search_.criterion
+    assert batches.n_heads_ == fitted.n_heads_
+
+
 @pytest.mark.parametrize("solver", ["dual", "normal"])
 def test_a_noisy_output_far_from_zero_is_not_counted_as_fitted_exactly(solver):
     """An output 3.5e6 deviations from zero with noise of 0.1 of its deviation,
