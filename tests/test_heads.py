@@ -575,11 +575,12 @@ def test_an_exact_output_counts_alike_with_both_solvers_on_tokens_far_from_zero(
     fit_intercept,
 ):
     """Tokens offset by 30 (a Gram of condition 1e9 to 1e13): the normal
-    equations' residual of the noiseless output erred by 1e4 to 1e6 times the
-    bound it was judged by (the fitted values' products taken whole, not term by
-    term), and the normal solver counted it as a third noisy output (3.0) where
-    the dual solver did not (1.993). Both now judge it by the term-by-term
-    bound: it does not count, with either."""
+    equations' residual of the noiseless output erred by 10 to 17 times the
+    bound it was judged by (the noisy outputs' by 4e4 to 3e5; the fitted
+    values' products taken whole, not term by term), and the normal solver
+    counted it as a third noisy output (3.0) where the dual solver did not
+    (1.993). Both now judge it by the term-by-term bound: it does not count,
+    with either."""
     X, _, truth = make_random_mhla(200, 5, 3, n_heads=2, random_state=2)
     X = X + 30.0
     exact = truth.predict(X).reshape(len(X), -1)[:, 0]
