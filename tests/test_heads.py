@@ -596,6 +596,29 @@ def test_an_exact_output_counts_alike_with_both_solvers_on_tokens_far_from_zero(
     assert effective_outputs("normal") == pytest.approx(dual, rel=1e-4)
 
 
+@pytest.mark.parametrize("solver", ["normal", "dual"])
+@pytest.mark.parametrize("seed", [0, 2])
+def test_exact_heads_reproduce_a_lifted_fit_within_the_precision_its_gram_gives(
+    solver, seed
+):
+    """Noiseless targets of 2 heads on tokens offset by 30: the Gram's condition
+    (1e13) determines the lifted coefficients only to ``coef_precision`` (0.04
+    to 0.06; the normal equations' land 4.5e-4 to 8.5e-4 from the generating
+    model's), and the 2-head fit, which ties the lifted fit's training loss
+    within tol, lies 1e-6 to 7e-5 from them, beyond tol = 1e-8: the default
+    returned the lifted fit's 3 heads and n_heads=2 failed. Heads within that
+    precision that tie on the training objective reproduce the lifted fit."""
+    X, _, truth = make_random_mhla(200, 5, 3, n_heads=2, random_state=seed)
+    X = X + 30.0
+    y = truth.predict(X).reshape(len(X), -1)[:, 0]
+    model = LinearAttentionRegressor(solver=solver).fit(X, y)
+    assert model.certificate_.identifiable
+    assert (model.n_heads_, model.head_search_.criterion) == (2, "tol")
+    fixed = LinearAttentionRegressor(solver=solver, n_heads=2).fit(X, y)
+    assert fixed.head_search_.passes
+    assert fixed.head_search_.counts[-1].relative_distance > 1e-8
+
+
 def test_partial_fit_does_not_count_a_fit_with_a_resolved_residual_as_exact():
     """Tokens offset by 1e3 with an intercept (a Gram of condition 1e10): the
     lifted fit of noise 1e-4 of the output's deviation leaves a training residual
