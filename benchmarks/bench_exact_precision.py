@@ -19,7 +19,12 @@ True:
   rounding);
 - ``LinearAttentionRegressor(solver=s, fit_intercept=f)`` with the defaults: the
   heads and the criterion; and ``n_heads=2`` (the generating count): whether it
-  passes, and its heads' distance from the lifted fit.
+  passes, and its heads' distance from the lifted fit; the default's error on 200
+  new sequences of the same model and offset, relative to their deviation.
+
+Also per offset: that error with the tokens standardized first
+(``TokenwiseTransformer(StandardScaler())``, ``fit_intercept=True``), which
+centering makes a model of other heads.
 
 Summary: the largest distance over precision where the data identify the function
 (the bound ``_Search.within`` relies on), and in how many fits the default returns
@@ -30,12 +35,15 @@ import warnings
 
 import numpy as np
 from _common import make_parser, markdown_table, write_json
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 import sklearn_linattn
 from sklearn_linattn import LinearAttentionRegressor
 from sklearn_linattn._data import InMemoryLiftedData
 from sklearn_linattn._solvers import solve_dual, solve_normal
 from sklearn_linattn.datasets import make_random_mhla
+from sklearn_linattn.preprocessing import TokenwiseTransformer
 
 OFFSETS = [0.0, 30.0, 100.0, 1e3]
 SEEDS = [0, 1, 2, 3]
@@ -43,14 +51,23 @@ SOLVES = {"normal": solve_normal, "dual": solve_dual}
 
 
 def noiseless(offset, seed):
-    """``(X, y, generating lifted coefficients)``."""
+    """``(X, y, X_new, y_new, generating lifted coefficients)``: the 200 training
+    sequences and 200 new ones of tokens drawn alike, the same offset and model."""
     X, _, truth = make_random_mhla(200, 5, 3, n_heads=2, random_state=seed)
+    # (make_random_mhla's tokens: N(0, 1 / n_tokens))
+    X_new = np.random.default_rng([seed, 1]).normal(0, 5**-0.5, X.shape) + offset
     X = X + offset
-    return X, truth.predict(X).reshape(len(X), -1)[:, 0], truth.lifted_coef()
+    y, y_new = (truth.predict(Z).reshape(len(Z), -1)[:, 0] for Z in (X, X_new))
+    return X, y, X_new, y_new, truth.lifted_coef()
+
+
+def new_error(model, X_new, y_new):
+    """The root mean square error on new sequences over their deviation."""
+    return float(np.sqrt(np.mean((model.predict(X_new) - y_new) ** 2)) / y_new.std())
 
 
 def row(offset, seed, solver, fit_intercept):
-    X, y, generating = noiseless(offset, seed)
+    X, y, X_new, y_new, generating = noiseless(offset, seed)
     data = InMemoryLiftedData(X, y[:, None])
     solution = SOLVES[solver](data, alpha=0.0, fit_intercept=fit_intercept)
     error = np.linalg.norm(data.rescaling.coef(solution.coef) - generating)
@@ -69,6 +86,7 @@ def row(offset, seed, solver, fit_intercept):
         precision=getattr(solution, "coef_precision", np.nan),
         error=float(error / np.linalg.norm(generating)),
         heads=int(default.n_heads_), criterion=default.head_search_.criterion,
+        new_error=new_error(default, X_new, y_new),
         two_pass=bool(fixed.head_search_.passes),
         two_distance=float(fixed.head_search_.counts[-1].relative_distance),
     )
@@ -96,6 +114,7 @@ def main():
                 ("coef_precision", "{precision:.2g}"),
                 ("lifted fit from the generating model", "{error:.2g}"),
                 ("default: heads (criterion)", "{heads} ({criterion})"),
+                ("its error on new sequences", "{new_error:.2g}"),
                 ("n_heads=2 passes (distance)", "{two_pass} ({two_distance:.2g})"),
             ],
             rows,
@@ -108,12 +127,43 @@ def main():
         f"fits), the lifted fit is at most {worst:.2g} of coef_precision from the "
         "generating model."
     )
+    standardized = []
     for offset in OFFSETS:
         some = [r for r in rows if r["offset"] == offset]
         generating = sum(r["heads"] == 2 for r in some)
+        errors = [r["new_error"] for r in some]
         print(f"offset {offset:g}: the default returns 2 heads in {generating} of "
-              f"{len(some)} fits.")
-    write_json(args.json, {"rows": rows, "worst_ratio": worst})
+              f"{len(some)} fits; error on new sequences {min(errors):.2g} to "
+              f"{max(errors):.2g} of their deviation.")
+        standardized.append(standardized_fits(offset))
+    print(
+        "\nThe tokens standardized first (TokenwiseTransformer(StandardScaler()), "
+        "fit_intercept=True), error on new sequences:"
+    )
+    for offset, errors in zip(OFFSETS, standardized, strict=True):
+        print(f"offset {offset:g}: {min(errors):.2g} to {max(errors):.2g}.")
+    write_json(
+        args.json,
+        {"rows": rows, "worst_ratio": worst, "standardized": standardized},
+    )
+
+
+def standardized_fits(offset):
+    """Errors on new sequences of the default behind ``StandardScaler``: centering
+    shifts the tokens, and an attention model of shifted tokens is not one of the
+    same heads."""
+    errors = []
+    for seed in SEEDS:
+        X, y, X_new, y_new, _ = noiseless(offset, seed)
+        model = make_pipeline(
+            TokenwiseTransformer(StandardScaler()),
+            LinearAttentionRegressor(fit_intercept=True),
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(X, y)
+        errors.append(new_error(model, X_new, y_new))
+    return errors
 
 
 if __name__ == "__main__":
