@@ -24,7 +24,9 @@ True:
 
 Also per offset: that error with the tokens standardized first
 (``TokenwiseTransformer(StandardScaler())``, ``fit_intercept=True``), which
-centering makes a model of other heads.
+centering makes a model of other heads, and with a constant coordinate appended
+after it (``PositionalEncoding(n_positions=0)``), which makes the centering's
+shift a linear map of the tokens.
 
 Summary: the largest distance over precision where the data identify the function
 (the bound ``_Search.within`` relies on), and in how many fits the default returns
@@ -43,7 +45,7 @@ from sklearn_linattn import LinearAttentionRegressor
 from sklearn_linattn._data import InMemoryLiftedData
 from sklearn_linattn._solvers import solve_dual, solve_normal
 from sklearn_linattn.datasets import make_random_mhla
-from sklearn_linattn.preprocessing import TokenwiseTransformer
+from sklearn_linattn.preprocessing import PositionalEncoding, TokenwiseTransformer
 
 OFFSETS = [0.0, 30.0, 100.0, 1e3]
 SEEDS = [0, 1, 2, 3]
@@ -138,10 +140,14 @@ def main():
         standardized.append(standardized_fits(offset))
     print(
         "\nThe tokens standardized first (TokenwiseTransformer(StandardScaler()), "
-        "fit_intercept=True), error on new sequences:"
+        "fit_intercept=True), error on new sequences, without / with a constant "
+        "coordinate (PositionalEncoding(n_positions=0)):"
     )
-    for offset, errors in zip(OFFSETS, standardized, strict=True):
-        print(f"offset {offset:g}: {min(errors):.2g} to {max(errors):.2g}.")
+    for offset, (alone, constant) in zip(OFFSETS, standardized, strict=True):
+        print(
+            f"offset {offset:g}: {min(alone):.2g} to {max(alone):.2g} / "
+            f"{min(constant):.2g} to {max(constant):.2g}."
+        )
     write_json(
         args.json,
         {"rows": rows, "worst_ratio": worst, "standardized": standardized},
@@ -149,20 +155,24 @@ def main():
 
 
 def standardized_fits(offset):
-    """Errors on new sequences of the default behind ``StandardScaler``: centering
-    shifts the tokens, and an attention model of shifted tokens is not one of the
-    same heads."""
-    errors = []
+    """Errors on new sequences of the default behind ``StandardScaler``, without
+    and with a constant coordinate appended: centering shifts the tokens, and an
+    attention model of shifted tokens is not one of the same heads, unless a
+    constant coordinate makes the shift a linear map of the tokens."""
+    errors = ([], [])
     for seed in SEEDS:
         X, y, X_new, y_new, _ = noiseless(offset, seed)
-        model = make_pipeline(
-            TokenwiseTransformer(StandardScaler()),
-            LinearAttentionRegressor(fit_intercept=True),
-        )
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model.fit(X, y)
-        errors.append(new_error(model, X_new, y_new))
+        for constant, found in zip((False, True), errors, strict=True):
+            steps = [TokenwiseTransformer(StandardScaler())]
+            if constant:
+                steps.append(PositionalEncoding(n_positions=0))
+            model = make_pipeline(
+                *steps, LinearAttentionRegressor(fit_intercept=True)
+            )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model.fit(X, y)
+            found.append(new_error(model, X_new, y_new))
     return errors
 
 
