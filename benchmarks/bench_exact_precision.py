@@ -28,6 +28,10 @@ centering makes a model of other heads, and with a constant coordinate appended
 after it (``PositionalEncoding(n_positions=0)``), which makes the centering's
 shift a linear map of the tokens.
 
+Also: 3-head data at offset 30 (seeds 0 to 29, both solvers, no intercept): in how
+many fits the default returns fewer than 3 heads and ``n_heads=2`` passes, with the
+error on new sequences of such fits and of ``n_heads=3``.
+
 Summary: the largest distance over precision where the data identify the function
 (the bound ``_Search.within`` relies on), and in how many fits the default returns
 the generating 2 heads, per token variant.
@@ -49,13 +53,14 @@ from sklearn_linattn.preprocessing import PositionalEncoding, TokenwiseTransform
 
 OFFSETS = [0.0, 30.0, 100.0, 1e3]
 SEEDS = [0, 1, 2, 3]
+THREE_SEEDS = list(range(30))
 SOLVES = {"normal": solve_normal, "dual": solve_dual}
 
 
-def noiseless(offset, seed):
+def noiseless(offset, seed, n_heads=2):
     """``(X, y, X_new, y_new, generating lifted coefficients)``: the 200 training
     sequences and 200 new ones of tokens drawn alike, the same offset and model."""
-    X, _, truth = make_random_mhla(200, 5, 3, n_heads=2, random_state=seed)
+    X, _, truth = make_random_mhla(200, 5, 3, n_heads=n_heads, random_state=seed)
     # (make_random_mhla's tokens: N(0, 1 / n_tokens))
     X_new = np.random.default_rng([seed, 1]).normal(0, 5**-0.5, X.shape) + offset
     X = X + offset
@@ -148,9 +153,43 @@ def main():
             f"offset {offset:g}: {min(alone):.2g} to {max(alone):.2g} / "
             f"{min(constant):.2g} to {max(constant):.2g}."
         )
+    three = [three_heads(seed, solver) for seed in THREE_SEEDS for solver in SOLVES]
+    below = [r for r in three if r["heads"] < 3]
+    print(
+        f"\n3-head data at offset 30 (seeds 0 to {THREE_SEEDS[-1]}, both solvers): "
+        f"the default returns fewer than 3 heads in {len(below)} of {len(three)} "
+        f"fits, n_heads=2 passes in {sum(r['two_pass'] for r in three)}."
+    )
+    for r in below:
+        print(
+            f"seed {r['seed']}, {r['solver']}: {r['heads']} heads, error on new "
+            f"sequences {r['new_error']:.2g}, the 3-head fit's {r['three_error']:.2g}"
+        )
     write_json(
         args.json,
-        {"rows": rows, "worst_ratio": worst, "standardized": standardized},
+        {
+            "rows": rows, "worst_ratio": worst, "standardized": standardized,
+            "three_heads": three,
+        },
+    )
+
+
+def three_heads(seed, solver):
+    """The default and ``n_heads=2`` on 3-head data at offset 30, and the error on
+    new sequences of the default and of ``n_heads=3``."""
+    X, y, X_new, y_new, _ = noiseless(30.0, seed, n_heads=3)
+    fits = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for n_heads in ("auto", 2, 3):
+            fits[n_heads] = LinearAttentionRegressor(
+                solver=solver, n_heads=n_heads
+            ).fit(X, y)
+    return dict(
+        seed=seed, solver=solver, heads=int(fits["auto"].n_heads_),
+        two_pass=bool(fits[2].head_search_.passes),
+        new_error=new_error(fits["auto"], X_new, y_new),
+        three_error=new_error(fits[3], X_new, y_new),
     )
 
 

@@ -1267,8 +1267,9 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         rounding have no heads. Where the training data identify the function
         but their lifted Gram is ill-conditioned, heads within the precision
         the Gram determines the lifted solution to, ``p eps`` times its
-        condition number, reproduce it when their training loss is within
-        ``tol`` of the lifted fit's: theory page, "How many heads".)
+        condition number, reproduce it when their training loss exceeds the
+        lifted fit's by at most its own residual: theory page, "How many
+        heads".)
     head_work_limit : float or None, default=20.0
         The work the head read-out may do, counted in floating-point operations
         as it is done: ``head_work_limit`` times the lifted fit's (``n p^2 +

@@ -489,8 +489,8 @@ class HeadReadout:
     query_matrices : ndarray of shape (n_heads, token_dim, token_dim)
     criterion : str
         Why this count: ``"tol"`` (the heads reproduce the lifted fit within
-        ``tol``, or on exact data its training loss within ``tol``: theory
-        page, "How many heads"), ``"cv"`` (the cross-validated error of
+        ``tol``, or on exact data its training loss: theory page, "How many
+        heads"), ``"cv"`` (the cross-validated error of
         ``n_heads=k``, each fold refitted from its own lifted fit, is within
         its threshold, or, with at least 10 training rows per lifted
         feature, that of its refits linearized at the full fit on every fold,
@@ -1086,19 +1086,24 @@ class _Search:
         return self.identifiable and self.exact
 
     def within(self, value_rows, query_rows, loss, design):
-        """Whether heads reproduce the lifted fit within ``tol``: in lifted
-        coefficients, or on exact data on the training objective (within
-        ``tol^2`` of the signal), where the data identify the function only
-        within :attr:`coef_precision` of the lifted coefficients (which an
-        ill-conditioned Gram determines no better)."""
+        """Whether heads reproduce the lifted fit within ``tol`` in lifted
+        coefficients, or on exact data on the training objective: within
+        ``tol^2`` of the signal where the data do not identify the function;
+        where they do, within :attr:`coef_precision` of the lifted coefficients
+        (an ill-conditioned Gram determines them no better) and within the
+        lifted fit's own residual."""
         distance = self.distance(value_rows, query_rows)
         if distance <= self.tol:
             return True
         if not self.exact or design is not self.design:
             return False
-        if self.identifiable and distance > self.coef_precision:
-            return False
-        return loss - design.baseline <= self.tol**2 * self.signal
+        excess = loss - design.baseline  # ||theta_k - theta||_G^2
+        if self.identifiable:
+            # exact targets y = Phi theta* leave the lifted fit the residual
+            # ||theta - theta*||_G^2 (theory page, "How many heads"): a count
+            # that can express theta* has a fit within it
+            return distance <= self.coef_precision and excess <= self.residual
+        return excess <= self.tol**2 * self.signal
 
     def reproduce(self, value_rows, query_rows):
         """Heads beyond ``tol`` of the lifted fit but within ``sqrt(tol)``, or of a
@@ -1653,8 +1658,8 @@ def read_out_heads(
         How far rounding can move ``lifted_coef`` (relative; an ill-conditioned
         Gram's, :func:`~sklearn_linattn._solvers.coef_precision`): on exact
         data that identify the function, heads within it of the lifted
-        coefficients whose training loss is within ``tol`` of the lifted fit's
-        reproduce it (:meth:`_Search.within`).
+        coefficients whose training loss exceeds the lifted fit's by at most its
+        residual reproduce it (:meth:`_Search.within`).
     verbose : int
         Print each count fitted and its verdict.
 
