@@ -170,25 +170,6 @@ class GramSpectrum:
     def full_rank(self):
         return self.rank == self.size
 
-    def condition(self, shift=0.0):
-        """The condition number of a solve with the matrix plus ``shift`` times
-        the identity on its eigenvalues above the threshold: the rounding's
-        magnitude (the largest eigenvalue, or ``scale`` if larger) over the
-        smallest of them, each plus ``shift``; inf where none is above it.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> spectrum = GramSpectrum(np.array([0.0, 0.25, 4.0]), None, 1e-12)
-        >>> float(spectrum.condition()), float(spectrum.condition(shift=1.0))
-        (16.0, 4.0)
-        """
-        kept = self.eigenvalues[self.eigenvalues > self.threshold]
-        if not kept.size:
-            return np.inf
-        largest = max(self.eigenvalues[-1], self.scale)
-        return (largest + shift) / (kept[0] + shift)
-
 
 def default_rank_tol(n_lifted):
     """Relative eigenvalue tolerance used when none is given: ``p * eps``.

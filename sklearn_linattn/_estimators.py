@@ -908,7 +908,6 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
             if searching
             else None,
             resolution=resolution,
-            coef_precision=solution.coef_precision,
             verbose=self.verbose,
         )
         self._log(
@@ -1264,12 +1263,7 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         input's, float32's for float32 input; with ``fit_intercept=True``,
         float64's times the targets' root mean square over their standard
         deviation, which centering cannot resolve below: targets constant to
-        rounding have no heads. Where the training data identify the function
-        but their lifted Gram is ill-conditioned, heads within the precision
-        the Gram determines the lifted solution to, ``p eps`` times its
-        condition number, reproduce it when their training loss exceeds the
-        lifted fit's by at most its own residual: theory page, "How many
-        heads".)
+        rounding have no heads.)
     head_work_limit : float or None, default=20.0
         The work the head read-out may do, counted in floating-point operations
         as it is done: ``head_work_limit`` times the lifted fit's (``n p^2 +

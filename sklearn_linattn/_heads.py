@@ -489,12 +489,10 @@ class HeadReadout:
     query_matrices : ndarray of shape (n_heads, token_dim, token_dim)
     criterion : str
         Why this count: ``"tol"`` (the heads reproduce the lifted fit within
-        ``tol``, or on exact data its training loss: theory page, "How many
-        heads"), ``"cv"`` (the cross-validated error of
-        ``n_heads=k``, each fold refitted from its own lifted fit, is within
-        its threshold, or, with at least 10 training rows per lifted
-        feature, that of its refits linearized at the full fit on every fold,
-        :class:`CountFit`),
+        ``tol``), ``"cv"`` (the cross-validated error of ``n_heads=k``, each fold
+        refitted from its own lifted fit, is within its threshold, or, with at
+        least 10 training rows per lifted feature, that of its refits
+        linearized at the full fit on every fold, :class:`CountFit`),
         ``"lifted"`` (no fewer heads passed, or, with ``fewer_untried``, fewer
         that could only reproduce the lifted fit were not fitted, or, with
         ``complete`` False, the work limit cut the search short before any
@@ -706,7 +704,6 @@ class _Search:
         return self.residual <= self.tol**2 * (self.residual + self.signal)
 
     error_scale = 1.0  # squared errors to the data's units (read_out_heads)
-    coef_precision = 0.0  # how far rounding moves the lifted fit (read_out_heads)
 
     def log(self, message):
         if self.verbose:
@@ -1086,24 +1083,14 @@ class _Search:
         return self.identifiable and self.exact
 
     def within(self, value_rows, query_rows, loss, design):
-        """Whether heads reproduce the lifted fit within ``tol`` in lifted
-        coefficients, or on exact data on the training objective: within
-        ``tol^2`` of the signal where the data do not identify the function;
-        where they do, within :attr:`coef_precision` of the lifted coefficients
-        (an ill-conditioned Gram determines them no better) and within the
-        lifted fit's own residual."""
-        distance = self.distance(value_rows, query_rows)
-        if distance <= self.tol:
+        """Whether heads reproduce the lifted fit within ``tol``: in lifted
+        coefficients, or, on exact data that do not identify the function, on
+        the training objective (within ``tol^2`` of the signal)."""
+        if self.distance(value_rows, query_rows) <= self.tol:
             return True
-        if not self.exact or design is not self.design:
+        if self.identifiable or not self.exact or design is not self.design:
             return False
-        excess = loss - design.baseline  # ||theta_k - theta||_G^2
-        if self.identifiable:
-            # exact targets y = Phi theta* leave the lifted fit the residual
-            # ||theta - theta*||_G^2 (theory page, "How many heads"): a count
-            # that can express theta* has a fit within it
-            return distance <= self.coef_precision and excess <= self.residual
-        return excess <= self.tol**2 * self.signal
+        return loss - design.baseline <= self.tol**2 * self.signal
 
     def reproduce(self, value_rows, query_rows):
         """Heads beyond ``tol`` of the lifted fit but within ``sqrt(tol)``, or of a
@@ -1599,7 +1586,6 @@ def read_out_heads(
     output_weights=None,
     effective_outputs=None,
     resolution=0.0,
-    coef_precision=0.0,
     verbose=0,
 ):
     """Heads of a fitted lifted model: the estimators' read-out.
@@ -1654,12 +1640,6 @@ def read_out_heads(
     resolution : float, default=0.0
         The relative precision of ``lifted_coef`` (``tol`` with the user's
         part left out): an ``n_heads=k`` fit drops only heads below it.
-    coef_precision : float, default=0.0
-        How far rounding can move ``lifted_coef`` (relative; an ill-conditioned
-        Gram's, :func:`~sklearn_linattn._solvers.coef_precision`): on exact
-        data that identify the function, heads within it of the lifted
-        coefficients whose training loss exceeds the lifted fit's by at most its
-        residual reproduce it (:meth:`_Search.within`).
     verbose : int
         Print each count fitted and its verdict.
 
@@ -1703,7 +1683,6 @@ def read_out_heads(
             residual_sum_of_squares, effective_outputs,
         )
         search.error_scale = error_scale
-        search.coef_precision = coef_precision
         folded, k, criterion, passes = _search(search, n_heads, resolution)
         known = search.split_svd if folded is search.split else None
         value, query = heads_of_folded(folded, k, search.m, d, known)

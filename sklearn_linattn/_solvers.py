@@ -136,11 +136,6 @@ class LiftedSolution:
         (targets weighted as by ``head_design``); None when the fit kept none.
     coef_tol : float
         Relative accuracy of ``coef`` as a solution (0 for the direct solvers).
-    coef_precision : float
-        How far rounding can move ``coef`` (relative) in the direct solvers:
-        the rank tolerance ``p eps`` times the condition number of the Gram (or
-        kernel) plus ``alpha`` on its kept eigenvalues (:func:`coef_precision`);
-        0 for ``"cg"``.
     flops : float
         The solve's arithmetic, estimated: Gram ``n p^2`` and Cholesky ``p^3 / 3``
         (``"normal"``), kernel ``n^2 d^2`` and its factorization ``n^3 / 3``
@@ -184,7 +179,6 @@ class LiftedSolution:
     head_design: Callable = None
     heldout_folds: Callable = None
     coef_tol: float = 0.0
-    coef_precision: float = 0.0
     flops: float = 0.0
     mean_gain: np.ndarray = None
     class_gain: np.ndarray = None
@@ -405,27 +399,6 @@ def _solve_gram(gram, moment, alpha, spectrum, kernel):
     return _eigen_solve(
         spectrum.eigenvalues, spectrum.eigenvectors, cutoff, moment, alpha
     ).T
-
-
-def coef_precision(spectrum, alpha):
-    """How far rounding can move the lifted coefficients of a direct solve, relative
-    to their norm: the rank tolerance (``p eps``, the Gram's rounding relative to
-    its largest eigenvalue) times the condition number of ``Gram + alpha I`` on
-    the kept eigenvalues (:meth:`GramSpectrum.condition`). A direction at the
-    rank threshold is not determined at all (1); tokens offset by 30 (condition
-    1e13) leave the lifted coefficients 4.5e-4 to 8.5e-4 from the generating
-    model's with the normal solver and 1e-5 to 9e-5 with the dual one, against
-    0.04 to 0.06 here (benchmarks/bench_exact_precision.py).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sklearn_linattn._certificate import GramSpectrum
-    >>> spectrum = GramSpectrum(np.array([0.25, 4.0]), None, 1e-12)
-    >>> float(coef_precision(spectrum, 0.0))  # 1e-12 times a condition of 16
-    1.6e-11
-    """
-    return float(min(spectrum.tol * spectrum.condition(alpha), 1.0))
 
 
 def solve_normal(
@@ -713,7 +686,6 @@ def _solve_statistics(
         feature_mean=feature_mean,
         target_mean=target_mean,
         certificate=certificate,
-        coef_precision=coef_precision(spectrum, alpha),
         residual_sum_of_squares=residual,
         residual_correlation=correlation,
         n_observations=statistics.n_observations,
@@ -920,7 +892,6 @@ def _solve_kernel(data, alpha, fit_intercept, heldout=False, rescaled_alpha=None
         feature_mean=feature_mean,
         target_mean=target_mean,
         certificate=certificate,
-        coef_precision=coef_precision(spectrum, alpha),
         residual_sum_of_squares=rss,
         # an output the kernel fits to rounding has no noise to correlate
         residual_correlation=residual_correlation(

@@ -596,39 +596,40 @@ def test_an_exact_output_counts_alike_with_both_solvers_on_tokens_far_from_zero(
     assert effective_outputs("normal") == pytest.approx(dual, rel=1e-4)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="exact 2-head data on tokens offset by 30 (Gram condition 1e13): the "
+    "lifted fit is determined only to 4.5e-4 to 8.5e-4 (normal equations) and the "
+    "generating 2 heads lie 5e-6 to 7e-5 from it, beyond tol = 1e-8; the default "
+    "returns the lifted fit's 3 heads. Two rules that passed them were measured "
+    "and not kept (benchmarks/README.md, forty-third pass): too few heads, and "
+    "fit and partial_fit disagreeing",
+)
 @pytest.mark.parametrize("solver", ["normal", "dual"])
 @pytest.mark.parametrize("seed", [0, 2])
-def test_exact_heads_reproduce_a_lifted_fit_within_the_precision_its_gram_gives(
+def test_exact_heads_on_an_ill_conditioned_gram_are_the_generating_count(
     solver, seed
 ):
-    """Noiseless targets of 2 heads on tokens offset by 30: the Gram's condition
-    (1e13) determines the lifted coefficients only to ``coef_precision`` (0.04
-    to 0.06; the normal equations' land 4.5e-4 to 8.5e-4 from the generating
-    model's), and the 2-head fit, whose training objective exceeds the lifted
-    fit's by less than the lifted fit's own residual, lies 1e-6 to 7e-5 from
-    them, beyond tol = 1e-8: the default returned the lifted fit's 3 heads and
-    n_heads=2 failed. Such heads now reproduce the lifted fit."""
+    """Noiseless targets of 2 heads on tokens offset by 30 identify the function
+    (the certificate): the default should return the generating 2 heads."""
     X, _, truth = make_random_mhla(200, 5, 3, n_heads=2, random_state=seed)
     X = X + 30.0
     y = truth.predict(X).reshape(len(X), -1)[:, 0]
     model = LinearAttentionRegressor(solver=solver).fit(X, y)
     assert model.certificate_.identifiable
-    assert (model.n_heads_, model.head_search_.criterion) == (2, "tol")
-    fixed = LinearAttentionRegressor(solver=solver, n_heads=2).fit(X, y)
-    assert fixed.head_search_.passes
-    assert fixed.head_search_.counts[-1].relative_distance > 1e-8
+    assert model.n_heads_ == 2
 
 
 @pytest.mark.parametrize("solver", ["normal", "dual"])
 @pytest.mark.parametrize("seed", [10, 17])
-def test_exact_heads_of_too_few_do_not_pass_within_the_grams_precision(solver, seed):
-    """Noiseless targets of 3 heads on tokens offset by 30: 2 heads lie 1.7e-3
-    to 6.7e-3 from the lifted fit, within ``coef_precision``, and their training
+def test_exact_heads_of_too_few_do_not_pass_on_an_ill_conditioned_gram(solver, seed):
+    """Noiseless targets of 3 heads on tokens offset by 30 (Gram condition 1e13):
+    2 heads lie 1.7e-3 to 6.7e-3 from the lifted fit and their training
     objective exceeds the lifted fit's by 2e-17 to 3e-17 of the signal, within
-    ``tol^2``, but by 190 to 3.7e4 times the lifted fit's own residual, which
-    is what the generating model's excess is (theory page, "How many heads");
-    judged by ``tol^2``, they passed and predicted new sequences 12 to 210 times
-    worse than 3 heads."""
+    ``tol^2``, but by 190 to 3.7e4 times the lifted fit's own residual; a rule
+    that passed exact identified heads within the Gram's precision on that tie
+    (measured, not kept: benchmarks/README.md, forty-third pass) returned them,
+    predicting new sequences 12 to 210 times worse than 3 heads."""
     X, _, truth = make_random_mhla(200, 5, 3, n_heads=3, random_state=seed)
     X = X + 30.0
     y = truth.predict(X).reshape(len(X), -1)[:, 0]
