@@ -598,6 +598,27 @@ def test_an_exact_output_counts_alike_with_both_solvers_on_tokens_far_from_zero(
 
 @pytest.mark.xfail(
     strict=True,
+    reason="the search fails a count whose training error is above its threshold "
+    "without refitting its folds (a held-out error is taken to be at least the "
+    "training error), while n_heads=k is decided by the folds' own refits: here "
+    "the full 2-head fit's training error is 6.8e-3 against a threshold of 5.6e-3 "
+    "and its folds' refits reach 5.1e-3, so n_heads=2 passes where the default "
+    "returns 3 (helper-126; benchmarks/README.md, forty-third pass)",
+)
+def test_the_default_does_not_return_k_heads_where_n_heads_k_minus_1_passes():
+    """Noiseless 2-head targets on tokens offset by 100 (the Gram loses 6 of its
+    18 directions to rounding, so the data look noisy): n_heads=2 passes on its
+    folds' refits; the default should not return more than 2 heads."""
+    X, _, truth = make_random_mhla(200, 5, 3, n_heads=2, random_state=0)
+    X = X + 100.0
+    y = truth.predict(X).reshape(len(X), -1)[:, 0]
+    fewer = LinearAttentionRegressor(n_heads=2).fit(X, y)
+    assert fewer.head_search_.passes
+    assert LinearAttentionRegressor().fit(X, y).n_heads_ <= 2
+
+
+@pytest.mark.xfail(
+    strict=True,
     reason="exact 2-head data on tokens offset by 30 (Gram condition 1e13): the "
     "lifted fit is determined only to 4.5e-4 to 8.5e-4 (normal equations) and the "
     "generating 2 heads lie 5e-6 to 7e-5 from it, beyond tol = 1e-8; the default "
