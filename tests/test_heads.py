@@ -97,6 +97,16 @@ def noisy_sequences(
     return truth, X, y + noise
 
 
+def noiseless_far_from_zero(offset, seed, n_heads=2):
+    """``(X, y)``: 200 sequences of 5 tokens of d = 3 from ``make_random_mhla``
+    offset by ``offset`` (a lifted Gram of condition about 1e13 at 30, which
+    loses directions to rounding from 100 on), and the generating model's output
+    on them, without noise."""
+    X, _, truth = make_random_mhla(200, 5, 3, n_heads=n_heads, random_state=seed)
+    X = X + offset
+    return X, truth.predict(X).reshape(len(X), -1)[:, 0]
+
+
 def near_interpolation_two_outputs():
     """20 sequences of d = 3 (p = 18) and two outputs of a 3-head model plus
     noise of 30% of each output's spread: near interpolation, where counts are
@@ -581,9 +591,7 @@ def test_an_exact_output_counts_alike_with_both_solvers_on_tokens_far_from_zero(
     counted it as a third noisy output (3.0) where the dual solver did not
     (1.993). Both now judge it by the term-by-term bound: it does not count,
     with either."""
-    X, _, truth = make_random_mhla(200, 5, 3, n_heads=2, random_state=2)
-    X = X + 30.0
-    exact = truth.predict(X).reshape(len(X), -1)[:, 0]
+    X, exact = noiseless_far_from_zero(30.0, seed=2)
     noise = 0.3 * exact.std() * np.random.default_rng(2).normal(size=(len(X), 2))
     y = np.c_[exact[:, None] + noise, exact]
 
@@ -609,9 +617,7 @@ def test_the_default_does_not_return_k_heads_where_n_heads_k_minus_1_passes():
     """Noiseless 2-head targets on tokens offset by 100 (the Gram loses 6 of its
     18 directions to rounding, so the data look noisy): n_heads=2 passes on its
     folds' refits; the default should not return more than 2 heads."""
-    X, _, truth = make_random_mhla(200, 5, 3, n_heads=2, random_state=0)
-    X = X + 100.0
-    y = truth.predict(X).reshape(len(X), -1)[:, 0]
+    X, y = noiseless_far_from_zero(100.0, seed=0)
     fewer = LinearAttentionRegressor(n_heads=2).fit(X, y)
     assert fewer.head_search_.passes
     assert LinearAttentionRegressor().fit(X, y).n_heads_ <= 2
@@ -633,9 +639,7 @@ def test_exact_heads_on_an_ill_conditioned_gram_are_the_generating_count(
 ):
     """Noiseless targets of 2 heads on tokens offset by 30 identify the function
     (the certificate): the default should return the generating 2 heads."""
-    X, _, truth = make_random_mhla(200, 5, 3, n_heads=2, random_state=seed)
-    X = X + 30.0
-    y = truth.predict(X).reshape(len(X), -1)[:, 0]
+    X, y = noiseless_far_from_zero(30.0, seed)
     model = LinearAttentionRegressor(solver=solver).fit(X, y)
     assert model.certificate_.identifiable
     assert model.n_heads_ == 2
@@ -651,9 +655,7 @@ def test_exact_heads_of_too_few_do_not_pass_on_an_ill_conditioned_gram(solver, s
     that passed exact identified heads within the Gram's precision on that tie
     (measured, not kept: benchmarks/README.md, forty-third pass) returned them,
     predicting new sequences 12 to 210 times worse than 3 heads."""
-    X, _, truth = make_random_mhla(200, 5, 3, n_heads=3, random_state=seed)
-    X = X + 30.0
-    y = truth.predict(X).reshape(len(X), -1)[:, 0]
+    X, y = noiseless_far_from_zero(30.0, seed, n_heads=3)
     model = LinearAttentionRegressor(solver=solver).fit(X, y)
     assert model.certificate_.identifiable
     assert model.n_heads_ == 3
@@ -671,9 +673,7 @@ def test_partial_fit_does_not_count_a_fit_with_a_resolved_residual_as_exact():
     rows, judged them on held-out folds (3 heads, "lifted"). Now partial_fit
     takes the residual as zero only within the rounding of the sums taken whole,
     and decides as fit does."""
-    X, _, truth = make_random_mhla(200, 5, 3, n_heads=2, random_state=0)
-    X = X + 1e3
-    exact = truth.predict(X).reshape(len(X), -1)[:, 0]
+    X, exact = noiseless_far_from_zero(1e3, seed=0)
     y = exact + 1e-4 * exact.std() * np.random.default_rng(100).normal(size=len(X))
     fitted = LinearAttentionRegressor(solver="normal", fit_intercept=True).fit(X, y)
     batches = LinearAttentionRegressor(solver="normal", fit_intercept=True)
