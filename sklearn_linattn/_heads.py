@@ -351,9 +351,9 @@ class CountFit:
         is squared error (NaN otherwise). In the search, when it is above the
         count's ``threshold``, the count fails without refitting the folds (and
         ``cv_error`` is NaN): a held-out error is at least the training error.
-        A count asked for (``n_heads=k``) is decided by its folds' refits
-        (``failed_on="refits"`` where the search says ``"training"``), unless
-        generalized cross-validation fails it (``"gcv"``, below).
+        A count asked for (``n_heads=k``) is refitted on its folds all the same
+        (``cv_error`` reported) and fails as in the search; its refits can find
+        better minima than the fit returned.
     gcv_error : float
         Generalized cross-validation of these heads: their training squared
         error over ``(1 - D / (rows outputs))^2``, ``D`` the dimension of the
@@ -830,8 +830,9 @@ class _Search:
         """The k-head fit and its verdict (cached), tested up to ``stage``:
         ``"training"``, ``"linearized"`` or ``"refits"``; a count no test has
         failed keeps the criterion of the last it passed (undecided). A count
-        ``asked`` for (``n_heads=k``) is decided by its folds' own refits, all of
-        them, unless generalized cross-validation fails it."""
+        ``asked`` for (``n_heads=k``) is refitted on all its folds unless
+        generalized cross-validation fails it, and fails on its training error
+        as in the search."""
         if k not in self.fits:
             self.fits[k] = self._fit(k, asked, fitted)
         value_rows, query_rows, count = self.fits[k]
@@ -848,6 +849,11 @@ class _Search:
                     break
                 count = test(k, value_rows, query_rows, count)
                 self.log_count(count)
+        if asked and count.passes and count.training_error > count.threshold:
+            # the heads returned err above the threshold on the rows they were
+            # fitted to: failed as the search fails them, whatever minima the
+            # folds' refits found (their errors are still reported)
+            count = replace(count, passes=False, failed_on="training")
         self.fits[k] = value_rows, query_rows, count
         return self.fits[k]
 
