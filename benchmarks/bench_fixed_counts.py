@@ -2,7 +2,8 @@
 and the default ``n_heads="auto"``, and what it reports.
 
 Run from the repository root: ``PYTHONPATH=. python benchmarks/bench_fixed_counts.py
-[--counts K ...] [--json FILE]`` (needs aeon, whose wheel bundles the data).
+[--set uschange|digits] [--counts K ...] [--json FILE]`` (``uschange`` needs aeon,
+whose wheel bundles the data).
 
 The data: aeon's ``Uschange`` (5 quarterly US series, 187 quarters), windows of 4
 quarters of all 5 series (channels first) predicting the next quarter of all 5,
@@ -25,6 +26,14 @@ without its folds' refits, since their verdict tests the same error; a count tha
 passes it is refitted on all 5 folds, each fit with the same starts as the fit on
 all the rows. The recorded runs: ``benchmarks/recorded/bench_fixed_counts.json``
 and, before that rule, ``bench_fixed_counts_before_gcv.json``.
+
+``--set digits``: the ``digits`` case of ``bench_default_cases.py``,
+``LinearAttentionClassifier(token_dim=8)`` on sklearn's digits rows (the 1347-image
+train split of ``train_test_split(random_state=0)``, scored by accuracy on the
+rest), each count of ``--counts`` (default 1, 2, 4, 6, 8): where its default search
+stops (its work limit) and which test fails each count, the misclassification
+(``cv_error`` against ``threshold``) or the class scores' squared error
+(``score_cv_error`` against ``score_threshold``).
 """
 
 import warnings
@@ -37,13 +46,17 @@ from _common import (
     median_seconds,
     write_json,
 )
+from bench_default_cases import final
 from bench_default_real_sets import channel_windows, make_model, test_score
+from sklearn.datasets import load_digits
+from sklearn.model_selection import train_test_split
 from threadpoolctl import threadpool_limits
 
 import sklearn_linattn
+from sklearn_linattn import LinearAttentionClassifier
 
 REPEATS = 3
-COUNTS = [5, 10, 15]
+COUNTS = {"uschange": [5, 10, 15], "digits": [1, 2, 4, 6, 8]}
 WINDOW = 4
 
 
@@ -56,12 +69,25 @@ def uschange_all_outputs():
     return channel_windows(series, WINDOW, series.T)[1:]
 
 
-def timed_fit(n_heads, X, Y, repeats):
+def digits_split():
+    """``(X_train, y_train, X_test, y_test)``: ``bench_default_cases.py``'s split."""
+    digits = load_digits()
+    X, X_test, y, y_test = train_test_split(digits.data, digits.target, random_state=0)
+    return X, y, X_test, y_test
+
+
+def make_estimator(data_set, n_heads):
+    if data_set == "digits":
+        return LinearAttentionClassifier(token_dim=8, n_heads=n_heads)
+    return make_model("regression", "channels", n_heads=n_heads)
+
+
+def timed_fit(data_set, n_heads, X, Y, repeats):
     """The last of ``repeats`` fits of ``n_heads`` and their median time."""
     fitted = []
 
     def fit():
-        model = make_model("regression", "channels", n_heads=n_heads)
+        model = make_estimator(data_set, n_heads)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             fitted.append(model.fit(X, Y))
@@ -72,32 +98,48 @@ def timed_fit(n_heads, X, Y, repeats):
 
 def main():
     parser = make_parser(__doc__)
-    parser.add_argument("--counts", type=int, nargs="+", default=COUNTS)
+    parser.add_argument("--set", choices=sorted(COUNTS), default="uschange")
+    parser.add_argument("--counts", type=int, nargs="+")
     args = parser.parse_args()
+    counts = args.counts or COUNTS[args.set]
     print(f"sklearn_linattn from {sklearn_linattn.__file__}")
-    X, Y, X_test, Y_test = uschange_all_outputs()
+    if args.set == "digits":
+        X, Y, X_test, Y_test = digits_split()
+    else:
+        X, Y, X_test, Y_test = uschange_all_outputs()
     compile_kernels()
     rows = []
     with threadpool_limits(1):
-        timed_fit(None, X, Y, 1)  # untimed: compiles what the fits call
-        for n_heads in [None, "auto", *args.counts]:
+        timed_fit(args.set, None, X, Y, 1)  # untimed: compiles what the fits call
+        for n_heads in [None, "auto", *counts]:
             repeats = REPEATS if n_heads in (None, "auto") else 1
-            model, seconds = timed_fit(n_heads, X, Y, repeats)
-            search = model[-1].head_search_
+            model, seconds = timed_fit(args.set, n_heads, X, Y, repeats)
+            search = final(model).head_search_
             returned = [c for c in search.counts if c.n_heads == search.n_heads]
             count = returned[-1] if returned else None
             rows.append(
                 {
                     "n_heads": str(n_heads),
-                    "heads": int(model[-1].n_heads_),
+                    "heads": int(final(model).n_heads_),
                     "seconds": seconds,
                     "ratio": seconds / rows[0]["seconds"] if rows else 1.0,
                     "criterion": search.criterion,
+                    "complete": search.complete,
                     "passes": search.passes,
                     "failed_on": count.failed_on if count else None,
                     "folds_refitted": count.folds_refitted if count else None,
+                    "folds_within": count.folds_within if count else None,
                     "cv_error": count.cv_error if count else float("nan"),
-                    "test_mse": test_score("regression", model, X_test, Y_test),
+                    "threshold": count.threshold if count else float("nan"),
+                    "score_cv_error": getattr(count, "score_cv_error", float("nan")),
+                    "score_threshold": float(
+                        getattr(count, "score_threshold", float("nan"))
+                    ),
+                    "test_score": (
+                        float(model.score(X_test, Y_test))
+                        if args.set == "digits"
+                        else test_score("regression", model, X_test, Y_test)
+                    ),
                 }
             )
     print(
@@ -108,16 +150,22 @@ def main():
                 ("fit", "{seconds:.2f} s"),
                 ("/ None", "{ratio:.1f}"),
                 ("criterion", "{criterion}"),
+                ("complete", "{complete}"),
                 ("passes", "{passes}"),
                 ("failed on", "{failed_on}"),
                 ("folds refitted", "{folds_refitted}"),
-                ("cv error", "{cv_error:.4g}"),
-                ("test MSE", "{test_mse:.4g}"),
+                ("folds within", "{folds_within}"),
+                ("cv error / threshold", "{cv_error:.4g} / {threshold:.4g}"),
+                ("score cv error / threshold", (
+                    "{score_cv_error:.4g} / {score_threshold:.4g}"
+                )),
+                ("test " + ("accuracy" if args.set == "digits" else "MSE"),
+                 "{test_score:.4g}"),
             ],
             rows,
         )
     )
-    write_json(args.json, {"rows": rows})
+    write_json(args.json, {"set": args.set, "rows": rows})
 
 
 if __name__ == "__main__":

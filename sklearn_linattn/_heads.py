@@ -352,8 +352,10 @@ class CountFit:
         count's ``threshold``, the count fails without refitting the folds (and
         ``cv_error`` is NaN): a held-out error is at least the training error.
         A count asked for (``n_heads=k``) is refitted on its folds all the same
-        (``cv_error`` reported) and fails as in the search; its refits can find
-        better minima than the fit returned.
+        (``cv_error`` reported) and fails as in the search, although its refits
+        can pass (a fold's refit can find a better minimum than the fit to all
+        the rows; where the Gram has lost directions to rounding, as with tokens
+        far from zero, errors computed from the statistics are rounding's).
     gcv_error : float
         Generalized cross-validation of these heads: their training squared
         error over ``(1 - D / (rows outputs))^2``, ``D`` the dimension of the
@@ -850,9 +852,10 @@ class _Search:
                 count = test(k, value_rows, query_rows, count)
                 self.log_count(count)
         if asked and count.passes and count.training_error > count.threshold:
-            # the heads returned err above the threshold on the rows they were
-            # fitted to: failed as the search fails them, whatever minima the
-            # folds' refits found (their errors are still reported)
+            # the training error the search fails a count on (their refits can
+            # pass it: a better minimum on a fold, or errors of statistics that
+            # rounding dominates): failed as the search fails it, so that the
+            # search never returns more heads than an n_heads=k that passes
             count = replace(count, passes=False, failed_on="training")
         self.fits[k] = value_rows, query_rows, count
         return self.fits[k]
