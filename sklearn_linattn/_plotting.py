@@ -339,10 +339,12 @@ class HeadSearchDisplay:
         refits failed whatever the others' (the search
         refitted no more), ``"training"``, the training errors of counts that
         failed on them (above the threshold: a held-out error is at least the
-        training error), ``"gcv"``, counts near interpolation that failed on
-        generalized cross-validation (``CountFit.failed_on``), at their
-        generalized cross-validated squared error (a classifier's at its
-        threshold, the error being in other units), ``"interpolating"``,
+        training error; a count asked for, ``n_heads=k``, is also on
+        ``"counts"``, its folds refitted all the same), ``"gcv"``, counts near
+        interpolation that failed on generalized cross-validation
+        (``CountFit.failed_on``), at their generalized cross-validated squared
+        error (a classifier's at its threshold, the error being in other
+        units), ``"interpolating"``,
         counts with as many dimensions as equations (an infinite generalized
         cross-validated error: they fail), as an infinity sign at the top of
         the axes,
@@ -591,7 +593,11 @@ class HeadSearchDisplay:
             stopped = [c for c in unrefitted if c.folds_refitted is not None]
             linearized = [c for c in unrefitted if c.folds_refitted is None]
             undecided = [c for c in linearized + bounded if c.passes is None]
-            failed_training = [c for c in bounded if c.failed_on == "training"]
+            # (a count asked for is refitted too: also on the counts' line)
+            failed_training = [
+                c for c in counts
+                if c.failed_on == "training" and np.isfinite(c.training_error)
+            ]
             # near interpolation: drawn at their generalized cross-validated
             # squared error, or, for misclassification (other units), at their
             # threshold
@@ -632,7 +638,7 @@ class HeadSearchDisplay:
                     failed_training,
                     [c.training_error for c in failed_training],
                     "^",
-                    "k heads, training error only (above threshold: fails)",
+                    "k heads' training error (above the threshold: fails)",
                 ),
                 (
                     "gcv",

@@ -318,6 +318,27 @@ def test_search_display_shows_what_failed_counts_within_the_threshold(
         assert set(display.lines_["training"].get_xdata()) == on_training
 
 
+def test_search_display_draws_a_fixed_counts_training_failure_beside_its_refits():
+    """n_heads=k failed on its training error is still refitted on its folds:
+    the display draws both, the refits' error on the counts' line and the
+    training error above the threshold (noiseless 2-head targets on tokens
+    offset by 100, whose statistics' errors are rounding's)."""
+    X, _, truth = make_random_mhla(200, 5, 3, n_heads=2, random_state=0)
+    X = X + 100.0
+    y = truth.predict(X)[:, 0]
+    model = LinearAttentionRegressor(n_heads=2).fit(X, y)
+    count = model.head_search_.counts[0]
+    assert count.failed_on == "training" and np.isfinite(count.cv_error)
+    display = HeadSearchDisplay.from_estimator(model)
+    np.testing.assert_array_equal(display.lines_["training"].get_xdata(), [2])
+    np.testing.assert_array_equal(
+        display.lines_["training"].get_ydata(), [count.training_error]
+    )
+    refits = display.lines_["counts"].get_ydata()
+    np.testing.assert_array_equal(refits, [count.cv_error])
+    assert count.training_error > display.lines_["threshold"].get_ydata()[0]
+
+
 def test_search_display_marks_counts_worse_on_an_output():
     X, y, _ = hidden_head_outputs(0)
     model = LinearAttentionRegressor().fit(X, y)
