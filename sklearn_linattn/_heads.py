@@ -857,6 +857,7 @@ class _Search:
             # rounding dominates): failed as the search fails it, so that the
             # search never returns more heads than an n_heads=k that passes
             count = replace(count, passes=False, failed_on="training")
+            self.log_count(count)
         self.fits[k] = value_rows, query_rows, count
         return self.fits[k]
 
