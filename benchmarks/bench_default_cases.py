@@ -157,12 +157,17 @@ def float32_data(seed):
     return X.astype(np.float32), y.astype(np.float32)
 
 
+def digits_split():
+    """``(X_train, y_train, X_test, y_test)``: sklearn's digits rows, the
+    1347-image train split of ``train_test_split(random_state=0)``."""
+    digits = load_digits()
+    X, X_test, y, y_test = train_test_split(digits.data, digits.target, random_state=0)
+    return X, y, X_test, y_test
+
+
 def cases(quick):
     """(key, label, estimator, run, X, y) for each row."""
-    digits = load_digits()
-    X_digits, X_digits_test, y_digits, y_digits_test = train_test_split(
-        digits.data, digits.target, random_state=0
-    )
+    X_digits, y_digits, X_digits_test, y_digits_test = digits_split()
     X_auto, y_auto, _, _ = make_automaton_lookups(
         500 if quick else 1000, 3, 2, random_state=0
     )

@@ -46,10 +46,8 @@ from _common import (
     median_seconds,
     write_json,
 )
-from bench_default_cases import final
+from bench_default_cases import digits_split, final
 from bench_default_real_sets import channel_windows, make_model, test_score
-from sklearn.datasets import load_digits
-from sklearn.model_selection import train_test_split
 from threadpoolctl import threadpool_limits
 
 import sklearn_linattn
@@ -67,13 +65,6 @@ def uschange_all_outputs():
 
     series = np.asarray(load_uschange(), dtype=float)  # (5, 187)
     return channel_windows(series, WINDOW, series.T)[1:]
-
-
-def digits_split():
-    """``(X_train, y_train, X_test, y_test)``: ``bench_default_cases.py``'s split."""
-    digits = load_digits()
-    X, X_test, y, y_test = train_test_split(digits.data, digits.target, random_state=0)
-    return X, y, X_test, y_test
 
 
 def make_estimator(data_set, n_heads):

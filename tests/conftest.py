@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from sklearn_linattn import MultiHeadLinearAttention
+from sklearn_linattn.datasets import make_random_mhla
 
 
 def random_attention(rng, token_dim, n_heads, n_outputs=1):
@@ -230,3 +231,13 @@ def fifteen_diabetes_sequences(n_extra=0):
     y = (y - y[:15].mean()) / y[:15].std()
     X = StandardScaler().fit(X[:15]).transform(X).reshape(n, 5, 2)
     return PositionalEncoding(constant=True, padding=None).fit_transform(X), y
+
+
+def noiseless_far_from_zero(offset, seed, n_heads=2):
+    """``(X, y)``: 200 sequences of 5 tokens of d = 3 from ``make_random_mhla``
+    offset by ``offset`` (a lifted Gram of condition about 1e13 at 30, which
+    loses directions to rounding from 100 on), and the generating model's output
+    on them, without noise."""
+    X, _, truth = make_random_mhla(200, 5, 3, n_heads=n_heads, random_state=seed)
+    X = X + offset
+    return X, truth.predict(X).reshape(len(X), -1)[:, 0]

@@ -22,6 +22,7 @@ from conftest import (
     n_lifted,
     naive_lifted_features,
     naive_relative_distance,
+    noiseless_far_from_zero,
     one_head_problem,
     random_attention,
     random_sequences,
@@ -95,16 +96,6 @@ def noisy_sequences(
         scale = scale / scale.mean()
     noise = noise * y.std(axis=0) * scale[:, None] * rng.normal(size=y.shape)
     return truth, X, y + noise
-
-
-def noiseless_far_from_zero(offset, seed, n_heads=2):
-    """``(X, y)``: 200 sequences of 5 tokens of d = 3 from ``make_random_mhla``
-    offset by ``offset`` (a lifted Gram of condition about 1e13 at 30, which
-    loses directions to rounding from 100 on), and the generating model's output
-    on them, without noise."""
-    X, _, truth = make_random_mhla(200, 5, 3, n_heads=n_heads, random_state=seed)
-    X = X + offset
-    return X, truth.predict(X).reshape(len(X), -1)[:, 0]
 
 
 def near_interpolation_two_outputs():

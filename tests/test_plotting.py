@@ -9,6 +9,7 @@ import pytest
 from conftest import (
     few_sequences_three_classes,
     hidden_head_outputs,
+    noiseless_far_from_zero,
     random_attention,
     random_sequences,
     seventeen_sequences_three_labels,
@@ -323,9 +324,7 @@ def test_search_display_draws_a_fixed_counts_training_failure_beside_its_refits(
     the display draws both, the refits' error on the counts' line and the
     training error above the threshold (noiseless 2-head targets on tokens
     offset by 100, whose statistics' errors are rounding's)."""
-    X, _, truth = make_random_mhla(200, 5, 3, n_heads=2, random_state=0)
-    X = X + 100.0
-    y = truth.predict(X)[:, 0]
+    X, y = noiseless_far_from_zero(100.0, seed=0)
     model = LinearAttentionRegressor(n_heads=2).fit(X, y)
     count = model.head_search_.counts[0]
     assert count.failed_on == "training" and np.isfinite(count.cv_error)
