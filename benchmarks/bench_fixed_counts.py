@@ -122,9 +122,9 @@ def main():
                     "folds_within": count.folds_within if count else None,
                     "cv_error": count.cv_error if count else float("nan"),
                     "threshold": count.threshold if count else float("nan"),
-                    "score_cv_error": getattr(count, "score_cv_error", float("nan")),
-                    "score_threshold": float(
-                        getattr(count, "score_threshold", float("nan"))
+                    "score_cv_error": count.score_cv_error if count else float("nan"),
+                    "score_threshold": (
+                        float(count.score_threshold) if count else float("nan")
                     ),
                     "test_score": (
                         float(model.score(X_test, Y_test))

@@ -73,22 +73,20 @@ def run():
                 X, y, test_size=0.3, random_state=seed
             )
         for split, (X_train, X_test, y_train, y_test) in splits.items():
-            errors = {}
-            for n_heads in ("auto", None):
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # the cut-short warning: in the row
-                    model = pipeline(n_heads, token_values).fit(X_train, y_train)
-                errors[n_heads] = float(np.mean((model.predict(X_test) - y_test) ** 2))
-                if n_heads == "auto":
-                    search = model[-1].head_search_
-                    default = dict(heads=int(model[-1].n_heads_),
-                                   criterion=search.criterion,
-                                   complete=bool(search.complete))
-                else:
-                    none_heads = int(model[-1].n_heads_)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the cut-short warning: in the row
+                default, lifted = (
+                    pipeline(n_heads, token_values).fit(X_train, y_train)
+                    for n_heads in ("auto", None)
+                )
+            errors = [np.mean((model.predict(X_test) - y_test) ** 2)
+                      for model in (default, lifted)]
+            search = default[-1].head_search_
             row = dict(first=first, length=length, step=step, w=token_values,
-                       split=split, **default, none_heads=none_heads,
-                       ratio=errors["auto"] / errors[None])
+                       split=split, heads=int(default[-1].n_heads_),
+                       criterion=search.criterion, complete=bool(search.complete),
+                       none_heads=int(lifted[-1].n_heads_),
+                       ratio=float(errors[0] / errors[1]))
             rows.append(row)
             print(row, flush=True)
     return rows
