@@ -78,6 +78,7 @@ __all__ = [
     "lifted_data",
     "lifted_predict",
     "sequence_folds",
+    "fold_of_position",
 ]
 
 # Memory for one chunk of lifted features when batch_size=None: at least 32 MiB, at
@@ -1118,7 +1119,7 @@ class InMemoryLiftedData:
         return np.repeat(self.sequence_folds(n_folds, first_sample), per_sample)
 
     def fold_statistics(self, n_folds, first_sample=0, progress=None):
-        """The statistics of ``n_folds`` interleaved folds of the sequences
+        """The statistics of ``n_folds`` folds of the sequences
         (:func:`sequence_folds`; all positions of a sequence in one fold). They
         add up to :meth:`statistics`, in one pass over the data; the scales are
         shared.
@@ -1505,11 +1506,11 @@ def positive_weight_sequences(row_scale, rows_per_sample):
 
 
 def sequence_folds(row_scale, rows_per_sample, n_folds, first_sample=0):
-    """The interleaved fold of each sequence: the ``i``-th sequence with a row
-    of positive weight, counted from ``first_sample``, is in fold ``i`` modulo
-    ``n_folds``, so that rows of zero weight are as good as removed (a
-    sequence without any is in the fold of the next that has, where it adds
-    nothing).
+    """The fold of each sequence: the ``i``-th sequence with a row of positive
+    weight, counted from ``first_sample``, is in fold
+    :func:`fold_of_position` ``(i, n_folds)``, so that rows of zero weight are as
+    good as removed (a sequence without any is in the fold of the next that has,
+    where it adds nothing).
 
     Parameters
     ----------
@@ -1526,7 +1527,41 @@ def sequence_folds(row_scale, rows_per_sample, n_folds, first_sample=0):
     """
     positive = positive_weight_sequences(row_scale, rows_per_sample)
     before = np.cumsum(positive) - positive  # positive sequences before each
-    return (first_sample + before) % n_folds
+    return fold_of_position(first_sample + before, n_folds)
+
+
+LONGEST_RUN = 16  # consecutive sequences that share a fold, at most
+RUNS_PER_FOLD = 4  # runs of each length dealt to each fold (single sequences: 8)
+
+
+def fold_of_position(position, n_folds):
+    """The fold of the ``position``-th sequence (0-based, sequences of positive
+    weight only). The sequences are dealt to the folds in turn, in runs of
+    consecutive sequences: the run at position ``i`` is the longest power of two
+    ``r <= LONGEST_RUN`` with ``i >= RUNS_PER_FOLD * n_folds * r`` (1 below it),
+    so with 5 folds 40 single sequences, then 20 runs each of 2, 4 and 8, then
+    runs of 16. No run is longer than a twentieth of the sequences before it: a
+    small set is interleaved sequence by sequence, while in a large one the
+    neighbours of ordered data (overlapping windows of a series) mostly share a
+    fold, which is then not predicted from their near copies. The fold depends
+    on the position alone, so batches and blocks counted from their first
+    sequence agree with one pass over all the data.
+
+    Examples
+    --------
+    >>> from sklearn_linattn._data import fold_of_position
+    >>> fold_of_position(np.arange(12), 5).tolist()
+    [0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 0, 1]
+    >>> fold_of_position(np.arange(40, 52), 5).tolist()
+    [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 0, 0]
+    """
+    position = np.asarray(position, dtype=np.int64)
+    segment = RUNS_PER_FOLD * n_folds  # runs of each length
+    # the largest power of two at most position // segment (frexp: exact)
+    run = 2 ** (np.frexp(np.maximum(position // segment, 1))[1] - 1)
+    run = np.minimum(run, LONGEST_RUN)
+    start = np.where(run == 1, 0, segment * run)  # where runs of this length begin
+    return (position - start) // run % n_folds
 
 
 # --- Dask --------------------------------------------------------------------------
@@ -1537,9 +1572,9 @@ def _block_statistics(
     padding=False,
 ):
     """Statistics of one block of sequences (runs on a worker); with ``folds =
-    (n_folds, first_sample)`` a list, one per interleaved fold. With
-    ``padding``, ``(statistics, [padding mask], sequences of positive weight)``
-    for :func:`_merge_counted`."""
+    (n_folds, first_sample)`` a list, one per fold (:func:`sequence_folds`).
+    With ``padding``, ``(statistics, [padding mask])`` for
+    :func:`_merge_padded`."""
     data = InMemoryLiftedData(
         check_sequence_values(block),
         targets,
@@ -1555,9 +1590,7 @@ def _block_statistics(
         statistics = data.statistics()
     if not padding:
         return statistics
-    per_sample = data.layout.rows_per_sample(data.sequences.shape[1])
-    positive = positive_weight_sequences(data.row_scale, per_sample)
-    return statistics, [padding_row_mask(data.sequences)], int(positive.sum())
+    return statistics, [padding_row_mask(data.sequences)]
 
 
 def _merge(*parts):
@@ -1572,26 +1605,13 @@ def _merge(*parts):
     return total
 
 
-def _rotated(statistics, offset):
-    """Fold statistics whose sequences were counted from 0, as if counted from
-    ``offset`` (:func:`sequence_folds`): fold ``g`` is the one they put in
-    ``(g - offset) mod n_folds``. Plain statistics as they are."""
-    if not isinstance(statistics, list):
-        return statistics
-    n_folds = len(statistics)
-    return [statistics[(fold - offset) % n_folds] for fold in range(n_folds)]
-
-
-def _merge_counted(*parts):
-    """:func:`_merge` of consecutive parts ``(statistics, padding masks,
-    sequences of positive weight)``, each part's folds counted from its own
-    first sequence: those of a later part are turned by the sequences before
-    it (the merged folds are counted from the first part's first sequence)."""
-    statistics, masks, count = parts[0]
-    for other, other_masks, other_count in parts[1:]:
-        statistics = _merge(statistics, _rotated(other, count))
-        masks, count = masks + other_masks, count + other_count
-    return statistics, masks, count
+def _merge_padded(*parts):
+    """:func:`_merge` of parts ``(statistics, padding masks)``, the masks of
+    consecutive blocks concatenated in order."""
+    statistics, masks = parts[0]
+    for other, other_masks in parts[1:]:
+        statistics, masks = _merge(statistics, other), masks + other_masks
+    return statistics, masks
 
 
 def _block_compact(block, weights, layout_args, rescaling):
@@ -1831,19 +1851,19 @@ class DaskLiftedData:
         dask, _ = require_dask()
         blocks = self.sequences.to_delayed().ravel()
         rescaling = self.rescaling  # (its pass, if any, reads the padding too)
-        # With positions="all" and the scales given (partial_fit's later
-        # batches), the padding is read in this pass, not in one of its own:
-        # each block's folds are counted from its first sequence, and turned
-        # into the batch's as the blocks are merged.
-        padding = self.layout.positions == "all" and self._padding is None
         offsets = np.zeros(len(blocks))
-        if folds is not None and not padding:
-            # the sequences of positive weight before each block
+        if folds is not None:
+            # the sequences of positive weight before each block (with
+            # positions="all" and the scales given, partial_fit's later batches,
+            # row_scale reads the padding in a pass of its own: a sequence's fold
+            # depends on its position in the whole batch)
             per_sample = self.layout.rows_per_sample(self.sequences.shape[1])
             positive = positive_weight_sequences(self.row_scale, per_sample)
             ends = np.cumsum(self.sequences.chunks[0])
             offsets = np.concatenate([[0], np.cumsum(positive)[ends[:-1] - 1]])
-        first_sample = 0 if padding or folds is None else folds[1]
+        # otherwise the padding, where not known, is read in this pass
+        padding = self.layout.positions == "all" and self._padding is None
+        first_sample = 0 if folds is None else folds[1]
         parts = [
             dask.delayed(_block_statistics)(
                 block,
@@ -1863,16 +1883,15 @@ class DaskLiftedData:
                 strict=True,
             )
         ]
-        merge = _merge_counted if padding else _merge
+        merge = _merge_padded if padding else _merge
         while len(parts) > 1:  # a tree of pairwise sums: only p x p matrices travel
             parts = [
                 dask.delayed(merge)(*parts[i : i + 2]) for i in range(0, len(parts), 2)
             ]
         (total,) = dask.compute(parts[0])
         if padding:
-            total, masks, _ = total
+            total, masks = total
             self._padding = np.concatenate(masks)
-            total = _rotated(total, 0 if folds is None else folds[1])
         return total
 
     @property

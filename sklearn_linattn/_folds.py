@@ -1,6 +1,7 @@
-"""The held-out criterion of the head read-out: ``K`` interleaved folds of the
-training sequences (the ``i``-th sequence of positive weight in fold ``i mod
-K``, all its positions together; :func:`~sklearn_linattn._data.sequence_folds`),
+"""The held-out criterion of the head read-out: ``K`` folds of the training
+sequences (those of positive weight dealt to the folds in turn, one by one, then
+in runs of consecutive sequences, all the positions of a sequence together;
+:func:`~sklearn_linattn._data.fold_of_position`),
 each with the training design of the other folds and the held-out error of any
 heads (or lifted coefficients) on itself.
 

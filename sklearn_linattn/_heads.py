@@ -1778,8 +1778,8 @@ def _search(search, n_heads, resolution=0.0):
             )
         else:
             message = (
-                "n_heads='auto' decides the head count of noisy data on 5 "
-                "interleaved folds of the sequences of positive sample_weight, and "
+                "n_heads='auto' decides the head count of noisy data on 5 folds "
+                "of the sequences of positive sample_weight, and "
                 "every row of positive weight lies in one sequence: no fold can be "
                 "predicted from the others, and the lifted fit's own heads are "
                 "returned. Set n_heads to a number of heads."

@@ -407,9 +407,10 @@ def solve_normal(
 ):
     """Least squares / ridge from the streamed normal equations.
 
-    With ``heldout`` the statistics are accumulated in ``HELDOUT_FOLDS``
-    interleaved folds (one pass all the same) for the head read-out's held-out
-    criterion (with ``heldout="lazy"``, by another pass when it is needed).
+    With ``heldout`` the statistics are accumulated in ``HELDOUT_FOLDS`` folds
+    (:func:`~sklearn_linattn._data.sequence_folds`; one pass all the same) for
+    the head read-out's held-out criterion (with ``heldout="lazy"``, by another
+    pass when it is needed).
     Memory: one chunk of lifted rows plus ``O(p^2)`` (``HELDOUT_FOLDS`` times that
     with folds).
     """

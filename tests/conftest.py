@@ -138,6 +138,19 @@ def naive_outside_fraction(features, design, mean):
     return np.linalg.norm(outside, axis=-1) / np.linalg.norm(centered, axis=-1)
 
 
+def naive_fold_layout(n_sequences):
+    """The held-out fold of each of ``n_sequences`` sequences of positive weight,
+    dealt as the theory page says: to folds 0, 1, 2, 3, 4, 0, ... in turn, 40
+    single sequences, then 20 runs each of 2, 4 and 8 consecutive sequences,
+    then runs of 16."""
+    folds, fold = [], 0
+    for run, n_runs in [(1, 40), (2, 20), (4, 20), (8, 20), (16, n_sequences)]:
+        for _ in range(n_runs):
+            folds += [fold] * run
+            fold = (fold + 1) % 5
+    return np.array(folds[:n_sequences])
+
+
 def relative_error(a, b):
     """Largest absolute difference, relative to the largest entry of ``b``."""
     return np.abs(np.asarray(a) - np.asarray(b)).max() / np.abs(b).max()

@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pytest
 from conftest import (
+    naive_fold_layout,
     naive_lifted_features,
     naive_position_features,
     naive_weighted_solution,
@@ -512,6 +513,43 @@ def test_pickles_stay_small(rng, solver):
         warnings.simplefilter("ignore", ConvergenceWarning)  # cg capped at 50
         model.fit(X, rng.normal(size=n))
     assert len(pickle.dumps(model)) <= 2 * 8 * p * p
+
+
+def test_fold_statistics_follow_the_documented_layout(rng):
+    """The held-out folds of the head read-out deal the sequences of positive
+    weight to the folds in turn, one by one up to the 40th, then in runs of
+    consecutive sequences (``naive_fold_layout``); a sequence of zero weight
+    goes with the next. Batches whose folds are counted from the sequences of
+    positive weight before them (``partial_fit``) add up to the whole."""
+    n = 260
+    X = random_sequences(rng, n, 3, 2)
+    y = rng.normal(size=(n, 1))
+    weights = np.where(rng.random(n) < 0.2, 0.0, 1.0 + rng.random(n))
+    data = lifted_data(X, y, weights)
+    folds = data.fold_statistics(5)
+    positive = weights > 0
+    fold = naive_fold_layout(n)[np.cumsum(positive) - positive]
+    for j, statistics in enumerate(folds):
+        members = fold == j
+        subset = lifted_data(X[members], y[members], weights[members])
+        subset.set_rescaling(data.rescaling)
+        expected = subset.statistics()
+        assert statistics.n_observations == expected.n_observations
+        np.testing.assert_allclose(
+            statistics.gram_upper, expected.gram_upper, rtol=1e-12, atol=0
+        )
+    cut = 97
+    batches = []
+    for rows, before in ((slice(0, cut), 0), (slice(cut, n), positive[:cut].sum())):
+        batch = lifted_data(X[rows], y[rows], weights[rows])
+        batch.set_rescaling(data.rescaling)
+        batches.append(batch.fold_statistics(5, first_sample=int(before)))
+    for whole, first, second in zip(folds, *batches, strict=True):
+        first.merge(second)
+        assert first.n_observations == whole.n_observations
+        np.testing.assert_allclose(
+            first.gram_upper, whole.gram_upper, rtol=1e-12, atol=0
+        )
 
 
 def test_statistics_count_every_row_and_unpickle_without_the_count(rng):

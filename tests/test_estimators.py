@@ -29,8 +29,9 @@ from sklearn_linattn._lift import lifted_features
 
 # Checks that fail by design, with the reason (scikit-learn marks them xfail).
 WEIGHTS_ARE_NOT_REPEATS = (
-    "the head count is chosen by cross-validation over 5 interleaved folds of the "
-    "sequences (the i-th of positive weight in fold i mod 5): a sequence repeated "
+    "the head count is chosen by cross-validation over 5 folds of the sequences "
+    "(those of positive weight dealt in turn, one by one, then in runs of "
+    "consecutive sequences): a sequence repeated "
     "k times lies in several folds, in training and held-out data at once, one of "
     "weight k in one fold, so the held-out errors and the count can differ (zero "
     "weights are as good as removed); the lifted fit itself "
