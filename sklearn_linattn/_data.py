@@ -1558,7 +1558,8 @@ def fold_of_position(position, n_folds):
     position = np.asarray(position, dtype=np.int64)
     segment = RUNS_PER_FOLD * n_folds  # runs of each length
     # the largest power of two at most position // segment (frexp: exact)
-    run = 2 ** (np.frexp(np.maximum(position // segment, 1))[1] - 1)
+    exponent = np.frexp(np.maximum(position // segment, 1))[1].astype(np.int64)
+    run = 2 ** (exponent - 1)
     run = np.minimum(run, LONGEST_RUN)
     start = np.where(run == 1, 0, segment * run)  # where runs of this length begin
     return (position - start) // run % n_folds

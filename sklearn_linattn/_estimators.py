@@ -1192,7 +1192,7 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           objective from seeded starts (variable projection, Levenberg-Marquardt).
           On exact data the fewest heads that reproduce the lifted solution within
           ``tol``; on noisy data the fewest whose cross-validated error over 5
-          folds of the sequences (dealt in turn: one by one, from the 40th in
+          folds of the sequences (dealt in turn: one by one, after the 40th in
           runs of consecutive sequences; squared error; for the
           classifier, misclassified rows, strictly below) is at most the lifted
           fit's lowered by how much more the lifted fit, with more degrees of

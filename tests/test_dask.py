@@ -1423,7 +1423,7 @@ def test_a_later_dask_batch_of_every_position_reads_x_as_documented(
     statistics' pass (it was a pass over X of its own before). With the held-out
     folds of the head read-out (n_heads="auto") it takes a pass of its own: a
     sequence's fold depends on the sequences of positive weight before it in
-    the whole batch, runs of consecutive sequences from the 40th. Either way the
+    the whole batch, runs of consecutive sequences after the 40th. Either way the
     fit equals the in-memory one."""
     X, _, _ = small_problem
     X = X.copy()

@@ -20,7 +20,7 @@ from sklearn.model_selection import GridSearchCV, KFold
 from threadpoolctl import threadpool_limits
 
 from sklearn_linattn import LinearAttentionClassifier, LinearAttentionRegressor
-from sklearn_linattn._data import LiftedStatistics, lifted_data
+from sklearn_linattn._data import LiftedStatistics, fold_of_position, lifted_data
 from sklearn_linattn._designs import design_loss
 from sklearn_linattn._low_rank import head_coef
 from sklearn_linattn._solvers import SOLVERS
@@ -538,6 +538,12 @@ def test_fold_statistics_follow_the_documented_layout(rng):
         np.testing.assert_allclose(
             statistics.gram_upper, expected.gram_upper, rtol=1e-12, atol=0
         )
+    # far positions: runs of 16, dealt in turn (frexp's int32 exponent overflowed
+    # past 20 * 2**31 sequences)
+    far = np.array([320, 335, 336, 20 * 2**31 + 9, 2**40 + 7])
+    assert fold_of_position(far, 5).tolist() == [
+        (int(i) - 320) // 16 % 5 for i in far
+    ]
     cut = 97
     batches = []
     for rows, before in ((slice(0, cut), 0), (slice(cut, n), positive[:cut].sum())):
