@@ -4,8 +4,9 @@ How many heads do the data support?
 
 ``n_heads="auto"`` returns the fewest heads whose model is not clearly worse
 than the lifted fit on held-out data: a count ``k`` passes when the
-cross-validated error of ``n_heads=k`` over five interleaved folds of the
-sequences (each fold refitted as ``n_heads=k`` fits it) is at most its
+cross-validated error of ``n_heads=k`` over five folds of the sequences
+(dealt in turn, one by one and after the 40th in runs of consecutive
+sequences; each fold refitted as ``n_heads=k`` fits it) is at most its
 threshold, and on a majority of the folds its error is at most the lifted
 fit's on that fold, lowered by the same factor. The threshold is the lifted
 fit's cross-validated error, lowered by how much more the lifted fit, with more
