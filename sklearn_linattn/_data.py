@@ -925,16 +925,26 @@ def padding_row_mask(sequences):
     return np.cumsum(nonzero, axis=1) == 0
 
 
+def kept_positive(scaled, original):
+    """``scaled`` (``original`` times a power of two), with entries that
+    underflowed to zero where ``original`` is positive set to the smallest
+    subnormal: whether a row has weight must not depend on the scale, which
+    ``fit`` (the largest of all the weights) and ``partial_fit`` (the first
+    batch's) choose differently."""
+    underflowed = (scaled == 0) & (original > 0)
+    return np.where(underflowed, np.finfo(np.float64).smallest_subnormal, scaled)
+
+
 def _row_scale(sequences, sample_weight, positions, weight_scale):
     """``sqrt(w)`` per row: the weight (times ``weight_scale``), and zero at
     left-padding positions. With ``positions="all"`` the weights may be given per
     sequence or per position (class weights differ between positions)."""
     n_samples, n_tokens, _ = sequences.shape
-    weights = (
-        np.ones(n_samples)
-        if sample_weight is None
-        else np.asarray(sample_weight, dtype=np.float64) * weight_scale
-    )
+    if sample_weight is None:
+        weights = np.ones(n_samples)
+    else:
+        weights = np.asarray(sample_weight, dtype=np.float64)
+        weights = kept_positive(weights * weight_scale, weights)
     if positions == "last":
         return np.sqrt(weights)
     kept = ~padding_row_mask(sequences)
@@ -1050,7 +1060,7 @@ class InMemoryLiftedData:
         statistics of all batches add up); targets and weights follow."""
         old = self._rescaling
         weight_factor = np.sqrt(rescaling.weight / old.weight)
-        self.row_scale = self.row_scale * weight_factor
+        self.row_scale = kept_positive(self.row_scale * weight_factor, self.row_scale)
         if self.targets is not None:
             self.targets = self.targets * (
                 weight_factor * rescaling.target / old.target
@@ -1902,7 +1912,7 @@ class DaskLiftedData:
             weights = (
                 np.ones(n_samples)
                 if self.sample_weight is None
-                else self._weights * self.rescaling.weight
+                else kept_positive(self._weights * self.rescaling.weight, self._weights)
             )
             if self.layout.positions == "last":
                 self._row_scale = np.sqrt(weights)

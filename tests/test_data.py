@@ -558,6 +558,32 @@ def test_fold_statistics_follow_the_documented_layout(rng):
         )
 
 
+def test_a_subnormal_weight_counts_on_every_path(rng):
+    """A weight so small that a power-of-two scale rounds it to zero: ``fit``
+    scales the weights by the largest of all of them, ``partial_fit`` by its
+    first batch's, and the sequence counted in one path and not in the other
+    (161 against 160 samples), shifting every later sequence's held-out fold
+    and changing the head count (helper-134). It counts on both."""
+    truth = random_attention(rng, 3, 2)
+    X = random_sequences(rng, 161, 3, 3)
+    y = truth.predict(X)[:, 0]
+    y = y + 0.3 * y.std() * rng.normal(size=161)
+    weights = np.ones(161)
+    weights[100:] = 4.0
+    weights[60] = 1e-323
+    fitted = LinearAttentionRegressor(solver="normal").fit(X, y, sample_weight=weights)
+    batches = LinearAttentionRegressor(solver="normal")
+    for rows in (slice(0, 50), slice(50, 100), slice(100, None)):
+        batches.partial_fit(X[rows], y[rows], sample_weight=weights[rows])
+    assert fitted.certificate_.n_samples == batches.certificate_.n_samples == 161
+    assert fitted.n_heads_ == batches.n_heads_
+    for ours, theirs in zip(
+        fitted.head_search_.counts, batches.head_search_.counts, strict=True
+    ):
+        assert (ours.n_heads, ours.passes) == (theirs.n_heads, theirs.passes)
+        assert ours.cv_error == pytest.approx(theirs.cv_error, rel=1e-9, nan_ok=True)
+
+
 def test_statistics_count_every_row_and_unpickle_without_the_count(rng):
     """``n_rows`` counts the rows of weight zero too (the rows ``fit`` fits the
     heads on, which ``partial_fit`` counts its work by), ``n_observations`` those
