@@ -74,11 +74,11 @@ __all__ = [
     "default_batch_size",
     "dense_threads",
     "fit_cost",
+    "fold_of_position",
     "is_dask_array",
     "lifted_data",
     "lifted_predict",
     "sequence_folds",
-    "fold_of_position",
 ]
 
 # Memory for one chunk of lifted features when batch_size=None: at least 32 MiB, at
@@ -925,12 +925,12 @@ def padding_row_mask(sequences):
     return np.cumsum(nonzero, axis=1) == 0
 
 
-def kept_positive(scaled, original):
-    """``scaled`` (``original`` times a power of two), with entries that
+def _kept_positive(scaled, original):
+    """``scaled`` (``original`` times a positive scale), with entries that
     underflowed to zero where ``original`` is positive set to the smallest
     subnormal: whether a row has weight must not depend on the scale, which
-    ``fit`` (the largest of all the weights) and ``partial_fit`` (the first
-    batch's) choose differently."""
+    ``fit`` (from the largest of all the weights) and ``partial_fit`` (from the
+    first batch's) choose differently."""
     underflowed = (scaled == 0) & (original > 0)
     return np.where(underflowed, np.finfo(np.float64).smallest_subnormal, scaled)
 
@@ -944,7 +944,7 @@ def _row_scale(sequences, sample_weight, positions, weight_scale):
         weights = np.ones(n_samples)
     else:
         weights = np.asarray(sample_weight, dtype=np.float64)
-        weights = kept_positive(weights * weight_scale, weights)
+        weights = _kept_positive(weights * weight_scale, weights)
     if positions == "last":
         return np.sqrt(weights)
     kept = ~padding_row_mask(sequences)
@@ -1060,7 +1060,7 @@ class InMemoryLiftedData:
         statistics of all batches add up); targets and weights follow."""
         old = self._rescaling
         weight_factor = np.sqrt(rescaling.weight / old.weight)
-        self.row_scale = kept_positive(self.row_scale * weight_factor, self.row_scale)
+        self.row_scale = _kept_positive(self.row_scale * weight_factor, self.row_scale)
         if self.targets is not None:
             self.targets = self.targets * (
                 weight_factor * rescaling.target / old.target
@@ -1909,11 +1909,11 @@ class DaskLiftedData:
     def row_scale(self):
         if self._row_scale is None:
             n_samples, n_tokens, _ = self.sequences.shape
-            weights = (
-                np.ones(n_samples)
-                if self.sample_weight is None
-                else kept_positive(self._weights * self.rescaling.weight, self._weights)
-            )
+            if self.sample_weight is None:
+                weights = np.ones(n_samples)
+            else:
+                scaled = self._weights * self.rescaling.weight
+                weights = _kept_positive(scaled, self._weights)
             if self.layout.positions == "last":
                 self._row_scale = np.sqrt(weights)
             else:
