@@ -69,6 +69,16 @@ VARIANTS = {
     "no_linearized_pass": [
         (HEADS, "REFIT_MARGIN = 10.0", "REFIT_MARGIN = float('inf')")
     ],
+    # not a mechanism taken out: the majority of folds replaced by a trimmed sum
+    # (the heads' excess over the lifted fit times the size ratio, summed over
+    # the folds but their best one, at most 0); measured, not kept
+    "trimmed_majority": [(
+        HEADS,
+        "        elif within <= FOLDS_MAJORITY * np.sum(held):\n",
+        "        elif (lambda excess: excess.sum() - excess.min() > 0)(\n"
+        "            (margin * np.asarray(errors) - ratio * lifted * (1 + tie))[held]\n"
+        "        ):\n",
+    )],
     "no_drift": [(HEADS, "DRIFT = 1e3", "DRIFT = float('inf')")],
     "no_output_test": [(HEADS, "OUTPUT_SPREAD = 2.0", "OUTPUT_SPREAD = float('inf')")],
     "no_gcv": [(HEADS, "INTERPOLATION_MARGIN = 2.0", "INTERPOLATION_MARGIN = 0.0")],
