@@ -919,6 +919,11 @@ def make_automaton_rollout(
 
     def to_token(outputs, step):
         outputs = np.asarray(outputs)
+        if outputs.dtype.kind not in "biuf":
+            raise ValueError(
+                "to_token reads real scores, one per state; got outputs of dtype "
+                f"{outputs.dtype}."
+            )
         shapes = [(n_words, n_states)] + [(n_words,)] * (n_states == 2)
         if outputs.shape not in shapes:
             raise ValueError(
@@ -1063,7 +1068,15 @@ def _check_covariance(covariance, x_dim, n_samples):
     (n_samples, x_dim, x_dim), checked symmetric positive semi-definite."""
     if covariance is None:
         return np.eye(x_dim)
-    if np.iscomplexobj(covariance):
+    try:
+        is_complex = np.iscomplexobj(covariance)
+    except ValueError as error:  # (a ragged list: numpy's "inhomogeneous shape")
+        raise ValueError(
+            f"covariance must be a rectangular array of shape ({x_dim}, {x_dim}) or "
+            f"({n_samples}, {x_dim}, {x_dim}); numpy could not make one of it: "
+            f"{error}"
+        ) from None
+    if is_complex:
         raise ValueError(
             "covariance must be real (a covariance of real inputs), got complex "
             "values."
@@ -1116,6 +1129,11 @@ def _optimal_preconditioner(cov, n_context, noise):
     ``C_n = (1 + 1/N) Sigma_n^2 + (tr Sigma_n + noise^2) / N Sigma_n``.
     """
     x_dim = cov.shape[-1]
+    # in float64 (a Python float's noise**2 raises OverflowError past ~1.3e154)
+    noise_variance = np.float64(noise) ** 2
+    if not np.isfinite(noise_variance):
+        # Gamma* ~ N / noise^2 (the labels are noise): zero in float64
+        return np.zeros((x_dim, x_dim))
     if cov.ndim == 2:
         variances, axes = np.linalg.eigh(cov)
         # eigenvalues within rounding of zero (numpy.linalg.matrix_rank's rule)
@@ -1123,13 +1141,13 @@ def _optimal_preconditioner(cov, n_context, noise):
         gains = np.zeros(x_dim)
         gains[kept] = 1 / (
             (1 + 1 / n_context) * variances[kept]
-            + (np.trace(cov) + noise**2) / n_context
+            + (np.trace(cov) + noise_variance) / n_context
         )
         return (axes * gains) @ axes.T
     traces = np.trace(cov, axis1=1, axis2=2)
     squares = cov @ cov
     second = (1 + 1 / n_context) * squares + (
-        (traces + noise**2) / n_context
+        (traces + noise_variance) / n_context
     )[:, None, None] * cov
     # vec(Sigma Gamma C) = (C^T kron Sigma) vec(Gamma), vec stacking columns.
     system = np.einsum("nij,nkl->jkil", second, cov).reshape(x_dim**2, x_dim**2)

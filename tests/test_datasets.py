@@ -1232,3 +1232,39 @@ def test_automaton_rollout_reads_one_score_for_two_states():
         prompts, 30, to_token=lambda o, s: to_token(o[:, 0], s)
     )
     np.testing.assert_array_equal((outputs[:, :, 0] > 0).astype(int), states)
+
+
+@pytest.mark.parametrize("per_prompt", [False, True], ids=["one", "per-prompt"])
+def test_incontext_noise_beyond_the_square_root_of_the_float_range(per_prompt):
+    """noise**2 of a Python float raised OverflowError (not a ValueError) for
+    noise above about 1.3e154; the best layer is then zero in float64
+    (Gamma* ~ N / noise^2), and the prompts are finite."""
+    cov = np.stack([np.eye(2)] * 4) if per_prompt else None
+    X, y, model = make_incontext_regression(
+        4, 3, 2, covariance=cov, noise=1e160, random_state=0
+    )
+    assert np.all(np.isfinite(X)) and np.all(np.isfinite(y))
+    np.testing.assert_array_equal(model.query_matrices, 0.0)
+
+
+def test_a_ragged_covariance_is_named():
+    """numpy's "inhomogeneous shape" alone, from np.iscomplexobj."""
+    with pytest.raises(ValueError, match=r"covariance must be a rectangular array"):
+        make_incontext_regression(3, 2, 2, covariance=[[1.0, 0.0], [0.0]])
+
+
+@pytest.mark.parametrize(
+    "outputs",
+    [
+        np.array([[None, 1.0], [1.0, 1.0]], dtype=object),
+        np.array([["a", "b"], ["c", "d"]]),
+        np.ones((2, 2)) + 1j,
+    ],
+    ids=["object", "str", "complex"],
+)
+def test_automaton_rollout_to_token_refuses_scores_that_are_not_real(outputs):
+    """Object and string scores failed in numpy's isfinite (a TypeError naming
+    no argument); complex ones were argmax-ed silently."""
+    _, to_token, _ = make_automaton_rollout(2, 3, 2, 2, random_state=0)
+    with pytest.raises(ValueError, match="to_token reads real scores"):
+        to_token(outputs, 0)
