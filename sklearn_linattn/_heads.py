@@ -1482,6 +1482,8 @@ class _Search:
                     return count
             if asked or done == folds.n_folds:
                 continue
+            if self.reproduces_lifted(count, errors, score_errors, partial=True):
+                continue  # (decided on all the folds: a tie passes there)
             failed_on = self.fails_whatever_follows(k, count, errors)
             if failed_on:
                 return replace(
@@ -1503,7 +1505,42 @@ class _Search:
             tie = 1 + self.error_tie
             if verdict.passes and score_cv_error > score_threshold * tie:
                 verdict = replace(verdict, passes=False, failed_on="scores")
+            if not verdict.passes and self.reproduces_lifted(
+                count, errors, score_errors
+            ):
+                # the lifted fit itself on these rows and on every fold: a tie
+                # of one function, not heads shown no better than it (judged
+                # against the lifted fit's own errors, which it has)
+                verdict = replace(
+                    verdict, passes=True, failed_on=None,
+                    threshold=float(self.lifted_cv[0]), score_threshold=lifted,
+                )
         return replace(verdict, folds_refitted=folds.n_folds)
+
+    def reproduces_lifted(self, count, errors, score_errors, partial=False):
+        """Whether a classifier's k heads compute the lifted fit on the data: their
+        training objective within ``tol^2`` of the signal above the lifted fit's
+        (where the data do not identify the coefficients, other heads fit them
+        alike) and, on every fold that holds rows, their refit's misclassified
+        weight and squared error of the class scores the lifted fit's (a tie).
+        ``partial``: folds not refitted yet (zero errors) are not held against
+        them."""
+        if self.folds.loss == "squared" or not count.training_loss <= self.tol**2:
+            return False
+        tie = self.error_tie
+        folds = self.folds
+        held = self.held_folds
+        for error, squared, lifted, lifted_squared, fold_held in zip(
+            errors, score_errors, folds.lifted_errors, folds.lifted_squared, held,
+            strict=True,
+        ):
+            if not fold_held or (partial and error == 0 and squared == 0):
+                continue
+            if abs(error - lifted) > tie * abs(lifted):
+                return False
+            if abs(squared - lifted_squared) > tie * abs(lifted_squared):
+                return False
+        return True
 
     def fails_whatever_follows(self, k, count, errors):
         """The test the folds refitted so far fail k heads on whatever the others

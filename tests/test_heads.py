@@ -1588,6 +1588,41 @@ def test_a_count_tied_with_the_lifted_fit_in_misclassified_rows_fails(monkeypatc
     assert accuracy >= np.mean(lifted.predict(X[52:]) == labels[52:]) - 0.02
 
 
+def test_a_classifiers_count_that_is_the_lifted_fit_on_the_data_passes():
+    """Positions and a constant (the documented recipe) leave the lifted
+    coefficients unidentified: two heads fit the training rows as the lifted fit
+    does (training objective within tol^2) and each fold's refit misclassifies
+    the same held-out rows with the same class scores. That tie is one function,
+    not heads shown no better than it: they pass, rather than every count up to
+    the lifted fit's 6 failing (3 classes: a search cut short at the work limit
+    with a ConvergenceWarning)."""
+    from sklearn.datasets import make_classification
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    from sklearn_linattn.preprocessing import PositionalEncoding
+
+    X, y = make_classification(
+        300, n_features=8, n_informative=5, n_classes=2, flip_y=0.05, random_state=0
+    )
+    X, _, y, _ = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+    Z = StandardScaler().fit_transform(X).reshape(len(X), 4, 2)
+    Z = PositionalEncoding(constant=True, padding=None).fit_transform(Z)
+    model = LinearAttentionClassifier().fit(Z, y)
+    lifted = LinearAttentionClassifier(n_heads=None).fit(Z, y)
+    search = model.head_search_
+    assert (model.n_heads_, search.criterion, search.complete) == (2, "cv", True)
+    assert lifted.n_heads_ > 2
+    passed = search.counts[-1]
+    assert passed.training_loss <= model.tol**2
+    assert passed.cv_error <= passed.threshold == search.cv_error
+    np.testing.assert_allclose(
+        model.decision_function(Z), lifted.decision_function(Z), atol=1e-10
+    )
+    fixed = LinearAttentionClassifier(n_heads=2).fit(Z, y).head_search_
+    assert fixed.passes
+
+
 def test_a_classifiers_count_must_predict_its_class_scores_as_well():
     """Nine sequences of a three-head d = 3 model, three classes (the largest of
     three outputs), alpha=0.1: one head's refits misclassified 4 of the 9
