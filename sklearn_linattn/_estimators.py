@@ -1194,7 +1194,8 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           ``tol``; on noisy data the fewest whose cross-validated error over 5
           folds of the sequences (dealt in turn: one by one, after the 40th in
           runs of consecutive sequences; squared error; for the
-          classifier, misclassified rows, strictly below) is at most the lifted
+          classifier, misclassified rows, strictly below, or tied on every
+          fold by a count that is the lifted fit on the data) is at most the lifted
           fit's lowered by how much more the lifted fit, with more degrees of
           freedom, gains from all the rows than from a fold's 80%, each fold
           refitted as ``n_heads=k`` fits it (for squared errors with ten rows

@@ -397,7 +397,11 @@ class CountFit:
     threshold : float
         The cross-validated error a count must not exceed (a misclassification
         rate must be below it: a tie with the lifted fit does not show heads as
-        good; theory page): the lifted
+        good, unless the count is the lifted fit on the data: ``training_loss``
+        within ``tol**2`` and every fold's refit tying the lifted fit's
+        misclassified weight and class scores, a count that then passes at
+        ``head_search_.cv_error``, its threshold, and ``score_threshold`` the
+        lifted fit's own, not lowered; theory page): the lifted
         fit's (``head_search_.cv_error``) lowered by the factor by which the
         lifted fit, with more degrees of freedom, gains more than k heads from
         being fitted to all the rows instead of a fold's 80% (the factor of
@@ -419,7 +423,8 @@ class CountFit:
         ``"tol"`` (exact data: not within ``tol``), ``"training"`` (its training
         error above ``threshold``), ``"gcv"`` (near interpolation, ``gcv_error``
         above the lifted fit's squared error), ``"refits"`` (its folds' refits'
-        error above ``threshold``, or, for misclassification, not below it),
+        error above ``threshold``, or, for misclassification, not below it
+        and the count not the lifted fit on the data: ``threshold``),
         ``"majority"`` (worse than the lifted fit on a majority of the folds),
         ``"output"`` (several outputs: worse than the lifted fit on one output,
         by more than 2 standard errors of the per-fold differences, theory page)

@@ -358,9 +358,11 @@ class HeadSearchDisplay:
         counts the search left undecided
         (above the count returned, or cut short by the work limit) at the last
         error measured, linearized refits' or training, and ``"tol"``,
-        counts that reproduce the lifted fit within ``tol``, drawn at its
-        cross-validated error, and ``"unmeasured"``, counts left undecided
-        before any error of theirs was measured, marked on the x-axis. On both
+        counts that reproduce the lifted fit within ``tol`` (or a classifier's
+        that pass as the lifted fit on the data, at their threshold: theory
+        page), drawn at its cross-validated error, and ``"unmeasured"``,
+        counts left undecided before any error of theirs was measured, marked
+        on the x-axis. On both
         panels, ``"unfitted"``: counts below the one returned (not for a fixed
         ``n_heads``; below the last one fitted where the work limit cut the
         search short) that were not fitted (ruled out, or left unfitted:
@@ -730,7 +732,15 @@ class HeadSearchDisplay:
                     label="k heads left undecided before a cross-validated or "
                     "training error was measured",
                 )
-            within = [count for count in counts if count.criterion == "tol"]
+            misclassification = self.error_name == "misclassification rate"
+            # a classifier's count that passes at its threshold, not below it:
+            # the lifted fit on the data (CountFit.threshold)
+            on_data = [
+                count for count in counts
+                if misclassification and count.passes and count.criterion == "cv"
+                and count.cv_error >= count.threshold
+            ]
+            within = [count for count in counts if count.criterion == "tol"] + on_data
             if within:
                 lines["tol"] = ax.plot(
                     [count.n_heads for count in within],
@@ -738,7 +748,9 @@ class HeadSearchDisplay:
                     marker="s",
                     linestyle="none",
                     color="C2",
-                    label="k heads reproducing the lifted fit (tol)",
+                    label="k heads reproducing the lifted fit on the data"
+                    if on_data
+                    else "k heads reproducing the lifted fit (tol)",
                 )[0]
             lines["lifted"] = ax.axhline(
                 search.cv_error, color="gray", linestyle="--", label="lifted fit"
@@ -754,7 +766,7 @@ class HeadSearchDisplay:
                     markeredgewidth=EDGE_WIDTH,
                     linestyle="none",
                     label="threshold of k heads (a count must be below it)"
-                    if self.error_name == "misclassification rate"
+                    if misclassification
                     else "threshold of k heads (a count must not exceed it)",
                 )[0]
             self.band_ = ax.axhspan(

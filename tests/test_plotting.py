@@ -15,6 +15,7 @@ from conftest import (
     seventeen_sequences_three_labels,
 )
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 
 from sklearn_linattn import (
@@ -318,6 +319,32 @@ def test_search_display_shows_what_failed_counts_within_the_threshold(
         on_training = {c.n_heads for c in search.counts if c.failed_on == "training"}
         assert set(display.lines_["training"].get_xdata()) == on_training
 
+
+
+def test_search_display_marks_a_classifiers_count_that_is_the_lifted_fit_on_the_data():
+    """A classifier's count that passes as the lifted fit on the data sits at
+    its threshold, not below it as the legend asks of the others: it is drawn
+    with the counts reproducing the lifted fit, so named (positions and a
+    constant on 210 rows of make_classification: 2 heads of the lifted fit's
+    6)."""
+    from sklearn.datasets import make_classification
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = make_classification(
+        300, n_features=8, n_informative=5, n_classes=2, flip_y=0.05, random_state=0
+    )
+    X, _, y, _ = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+    Z = StandardScaler().fit_transform(X).reshape(len(X), 4, 2)
+    Z = PositionalEncoding(constant=True, padding=None).fit_transform(Z)
+    model = LinearAttentionClassifier().fit(Z, y)
+    search = model.head_search_
+    on_data = [c for c in search.counts if c.passes and c.cv_error >= c.threshold]
+    assert [c.n_heads for c in on_data] == [model.n_heads_]
+    display = HeadSearchDisplay.from_estimator(model)
+    drawn = display.lines_["tol"]
+    np.testing.assert_array_equal(drawn.get_xdata(), [model.n_heads_])
+    np.testing.assert_array_equal(drawn.get_ydata(), [search.cv_error])
+    assert drawn.get_label() == "k heads reproducing the lifted fit on the data"
 
 def test_search_display_draws_a_fixed_counts_training_failure_beside_its_refits():
     """n_heads=k failed on its training error is still refitted on its folds:
