@@ -226,6 +226,26 @@ def few_sequences_three_classes(n_test=2000):
     return X[: 9 + n_test], np.argmax(scores[: 9 + n_test], axis=1)
 
 
+
+def classes_with_positions_and_a_constant():
+    """``(Z, y)``: 210 rows of ``make_classification`` (8 features, 2 classes,
+    a stratified 70% of 300), standardized, as 4 tokens of 2 features with
+    positions and a constant (``PositionalEncoding(constant=True)``, d = 7):
+    the lifted coefficients are not identified, and 2 heads are the lifted
+    fit on the data."""
+    from sklearn.datasets import make_classification
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    from sklearn_linattn.preprocessing import PositionalEncoding
+
+    X, y = make_classification(
+        300, n_features=8, n_informative=5, n_classes=2, flip_y=0.05, random_state=0
+    )
+    X, _, y, _ = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+    Z = StandardScaler().fit_transform(X).reshape(len(X), 4, 2)
+    return PositionalEncoding(constant=True, padding=None).fit_transform(Z), y
+
 def fifteen_diabetes_sequences(n_extra=0):
     """Fifteen samples of sklearn's diabetes (a seeded draw), standardized on
     them, as 5 tokens of 2 features with positions and a constant (d = 8, p =

@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 import pytest
 from conftest import (
+    classes_with_positions_and_a_constant,
     few_sequences_three_classes,
     fifteen_diabetes_sequences,
     hidden_head_outputs,
@@ -1596,18 +1597,7 @@ def test_a_classifiers_count_that_is_the_lifted_fit_on_the_data_passes():
     not heads shown no better than it: they pass, rather than every count up to
     the lifted fit's 6 failing (3 classes: a search cut short at the work limit
     with a ConvergenceWarning)."""
-    from sklearn.datasets import make_classification
-    from sklearn.model_selection import train_test_split
-    from sklearn.preprocessing import StandardScaler
-
-    from sklearn_linattn.preprocessing import PositionalEncoding
-
-    X, y = make_classification(
-        300, n_features=8, n_informative=5, n_classes=2, flip_y=0.05, random_state=0
-    )
-    X, _, y, _ = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
-    Z = StandardScaler().fit_transform(X).reshape(len(X), 4, 2)
-    Z = PositionalEncoding(constant=True, padding=None).fit_transform(Z)
+    Z, y = classes_with_positions_and_a_constant()
     model = LinearAttentionClassifier().fit(Z, y)
     lifted = LinearAttentionClassifier(n_heads=None).fit(Z, y)
     search = model.head_search_

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pytest
 from conftest import (
+    classes_with_positions_and_a_constant,
     few_sequences_three_classes,
     hidden_head_outputs,
     noiseless_far_from_zero,
@@ -15,7 +16,6 @@ from conftest import (
     seventeen_sequences_three_labels,
 )
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
-from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 
 from sklearn_linattn import (
@@ -327,15 +327,7 @@ def test_search_display_marks_a_classifiers_count_that_is_the_lifted_fit_on_the_
     with the counts reproducing the lifted fit, so named (positions and a
     constant on 210 rows of make_classification: 2 heads of the lifted fit's
     6)."""
-    from sklearn.datasets import make_classification
-    from sklearn.preprocessing import StandardScaler
-
-    X, y = make_classification(
-        300, n_features=8, n_informative=5, n_classes=2, flip_y=0.05, random_state=0
-    )
-    X, _, y, _ = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
-    Z = StandardScaler().fit_transform(X).reshape(len(X), 4, 2)
-    Z = PositionalEncoding(constant=True, padding=None).fit_transform(Z)
+    Z, y = classes_with_positions_and_a_constant()
     model = LinearAttentionClassifier().fit(Z, y)
     search = model.head_search_
     on_data = [c for c in search.counts if c.passes and c.cv_error >= c.threshold]
