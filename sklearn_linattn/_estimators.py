@@ -28,7 +28,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.class_weight import compute_sample_weight
+from sklearn.utils.class_weight import compute_class_weight, compute_sample_weight
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
@@ -656,8 +656,12 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
         # weight), as fit would assign them (the head count's held-out
         # criterion), where the read-out uses them.
         first_sample = 0 if first_call else self._positive_sequences
-        keep_folds = self.n_heads is not None and (
-            first_call or self._fold_statistics is not None
+        # (kept from the first call on: a later call with n_heads=None keeps
+        # them, so that n_heads="auto" afterwards still has its folds)
+        keep_folds = (
+            self.n_heads is not None
+            if first_call
+            else self._fold_statistics is not None
         )
         # A later batch far larger than the first can overflow in the kept
         # scales: _check_batch_scale refuses it with a clear error, without
@@ -1825,7 +1829,7 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
             return weights
         validate_class_weight(self.class_weight)
         if self.positions == "last":
-            class_weights = compute_sample_weight(self.class_weight, labels)
+            class_weights = self._class_weights(labels)
             row_weights = class_weights if weights is None else weights * class_weights
         else:
             # Per position: "balanced" counts the real positions only (left
@@ -1833,9 +1837,7 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
             real = ~padding_row_mask(sequences).ravel()
             class_weights = np.zeros(labels.shape[0])
             if real.any():
-                class_weights[real] = compute_sample_weight(
-                    self.class_weight, labels[real]
-                )
+                class_weights[real] = self._class_weights(labels[real])
             base = 1.0 if weights is None else np.repeat(weights, sequences.shape[1])
             row_weights = base * class_weights
         if require_positive and row_weights.size and not np.any(row_weights):
@@ -1844,6 +1846,20 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
                 "training row weight zero: at least one must be positive."
             )
         return row_weights
+
+    def _class_weights(self, labels):
+        """Each label's class weight. A dict weighs each of ``classes_`` (every
+        class the model knows, not only those in ``labels``): a ``partial_fit``
+        batch without some of the classes the dict names gives its rows the
+        weights ``fit`` on all the batches gives them (scikit-learn's
+        ``compute_sample_weight`` refuses a dict naming a class absent from
+        ``labels`` when another class present is not named)."""
+        if not isinstance(self.class_weight, dict):  # "balanced": all the labels
+            return compute_sample_weight(self.class_weight, labels)
+        per_class = compute_class_weight(
+            self.class_weight, classes=self.classes_, y=labels
+        )
+        return per_class[np.searchsorted(self.classes_, labels)]
 
     def _note_present_classes(self, labels, weights, first):
         """Record the classes with training rows of positive weight (a class

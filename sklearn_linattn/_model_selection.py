@@ -1767,6 +1767,7 @@ feature_names_in_
     _labels = LinearAttentionClassifier._labels
     _encoded_labels = LinearAttentionClassifier._encoded_labels
     _row_weights = LinearAttentionClassifier._row_weights
+    _class_weights = LinearAttentionClassifier._class_weights
     decision_function = LinearAttentionClassifier.decision_function
     predict = LinearAttentionClassifier.predict
     _single_column = LinearAttentionClassifier._single_column  # generate's shapes

@@ -534,6 +534,42 @@ def test_partial_fit_takes_a_later_batch_of_zero_weight(rng, Estimator):
         )
 
 
+@pytest.mark.parametrize("positions", ["last", "all"])
+def test_partial_fit_batches_without_a_class_the_class_weight_names(rng, positions):
+    """A class_weight dict naming some classes (the others weigh 1): a batch
+    holding an unnamed class but not every named one raised scikit-learn's
+    "The classes, ['dog'], are not in class_weight", though fit on all the
+    batches takes the same data; now each batch's rows weigh as in that fit."""
+    X = random_sequences(rng, 60, 4, 2)
+    names = np.array(["cat", "dog", "emu"])
+    y = names[np.arange(60) % 3]
+    if positions == "all":
+        y = np.repeat(y[:, None], 4, axis=1)
+    weights = {"cat": 2.0, "emu": 0.5}
+    kwargs = dict(n_heads=None, class_weight=weights, positions=positions)
+    full = LinearAttentionClassifier(**kwargs).fit(X, y)
+    streamed = LinearAttentionClassifier(**kwargs)
+    for row in range(60):  # one sequence a batch: one class each
+        streamed.partial_fit(X[row : row + 1], y[row : row + 1], classes=names)
+    np.testing.assert_allclose(streamed.coef_, full.coef_, rtol=1e-9, atol=1e-12)
+
+
+def test_partial_fit_keeps_the_folds_through_a_call_with_n_heads_none(rng):
+    """The held-out folds of a stream whose first call searched the head count
+    are kept through a later call with n_heads=None (set_params between
+    batches): n_heads="auto" afterwards judges counts as fit does, where the
+    folds were dropped and the lifted fit's heads came back with a warning."""
+    X, y, _ = make_random_mhla(300, 8, 4, n_heads=2, noise=0.03, random_state=3)
+    full = LinearAttentionRegressor().fit(X, y)
+    streamed = LinearAttentionRegressor().partial_fit(X[:100], y[:100])
+    streamed.set_params(n_heads=None).partial_fit(X[100:200], y[100:200])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        streamed.set_params(n_heads="auto").partial_fit(X[200:], y[200:])
+        assert streamed.n_heads_ == full.n_heads_ == 2
+    assert streamed.head_search_.criterion == full.head_search_.criterion == "cv"
+
+
 def test_auto_picks_by_size_and_memory():
     gib = 2**30
     assert choose_solver(100, 288, memory=8 * gib) == "dual"
