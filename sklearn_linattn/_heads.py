@@ -90,7 +90,8 @@ RESOLUTION = 1e-6
 SLACK = 0.0
 # Held-out errors within max(ERROR_TIE, min(TIE_PER_TOL * tol, TIE_LIMIT))
 # (relative) of the lifted fit's tie with it: no worse, and within a squared-error
-# threshold; a classifier's count passes only below it.
+# threshold; a classifier's count passes only below it (unless it is the lifted
+# fit on the data: _Search.reproduces_lifted).
 ERROR_TIE = 1e-9
 TIE_PER_TOL = 10.0
 TIE_LIMIT = 1e-6
@@ -534,8 +535,9 @@ class HeadReadout:
         The lifted fit's cross-validated error and its standard error across
         the folds (NaN without folds, or where every row of positive weight
         lies in one sequence); a count passes "cv" at or below its
-        ``threshold`` (:class:`CountFit`; misclassification below it), at most
-        ``cv_error``. Squared errors
+        ``threshold`` (:class:`CountFit`; misclassification below it, unless
+        the count is the lifted fit on the data: then at its threshold,
+        ``cv_error`` itself), at most ``cv_error``. Squared errors
         are in the targets' units squared, per unit of sample weight and per
         output, each output's weighted by ``output_weights`` squared.
     gcv_error : float
