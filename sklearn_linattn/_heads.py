@@ -399,8 +399,8 @@ class CountFit:
         The cross-validated error a count must not exceed (a misclassification
         rate must be below it: a tie with the lifted fit does not show heads as
         good, unless the count is the lifted fit on the data: ``training_loss``
-        within ``tol**2`` and every fold's refit tying the lifted fit's
-        misclassified weight and class scores, a count that then passes at
+        within ``tol**2`` and every fold's refit no worse than the lifted
+        fit's in misclassified weight and class scores, a count that passes at
         ``head_search_.cv_error``, its threshold, and ``score_threshold`` the
         lifted fit's own, not lowered; theory page): the lifted
         fit's (``head_search_.cv_error``) lowered by the factor by which the
@@ -1529,7 +1529,9 @@ class _Search:
         training objective within ``tol^2`` of the signal above the lifted fit's
         (where the data do not identify the coefficients, other heads fit them
         alike) and, on every fold that holds rows, their refit's misclassified
-        weight and squared error of the class scores the lifted fit's (a tie).
+        weight and squared error of the class scores no worse than the lifted
+        fit's (a tie, or a fold where the refit, not quite the fold's lifted fit,
+        predicts better).
         ``partial``: folds not refitted yet (zero errors) are not held against
         them."""
         if self.folds.loss == "squared" or not count.training_loss <= self.tol**2:
@@ -1543,9 +1545,9 @@ class _Search:
         ):
             if not fold_held or (partial and error == 0 and squared == 0):
                 continue
-            if abs(error - lifted) > tie * abs(lifted):
+            if error - lifted > tie * abs(lifted):
                 return False
-            if abs(squared - lifted_squared) > tie * abs(lifted_squared):
+            if squared - lifted_squared > tie * abs(lifted_squared):
                 return False
         return True
 
