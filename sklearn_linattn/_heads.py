@@ -1505,7 +1505,7 @@ class _Search:
             # "How many heads")
             score_cv_error = float(np.sum(score_errors)) / folds.squared_weight
             lifted = float(np.sum(folds.lifted_squared)) / folds.squared_weight
-            score_threshold = self.size_ratio(k) * lifted
+            score_threshold = float(self.size_ratio(k) * lifted)
             verdict = replace(
                 verdict, score_cv_error=score_cv_error, score_threshold=score_threshold
             )

@@ -944,7 +944,7 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                 "tried and scores better than its neighbour: the best alpha may lie "
                 f"beyond the grid; {wider}.",
                 UserWarning,
-                stacklevel=5,
+                stacklevel=caller_stacklevel(),
             )
 
     # --- the cross-validation ---------------------------------------------------
@@ -960,8 +960,11 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         groups,
         single_output,
         alphas,
+        split_X=None,
     ):
-        """Choose alpha, then set the model for it; returns ``self``."""
+        """Choose alpha, then set the model for it; returns ``self``. ``split_X``
+        is the ``X`` a splitter sees (the input as given to ``fit``, as
+        ``GridSearchCV`` passes it)."""
         if not self.store_cv_results:  # not a previous fit's
             self.__dict__.pop("cv_results_", None)
         distributed = is_dask_array(sequences)
@@ -1076,6 +1079,7 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                     alphas,
                     scorer,
                     exponent,
+                    split_X,
                 )
         self._warn_about_scores(scores)
         scores = np.where(np.isfinite(scores), scores, -np.inf)
@@ -1132,6 +1136,7 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         alphas,
         scorer,
         exponent,
+        split_X=None,
     ):
         """The total statistics (None in kernel form, ``mode="dual"``), the alphas
         in rescaled units and the mean score of each over the folds (the default
@@ -1143,7 +1148,11 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
             splits = self.cv  # (train, test) pairs, checked one by one in _Folds
         else:
             splitter = check_cv(self.cv, split_y, classifier=self._is_classifier)
-            splits = splitter.split(np.zeros((n_samples, 1)), split_y, groups)
+            # the input as fit got it, as GridSearchCV passes it (a splitter may
+            # read X); placeholders for a Dask array, not computed to split it
+            if split_X is None or is_dask_array(split_X):
+                split_X = np.zeros((n_samples, 1))
+            splits = splitter.split(split_X, split_y, groups)
         folds = _Folds(splits, n_samples)
 
         def rows(array, samples):
@@ -1231,7 +1240,10 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                     scorer, predictions[:, index], test_truth, test_weights,
                     test_kept, exponent,
                 )
-            self._log(f"fold {fold + 1}/{len(folds.splits)}: {fold_scores[fold]}")
+            if self.verbose:  # in the data's units, as cv_scores_ (not 2**exponent's)
+                with np.errstate(over="ignore"):
+                    shown = np.ldexp(fold_scores[fold], 2 * exponent)
+                self._log(f"fold {fold + 1}/{len(folds.splits)}: {shown}")
         if not scored.any():
             raise ValueError(
                 "No test set of cv holds a row to score: each holds left padding "
@@ -1512,10 +1524,11 @@ certificate_, head_search_, token_dim_, n_features_in_, feature_names_in_
     interpolates). Its leave-one-out residual is the limit of ``r_i / (1 - h_i)``,
     computed from the same eigendecomposition: the prediction of the
     minimum-norm fit of the other sequences, exactly, for ``alpha=0`` and tiny
-    alphas alike. A score is ``-inf`` only where it is not a number in float64:
-    where ``1 - h_i`` is below its rounding (about ``eps`` times the condition
-    number of the Gram, e.g. one sequence 10 times larger than the others: the
-    Gram grows as the sixth power of the token scale), or, from the Gram
+    alphas alike. A score is ``-inf`` only where it is no reliable number in
+    float64: where ``1 - h_i`` is below 100 times its rounding (``100 eps`` times
+    the condition number of the Gram, at least ``1e-9``; e.g. one sequence 10
+    times larger than the others: the Gram grows as the sixth power of the token
+    scale), or, from the Gram
     (``gcv_mode="normal"``), where the limit would need the squared eigenvalues
     of a Gram of condition number above ``1e10``; such an alpha is never chosen
     unless every alpha is. Sequences whose scales differ by about ``1e3`` or
@@ -1636,6 +1649,7 @@ certificate_, head_search_, token_dim_, n_features_in_, feature_names_in_
                 groups,
                 single_output,
                 alphas,
+                split_X=X,
             )
 
 
@@ -1671,7 +1685,13 @@ batch_size, n_jobs, verbose, gcv_mode, store_cv_results
         See :class:`LinearAttentionRegressorCV`.
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes in the least-squares objective and in the default
-        score, as in :class:`LinearAttentionClassifier`.
+        score, as in :class:`LinearAttentionClassifier`. ``"balanced"`` is
+        computed once, from the class counts of all of ``y`` (as
+        ``RidgeClassifierCV`` does), and every fold is fitted with those weights;
+        ``GridSearchCV`` over ``LinearAttentionClassifier(class_weight="balanced")``
+        recomputes them from each training fold's counts, so its fold models,
+        scores and possibly its choice differ (with a dict both fit the same
+        models).
 
     Attributes
     ----------
@@ -1846,4 +1866,5 @@ feature_names_in_
                 groups,
                 False,
                 alphas,
+                split_X=X,
             )

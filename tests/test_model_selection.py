@@ -1639,3 +1639,83 @@ def test_groups_with_leave_one_out_warn_that_they_are_ignored(rng):
         LinearAttentionRegressorCV([0.0, 1.0], cv=LeaveOneGroupOut(), n_heads=None).fit(
             X, y, groups=groups
         )
+
+
+def test_verbose_fold_scores_are_in_the_data_units(capsys):
+    """verbose=1 prints each fold's scores as cv_scores_ averages them: in the
+    targets' units, not in the powers of two the default score is formed in
+    (targets of about 1e3 had been printed 2**-20 times too small)."""
+    X, y, _ = make_random_mhla(60, 5, 3, n_heads=2, noise=0.5, random_state=0)
+    model = LinearAttentionRegressorCV(
+        alphas=[1.0, 10.0], cv=KFold(3), n_heads=None, verbose=1
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(X, 1000 * y)
+    out = capsys.readouterr().out.splitlines()
+    lines = [line for line in out if "] fold " in line]
+    assert len(lines) == 3
+    printed = np.array(
+        [np.array(line.split(": ", 1)[1].strip("[]").split(), float) for line in lines]
+    )
+    np.testing.assert_allclose(printed.mean(axis=0), model.cv_scores_, rtol=1e-6)
+
+
+def test_a_splitter_sees_X_as_gridsearchcv_passes_it():
+    """A splitter that reads X (here: hold out the sequences of largest norm)
+    splits as in GridSearchCV; it had been handed zeros of shape (n, 1), so it
+    held out the last sequences instead, silently."""
+    from sklearn.model_selection import BaseCrossValidator
+
+    class LargestOut(BaseCrossValidator):
+        def _iter_test_indices(self, X, y=None, groups=None):
+            norms = np.linalg.norm(np.asarray(X).reshape(len(X), -1), axis=1)
+            yield np.argsort(norms, kind="stable")[-len(X) // 4 :]
+
+        def get_n_splits(self, X=None, y=None, groups=None):
+            return 1
+
+    X, y, _ = make_random_mhla(60, 5, 3, n_heads=2, noise=0.5, random_state=0)
+    alphas = [0.0, 1.0, 10.0]
+    search = GridSearchCV(
+        LinearAttentionRegressor(n_heads=None), {"alpha": alphas}, cv=LargestOut(),
+        scoring="neg_mean_squared_error",
+    ).fit(X, y)
+    rows = X.reshape(60, -1)  # as given: the splitter sees the rows, not tokens
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = LinearAttentionRegressorCV(
+            alphas=alphas, cv=LargestOut(), n_heads=None, token_dim=3
+        ).fit(rows, y)
+        labels = np.where(y > np.median(y), "high", "low")
+        classifier = LinearAttentionClassifierCV(
+            alphas=alphas, cv=LargestOut(), n_heads=None
+        ).fit(X, labels)
+        expected = GridSearchCV(
+            LinearAttentionClassifier(n_heads=None), {"alpha": alphas},
+            cv=LargestOut(),
+        ).fit(X, labels)
+    np.testing.assert_allclose(
+        model.cv_scores_, search.cv_results_["mean_test_score"], rtol=1e-10
+    )
+    np.testing.assert_array_equal(
+        classifier.cv_scores_, expected.cv_results_["mean_test_score"]
+    )
+
+
+def test_the_wider_grid_warning_points_at_the_users_line():
+    """The warning that alpha_ is at an edge of the grid is attributed to the
+    user's call, also through a Pipeline (a fixed stacklevel pointed into
+    scikit-learn's pipeline.py)."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    X, y, _ = make_random_mhla(60, 5, 3, n_heads=2, noise=0.5, random_state=0)
+    model = LinearAttentionRegressorCV(alphas=[0.0, 1.0], n_heads=None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(X, y)
+        make_pipeline(FunctionTransformer(), model).fit(X, y)
+    edges = [w for w in caught if "the best alpha may lie" in str(w.message)]
+    assert len(edges) == 2
+    assert {w.filename for w in edges} == {__file__}
