@@ -4,7 +4,7 @@ Implements Yau et al., "Learning Linear Attention in Polynomial Time" (NeurIPS 2
 arXiv:2410.10101) as scikit-learn estimators.
 """
 
-from . import preprocessing
+from . import datasets, preprocessing
 from ._attention import MultiHeadLinearAttention
 from ._certificate import IdentifiabilityCertificate, certify
 from ._estimators import (
@@ -32,6 +32,7 @@ __all__ = [
     "LinearAttentionRegressorCV",
     "MultiHeadLinearAttention",
     "certify",
+    "datasets",
     "generate_pipeline",
     "preprocessing",
     "__version__",

@@ -226,6 +226,13 @@ _NAN_PADDING_HINT = (
 )
 
 
+def _is_pandas_frame(X):
+    """Whether ``X`` is a pandas DataFrame, without importing pandas."""
+    return type(X).__module__.split(".")[0] == "pandas" and (
+        type(X).__name__ == "DataFrame"
+    )
+
+
 def _ragged_series(items):
     """A list of series as float64 arrays of shape (n_channels, n_timepoints_i)
     (1-D items are univariate series)."""
@@ -233,6 +240,15 @@ def _ragged_series(items):
     for i, item in enumerate(items):
         if sp.issparse(item):
             raise TypeError(f"series {i} is a sparse matrix; pass a dense array.")
+        if _is_pandas_frame(item):
+            # (read as (n_channels, n_timepoints_i), transposed without a word)
+            raise ValueError(
+                f"series {i} is a DataFrame: sktime's df-list holds one per case "
+                "with the time points as rows, (n_timepoints_i, n_channels), the "
+                "transpose of the layout read here, (n_channels, n_timepoints_i). "
+                "Pass [df.to_numpy().T for df in X] (or [df.to_numpy() for df in "
+                "X] if their rows are the channels)."
+            )
         if np.iscomplexobj(item):
             raise ValueError(
                 f"series {i} is complex; complex data is not supported (the "
@@ -412,6 +428,9 @@ class SeriesToTokens(TransformerMixin, BooleanRefusingParamsMixin, BaseEstimator
             "SeriesToTokens().fit_transform(X)) and pass those steps rows "
             "Z.reshape(len(Z), -1) with token_dim=Z.shape[2]",
         )
+        _refuse_changed_since_fit(
+            self, "window", self.window * self.n_channels_ != self.token_dim_out_
+        )
         series = self._checked_series(X, self.n_channels_)
         k = self.window
         tokens = [s[:, s.shape[1] % k :].T.reshape(-1, k * s.shape[0]) for s in series]
@@ -451,6 +470,9 @@ class SeriesToTokens(TransformerMixin, BooleanRefusingParamsMixin, BaseEstimator
          'token1_temp_step1', 'token1_wind_step1']
         """
         check_is_fitted(self)
+        _refuse_changed_since_fit(
+            self, "window", self.window * self.n_channels_ != self.token_dim_out_
+        )
         channels = check_input_features(self, input_features)
         steps = [""] if self.window == 1 else [f"_step{j}" for j in range(self.window)]
         return np.asarray(
@@ -489,6 +511,17 @@ class SeriesToTokens(TransformerMixin, BooleanRefusingParamsMixin, BaseEstimator
                 raise ValueError(
                     f"{_SERIES_LAYOUT}; got {got}. Reshape your data: one "
                     "univariate series s of shape (n_timepoints,) is s[None]."
+                )
+            levels = getattr(getattr(X, "index", None), "nlevels", 1)
+            if _is_pandas_frame(X) and levels > 1:
+                # (its rows, a row per case and time point, were read as cases)
+                raise ValueError(
+                    f"X is a DataFrame with a {levels}-level row index, as sktime's "
+                    "pd-multiindex layout holds series (a row per case and time "
+                    "point, the channels as columns), while 2-D rows are read as "
+                    "univariate series (n_cases, n_timepoints). Pass one array "
+                    "(n_channels, n_timepoints_i) per case: [group.to_numpy().T "
+                    "for _, group in X.groupby(level=0, sort=False)]."
                 )
             _refuse_dates("X", X)
             _refuse_complex("X", X, "series are real numbers")
@@ -684,6 +717,19 @@ def _without_token_prefix(names, t):
     if all(str(name).startswith(prefix) for name in names):
         return [str(name)[len(prefix) :] for name in names]
     return [str(name) for name in names]
+
+
+def _refuse_changed_since_fit(estimator, name, changed):
+    """Raise when parameter ``name``, which sets ``token_dim_out_``, was changed
+    by ``set_params`` after ``fit`` (``changed``): the output would not have the
+    token dimension the fit reported (for ``PositionalEncoding``'s ``constant``,
+    numpy failed with "could not broadcast input array")."""
+    if changed:
+        raise ValueError(
+            f"{name}={getattr(estimator, name)!r} was set after fit, which gave "
+            f"token_dim_out_={estimator.token_dim_out_} with another value; fit "
+            f"{type(estimator).__name__} again."
+        )
 
 
 def _refuse_dataframe_output(estimator, when, fix):
@@ -907,6 +953,7 @@ class PositionalEncoding(
         """
         check_is_fitted(self)
         self._validate_params_used_after_fit(("kind", "constant", "padding", "origin"))
+        self._refuse_changed_constant()
         sequences, was_2d = self._validate_tokens(X, reset=False)
         n_samples, n_tokens, _ = sequences.shape
         # the output, and the position features before they are copied in
@@ -924,8 +971,13 @@ class PositionalEncoding(
         out[~real] = 0.0
         return self._output(out, was_2d)
 
+    def _refuse_changed_constant(self):
+        appended = self.token_dim_out_ - self.token_dim_ - self.n_positions_
+        _refuse_changed_since_fit(self, "constant", int(self.constant) != appended)
+
     def _extra_names(self):
         """Names of the position and constant features of a token."""
+        self._refuse_changed_constant()
         if self.kind == "onehot":
             names = [f"position{k}" for k in range(self.n_positions_)]
         else:

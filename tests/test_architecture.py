@@ -52,3 +52,23 @@ def test_module_imports_have_no_cycle():
         graphlib.TopologicalSorter(graph).prepare()
     except graphlib.CycleError as error:
         raise AssertionError(f"modules import each other: {error.args[1]}") from None
+
+
+def test_public_submodules_are_attributes_of_the_package():
+    """``import sklearn_linattn`` gave ``sklearn_linattn.preprocessing`` but not
+    ``sklearn_linattn.datasets`` (AttributeError until imported by name), though
+    the API page names both as where everything public is imported from."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sklearn_linattn as s; "
+        "print(s.datasets.make_random_mhla.__name__, s.preprocessing.__name__, "
+        "{'datasets', 'preprocessing'} <= set(s.__all__))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": str(PACKAGE.parent)}, check=True,
+    ).stdout.split()
+    assert out == ["make_random_mhla", "sklearn_linattn.preprocessing", "True"]

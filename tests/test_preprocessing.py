@@ -1486,3 +1486,57 @@ def test_a_pipeline_refuses_one_2d_sequence_with_the_shape_to_pass(first):
     # rows of one token each, as fitted: no refusal
     rows = first.fit(X[:, 0, :]).transform(X[:, 0, :])
     assert rows.shape[0] == 40
+
+
+def test_series_in_sktime_pandas_layouts_are_refused_naming_the_fix(rng):
+    """sktime's pd-multiindex DataFrame (a row per case and time point) was read
+    as 2-D rows of univariate series, (3 cases x 5 points, 2 channels) -> shape
+    (15, 2, 1); its df-list (a DataFrame (n_timepoints, n_channels) per case)
+    came out transposed, (3, 2, 5) for 3 cases of 5 points of 2 channels."""
+    import pandas as pd
+
+    values = rng.normal(size=(3, 5, 2))  # cases, time points, channels
+    index = pd.MultiIndex.from_product([range(3), range(5)])
+    multi = pd.DataFrame(values.reshape(15, 2), index=index, columns=["a", "b"])
+    with pytest.raises(ValueError, match="2-level row index.*groupby"):
+        SeriesToTokens().fit(multi)
+    fixed = [g.to_numpy().T for _, g in multi.groupby(level=0, sort=False)]
+    np.testing.assert_array_equal(SeriesToTokens().fit_transform(fixed), values)
+
+    frames = [pd.DataFrame(case, columns=["a", "b"]) for case in values]
+    with pytest.raises(ValueError, match=r"series 0 is a DataFrame.*to_numpy\(\)\.T"):
+        SeriesToTokens().fit(frames)
+    encoder = SeriesToTokens().fit(values.transpose(0, 2, 1))
+    with pytest.raises(ValueError, match="series 0 is a DataFrame"):
+        encoder.transform(frames)
+    fixed = [df.to_numpy().T for df in frames]
+    np.testing.assert_array_equal(encoder.transform(fixed), values)
+    # one univariate series per case as a pandas Series still works
+    univariate = [pd.Series(case[:, 0]) for case in values]
+    assert SeriesToTokens().fit_transform(univariate).shape == (3, 5, 1)
+
+
+@pytest.mark.parametrize(
+    "transformer, params",
+    [
+        (PositionalEncoding(), {"constant": False}),
+        (PositionalEncoding(constant=False), {"constant": True}),
+        (SeriesToTokens(), {"window": 2}),
+    ],
+)
+def test_parameters_that_set_the_token_dimension_changed_after_fit_are_named(
+    transformer, params
+):
+    """PositionalEncoding(constant=...) changed after fit failed in numpy ("could
+    not broadcast input array from shape (5,5) into shape (4,5,6)");
+    SeriesToTokens(window=...) returned tokens of another dimension than its
+    token_dim_out_, and names of the fitted window."""
+    X = np.random.default_rng(0).normal(size=(4, 5, 2))
+    fitted = transformer.fit(X).set_params(**params)
+    name = next(iter(params))
+    with pytest.raises(ValueError, match=f"{name}=.* was set after fit.*fit"):
+        fitted.transform(X)
+    with pytest.raises(ValueError, match=f"{name}=.* was set after fit"):
+        fitted.get_feature_names_out()
+    refitted = fitted.fit(X)
+    assert refitted.transform(X).shape[2] == refitted.token_dim_out_
