@@ -263,6 +263,7 @@ class AttentionHeadsDisplay:
                 axes.tick_params(length=0, labelsize=7)
             ax[0, h].set_yticks(np.arange(n_outputs))
             ax[1, h].set_yticks(ticks, labels)
+            ax[0, h].set_xlabel("value feature", fontsize=8)
             ax[1, h].set_xlabel("query feature", fontsize=8)
             ax[0, h].set_title(
                 f"head {h + 1}\n$\\|V\\|\\,\\|Q\\|$ = {strength:.2g}", fontsize=9
@@ -748,7 +749,8 @@ class HeadSearchDisplay:
                     marker="s",
                     linestyle="none",
                     color="C2",
-                    label="k heads reproducing the lifted fit on the data"
+                    label="k heads reproducing the lifted fit on the data "
+                    "(they pass at their threshold)"
                     if on_data
                     else "k heads reproducing the lifted fit (tol)",
                 )[0]

@@ -336,7 +336,10 @@ def test_search_display_marks_a_classifiers_count_that_is_the_lifted_fit_on_the_
     drawn = display.lines_["tol"]
     np.testing.assert_array_equal(drawn.get_xdata(), [model.n_heads_])
     np.testing.assert_array_equal(drawn.get_ydata(), [search.cv_error])
-    assert drawn.get_label() == "k heads reproducing the lifted fit on the data"
+    assert drawn.get_label() == (
+        "k heads reproducing the lifted fit on the data "
+        "(they pass at their threshold)"
+    )
 
 def test_search_display_draws_a_fixed_counts_training_failure_beside_its_refits():
     """n_heads=k failed on its training error is still refitted on its folds:

@@ -33,8 +33,8 @@ for n_heads in range(1, d + 1):
     )
 
 # %%
-# Singular values of the folded coefficients, one generating head pair
-# --------------------------------------------------------------------
+# Singular values of the folded coefficients, two generating heads
+# ----------------------------------------------------------------
 X, y, truth = make_random_mhla(3 * p, 12, d, n_heads=2, random_state=0)
 paper = LinearAttentionRegressor(n_heads=None).fit(X, y)
 minimal = LinearAttentionRegressor().fit(X, y)

@@ -71,7 +71,7 @@ ax.semilogx(
     markersize=12,
     label="GridSearchCV, 5-fold",
 )
-ax.axvline(kfold.alpha_, color="gray", linestyle=":")
+ax.axvline(kfold.alpha_, color="gray", linestyle=":", label="alpha_ chosen")
 ax.set_xlabel("alpha")
 ax.set_ylabel("cross-validated MSE")
 ax.legend()

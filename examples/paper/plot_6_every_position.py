@@ -109,7 +109,7 @@ print(
 fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
 left.loglog(counts, last, "s--", label="last position only")
 left.loglog(counts, every, "o-", label="every position (causal)")
-left.axvline(40, color="grey", lw=0.8)
+left.axvline(40, color="grey", lw=0.8, label="p = 40 lifted features")
 left.set_xlabel("training sequences (100 tokens each)")
 left.set_ylabel("relative distance to the generating layer")
 left.set_title("d = 4: 40 lifted features", fontsize=9)
