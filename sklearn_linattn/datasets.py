@@ -8,6 +8,7 @@ in-context regression the best one), so that recovery can be measured with
 ``fitted.attention_.distance(model)``.
 """
 
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -16,6 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._attention import MultiHeadLinearAttention, fold_lifted_coef
 from ._data import check_allocation
+from ._validation import caller_stacklevel
 
 # The generators' peak memory, in multiples of the arrays they return: 2.5 to 7.6
 # (tracemalloc: associative recall's orthonormal keys 7.35, make_random_mhla's
@@ -1116,6 +1118,40 @@ def _square_root(cov):
     return vectors * np.sqrt(np.clip(values, 0.0, None))[..., None, :]
 
 
+# Largest x_dim solved as one dense (x_dim^2, x_dim^2) system for covariances per
+# prompt (O(x_dim^6) time, O(x_dim^4) memory: 22 s and 50 MB at x_dim = 50, killed
+# for memory at 200); above, conjugate gradients, O(x_dim^3) per covariance and step.
+DENSE_PRECONDITIONER_DIM = 16
+
+
+def _conjugate_gradients(apply, rhs, rtol=1e-12):
+    """The minimum-norm solution of ``apply(X) = rhs`` for a symmetric positive
+    semi-definite linear map on matrices (Frobenius inner product) and ``rhs`` in
+    its range: conjugate gradients from zero stay in that range."""
+    solution = np.zeros_like(rhs)
+    residual = rhs.copy()
+    direction = residual.copy()
+    squared = np.vdot(residual, residual)
+    stop = (rtol * np.linalg.norm(rhs)) ** 2
+    for _ in range(10 * rhs.size):
+        if squared <= stop:
+            return solution
+        image = apply(direction)
+        step = squared / np.vdot(direction, image)
+        solution += step * direction
+        residual -= step * image
+        squared, previous = np.vdot(residual, residual), squared
+        direction = residual + (squared / previous) * direction
+    warnings.warn(
+        "Gamma* for the covariances per prompt converged to a relative residual "
+        f"of {np.sqrt(squared) / np.linalg.norm(rhs):.1e} only (ill-conditioned "
+        "covariances).",
+        RuntimeWarning,
+        stacklevel=caller_stacklevel(),
+    )
+    return solution
+
+
 def _optimal_preconditioner(cov, n_context, noise):
     """Gamma* of the best layer (the theory page's in-context regression section),
     the minimum-norm minimizer of the risk.
@@ -1126,7 +1162,8 @@ def _optimal_preconditioner(cov, n_context, noise):
     when ``Sigma`` is invertible; 0 when ``Sigma`` is). For one covariance per
     prompt, the minimizer of the risk averaged over them: the minimum-norm
     solution of ``mean_n Sigma_n Gamma C_n = mean_n Sigma_n^2`` with
-    ``C_n = (1 + 1/N) Sigma_n^2 + (tr Sigma_n + noise^2) / N Sigma_n``.
+    ``C_n = (1 + 1/N) Sigma_n^2 + (tr Sigma_n + noise^2) / N Sigma_n``, each
+    distinct covariance once, weighted by its number of prompts.
     """
     x_dim = cov.shape[-1]
     # in float64 (a Python float's noise**2 raises OverflowError past ~1.3e154)
@@ -1134,6 +1171,10 @@ def _optimal_preconditioner(cov, n_context, noise):
     if not np.isfinite(noise_variance):
         # Gamma* ~ N / noise^2 (the labels are noise): zero in float64
         return np.zeros((x_dim, x_dim))
+    if cov.ndim == 3:
+        cov, counts = np.unique(cov, axis=0, return_counts=True)
+        if len(cov) == 1:  # one covariance for every prompt: the closed form
+            cov = cov[0]
     if cov.ndim == 2:
         variances, axes = np.linalg.eigh(cov)
         # eigenvalues within rounding of zero (numpy.linalg.matrix_rank's rule)
@@ -1144,16 +1185,22 @@ def _optimal_preconditioner(cov, n_context, noise):
             + (np.trace(cov) + noise_variance) / n_context
         )
         return (axes * gains) @ axes.T
+    weights = counts / counts.sum()
     traces = np.trace(cov, axis1=1, axis2=2)
     squares = cov @ cov
     second = (1 + 1 / n_context) * squares + (
         (traces + noise_variance) / n_context
     )[:, None, None] * cov
+    rhs = np.einsum("n,nij->ij", weights, squares)
+    if x_dim > DENSE_PRECONDITIONER_DIM:
+        weighted = weights[:, None, None] * cov
+        return _conjugate_gradients(
+            lambda gamma: (weighted @ gamma @ second).sum(axis=0), rhs
+        )
     # vec(Sigma Gamma C) = (C^T kron Sigma) vec(Gamma), vec stacking columns.
-    system = np.einsum("nij,nkl->jkil", second, cov).reshape(x_dim**2, x_dim**2)
-    system /= len(cov)
-    rhs = squares.mean(axis=0).reshape(-1, order="F")
-    solution = np.linalg.lstsq(system, rhs, rcond=None)[0]
+    system = np.einsum("n,nij,nkl->jkil", weights, second, cov)
+    system = system.reshape(x_dim**2, x_dim**2)
+    solution = np.linalg.lstsq(system, rhs.reshape(-1, order="F"), rcond=None)[0]
     return solution.reshape(x_dim, x_dim, order="F")
 
 

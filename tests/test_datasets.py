@@ -1268,3 +1268,61 @@ def test_automaton_rollout_to_token_refuses_scores_that_are_not_real(outputs):
     _, to_token, _ = make_automaton_rollout(2, 3, 2, 2, random_state=0)
     with pytest.raises(ValueError, match="to_token reads real scores"):
         to_token(outputs, 0)
+
+
+def dense_minimum_norm_gamma(covariances, weights, n_context, noise):
+    """Gamma* for covariances per prompt from the dense (x_dim^2, x_dim^2) system
+    ``sum_n w_n (C_n kron Sigma_n) vec(Gamma) = sum_n w_n vec(Sigma_n^2)``."""
+    x_dim = covariances.shape[-1]
+    system, rhs = np.zeros((x_dim**2, x_dim**2)), np.zeros(x_dim**2)
+    for weight, cov in zip(weights, covariances, strict=True):
+        second = (1 + 1 / n_context) * cov @ cov + (
+            np.trace(cov) + noise**2
+        ) / n_context * cov
+        system += weight * np.kron(second, cov)
+        rhs += weight * (cov @ cov).ravel(order="F")
+    solution = np.linalg.lstsq(system, rhs, rcond=None)[0]
+    return solution.reshape(x_dim, x_dim, order="F")
+
+
+def test_incontext_covariance_per_prompt_in_high_dimension(monkeypatch):
+    """Gamma* for covariances per prompt was the solution of a dense (x_dim^2,
+    x_dim^2) system: O(x_dim^6) time and O(x_dim^4) memory, 22 s for 3 prompts
+    at x_dim = 50, killed for memory at 200. It is now solved without that system
+    (conjugate gradients above x_dim = 16), each distinct covariance weighted by
+    its number of prompts, and agrees with the dense minimum-norm solution, a
+    null space shared by the covariances included."""
+    rng = np.random.default_rng(3)
+    x_dim, n_context, noise = 20, 5, 0.3
+    factors = rng.normal(size=(3, x_dim, x_dim - 2))  # rank x_dim - 2 each
+    factors[:, -1] = 0.0  # one direction no prompt's inputs take
+    covariances = factors @ factors.transpose(0, 2, 1) / x_dim
+    per_prompt = covariances[[0, 0, 0, 1, 2]]  # the first for three prompts
+    expected = dense_minimum_norm_gamma(
+        covariances, np.array([3, 1, 1]) / 5, n_context, noise
+    )
+    dense_lstsq = np.linalg.lstsq
+
+    def small_lstsq(a, b, rcond=None):
+        assert a.shape[0] <= 16**2, f"a dense system of shape {a.shape}"
+        return dense_lstsq(a, b, rcond=rcond)
+
+    monkeypatch.setattr(np.linalg, "lstsq", small_lstsq)
+    _, _, model = make_incontext_regression(
+        5, n_context, x_dim, per_prompt, noise, random_state=0
+    )
+    gamma = incontext_preconditioner(model, n_context)
+    np.testing.assert_allclose(gamma, expected, atol=1e-9 * np.abs(expected).max())
+    assert np.abs(gamma[-1]).max() == 0 and np.abs(gamma[:, -1]).max() == 0
+    # x_dim = 60: the dense system would be 3600 x 3600 (minutes)
+    factors = rng.normal(size=(3, 60, 60))
+    covariances = factors @ factors.transpose(0, 2, 1) / 60
+    _, _, model = make_incontext_regression(3, n_context, 60, covariances, noise)
+    gamma = incontext_preconditioner(model, n_context)
+    traces = np.trace(covariances, axis1=1, axis2=2)[:, None, None]
+    second = (1 + 1 / n_context) * covariances @ covariances + (
+        traces + noise**2
+    ) / n_context * covariances
+    lhs = (covariances @ gamma @ second).mean(axis=0)
+    rhs = (covariances @ covariances).mean(axis=0)
+    assert np.linalg.norm(lhs - rhs) < 1e-10 * np.linalg.norm(rhs)
