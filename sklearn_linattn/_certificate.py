@@ -434,8 +434,9 @@ def deflated_kernel(kernel, direction):
     image = kernel @ v
     # Q K Q = K - 2 v w^T - 2 w v^T with w = K v - (v^T K v) v
     image -= float(v @ image) * v
-    rotated = kernel - 2.0 * np.outer(v, image)
-    rotated -= 2.0 * np.outer(image, v)
+    # (2 v) w^T is 2 (v w^T) exactly: one n x n temporary at a time, not two
+    rotated = kernel - np.outer(2.0 * v, image)
+    rotated -= np.outer(image, 2.0 * v)
     return rotated[1:, 1:], v
 
 

@@ -198,6 +198,13 @@ _COPIES = 3
 # machine and load. A machine that cannot hold the chosen solver's matrices gets
 # check_fit_cost's ValueError, not another model.
 _SOLVER_MEMORY = 16 * 2**30
+# The n x n matrices a dual fit holds at its peak (fit_cost, for the refusal; the
+# choice below keeps _COPIES, which defines the model): the kernel, kept for the
+# read-out, its centered copy and the deflated block (fit_intercept), the
+# spectrum's Cholesky factor and the regularized one (alpha > 0). Traced peaks
+# at n = 1500, d = 16: 2.3 (alpha = 0), 3.1 (alpha > 0), 4.3 (fit_intercept),
+# 5.1 (both) times n^2 floats, rows included.
+_DUAL_COPIES = 6
 _FALLBACK_MEMORY = 4 * 2**30
 
 
@@ -276,7 +283,7 @@ def fit_cost(n_rows, token_dim, n_outputs, solver):
     A model of the largest float64 arrays, summed (a bound: not all live at
     once):
 
-    - the solver's: three ``n_rows x n_rows`` matrices and the compact rows
+    - the solver's: six ``n_rows x n_rows`` matrices and the compact rows
       (``n_rows (d (d + 1) / 2 + d)``) for ``"dual"``, three ``p x p`` and one
       chunk of lifted rows for ``"normal"``, the compact rows for ``"cg"``;
     - the lifted coefficients, ``n_outputs x p``, three times while the solver
@@ -304,7 +311,7 @@ def fit_cost(n_rows, token_dim, n_outputs, solver):
     n_pairs = d * (d + 1) // 2
     compact = 8.0 * n_rows * (n_pairs + d)
     if solver == "dual":
-        solver_bytes = _COPIES * 8.0 * n_rows**2 + compact
+        solver_bytes = _DUAL_COPIES * 8.0 * n_rows**2 + compact
     elif solver == "normal":
         rows = min(n_rows, default_batch_size(n_lifted))
         solver_bytes = _COPIES * 8.0 * n_lifted**2 + 8.0 * rows * n_lifted

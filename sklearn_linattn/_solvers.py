@@ -378,9 +378,15 @@ def _solve_gram(gram, moment, alpha, spectrum, kernel):
     structural = spectrum.structural_zeros > 0
     regularizable = spectrum.full_rank or (alpha > spectrum.threshold and not kernel)
     if not structural and regularizable:
-        regularized = gram + alpha * np.eye(gram.shape[0]) if alpha > 0 else gram
+        # gram + alpha I on the diagonal of one copy (not np.eye, two more n x n
+        # arrays), factored in place: the same numbers, 3 fewer matrices at peak
+        regularized = np.array(gram, dtype=np.float64, order="F")
+        if alpha > 0:
+            regularized[np.diag_indices_from(regularized)] += alpha
         try:
-            factor = scipy.linalg.cho_factor(regularized, check_finite=False)
+            factor = scipy.linalg.cho_factor(
+                regularized, check_finite=False, overwrite_a=True
+            )
             return scipy.linalg.cho_solve(factor, moment, check_finite=False).T
         except np.linalg.LinAlgError:  # numerically not positive definite after all
             pass
@@ -722,12 +728,12 @@ def _centered_kernel(kernel, row_scale):
         return kernel, np.zeros(len(kernel)), 0.0
     row_terms = kernel @ row_scale / total  # u = K r / s
     grand = float(row_scale @ row_terms) / total  # g = r^T K r / s^2
-    centered = (
-        kernel
-        - np.outer(row_terms, row_scale)
-        - np.outer(row_scale, row_terms)
-        + grand * np.outer(row_scale, row_scale)
-    )
+    # the same sums in the same order, with one n x n temporary at a time
+    centered = kernel - np.outer(row_terms, row_scale)
+    centered -= np.outer(row_scale, row_terms)
+    outer = np.outer(row_scale, row_scale)
+    outer *= grand
+    centered += outer
     return centered, row_terms, grand
 
 

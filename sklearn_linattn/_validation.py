@@ -886,7 +886,12 @@ def warn_if_token_scales_differ(sequences):
     (over every token of every sequence; all-zero coordinates left out) differ
     by more than a factor of 100: the fit's rank tolerance then drops
     directions of the lifted Gram that the data determine."""
-    scales = np.max(np.abs(sequences), axis=(0, 1))
+    # max and -min, not max(abs(.)): no temporary the size of the input, which
+    # the streamed fit otherwise never copies ("input + one chunk")
+    scales = np.maximum(
+        sequences.max(axis=(0, 1), initial=0.0),
+        -sequences.min(axis=(0, 1), initial=0.0),
+    )
     used = np.flatnonzero(scales > 0)
     if used.size < 2:
         return
