@@ -582,6 +582,17 @@ def test_auto_picks_by_size_and_memory():
     assert choose_solver(30_000, 16_896, memory=64 * gib) == "normal"
 
 
+def traced_fit(estimator, X, y):
+    """``(fitted, peak)``: ``estimator.fit(X, y)`` and the peak of its traced
+    allocations in bytes."""
+    tracemalloc.start()
+    try:
+        fitted = estimator.fit(X, y)
+        return fitted, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 @pytest.mark.parametrize(
     "token_dim, n_samples, n_outputs", [(60, 30, 1), (90, 120, 1), (60, 40, 4)]
 )
@@ -592,12 +603,7 @@ def test_fit_cost_bounds_the_traced_peak_memory(rng, token_dim, n_samples, n_out
     X = rng.normal(size=(n_samples, token_dim)) / np.sqrt(token_dim)
     y = rng.normal(size=(n_samples, n_outputs))
     LinearAttentionRegressor(n_heads=None).fit(X[:4], y[:4])  # compiled first
-    tracemalloc.start()
-    try:
-        model = LinearAttentionRegressor(n_heads=None).fit(X, y)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    model, peak = traced_fit(LinearAttentionRegressor(n_heads=None), X, y)
     cost = fit_cost(n_samples, token_dim, n_outputs, model.solver_)
     assert cost.folded_shape == (n_outputs * token_dim, token_dim**2)
     assert peak <= cost.memory <= 3 * peak
@@ -615,12 +621,7 @@ def test_fit_cost_bounds_the_dual_solvers_traced_peak(fit_intercept, alpha):
     y = rng.normal(size=1500)
     params = dict(n_heads=None, fit_intercept=fit_intercept, alpha=alpha)
     LinearAttentionRegressor(**params).fit(X[:40], y[:40])  # compiled first
-    tracemalloc.start()
-    try:
-        model = LinearAttentionRegressor(**params).fit(X, y)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    model, peak = traced_fit(LinearAttentionRegressor(**params), X, y)
     assert model.solver_ == "dual"
     assert peak <= fit_cost(1500, 16, 1, "dual").memory <= 3 * peak
 
@@ -1602,12 +1603,7 @@ def test_cg_memory_is_the_compact_rows_not_the_lifted_matrix():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         LinearAttentionRegressor(**params).fit(X[:50], y[:50])
-        tracemalloc.start()
-        try:
-            LinearAttentionRegressor(**params).fit(X, y)
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
+        peak = traced_fit(LinearAttentionRegressor(**params), X, y)[1]
     compact = n * (d * (d + 1) // 2 + d) * 8
     lifted = n * n_lifted(d) * 8  # 6.5 times the compact rows
     assert peak <= X.nbytes + 3 * compact
@@ -1625,12 +1621,7 @@ def test_streamed_fit_does_not_copy_the_input():
     y = rng.normal(size=len(X))
     params = dict(n_heads=None, solver="normal")
     LinearAttentionRegressor(**params).fit(X[:50], y[:50])
-    tracemalloc.start()
-    try:
-        LinearAttentionRegressor(**params).fit(X, y)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    peak = traced_fit(LinearAttentionRegressor(**params), X, y)[1]
     assert peak < X.nbytes / 2
 
 
