@@ -511,7 +511,7 @@ class HeadReadout:
         Whether the returned heads pass (``"tol"``, ``"cv"`` and ``"lifted"``
         always do; for ``"fixed"`` the verdict on the count returned, None where
         noisy data have no held-out folds to judge it,
-        :attr:`~sklearn_linattn.CountFit.passes`).
+        the ``passes`` of its :class:`~sklearn_linattn.CountFit`).
     complete : bool
         False when the work limit left a verdict the search needed undecided:
         the count returned is the fewest that passed before (or the lifted

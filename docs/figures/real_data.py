@@ -53,6 +53,6 @@ for ax, (tasks, xlabel, floor) in zip(axes, panels, strict=True):
     for i in range(len(rows) - 1):
         ax.axhline(i + 0.5, color="0.9", lw=0.8)
 axes[0].set_title("Classification (aeon, scikit-learn)", fontsize=10)
-axes[1].set_title("Regression (aeon), forecasting (statsmodels, aeon)", fontsize=10)
+axes[1].set_title("Regression (aeon),\nforecasting (statsmodels, aeon)", fontsize=10)
 handles, names = axes[0].get_legend_handles_labels()
 fig.legend(handles, names, loc="outside lower center", ncol=4, fontsize=9)
