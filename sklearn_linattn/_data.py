@@ -205,6 +205,10 @@ _SOLVER_MEMORY = 16 * 2**30
 # at n = 1500, d = 16: 2.3 (alpha = 0), 3.1 (alpha > 0), 4.3 (fit_intercept),
 # 5.1 (both) times n^2 floats, rows included.
 _DUAL_COPIES = 6
+# The compact rows solver="cg" holds at its peak (fit_cost): the rows and LSQR's
+# products, temporaries of their size. Traced peaks 2.9 to 3.3 times the rows at
+# d = 10 to 16, n = 1500 to 5000.
+_CG_COPIES = 4
 _FALLBACK_MEMORY = 4 * 2**30
 
 
@@ -285,7 +289,8 @@ def fit_cost(n_rows, token_dim, n_outputs, solver):
 
     - the solver's: six ``n_rows x n_rows`` matrices and the compact rows
       (``n_rows (d (d + 1) / 2 + d)``) for ``"dual"``, three ``p x p`` and one
-      chunk of lifted rows for ``"normal"``, the compact rows for ``"cg"``;
+      chunk of lifted rows for ``"normal"``, four copies of the compact rows for
+      ``"cg"`` (LSQR's products);
     - the lifted coefficients, ``n_outputs x p``, three times while the solver
       forms them;
     - the head read-out's: four arrays the size of ``W``, ``(n_outputs d) x
@@ -316,7 +321,7 @@ def fit_cost(n_rows, token_dim, n_outputs, solver):
         rows = min(n_rows, default_batch_size(n_lifted))
         solver_bytes = _COPIES * 8.0 * n_lifted**2 + 8.0 * rows * n_lifted
     else:
-        solver_bytes = compact
+        solver_bytes = _CG_COPIES * compact
     coef_bytes = 8.0 * n_outputs * n_lifted
     height, width = n_outputs * d, d * d
     rank, longest = min(height, width), max(height, width)
