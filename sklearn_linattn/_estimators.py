@@ -1190,7 +1190,12 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     n_heads : "auto", int or None, default="auto"
         How heads are read out of the lifted solution.
 
-        - ``"auto"``: the fewest heads the data supports. The lifted coefficients
+        - ``"auto"``: the fewest heads the data supports. In short: on exact
+          data, the fewest that reproduce the lifted fit within ``tol``; on noisy
+          data, the fewest whose held-out error over 5 folds of the sequences is
+          no worse than the lifted fit's, so that they predict new data about as
+          well as ``n_heads=None`` (an estimate, not a guarantee). In detail:
+          the lifted coefficients
           fix only the part of ``W[a,b,c,e] = sum_h V_h[a,b] Q_h[c,e]`` symmetric
           in ``(b, c)``; ``k`` heads are a rank-``k`` ``W``, fitted to the training
           objective from seeded starts (variable projection, Levenberg-Marquardt).
@@ -1198,8 +1203,8 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           ``tol``; on noisy data the fewest whose cross-validated error over 5
           folds of the sequences (dealt in turn: one by one, after the 40th in
           runs of consecutive sequences; squared error; for the
-          classifier, misclassified rows, strictly below, or tied on every
-          fold by a count that is the lifted fit on the data) is at most the lifted
+          classifier, misclassified rows, strictly below, or no worse on every
+          fold for a count that is the lifted fit on the data) is at most the lifted
           fit's lowered by how much more the lifted fit, with more degrees of
           freedom, gains from all the rows than from a fold's 80%, each fold
           refitted as ``n_heads=k`` fits it (for squared errors with ten rows
