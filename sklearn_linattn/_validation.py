@@ -226,9 +226,20 @@ def _is_array_of_sequences(X):
     )
 
 
+def _is_pandas(X, kind):
+    """Whether ``X`` is a pandas ``kind`` ("Series", "DataFrame"), without
+    importing pandas."""
+    return type(X).__module__.split(".")[0] == "pandas" and type(X).__name__ == kind
+
+
 def _is_pandas_series(X):
     """Whether ``X`` is a pandas Series, without importing pandas."""
-    return type(X).__module__.split(".")[0] == "pandas" and type(X).__name__ == "Series"
+    return _is_pandas(X, "Series")
+
+
+def _is_pandas_frame(X):
+    """Whether ``X`` is a pandas DataFrame, without importing pandas."""
+    return _is_pandas(X, "DataFrame")
 
 
 def _refuse_complex(name, array, expected):

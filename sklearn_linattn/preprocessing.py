@@ -38,6 +38,7 @@ from ._data import check_allocation
 from ._validation import (
     BooleanRefusingParamsMixin,
     _converted_to_float,
+    _is_pandas_frame,
     _is_pandas_series,
     _refuse_complex,
     _refuse_dates,
@@ -109,9 +110,7 @@ def pad_sequences(sequences, max_len=None, truncating="pre", dtype=float):
     """
     # (a dict was read as the list of its keys, a DataFrame as its column
     # labels: "sequence 0 has shape ()")
-    frame = type(sequences).__module__.split(".")[0] == "pandas" and (
-        type(sequences).__name__ == "DataFrame"
-    )
+    frame = _is_pandas_frame(sequences)
     if isinstance(sequences, (str, bytes, dict)) or sp.issparse(sequences) or frame:
         raise TypeError(
             "sequences must be a list of arrays of shape (n_tokens_i, token_dim), "
@@ -224,13 +223,6 @@ _NAN_PADDING_HINT = (
     " Series of different lengths padded with NaN go in as a list of arrays of "
     "shape (n_channels, n_timepoints_i), each without its padding."
 )
-
-
-def _is_pandas_frame(X):
-    """Whether ``X`` is a pandas DataFrame, without importing pandas."""
-    return type(X).__module__.split(".")[0] == "pandas" and (
-        type(X).__name__ == "DataFrame"
-    )
 
 
 def _ragged_series(items):
@@ -428,9 +420,7 @@ class SeriesToTokens(TransformerMixin, BooleanRefusingParamsMixin, BaseEstimator
             "SeriesToTokens().fit_transform(X)) and pass those steps rows "
             "Z.reshape(len(Z), -1) with token_dim=Z.shape[2]",
         )
-        _refuse_changed_since_fit(
-            self, "window", self.window * self.n_channels_ != self.token_dim_out_
-        )
+        self._refuse_changed_window()
         series = self._checked_series(X, self.n_channels_)
         k = self.window
         tokens = [s[:, s.shape[1] % k :].T.reshape(-1, k * s.shape[0]) for s in series]
@@ -470,9 +460,7 @@ class SeriesToTokens(TransformerMixin, BooleanRefusingParamsMixin, BaseEstimator
          'token1_temp_step1', 'token1_wind_step1']
         """
         check_is_fitted(self)
-        _refuse_changed_since_fit(
-            self, "window", self.window * self.n_channels_ != self.token_dim_out_
-        )
+        self._refuse_changed_window()
         channels = check_input_features(self, input_features)
         steps = [""] if self.window == 1 else [f"_step{j}" for j in range(self.window)]
         return np.asarray(
@@ -484,6 +472,10 @@ class SeriesToTokens(TransformerMixin, BooleanRefusingParamsMixin, BaseEstimator
             ],
             dtype=object,
         )
+
+    def _refuse_changed_window(self):
+        changed = self.window * self.n_channels_ != self.token_dim_out_
+        _refuse_changed_since_fit(self, "window", changed)
 
     def _checked_series(self, X, n_channels=None):
         """The series as a list of arrays (n_channels, n_timepoints_i), each with
