@@ -1127,7 +1127,9 @@ DENSE_PRECONDITIONER_DIM = 16
 def _conjugate_gradients(apply, rhs, rtol=1e-12):
     """The minimum-norm solution of ``apply(X) = rhs`` for a symmetric positive
     semi-definite linear map on matrices (Frobenius inner product) and ``rhs`` in
-    its range: conjugate gradients from zero stay in that range."""
+    its range: conjugate gradients from zero stay in that range. (Not
+    scipy.sparse.linalg.cg: its relative tolerance is ``tol`` before scipy 1.12
+    and ``rtol`` after, and the package supports both.)"""
     solution = np.zeros_like(rhs)
     residual = rhs.copy()
     direction = residual.copy()
