@@ -533,7 +533,7 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
         """Warn where ``fit`` has no more training rows of positive weight than
         lifted features (rows of zero weight do not enter the fit), or token
         coordinates of very different scales (sequences in memory; ``partial_fit``
-        checks its first batch)."""
+        checks its first batch, and its rows when the model is solved)."""
         if isinstance(sequences, np.ndarray):
             warn_if_token_scales_differ(sequences)
         n_samples, n_tokens, token_dim = sequences.shape
@@ -543,6 +543,9 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
             positive = int(np.count_nonzero(weights > 0))
             # per sequence, or per row (class weights of positions="all")
             n_rows = positive * per_sample if len(weights) == n_samples else positive
+        self._warn_if_underdetermined(n_rows, token_dim, n_tokens)
+
+    def _warn_if_underdetermined(self, n_rows, token_dim, n_tokens):
         warn_if_underdetermined(
             n_rows,
             token_dim,
@@ -619,6 +622,7 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
         self._rescaling = data.rescaling
         self._layout = data.layout
         self._single_output = single_output
+        self._n_tokens = sequences.shape[1]
         self._model_pending = False
         return self
 
@@ -696,6 +700,7 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
             self._rescaling, self._layout = data.rescaling, data.layout
             self._single_output = single_output
             self.token_dim_ = data.token_dim
+            self._n_tokens = sequences.shape[1]  # (one-token sequences or not)
         self.solver_ = "normal"
         self.n_iter_ = 1 if single_output else np.ones(targets.shape[1], dtype=int)
         for name in _MODEL_ATTRIBUTES:
@@ -814,6 +819,11 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
         current = {name: getattr(self, name) for name in self._pending_parameters}
         self.__dict__.update(self._pending_parameters)
         try:
+            # as fit warns: the rows of positive weight of all batches so far
+            self._warn_if_underdetermined(
+                self._statistics.n_observations, self.token_dim_,
+                getattr(self, "_n_tokens", None),
+            )
             source = StatisticsSource(
                 self._statistics, self._layout, self._rescaling,
                 folds=self._fold_statistics, rows=self._kept_rows or None,

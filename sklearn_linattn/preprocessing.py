@@ -154,11 +154,20 @@ def pad_sequences(sequences, max_len=None, truncating="pre", dtype=float):
                 "not numbers here; convert them to real numbers explicitly first."
             )
         try:
-            array = np.asarray(sequence, dtype=dtype)
-        except (TypeError, ValueError) as error:
+            with np.errstate(invalid="ignore"):  # (casts to integers: refused below)
+                array = np.asarray(sequence, dtype=dtype)
+        except (TypeError, ValueError, OverflowError) as error:
             raise ValueError(
                 f"sequence {i} could not be converted to an array of {dtype}: {error}"
             ) from None
+        if array.dtype.kind in "iub":  # (numpy's cast truncates 0.5 to 0, silently)
+            values = np.asarray(sequence)
+            if values.dtype.kind in "fc" and not np.array_equal(values, array):
+                raise ValueError(
+                    f"sequence {i} has values that dtype={np.dtype(dtype).name} "
+                    "would change (fractions truncated, or beyond its range); "
+                    "pass dtype=float."
+                )
         if array.ndim == 1 and array.size == 0:
             arrays.append(None)  # no token: its dimension is the others'
             continue

@@ -394,6 +394,34 @@ def test_interpolating_fit_of_noisy_data_warns_and_names_the_cv_estimator(rng):
         assert model.score(X_test, y_test) > 0.3
 
 
+def test_partial_fit_warns_about_an_interpolating_fit_when_it_is_solved(rng):
+    """partial_fit solves when the model is read: then, as fit does, it warns
+    about alpha=0 with no more rows of positive weight, over all batches so far,
+    than lifted features (60 <= p = 75), once per solve and at the user's line;
+    batches that add up to more rows do not warn."""
+    X, y, _ = noisy_mhla_data(rng, 360)
+    model = LinearAttentionRegressor(n_heads=None)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        model.partial_fit(X[:30], y[:30]).partial_fit(X[30:60], y[30:60])
+        model.partial_fit(X[60:70], y[60:70], sample_weight=np.zeros(10))
+        assert not record  # nothing solved yet
+        model.predict(X[:5])
+        assert model.coef_.shape == (n_lifted(5),)  # (solved once)
+    messages = [str(w.message) for w in record if "interpolates" in str(w.message)]
+    assert len(messages) == 1 and "60 training rows" in messages[0]
+    assert record[0].filename == __file__
+    with pytest.warns(UserWarning, match="interpolates") as fitted:
+        LinearAttentionRegressor(n_heads=None).fit(X[:60], y[:60])
+    assert messages == [str(w.message) for w in fitted]
+    for start in range(70, 360, 100):  # 350 rows of weight in all
+        model.partial_fit(X[start : start + 100], y[start : start + 100])
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert model.coef_.shape == (n_lifted(5),)
+    assert not [w for w in record if "interpolates" in str(w.message)]
+
+
 def test_rows_of_zero_weight_do_not_hide_an_interpolating_fit(rng):
     """Rows of zero weight do not enter the fit: 60 rows of weight and 300 of
     none give the 60-row fit, and its warning; weights on all 360 none."""

@@ -1450,6 +1450,26 @@ def test_pad_sequences_refuses_complex_sequences():
         pad_sequences([np.ones((2, 2)), np.ones((3, 2)) * 1j])
 
 
+def test_pad_sequences_refuses_an_integer_dtype_that_would_change_values():
+    """numpy's cast truncated 0.5 to 0 (and 1e30 to an arbitrary int32)
+    silently; integer values, and booleans, convert as before."""
+    with pytest.raises(ValueError, match="sequence 1 has values that dtype=int64"):
+        pad_sequences([np.ones((2, 2)), np.full((3, 2), 0.5)], dtype=np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for values in ([[1e30]], [[np.nan]]):
+            with pytest.raises(ValueError, match="dtype=int32 would change"):
+                pad_sequences([np.array(values)], dtype=np.int32)
+        with pytest.raises(ValueError, match="sequence 0 could not be converted"):
+            pad_sequences([[[1e30]]], dtype=np.int32)  # (a list: Python's cast)
+    padded = pad_sequences([np.array([[1.0, -2.0]]), [[3, 4], [5, 6]]], dtype=int)
+    assert padded.dtype == int
+    np.testing.assert_array_equal(padded, [[[0, 0], [1, -2]], [[3, 4], [5, 6]]])
+    np.testing.assert_array_equal(
+        pad_sequences([[True, False]], dtype=bool)[0, :, 0], [True, False]
+    )
+
+
 def test_outputs_beyond_memory_are_refused_before_allocation(monkeypatch):
     """A large n_positions or max_len was numpy's MemoryError (n_positions=10**9
     on 12 tokens: 89 GiB). Here with 10 kB available."""
