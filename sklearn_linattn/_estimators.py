@@ -1209,23 +1209,33 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           fix only the part of ``W[a,b,c,e] = sum_h V_h[a,b] Q_h[c,e]`` symmetric
           in ``(b, c)``; ``k`` heads are a rank-``k`` ``W``, fitted to the training
           objective from seeded starts (variable projection, Levenberg-Marquardt).
-          On exact data the fewest heads that reproduce the lifted solution within
-          ``tol``; on noisy data the fewest whose cross-validated error over 5
-          folds of the sequences (dealt in turn: one by one, after the 40th in
-          runs of consecutive sequences; squared error; for the
-          classifier, misclassified rows, strictly below, or no worse on every
-          fold for a count that is the lifted fit on the data) is at most the lifted
-          fit's lowered by how much more the lifted fit, with more degrees of
-          freedom, gains from all the rows than from a fold's 80%, each fold
-          refitted as ``n_heads=k`` fits it (for squared errors with ten rows
-          per lifted feature or more, a count whose refits linearized at the
-          full fit are no worse on every fold passes on them), as is its error
-          on a majority of the folds, and, where a model fitted to a fold's 80%
-          of the rows has fewer than two equations per degree of freedom, whose
-          generalized cross-validated error is at most the lifted fit's too,
-          so that the heads predict
-          held-out data about as well as ``n_heads=None`` (an estimate: on small,
-          noisy problems they can predict worse, theory page). Each count is decided
+          On exact data: the fewest heads that reproduce the lifted solution
+          within ``tol`` (in lifted coefficients; on exact data the certificate
+          does not identify, on the training objective, so that
+          ``head_search_.relative_distance`` can exceed ``tol``). Data are exact
+          when the lifted fit's training residual is within ``tol`` of the
+          targets with residual degrees of freedom left (more training rows
+          than the rank of their lifted features); noiseless targets with
+          fewer rows are judged as noisy ones. On noisy data:
+          the fewest heads that pass held-out tests on 5 folds of the sequences
+          (dealt in turn: one by one, after the 40th in runs of consecutive
+          sequences), each fold refitted as ``n_heads=k`` fits it. Their
+          cross-validated error must be at most the lifted fit's, lowered by
+          how much more the lifted fit, with more degrees of freedom, gains
+          from all the rows than from a fold's 80%; so must their error on a
+          majority of the folds. The error is the squared error; for the
+          classifier, the misclassified rows, strictly below the bound (or no
+          worse on every fold for a count that is the lifted fit on the data),
+          and its class scores must predict no worse either. With several
+          outputs, no output may be clearly worse than the lifted fit's. For
+          squared errors with ten rows per lifted feature or more, a count whose
+          refits linearized at the full fit are no worse on every fold passes on
+          them. Where a model fitted to a fold's 80% of the rows has fewer than
+          two equations per degree of freedom, the count's generalized
+          cross-validated error must be at most the lifted fit's too. The heads
+          then predict held-out data about as well as ``n_heads=None`` (an
+          estimate: on small, noisy problems they can predict worse, theory
+          page). Each count is decided
           with the fit ``n_heads=k`` runs; counts are found by galloping,
           bisection and going up one at a time within ``head_work_limit``; no
           clock is read (theory page, :ref:`how-many-heads`).
@@ -1234,7 +1244,8 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           seeded starts, the same fit the search runs for ``k`` (the objective
           is not convex in the heads: other starts can find a lower one);
           ``head_search_.passes`` says whether it passes the criterion above
-          (None on noisy data without held-out folds: ``solver="cg"``).
+          (None on noisy data without held-out folds: ``solver="cg"``, or
+          ``partial_fit`` whose first call had ``n_heads=None``).
           Predictions then come from those heads. Heads zero within ``tol`` of
           the lifted coefficients' norm are dropped, and the model of the count
           left is then fitted (with a loose ``tol`` a larger ``k`` can return
@@ -1278,7 +1289,10 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
     tol : float, default=1e-8
         Relative Frobenius tolerance of the head read-out: heads within
         ``tol * ||lifted solution||`` of the lifted solution in lifted coefficients
-        (the paper's model distance) reproduce it. Larger values trade fidelity
+        (the paper's model distance) reproduce it; on exact data the certificate
+        does not identify, so do heads whose training objective is within
+        ``tol**2`` of the explained energy above the lifted fit's (other
+        coefficients fit such data as well). Larger values trade fidelity
         for fewer heads. ``coef_`` is always the function the returned heads
         compute. (At least 16 times the precision the fit can resolve: the
         input's, float32's for float32 input; with ``fit_intercept=True``,
@@ -1600,14 +1614,18 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         lifted features; on real data use :class:`LinearAttentionClassifierCV`,
         which chooses ``alpha`` by leave-one-out, or a positive ``alpha``).
     n_heads : "auto", int or None, default="auto"
-        Head read-out: the fewest heads that pass (within ``tol`` of the lifted
-        fit on exact data; else with a cross-validated misclassification rate
-        below the lifted fit's, lowered by the folds' size factor and by the
-        lifted fit's own learning curve from ``K - 2`` to ``K - 1`` folds' rows,
-        extrapolated to all of them (theory page, "How many heads"):
-        :class:`CountFit` ``threshold``), the best model with at most that many
-        heads,
-        or the paper's SVD read-out (see
+        Head read-out. ``"auto"``: the fewest heads that pass: within ``tol``
+        of the lifted fit on exact data; else with a cross-validated
+        misclassification rate below the lifted fit's lowered by the smaller
+        of two factors, the folds' size factor and the lifted fit's own
+        learning curve from ``K - 2`` to ``K - 1`` folds' rows, extrapolated
+        to all of them (:class:`CountFit` ``threshold``; a count that is the
+        lifted fit on the data passes at the lifted fit's own rate; theory
+        page, "How many heads"). Such a count must also be no worse than the lifted fit
+        on a majority of the folds, and its refits must predict the class
+        scores no worse (``score_cv_error`` at most ``score_threshold``, else
+        ``failed_on="scores"``). An int ``k``: the best model with at most
+        ``k`` heads. None: the paper's SVD read-out (see
         :class:`LinearAttentionRegressor`).
     fit_intercept : bool, default=False
         Fit an unpenalized bias per class.

@@ -497,7 +497,10 @@ class HeadReadout:
     query_matrices : ndarray of shape (n_heads, token_dim, token_dim)
     criterion : str
         Why this count: ``"tol"`` (the heads reproduce the lifted fit within
-        ``tol``), ``"cv"`` (the cross-validated error of ``n_heads=k``, each fold
+        ``tol``: in lifted coefficients, or, on exact data the certificate does
+        not identify, on the training objective, within ``tol**2`` of the
+        signal, where ``relative_distance`` can be far above ``tol``),
+        ``"cv"`` (the cross-validated error of ``n_heads=k``, each fold
         refitted from its own lifted fit, is within its threshold, or, with at
         least 10 training rows per lifted feature, that of its refits
         linearized at the full fit on every fold, :class:`CountFit`),
@@ -571,7 +574,8 @@ class HeadReadout:
         the lifted fit's training residuals across the ``m`` outputs that have
         noise (those it fits to rounding do not count; theory page, "Several
         outputs"); ``m`` below two rows per degree of freedom, where the
-        correlations are not known to rounding, and for ``n_heads=None``.
+        correlations are not known to rounding, for ``solver="cg"`` and for
+        ``n_heads=None``.
     tol : float
         The tolerance the read-out used: the estimator's ``tol``, or more where
         the fit pins its coefficients down only so far (float32 input, the

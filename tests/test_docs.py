@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -408,3 +409,143 @@ def test_docs_build_without_warnings(tmp_path):
     ).read_text()
     assert "Examples using" in regressor
     assert "sphx-glr-thumbcontainer" in regressor
+
+
+# --- the head read-out's prose against what it does ----------------------------------
+
+
+def _section(text, start, end):
+    """The text from ``start`` up to ``end``, whitespace collapsed."""
+    text = " ".join(text.split())
+    begin = text.index(start)
+    return text[begin : text.index(end, begin + len(start))]
+
+
+def _user_guide():
+    return (DOCS / "user_guide.rst").read_text()
+
+
+@pytest.mark.skipif(not DOCS.exists(), reason="no docs tree")
+def test_tol_on_exact_data_the_certificate_does_not_identify_is_documented():
+    """Exact data that do not identify the function: criterion "tol" comes back
+    with heads far from the lifted fit in coefficients (they are within tol on
+    the training objective), which the docs must say where they define "tol"."""
+    from sklearn_linattn import HeadReadout, LinearAttentionRegressor
+    from sklearn_linattn.datasets import make_random_mhla
+
+    X, y, _ = make_random_mhla(25, 8, 4, n_heads=2, random_state=0)  # p = 40
+    X, y = np.concatenate([X] * 4), np.concatenate([y] * 4)  # rank 25, 100 rows
+    model = LinearAttentionRegressor().fit(X, y)
+    search = model.head_search_
+    assert not model.certificate_.identifiable
+    assert search.criterion == "tol" and search.relative_distance > 1e3 * search.tol
+    assert search.counts[-1].training_loss <= search.tol**2
+    criterion = _section(HeadReadout.__doc__, "criterion : str", "passes :")
+    tol = _section(LinearAttentionRegressor.__doc__, "tol : float", "head_work_limit :")
+    auto = _section(LinearAttentionRegressor.__doc__, '- ``"auto"``', "- int ``k``")
+    guide = _section(_user_guide(), "On exact data, the fewest", "On noisy data")
+    for text in (criterion, tol, auto, guide):
+        assert "training objective" in text and "identify" in text
+
+
+@pytest.mark.skipif(not (ROOT / "README.md").exists(), reason="no README")
+def test_default_heads_of_noisy_data_are_not_said_to_compute_the_lifted_fit():
+    """On noisy data the default's heads, and so ``coef_``, are a function near
+    the lifted fit, not the lifted fit: the README's table and the user guide's
+    "What a fit does" say so."""
+    from sklearn_linattn import LinearAttentionRegressor
+    from sklearn_linattn.datasets import make_random_mhla
+
+    X, y, _ = make_random_mhla(400, 8, 4, n_heads=2, noise=0.1, random_state=0)
+    auto = LinearAttentionRegressor().fit(X, y)
+    lifted = LinearAttentionRegressor(n_heads=None).fit(X, y)
+    distance = np.linalg.norm(auto.coef_ - lifted.coef_) / np.linalg.norm(lifted.coef_)
+    assert auto.head_search_.criterion == "cv"
+    assert distance == pytest.approx(auto.head_search_.relative_distance, rel=1e-6)
+    assert distance > 1e-2
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    row = _section(readme, "| `LinearAttentionRegressor` |", "`certificate_` |")
+    assert "on noisy data" in row
+    guide = _section(_user_guide(), "What a fit does", "Input layout")
+    assert "coef_`` are the learned function" not in guide
+    assert "on noisy data" in guide and "relative_distance" in guide
+
+
+def test_fixed_counts_without_folds_are_documented_for_partial_fit():
+    """``n_heads=k`` by ``partial_fit`` whose first call had ``n_heads=None``
+    keeps no folds: ``head_search_.passes`` is None, as the docstring says."""
+    from sklearn_linattn import LinearAttentionRegressor
+    from sklearn_linattn.datasets import make_random_mhla
+
+    X, y, _ = make_random_mhla(400, 8, 4, n_heads=2, noise=0.1, random_state=0)
+    model = LinearAttentionRegressor(n_heads=None).partial_fit(X[:200], y[:200])
+    model.set_params(n_heads=2).partial_fit(X[200:], y[200:])
+    assert model.head_search_.criterion == "fixed"
+    assert model.head_search_.passes is None
+    fixed = _section(LinearAttentionRegressor.__doc__, "- int ``k``", "- None:")
+    assert "partial_fit" in fixed
+
+
+def test_classifier_docstring_states_the_class_scores_test():
+    """A classifier's count whose misclassification passes can fail on its class
+    scores (``failed_on="scores"``): the classifier's ``n_heads`` says so."""
+    from conftest import few_sequences_three_classes
+
+    from sklearn_linattn import LinearAttentionClassifier
+
+    X, labels = few_sequences_three_classes(n_test=0)
+    model = LinearAttentionClassifier(alpha=0.1, fit_intercept=True).fit(X, labels)
+    one = model.head_search_.counts[0]
+    assert one.cv_error < one.threshold and one.failed_on == "scores"
+    text = _section(LinearAttentionClassifier.__doc__, "n_heads :", "fit_intercept :")
+    assert "score_threshold" in text and "majority" in text
+
+
+def test_effective_outputs_of_lsqr_are_documented():
+    """``solver="cg"`` keeps no residual correlations: ``[y, 3y]`` counts as two
+    outputs there (one with the normal equations), as its docstring says."""
+    from sklearn_linattn import HeadReadout, LinearAttentionRegressor
+    from sklearn_linattn.datasets import make_random_mhla
+
+    X, y, _ = make_random_mhla(300, 8, 3, n_heads=2, noise=0.2, random_state=1)
+    Y = np.column_stack([y, 3 * y])
+    normal = LinearAttentionRegressor(n_heads=2).fit(X, Y).head_search_
+    lsqr = LinearAttentionRegressor(solver="cg", n_heads=2).fit(X, Y).head_search_
+    assert normal.effective_outputs == pytest.approx(1.0)
+    assert lsqr.effective_outputs == 2.0
+    text = _section(HeadReadout.__doc__, "effective_outputs :", "tol : float")
+    assert '``solver="cg"``' in text
+
+
+@pytest.mark.skipif(not DOCS.exists(), reason="no docs tree")
+def test_fixed_count_with_many_rows_skips_its_folds_refits_as_documented():
+    """With ten rows per lifted feature, ``n_heads=k`` whose linearized refits pass
+    is not refitted on its folds: the user guide's cost paragraph says so."""
+    from sklearn_linattn import LinearAttentionRegressor
+    from sklearn_linattn.datasets import make_random_mhla
+
+    X, y, _ = make_random_mhla(400, 8, 4, n_heads=2, noise=0.1, random_state=0)
+    count = LinearAttentionRegressor(n_heads=2).fit(X, y).head_search_.counts[0]
+    assert count.passes and count.folds_refitted is None
+    assert count.cv_error == count.linearized_cv_error
+    guide = _section(_user_guide(), "What the default costs", "Forecasts beyond")
+    assert "linearized" in guide
+
+
+@pytest.mark.skipif(not DOCS.exists(), reason="no docs tree")
+def test_noiseless_targets_without_residual_degrees_of_freedom_are_judged_as_noisy():
+    """Noiseless targets of a two-head layer from fewer sequences than lifted
+    features leave no residual degree of freedom: they are searched on held-out
+    folds as noisy data are, and need not get two heads. The docs that define
+    "exact data" say so."""
+    from sklearn_linattn import LinearAttentionRegressor
+    from sklearn_linattn.datasets import make_random_mhla
+
+    X, y, _ = make_random_mhla(30, 16, 4, n_heads=2, random_state=0)  # p = 40
+    with pytest.warns(UserWarning, match="interpolates"):
+        search = LinearAttentionRegressor().fit(X, y).head_search_
+    assert search.loss == "squared" and search.n_heads == 4
+    auto = _section(LinearAttentionRegressor.__doc__, '- ``"auto"``', "- int ``k``")
+    guide = _section(_user_guide(), "On exact data, the fewest", "On noisy data")
+    for text in (auto, guide):
+        assert "residual degrees of freedom" in text and "noiseless" in text
