@@ -396,23 +396,19 @@ class CountFit:
         count goes to those refits. Optimistic where the count has about as many
         parameters as there are rows: the full fit has seen every fold.
     threshold : float
-        The cross-validated error a count must not exceed (a misclassification
-        rate must be below it: a tie with the lifted fit does not show heads as
-        good, unless the count is the lifted fit on the data: ``training_loss``
-        within ``tol**2`` and every fold's refit no worse than the lifted
-        fit's in misclassified weight and class scores, a count that passes at
-        ``head_search_.cv_error``, its threshold, and ``score_threshold`` the
-        lifted fit's own, not lowered; theory page): the lifted
-        fit's (``head_search_.cv_error``) lowered by the factor by which the
-        lifted fit, with more degrees of freedom, gains more than k heads from
-        being fitted to all the rows instead of a fold's 80% (the factor of
-        least-squares fits' squared errors, for misclassification too, where
-        it is also at most the lifted fit's own learning curve on the folds,
-        extrapolated to all the rows, less the heads' own fall as least
-        squares' estimation error falls with their degrees of freedom); near
-        interpolation, for squared errors, the lower of
-        ``head_search_.cv_error`` and ``head_search_.gcv_error``,
-        not lowered (theory page; NaN when not computed).
+        The cross-validated error a count must not exceed: the lifted fit's
+        (``head_search_.cv_error``), lowered by the factor by which the lifted
+        fit, with more degrees of freedom, gains more than k heads from being
+        fitted to all the rows instead of a fold's 80% (theory page). For
+        misclassification the rate must be strictly below it, and the factor is
+        at most the lifted fit's own learning curve on the folds, extrapolated
+        to all the rows, less the heads' own fall. Near interpolation, for
+        squared errors, it is the lower of ``head_search_.cv_error`` and
+        ``head_search_.gcv_error``, not lowered. A classifier's count that is
+        the lifted fit on the data (``training_loss`` within ``tol**2``, and
+        every fold's refit no worse than the lifted fit's in misclassified
+        weight and class scores) passes at ``head_search_.cv_error`` itself,
+        with ``score_threshold`` the lifted fit's own. NaN when not computed.
     passes : bool or None
         The verdict; None when it was not reached (a count above the one
         returned, or the work limit stopped its test first), or, on noisy
@@ -504,12 +500,13 @@ class HeadReadout:
         refitted from its own lifted fit, is within its threshold, or, with at
         least 10 training rows per lifted feature, that of its refits
         linearized at the full fit on every fold, :class:`CountFit`),
-        ``"lifted"`` (no fewer heads passed, or, with ``fewer_untried``, fewer
-        that could only reproduce the lifted fit were not fitted, or, with
-        ``complete`` False, the work limit cut the search short before any
-        passed, or noisy data had no held-out folds, with a warning: the
-        paper's read-out of the lifted fit), ``"fixed"`` (``n_heads=k``: the best
-        model found with at most ``k`` heads), ``"paper"`` (``n_heads=None``).
+        ``"lifted"`` (the paper's read-out of the lifted fit, because no fewer
+        heads passed; or, with ``fewer_untried``, fewer heads that could only
+        reproduce the lifted fit were not fitted; or, with ``complete`` False,
+        the work limit cut the search short before any passed; or noisy data
+        had no held-out folds, with a warning), ``"fixed"`` (``n_heads=k``: the
+        best model found with at most ``k`` heads), ``"paper"``
+        (``n_heads=None``).
     passes : bool or None
         Whether the returned heads pass (``"tol"``, ``"cv"`` and ``"lifted"``
         always do; for ``"fixed"`` the verdict on the count returned, None where
