@@ -207,6 +207,29 @@ def _every_position(sequences, value, query, causal):
     return out
 
 
+def _warn_if_one_sequence_as_rows(X, sequences):
+    """Warn when a 2-D ``X`` has ``token_dim`` columns and several rows (its
+    validated ``sequences`` one token long): one sequence ``Z`` of shape
+    (n_tokens, token_dim), which the 2-D layout reads as that many one-token
+    sequences (an output each, silently otherwise)."""
+    n_samples, n_tokens, token_dim = sequences.shape
+    if n_tokens != 1 or n_samples < 2:
+        return
+    if (X.ndim if hasattr(X, "ndim") else np.ndim(X)) != 2:
+        return
+    shape = (n_samples, token_dim)
+    warnings.warn(
+        f"X of shape {shape} is read as {n_samples} sequences of one token "
+        "each: a 2-D X holds one sequence per row, flattened token by token, "
+        f"shape (n_samples, n_tokens * token_dim), and token_dim={token_dim}. For "
+        "one sequence Z of shape (n_tokens, token_dim) pass Z[None], of shape "
+        "(1, n_tokens, token_dim); for one-token sequences pass X[:, None], "
+        "which does not warn.",
+        UserWarning,
+        stacklevel=caller_stacklevel(),
+    )
+
+
 class MultiHeadLinearAttention:
     """A single layer of multi-head linear attention.
 
@@ -320,7 +343,9 @@ class MultiHeadLinearAttention:
         X : array-like of shape (n_samples, n_tokens, token_dim) or \
 (n_samples, n_tokens * token_dim)
             Sequences, tokens as rows, the query last. 2-D rows are sequences
-            flattened token by token. A Dask array gives a lazy Dask array of
+            flattened token by token, so one sequence ``Z`` of shape (n_tokens,
+            token_dim) would be ``n_tokens`` one-token sequences (which warns):
+            pass it as ``Z[None]``. A Dask array gives a lazy Dask array of
             outputs, computed block by block of samples.
         positions : {"last", "all"}, default="last"
             ``"last"``: the output at the last token, ``sum_h V_h (Z^T Z) Q_h q``.
@@ -354,6 +379,7 @@ class MultiHeadLinearAttention:
         if not isinstance(causal, (bool, np.bool_)):
             raise ValueError(f"causal must be True or False, got {causal!r}.")
         sequences = validate_sequences(X, token_dim=self.token_dim)
+        _warn_if_one_sequence_as_rows(X, sequences)
         if is_dask_array(sequences):  # lazily, block by block of samples
             return self._predict_dask(sequences, positions, causal)
         # Every factor of V_h S Q_h z_t at unit size, scaled by powers of two
@@ -413,7 +439,9 @@ class MultiHeadLinearAttention:
         ----------
         X : array-like of shape (n_samples, n_tokens, token_dim) or \
 (n_samples, n_tokens * token_dim)
-            The prompts, tokens as rows, as in :meth:`predict`.
+            The prompts, tokens as rows, as in :meth:`predict` (one prompt ``Z``
+            as ``Z[None]``; a Dask array is computed first: the rollout is
+            sequential).
         n_steps : int
             Number of tokens to generate (>= 1).
         to_token : callable or None, default=None
@@ -467,6 +495,7 @@ class MultiHeadLinearAttention:
         if is_dask_array(X):  # a rollout reads every prompt at each step
             X = X.compute()
         sequences = validate_sequences(X, token_dim=self.token_dim)
+        _warn_if_one_sequence_as_rows(X, sequences)
         readout = heads_readout(self.value_matrices, self.query_matrices)
         return rollout(sequences, n_steps, readout, to_token)
 

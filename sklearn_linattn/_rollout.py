@@ -21,7 +21,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
 from ._data import check_allocation, to_unit
-from ._validation import validate_sequences
+from ._validation import is_dask_array, validate_sequences
 from .preprocessing import (
     ALL_PADDING_WARNING,
     PositionalEncoding,
@@ -144,7 +144,14 @@ def _next_tokens(to_token, outputs, step, n_samples, token_dim):
         tokens = to_token(outputs.copy(), step)
         if sp.issparse(tokens):  # e.g. a OneHotEncoder's output
             tokens = tokens.toarray()
-        tokens = np.asarray(tokens)
+        try:
+            tokens = np.asarray(tokens)
+        except (TypeError, ValueError) as error:  # ragged lists, say
+            raise ValueError(
+                f"to_token must return an array of shape (n_samples, token_dim) = "
+                f"({n_samples}, {token_dim}); at step {step} numpy could not "
+                f"convert what it returned to an array: {error}"
+            ) from None
         if tokens.ndim == 1 and token_dim == 1 and tokens.shape[0] == n_samples:
             tokens = tokens[:, None]
         if tokens.shape != (n_samples, token_dim):
@@ -179,6 +186,17 @@ def _check_outputs(outputs, step):
             "the float range. Keep the tokens bounded in to_token, e.g. normalise "
             "them."
         )
+
+
+#: The exponent of a state or token that is all zero: below any float's (+-1100),
+#: so that the first non-zero token sets the state's scale.
+_NO_SCALE = -(2**20)
+
+
+def _scale_of(array, exponents, axes):
+    """``exponents`` (of :func:`to_unit`), ``_NO_SCALE`` where ``array`` is all
+    zero over ``axes``."""
+    return np.where(np.any(array != 0, axis=axes), exponents, _NO_SCALE)
 
 
 def rollout(
@@ -228,6 +246,8 @@ def rollout(
     # overflows nor underflows at any scale of the tokens.
     query, query_exponent = to_unit(sequences[:, -1], 1)
     sequences, exponent = to_unit(sequences, (1, 2))
+    # an all-zero prompt (padding) has no scale: its first non-zero token sets it
+    exponent = _scale_of(sequences, exponent, (1, 2))
     moment = np.matmul(sequences.transpose(0, 2, 1), sequences)  # S = Z^T Z
     tokens = np.empty((n_samples, n_steps, token_dim))
     outputs = None
@@ -248,8 +268,10 @@ def rollout(
         token = _next_tokens(to_token, output, step, n_samples, token_dim)
         tokens[:, step] = token
         query, query_exponent = to_unit(token, 1)
-        # a larger token moves the state to coarser units
-        grown = np.maximum(exponent, query_exponent)
+        # a larger token moves the state to coarser units; a zero token (whose
+        # frexp exponent is 0) moves nothing: it would push a tiny state below
+        # the float range
+        grown = np.maximum(exponent, _scale_of(token, query_exponent, 1))
         moment = np.ldexp(moment, -2 * (grown - exponent)[:, None, None])
         exponent = grown
         scaled = np.ldexp(token, -exponent[:, None])
@@ -267,13 +289,17 @@ class _TokenStep:
 
     ``map_tokens`` transforms real tokens, (m, token_dim_in) -> (m, token_dim_out).
     With ``padding="left"`` a new token is left padding, kept all zero, while every
-    token of its sequence so far (the step's input) is all zero and so is it.
+    token of its sequence so far (the step's input) is all zero and so is it;
+    ``token_dim_out`` is then the width of a padding token when every new token is
+    padding (``map_tokens`` is not called with no tokens, as ``transform`` does
+    not call it).
     """
 
-    def __init__(self, map_tokens, token_dim_in, padding=None):
+    def __init__(self, map_tokens, token_dim_in, padding=None, token_dim_out=None):
         self.map_tokens = map_tokens
         self.token_dim_in = token_dim_in
         self.padding = padding
+        self.token_dim_out = token_dim_out
 
     def start(self, step_input):
         """Record which prompts, as the step sees them, have a non-zero entry."""
@@ -286,6 +312,8 @@ class _TokenStep:
         if self.padding == "left":
             real = self.started | np.any(tokens != 0, axis=1)
             self.started = real
+            if not real.any():  # (scikit-learn's transformers refuse 0 samples)
+                return np.zeros((len(tokens), self.token_dim_out))
         mapped = self.map_tokens(tokens[real])
         if sp.issparse(mapped):
             mapped = mapped.toarray()
@@ -381,7 +409,12 @@ def _token_step(step):
         return _TokenStep(_identity, None), None
     if isinstance(step, TokenwiseTransformer):
         return (
-            _TokenStep(step.transformer_.transform, step.token_dim_, step.padding),
+            _TokenStep(
+                step.transformer_.transform,
+                step.token_dim_,
+                step.padding,
+                step.token_dim_out_,
+            ),
             None,
         )
     if isinstance(step, PositionalEncoding):
@@ -395,7 +428,10 @@ def _token_step(step):
         def with_constant(tokens):
             return np.column_stack([tokens, np.ones(len(tokens))])
 
-        return _TokenStep(with_constant, step.token_dim_, step.padding), None
+        token_step = _TokenStep(
+            with_constant, step.token_dim_, step.padding, step.token_dim_out_
+        )
+        return token_step, None
     # SeriesToTokens(window=1) without max_len: a generated token is one time
     # step, its channels as features
     return _TokenStep(_identity, step.n_channels_), None
@@ -463,9 +499,11 @@ def generate_pipeline(pipeline, X, n_steps, to_token=None):
     Parameters
     ----------
     pipeline : sklearn.pipeline.Pipeline
-        Fitted; its final estimator has ``generate``.
+        Fitted; its final estimator (that of a pipeline nested last) has
+        ``generate``.
     X : array-like
-        The raw prompts, as ``pipeline.predict`` takes them.
+        The raw prompts, as ``pipeline.predict`` takes them (a Dask array is
+        computed first: the rollout is sequential).
     n_steps : int
         Number of tokens to generate (>= 1).
     to_token : callable or None, default=None
@@ -524,25 +562,31 @@ def generate_pipeline(pipeline, X, n_steps, to_token=None):
             "generate_pipeline expects a fitted sklearn.pipeline.Pipeline, got "
             f"{type(pipeline).__name__}; call generate on an estimator directly."
         )
-    final = pipeline.steps[-1][1]
+    all_steps = list(pipeline.steps)
+    while isinstance(all_steps[-1][1], Pipeline):  # a final pipeline: its steps
+        name, inner = all_steps.pop()
+        all_steps += [(f"{name}__{inner}", step) for inner, step in inner.steps]
+    final = all_steps[-1][1]
     if not hasattr(final, "generate"):
         raise TypeError(
             f"The final step of the pipeline, {type(final).__name__}, has no "
             "generate method; it must be an attention estimator of sklearn_linattn."
         )
     try:
-        for _, step in pipeline.steps:  # (the steps' checks read fitted attributes)
+        for _, step in all_steps:  # (the steps' checks read fitted attributes)
             if not (step is None or (isinstance(step, str) and step == "passthrough")):
                 check_is_fitted(step)
     except NotFittedError:
         # Steps that cannot act token by token whatever their fit come first:
         # fitting the pipeline, as NotFittedError asks, would not help.
-        _refuse_steps(_token_steps(pipeline.steps[:-1], fitted=False)[1])
+        _refuse_steps(_token_steps(all_steps[:-1], fitted=False)[1])
         raise
-    steps, reasons = _token_steps(pipeline.steps[:-1])
+    steps, reasons = _token_steps(all_steps[:-1])
     _refuse_steps(reasons)
     n_steps = _check_n_steps(n_steps)
     _check_to_token(to_token)
+    if is_dask_array(X):  # a rollout reads every prompt at each step, as generate
+        X = X.compute()
     sequences = X
     for step, fitted in steps:  # the prompts through the steps, one at a time
         step_input = sequences

@@ -396,6 +396,32 @@ def test_input_layouts_give_the_same_numbers_and_are_left_alone(rng):
         np.testing.assert_array_equal(X, before)
 
 
+@pytest.mark.parametrize("method", ["predict", "generate"])
+def test_one_sequence_as_2d_rows_warns_and_is_one_token_sequences(rng, method):
+    """A single sequence Z (n_tokens, token_dim) passed as it is: the 2-D layout
+    reads it as n_tokens one-token sequences, which warns naming Z[None]; the
+    numbers are those of X[:, None], which does not warn, and Z[None] is one
+    sequence."""
+    model = random_attention(rng, 3, n_heads=2, n_outputs=3)
+    Z = rng.normal(size=(5, 3))
+
+    def call(X):
+        if method == "predict":
+            return model.predict(X)
+        return model.generate(X, 2).outputs
+
+    with pytest.warns(UserWarning, match=r"X of shape \(5, 3\) is read as 5 seq"):
+        as_rows = call(Z)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(as_rows, call(Z[:, None]))
+        one = call(Z[None])
+        call(Z[:1])  # one row: one token either way
+        call(Z.reshape(1, -1))
+    assert len(one) == 1
+    np.testing.assert_allclose(one[0], call(Z.reshape(1, -1))[0])
+
+
 def assert_within_rounding(model, actual, expected, Z, n_tokens=None, **kwargs):
     """``actual`` equals ``expected``, outputs of ``model`` on ``Z`` computed by
     BLAS calls of other sizes (a kernel may sum in another order), to the

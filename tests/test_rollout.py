@@ -352,6 +352,11 @@ def test_classifier_without_to_token_needs_matching_widths():
         (np.ones(2), r"returned shape \(2,\)"),
         (np.full((2, 2), "a"), "real numbers"),
         (np.full((2, 2), np.nan), "not finite"),
+        (
+            [np.ones(2), np.ones(3)],  # ragged: numpy's error named nothing
+            r"to_token must return an array of shape \(n_samples, token_dim\) = "
+            r"\(2, 2\); at step 0 numpy could not convert",
+        ),
     ],
 )
 def test_to_token_return_is_checked(rng, returned, match):
@@ -603,6 +608,39 @@ def test_prompts_of_different_scales_roll_out_each_at_its_own_scale():
         assert_close(outputs[i : i + 1], expected_outputs)
 
 
+@pytest.mark.parametrize("which", ["estimator", "model"])
+@pytest.mark.parametrize("zero", ["prompt", "token"])
+def test_zero_tokens_keep_the_scale_of_a_tiny_rollout(which, zero):
+    """An all-zero prompt (padding) or a zero next token has no scale: the
+    state stays in that of the tokens (1e-160, outputs 1e-175), not moved to
+    units of 1 where its entries (1e-320) would lose their digits to
+    underflow."""
+    scale = 1e-160
+    X, y, truth = make_random_mhla(300, 6, 3, n_heads=2, n_outputs=3, random_state=0)
+    if which == "estimator":
+        model = LinearAttentionRegressor().fit(X * scale, y * 1e-175)
+    else:  # heads large enough for outputs of 1e-175 at that scale
+        model = MultiHeadLinearAttention(
+            truth.value_matrices * 1e150, truth.query_matrices * 1e150
+        )
+    prompts = X[:3] * scale
+    if zero == "prompt":
+        prompts[0] = 0.0
+
+    def to_token(outputs, step):  # a zero token at step 0, then tokens at scale
+        if step == 0 and zero == "token":
+            return np.zeros((3, 3))
+        return np.random.default_rng(step).normal(size=(3, 3)) * scale
+
+    tokens, outputs = model.generate(prompts, 4, to_token=to_token)
+    expected_tokens, expected_outputs = naive_rollout(
+        model.predict, prompts, 4, to_token
+    )
+    assert np.all(np.abs(expected_outputs[:, 2:]) > 1e-200)
+    assert_close(tokens, expected_tokens)
+    assert_close(outputs, expected_outputs)
+
+
 # --- overflow -----------------------------------------------------------------
 
 
@@ -740,6 +778,48 @@ def test_pipeline_rollout_of_a_prompt_that_is_all_padding_so_far():
         expected = naive_rollout(pipe.predict, prompts, 5, to_token)
     np.testing.assert_array_equal(tokens, expected[0])
     assert_close(outputs, expected[1])
+
+
+def test_pipeline_rollout_where_every_prompt_is_still_padding():
+    """A step in which every new token is padding maps none (transform does not
+    call the transformer with no tokens; StandardScaler refuses 0 samples)."""
+    X, y = shifted_data()
+    pipe = make_pipeline(
+        TokenwiseTransformer(StandardScaler(), padding="left"),
+        PositionalEncoding(n_positions=2, origin="start"),
+        LinearAttentionRegressor(alpha=1e-6, n_heads=None),
+    ).fit(X, y)
+    prompts = np.zeros((2, 3, 2))
+    raw = np.array([[0.0, 0.0], [1.0, 2.0], [0.5, -1.0]])
+
+    def to_token(outputs, step):
+        return np.repeat(raw[step][None], 2, axis=0)
+
+    tokens, outputs = generate_pipeline(pipe, prompts, 3, to_token=to_token)
+    with warnings.catch_warnings():  # (all padding at the first steps)
+        warnings.simplefilter("ignore", UserWarning)
+        expected = naive_rollout(pipe.predict, prompts, 3, to_token)
+    np.testing.assert_array_equal(tokens, expected[0])
+    assert_close(outputs, expected[1])
+
+
+def test_pipeline_rollout_of_dask_prompts_is_that_of_the_computed_prompts():
+    """As generate, generate_pipeline computes Dask prompts first (its token-wise
+    steps take sequences in memory)."""
+    da = pytest.importorskip("dask.array")
+    X, y, _ = make_random_mhla(300, 6, 2, n_outputs=2, random_state=0)
+    pipe = make_pipeline(
+        TokenwiseTransformer(StandardScaler()),
+        PositionalEncoding(n_positions=2, origin="start"),
+        LinearAttentionRegressor(),
+    ).fit(X, y)
+    tokens, outputs = generate_pipeline(
+        pipe, da.from_array(X[:4], chunks=2), 5, to_token=unit
+    )
+    expected = generate_pipeline(pipe, X[:4], 5, to_token=unit)
+    assert isinstance(tokens, np.ndarray)
+    np.testing.assert_array_equal(tokens, expected.tokens)
+    np.testing.assert_array_equal(outputs, expected.outputs)
 
 
 def test_pipeline_rollout_of_series_appends_time_steps():
@@ -899,6 +979,30 @@ def test_generate_pipeline_needs_a_pipeline_ending_in_generate():
         generate_pipeline(pipe, X[:2], 3, to_token=lambda o, s: np.ones((2, 3)))
     with pytest.raises(TypeError, match="to_token must be None or a callable"):
         generate_pipeline(pipe, X[:2], 3, to_token=np.eye(2))
+
+
+def test_pipeline_nested_last_rolls_out_as_its_flattened_pipeline():
+    """A pipeline whose last step is a pipeline ending in the estimator (as
+    scikit-learn allows) rolls out as the flat one; its steps are checked too
+    (it was refused: "Pipeline, has no generate method")."""
+    X, y, _ = make_random_mhla(300, 6, 2, n_outputs=2, random_state=0)
+    nested = make_pipeline(
+        TokenwiseTransformer(StandardScaler()),
+        make_pipeline(
+            PositionalEncoding(n_positions=2, origin="start"),
+            LinearAttentionRegressor(),
+        ),
+    ).fit(X, y)
+    tokens, outputs = generate_pipeline(nested, X[:3], 5, to_token=unit)
+    expected = naive_rollout(nested.predict, X[:3], 5, unit)
+    np.testing.assert_allclose(tokens, expected[0], rtol=1e-10)
+    assert_close(outputs, expected[1])
+    refused = make_pipeline(
+        "passthrough",
+        make_pipeline(PositionalEncoding(n_positions=2), LinearAttentionRegressor()),
+    ).fit(X, y)
+    with pytest.raises(ValueError, match="'pipeline__positionalencoding': its 2"):
+        generate_pipeline(refused, X[:3], 5, to_token=unit)
 
 
 @pytest.mark.parametrize(
