@@ -506,7 +506,24 @@ class MultiHeadLinearAttention:
         -------
         lifted_coef : ndarray of shape (n_outputs, n_lifted_features)
             Ordered as the lifted features, so that
-            ``predict(X) == lifted_features(X) @ lifted_coef().T``.
+            ``predict(X)`` equals
+            ``LiftedAttentionFeatures(token_dim=d).fit_transform(X) @ lifted_coef().T``
+            to rounding (``d`` the token dimension).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_linattn import (
+        ...     LiftedAttentionFeatures, MultiHeadLinearAttention
+        ... )
+        >>> rng = np.random.default_rng(0)
+        >>> model = MultiHeadLinearAttention(
+        ...     rng.normal(size=(2, 1, 3)), rng.normal(size=(2, 3, 3))
+        ... )
+        >>> X = rng.normal(size=(4, 5, 3))
+        >>> features = LiftedAttentionFeatures(token_dim=3).fit_transform(X)
+        >>> np.allclose(features @ model.lifted_coef().T, model.predict(X))
+        True
         """
         d = self.token_dim
         # the full W and the lifted coefficients (half its size) at once

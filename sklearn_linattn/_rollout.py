@@ -97,9 +97,12 @@ def heads_readout(value_matrices, query_matrices):
 
 
 def lifted_readout(coef, token_dim):
-    """``(S, q) -> phi(S, q) @ coef.T`` for a batch, where
-    ``phi(S, q)[(b, c), e] = w_bc S[b, c] q[e]`` are the lifted features
-    (``w_bc = sqrt(2)`` off the diagonal): O(n_outputs d^3) per sequence."""
+    """``(moment, query, exponents) -> ldexp(phi(S, q) @ coef.T, exponents)``
+    for a batch, where ``moment`` holds the second moments ``S`` and ``query``
+    the last tokens ``q`` at unit size, ``exponents`` their scales' powers of
+    two, and ``phi(S, q)[(b, c), e] = w_bc S[b, c] q[e]`` are the lifted
+    features (``w_bc = sqrt(2)`` off the diagonal): O(n_outputs d^3) per
+    sequence."""
     rows, cols = np.triu_indices(token_dim)
     weights = np.where(rows == cols, 1.0, np.sqrt(2.0))
 
