@@ -1244,8 +1244,9 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           seeded starts, the same fit the search runs for ``k`` (the objective
           is not convex in the heads: other starts can find a lower one);
           ``head_search_.passes`` says whether it passes the criterion above
-          (None on noisy data without held-out folds: ``solver="cg"``, or
-          ``partial_fit`` whose first call had ``n_heads=None``).
+          (None on noisy data without held-out folds: ``solver="cg"``,
+          ``partial_fit`` whose first call had ``n_heads=None``, or every row
+          of positive weight in one sequence).
           Predictions then come from those heads. Heads zero within ``tol`` of
           the lifted coefficients' norm are dropped, and the model of the count
           left is then fitted (with a loose ``tol`` a larger ``k`` can return

@@ -19,7 +19,7 @@ in one canonical form (theory page, "Heads in canonical form").
 
 import functools
 import warnings
-from dataclasses import astuple, dataclass, replace
+from dataclasses import astuple, dataclass, fields, replace
 
 import numpy as np
 import scipy.linalg
@@ -414,7 +414,8 @@ class CountFit:
         returned, or the work limit stopped its test first), or, on noisy
         data, without held-out folds to reach it (``n_heads=k`` fitted with
         ``solver="cg"``, or by ``partial_fit`` whose first call had
-        ``n_heads=None``).
+        ``n_heads=None``, or with every row of positive weight in one
+        sequence).
     failed_on : str or None
         The test that failed the count (None when it passes or is undecided):
         ``"tol"`` (exact data: not within ``tol``), ``"training"`` (its training
@@ -487,6 +488,10 @@ class CountFit:
 class HeadReadout:
     """How the heads of a fit were read out (the estimators' ``head_search_``).
 
+    Two read-outs are equal when every field is (arrays entry by entry, NaN
+    equal to NaN, as in :class:`CountFit`): a read-out equals its pickled copy
+    and that of a refit of the same data.
+
     Attributes
     ----------
     value_matrices : ndarray of shape (n_heads, n_outputs, token_dim)
@@ -510,7 +515,8 @@ class HeadReadout:
     passes : bool or None
         Whether the returned heads pass (``"tol"``, ``"cv"`` and ``"lifted"``
         always do; for ``"fixed"`` the verdict on the count returned, None where
-        noisy data have no held-out folds to judge it,
+        noisy data have no held-out folds to judge it (also where every row of
+        positive weight lies in one sequence),
         the ``passes`` of its :class:`~sklearn_linattn.CountFit`).
     complete : bool
         False when the work limit left a verdict the search needed undecided:
@@ -629,6 +635,27 @@ class HeadReadout:
     loss: object = None
     fewer_untried: bool = False
     n_heads_asked: object = None
+
+    def _values(self):
+        # arrays by their entries and NaN equal to NaN (as CountFit's rows): a
+        # read-out equals its pickled copy and that of a refit of the same data
+        values = []
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, np.ndarray):
+                value = (value.shape, tuple(value.ravel().tolist()))
+            elif isinstance(value, float) and value != value:
+                value = "nan"
+            values.append(value)
+        return tuple(values)
+
+    def __eq__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self):
+        return hash(self._values())
 
     @property
     def n_heads(self):
@@ -921,10 +948,11 @@ class _Search:
             self.undecided = True
         elif self.exact:  # (no folds: tol decides)
             count = replace(count, passes=False, criterion="tol", failed_on="tol")
-        elif folds is None:
-            # noisy data without held-out folds (n_heads=k: the search returns
-            # the lifted fit's heads with a warning): tol is no test of noisy
-            # heads, and the held-out tests have no folds; not judged
+        elif folds is None or not np.any(self.held_folds):
+            # noisy data without held-out folds, or every row of weight in one
+            # sequence (n_heads=k: the search returns the lifted fit's heads
+            # with a warning): tol is no test of noisy heads, and the held-out
+            # tests have no folds; not judged
             count = replace(count, passes=None, criterion=None)
         else:
             count = self.training_count(value_rows, query_rows, count, loss)

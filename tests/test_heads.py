@@ -2326,6 +2326,27 @@ def test_a_count_row_equals_its_copy_and_a_refits():
     )
 
 
+def test_a_readout_equals_its_copy_and_a_refits():
+    """HeadReadout compared by identity (a frozen dataclass without equality, as
+    its arrays need): head_search_ was unequal to its pickled copy and to a
+    refit's of the same data, although its rows compare equal."""
+    truth, X, y = noisy_sequences(2, 4, 2, 1, 0.05)
+    search = LinearAttentionRegressor().fit(X, y).head_search_
+    assert np.isnan(search.counts[0].cv_error)  # (NaN fields, as the test needs)
+    copy = pickle.loads(pickle.dumps(search))
+    refit = LinearAttentionRegressor().fit(X, y).head_search_
+    assert copy == search and refit == search and not (refit != search)
+    assert len({search, copy, refit}) == 1
+    changed = dataclasses.replace(
+        search, value_matrices=search.value_matrices + 1e-12 * search.value_matrices
+    )
+    assert changed != search
+    assert dataclasses.replace(search, complete=False) != search
+    assert dataclasses.replace(search, counts=search.counts[1:]) != search
+    fixed = LinearAttentionRegressor(n_heads=1).fit(X, y).head_search_
+    assert fixed != search and search != search.counts[0]
+
+
 def test_a_search_is_complete_when_it_decided_the_count_within_its_work(monkeypatch):
     """Limits from 90% to 100% of the unlimited search's work: a search that
     decided its count (the last fit passes by tol as the budget runs out) is
@@ -2969,6 +2990,30 @@ def test_folds_that_hold_no_rows_are_not_refitted(monkeypatch, n_sequences):
         assert count.linearized_cv_error == pytest.approx(
             reference.linearized_cv_error, rel=1e-9
         )
+
+
+@pytest.mark.parametrize("n_heads", [1, 2])
+def test_weight_on_one_sequence_leaves_a_fixed_count_unjudged(n_heads):
+    """Positive weight on one sequence: the search says no fold can be predicted
+    and judges no count, but n_heads=k reported a verdict (False, failed on
+    "gcv"), with a finite threshold beside head_search_.cv_error NaN: a
+    verdict against held-out errors that no fold has. Not judged (None), as
+    with solver="cg"."""
+    X, y, _ = make_random_mhla(200, 8, 3, n_heads=1, random_state=3)
+    y = y + 0.5 * y.std() * np.random.default_rng(0).normal(size=y.shape)
+    weights = np.zeros(len(X))
+    weights[7] = 1.0
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "alpha=0 and the model", UserWarning)
+        search = LinearAttentionRegressor(n_heads=n_heads).fit(
+            X, y, sample_weight=weights
+        ).head_search_
+    assert search.criterion == "fixed" and search.loss is None
+    assert np.isnan(search.cv_error)
+    assert search.passes is None
+    (row,) = [count for count in search.counts if count.n_heads == n_heads]
+    assert row.passes is None and row.failed_on is None and row.criterion is None
+    assert np.isnan(row.threshold) and np.isnan(row.cv_error)
 
 
 @pytest.mark.parametrize("solver", ["normal", "dual"])
