@@ -30,6 +30,11 @@ LEGEND_FONTSIZE = 8
 MIN_LEGEND_FONTSIZE = 5.5
 LEGEND_SHARE = 0.9
 MIN_LEGEND_COLUMNS = 20
+# The heatmaps' tick labels are TICK_SIZE points, TICK_PITCH points apart at
+# least (a new figure's panels grow with token_dim); the x-axis's are vertical
+# where side by side they would not fit the axes' width.
+TICK_SIZE = 7
+TICK_PITCH = 11
 # Markers drawn by their edges (crosses, bars, hollow markers) have edges of
 # EDGE_WIDTH points whatever the style.
 EDGE_WIDTH = 1.5
@@ -46,15 +51,35 @@ def _pyplot(caller):
 
 
 def _attention_estimator(estimator, display):
-    """The estimator (a pipeline's last step) a display reads: one of the
-    package's attention estimators, else a TypeError naming what it got."""
+    """The estimator (a pipeline's last step; of a fitted hyper-parameter
+    search, GridSearchCV's, its ``best_estimator_``'s) a display reads: one of
+    the package's attention estimators, else a TypeError naming what it got."""
+    best = getattr(estimator, "best_estimator_", None)
+    if best is not None:
+        estimator = best
     final = estimator[-1] if hasattr(estimator, "steps") else estimator
     if not isinstance(final, _LinearAttentionBase):
+        # (an unfitted search, or one with refit=False, has no best_estimator_)
+        search = hasattr(final, "refit") and hasattr(final, "estimator")
         raise TypeError(
             f"{display.__name__}.from_estimator takes a LinearAttention* estimator "
-            f"(or a pipeline ending in one), got {type(final).__name__}."
+            "(or a pipeline ending in one, or a fitted search of one with "
+            f"refit=True), got {type(final).__name__}"
+            + (
+                " without best_estimator_ (not fitted, or refit=False)."
+                if search
+                else "."
+            )
         )
     return final
+
+
+def _tick_rotation(axes, labels):
+    """90 (vertical) where the tick labels side by side (about 0.6 of the type
+    size a character, and a gap) are wider than the axes, else 0."""
+    width = axes.bbox.width / axes.figure.dpi * 72  # points
+    need = sum(0.6 * TICK_SIZE * len(str(label)) + 4 for label in labels)
+    return 90 if need > width else 0
 
 
 def _norm(matrix):
@@ -130,9 +155,11 @@ class AttentionHeadsDisplay:
 
         Parameters
         ----------
-        estimator : fitted estimator or Pipeline
+        estimator : fitted estimator, Pipeline or hyper-parameter search
             A fitted :class:`LinearAttentionRegressor`, classifier or CV estimator,
-            or a pipeline whose last step is one (else a TypeError).
+            or a pipeline whose last step is one, or a fitted search
+            (:class:`~sklearn.model_selection.GridSearchCV`, ``refit=True``) of
+            either: its ``best_estimator_`` is drawn (else a TypeError).
         max_heads : int, default=None
             Draw the first (strongest) ``max_heads`` heads; None draws all.
         feature_names : list of str of length token_dim, default=None
@@ -174,6 +201,8 @@ class AttentionHeadsDisplay:
         -------
         display : AttentionHeadsDisplay
             ``self``, with ``images_``, ``axes_``, ``colorbar_`` and ``figure_``.
+            Drawn again on its ``axes_``, the display redraws its images and
+            colorbar there (no second colorbar).
         """
         plt = _pyplot("AttentionHeadsDisplay.plot")
         # the model's own checks of shapes and values, on copies
@@ -211,10 +240,21 @@ class AttentionHeadsDisplay:
                 f"token_dim={token_dim} features."
             )
         if ax is None:
+            # a head's panel wide and tall enough for a tick label a feature
+            # (at 1.9 inches, 16 features' labels ran into each other), and
+            # room for the longest label beside the first and below each row
+            panel = max(1.9, TICK_PITCH * token_dim / 72)
+            longest = max(
+                [2] + [len(str(name)) for name in ([] if names is None else names)]
+            )
+            room = 0.6 * TICK_SIZE * (longest - 2) / 72  # inches
             figure, ax = plt.subplots(
                 2,
                 shown,
-                figsize=(1.0 + 1.9 * shown, 1.2 + 0.25 * n_outputs + 1.9),
+                figsize=(
+                    1.0 + room + panel * shown,
+                    1.2 + 0.25 * n_outputs + panel + 2 * room,
+                ),
                 gridspec_kw={"height_ratios": [n_outputs, token_dim]},
                 squeeze=False,
                 layout="constrained",
@@ -235,6 +275,9 @@ class AttentionHeadsDisplay:
                     "among them."
                 )
             figure = ax[0, 0].figure
+        # drawn again on its own axes: into its images and colorbar (new ones
+        # lay over the old, and a second colorbar took room from the heads)
+        before = self._drawn_on(ax, value[:shown], query[:shown])
         limit = max(np.abs(value[:shown]).max(), np.abs(query[:shown]).max())
         limit = limit if limit > 0 else 1.0
         # entries near the float range drawn in units of a power of two:
@@ -256,11 +299,17 @@ class AttentionHeadsDisplay:
                 )
             for row, matrix in enumerate((value[h], query[h])):
                 axes = ax[row, h]
-                images[row, h] = axes.imshow(
-                    matrix, cmap=cmap, vmin=-limit, vmax=limit, aspect="equal"
-                )
-                axes.set_xticks(ticks, labels)
-                axes.tick_params(length=0, labelsize=7)
+                if before is None:
+                    images[row, h] = axes.imshow(
+                        matrix, cmap=cmap, vmin=-limit, vmax=limit, aspect="equal"
+                    )
+                else:  # (the colorbar follows its image's colors)
+                    images[row, h] = before[0][row, h]
+                    images[row, h].set_data(matrix)
+                    images[row, h].set_cmap(cmap)
+                    images[row, h].set_clim(-limit, limit)
+                axes.set_xticks(ticks, labels, rotation=_tick_rotation(axes, labels))
+                axes.tick_params(length=0, labelsize=TICK_SIZE)
             ax[0, h].set_yticks(np.arange(n_outputs))
             ax[1, h].set_yticks(ticks, labels)
             ax[0, h].set_xlabel("value feature", fontsize=8)
@@ -270,7 +319,10 @@ class AttentionHeadsDisplay:
             )
         ax[0, 0].set_ylabel("$V_h$: output", fontsize=8)
         ax[1, 0].set_ylabel("$Q_h$: key feature", fontsize=8)
-        colorbar = figure.colorbar(images[1, 0], ax=list(ax.ravel()), shrink=0.8)
+        if before is None:
+            colorbar = figure.colorbar(images[1, 0], ax=list(ax.ravel()), shrink=0.8)
+        else:
+            colorbar = before[1]
         # what the colors are, in the heatmaps' type sizes
         in_units = f" (units of $2^{{{unit}}}$)" if unit else ""
         colorbar.set_label("entry of $V_h$ and $Q_h$" + in_units, fontsize=8)
@@ -282,6 +334,32 @@ class AttentionHeadsDisplay:
             figure,
         )
         return self
+
+    def _drawn_on(self, ax, value, query):
+        """``(images_, colorbar_)`` where the display drew on the axes ``ax``
+        before, images of the same shapes as ``value`` and ``query``'s
+        matrices, all still there, else None (having removed those images and
+        that colorbar that are, as after ``ax.clear()``)."""
+        before = getattr(self, "axes_", None)
+        if (
+            before is None
+            or np.shape(before) != ax.shape
+            or any(a is not b for a, b in zip(ax.ravel(), before.ravel(), strict=True))
+        ):
+            return None
+        images, colorbar = self.images_, self.colorbar_
+        shapes = [matrix.shape for matrix in (*value, *query)]
+        kept = all(image.axes is not None for image in images.ravel()) and (
+            colorbar.ax in colorbar.ax.figure.axes
+        )
+        if kept and [i.get_array().shape for i in images.ravel()] == shapes:
+            return images, colorbar
+        if colorbar.ax in colorbar.ax.figure.axes and colorbar.mappable.axes:
+            colorbar.remove()  # (before its image: it reads the image's axes)
+        for image in images.ravel():
+            if image.axes is not None:
+                image.remove()
+        return None
 
 
 class HeadSearchDisplay:
@@ -297,7 +375,10 @@ class HeadSearchDisplay:
     the majority of the folds, or before all its folds were refitted, can lie
     below its threshold. Where the errors drawn span more than two decades the
     y-axis is logarithmic (linear below the smallest positive error where one is
-    zero), unless the axes, or axes sharing their y-axis, already show data.
+    zero), unless the axes, or axes sharing their y-axis, already show data;
+    logarithmic axes (the user's) with a zero error drawn are made linear
+    below the smallest positive error (or the lowest data they show), which a
+    log scale cannot draw.
     Like scikit-learn's :class:`~sklearn.model_selection.ValidationCurveDisplay`:
     create it with :meth:`from_estimator`, or from a readout and then
     :meth:`plot`.
@@ -322,8 +403,10 @@ class HeadSearchDisplay:
         What the folds' error is, for the y-axis label: :meth:`from_estimator`
         gives ``"misclassification rate"`` where the counts were judged on a
         classifier's misclassified rows, else ``"squared error"`` (regressors,
-        and classifiers whose rows were not kept, ``head_search_.loss``); None
-        says ``"error"``.
+        and classifiers whose rows were not kept, ``head_search_.loss``), or
+        ``"weighted squared error"`` where a regression's outputs are weighted
+        (``head_search_.output_weights``: the errors are the weighted
+        outputs'); None says ``"error"``.
 
     Attributes
     ----------
@@ -408,10 +491,12 @@ class HeadSearchDisplay:
 
         Parameters
         ----------
-        estimator : fitted estimator or Pipeline
+        estimator : fitted estimator, Pipeline or hyper-parameter search
             A fitted :class:`LinearAttentionRegressor`, classifier or CV
-            estimator, or a pipeline whose last step is one (else a
-            TypeError).
+            estimator, or a pipeline whose last step is one, or a fitted
+            search (:class:`~sklearn.model_selection.GridSearchCV`,
+            ``refit=True``) of either: its ``best_estimator_`` is drawn (else
+            a TypeError).
         ax : matplotlib Axes, default=None
             Where to draw; None makes a new figure (the legend's place on
             either: :meth:`plot`).
@@ -436,13 +521,16 @@ class HeadSearchDisplay:
         loss = getattr(search, "loss", None)
         if loss is None:  # (no folds, or a record without it)
             loss = "misclassified" if is_classifier(final) else "squared"
+        if loss == "misclassified":
+            error_name = "misclassification rate"
+        elif getattr(search, "output_weights", None) is not None:
+            # (several outputs weighted against their noise: the errors are
+            # the weighted outputs', up to 4**k times the targets' own)
+            error_name = "weighted squared error"
+        else:
+            error_name = "squared error"
         return cls(
-            search,
-            tol=tol,
-            identifiable=identifiable,
-            error_name="misclassification rate"
-            if loss == "misclassified"
-            else "squared error",
+            search, tol=tol, identifiable=identifiable, error_name=error_name
         ).plot(ax=ax)
 
     def plot(self, *, ax=None):
@@ -726,10 +814,11 @@ class HeadSearchDisplay:
                     "(generalized cross-validation infinite: fails)",
                 )
             if unmeasured:  # no error to draw them at: on the x-axis
+                # (a question mark: in the undecided counts' hollow diamond it
+                # read as one at an error, an error near the axes' floor)
                 lines["unmeasured"] = _at_height(
                     ax, [count.n_heads for count in unmeasured], 0.03,
-                    marker="d", fillstyle="none", markeredgewidth=EDGE_WIDTH,
-                    color=color,
+                    marker="$?$", markersize=9, color=color,
                     label="k heads left undecided before a cross-validated or "
                     "training error was measured",
                 )
@@ -754,8 +843,9 @@ class HeadSearchDisplay:
                     if on_data
                     else "k heads reproducing the lifted fit (tol)",
                 )[0]
-            lines["lifted"] = ax.axhline(
-                search.cv_error, color="gray", linestyle="--", label="lifted fit"
+            lines["lifted"] = _quietly(
+                ax.axhline, search.cv_error, color="gray", linestyle="--",
+                label="lifted fit",
             )
             thresholds = [count for count in counts if np.isfinite(count.threshold)]
             if thresholds:
@@ -771,7 +861,8 @@ class HeadSearchDisplay:
                     if misclassification
                     else "threshold of k heads (a count must not exceed it)",
                 )[0]
-            self.band_ = ax.axhspan(
+            self.band_ = _quietly(
+                ax.axhspan,
                 search.cv_error - search.cv_standard_error,
                 search.cv_error + search.cv_standard_error,
                 color="gray",
@@ -786,6 +877,8 @@ class HeadSearchDisplay:
             scale = _error_scale(lines)
             if scale and not keeps_scale:
                 ax.set_yscale(scale[0], **scale[1])
+            elif ax.get_yscale() == "log":  # the user's, or kept
+                _show_zero_errors(ax, lines, keeps_scale)
         else:
             decided = [count for count in counts if count.passes is not None]
             lines["counts"] = ax.semilogy(
@@ -947,12 +1040,7 @@ def _error_scale(lines):
     count near interpolation nearly 4000 times the lifted fit's error hid the others):
     logarithmic, or, with a zero error (no misclassified row), linear up to the
     smallest positive one; else None."""
-    values = np.concatenate([
-        np.asarray(line.get_ydata(), dtype=float)
-        for key, line in lines.items()
-        if key not in AT_AXES_HEIGHT
-    ])
-    values = values[np.isfinite(values)]
+    values = _drawn_errors(lines)
     positive = values[values > 0]
     if not positive.size or values.min() < 0:
         return None
@@ -961,6 +1049,43 @@ def _error_scale(lines):
     if values.min() > 0:
         return "log", {}
     return "symlog", {"linthresh": float(positive.min())}
+
+
+def _show_zero_errors(ax, lines, keeps_scale):
+    """Make logarithmic axes (the user's, or shared with axes showing data)
+    linear below the smallest positive error where an error drawn is zero
+    (no misclassified row): a log axis does not draw zeros, and the counts, the
+    lifted fit and the thresholds of a classifier without errors were all left
+    out. Where other data are shown, linear below their lowest too."""
+    values = _drawn_errors(lines)
+    if not np.any(values == 0):
+        return
+    floors = list(values[values > 0])
+    if keeps_scale:
+        floors.append(ax.get_ylim()[0])
+    if floors:
+        ax.set_yscale("symlog", linthresh=float(min(floors)))
+    else:
+        ax.set_yscale("linear")
+
+
+def _quietly(draw, *args, **kwargs):
+    """``draw(*args, **kwargs)`` without matplotlib's warning that log axes
+    have no positive data (lines across the axes update their view: errors
+    all zero so far, before :func:`_show_zero_errors` makes them linear)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Data has no positive values")
+        return draw(*args, **kwargs)
+
+
+def _drawn_errors(lines):
+    """The finite errors drawn (not the lines at a height of the axes)."""
+    values = np.concatenate([
+        np.asarray(line.get_ydata(), dtype=float)
+        for key, line in lines.items()
+        if key not in AT_AXES_HEIGHT
+    ])
+    return values[np.isfinite(values)]
 
 
 def _failed_color(counts_color):

@@ -140,6 +140,77 @@ def test_draws_into_given_axes_and_leaves_the_matrices_unchanged():
     np.testing.assert_array_equal(attention.query_matrices, Q)
 
 
+
+@pytest.mark.parametrize("layout", [None, "constrained"])
+def test_heads_drawn_again_on_their_axes_replace_the_images_and_colorbar(layout):
+    """Drawn again on its own axes (a new colormap, or changed matrices), the
+    display added a second colorbar, which took room from the heads (without a
+    layout engine they narrowed at each draw), and laid new images over the
+    old ones: one image per axes, one colorbar, the new matrices and scale."""
+    attention = random_attention(np.random.default_rng(2), 3, 2)
+    figure, ax = plt.subplots(2, 2, layout=layout)
+    display = AttentionHeadsDisplay(attention.value_matrices, attention.query_matrices)
+    display.plot(ax=ax)
+    figure.canvas.draw()
+    n_axes = len(figure.axes)
+    positions = [a.get_position(original=True).bounds for a in ax.ravel()]
+    display.value_matrices = 3.0 * attention.value_matrices
+    display.plot(ax=display.axes_, cmap="PuOr")
+    figure.canvas.draw()
+    assert len(figure.axes) == n_axes
+    assert [len(a.images) for a in ax.ravel()] == [1] * 4
+    np.testing.assert_allclose(
+        display.images_[0, 1].get_array(), display.value_matrices[1]
+    )
+    limit = max(
+        np.abs(display.value_matrices).max(), np.abs(attention.query_matrices).max()
+    )
+    assert display.colorbar_.vmax == pytest.approx(limit)
+    assert display.colorbar_.cmap.name == "PuOr"
+    if layout is None:  # (a layout engine places the heads anew)
+        np.testing.assert_allclose(
+            [a.get_position(original=True).bounds for a in ax.ravel()], positions
+        )
+    # after ax.clear() (the images gone): drawn anew, one colorbar still
+    ax[0, 0].clear()
+    display.plot(ax=display.axes_)
+    assert len(figure.axes) == n_axes
+    assert [len(a.images) for a in ax.ravel()] == [1] * 4
+
+
+
+def overlapping_tick_labels(axes, renderer):
+    """Pairs of neighbouring tick labels of the axes whose boxes overlap."""
+    found = []
+    for labels in (axes.get_xticklabels(), axes.get_yticklabels()):
+        boxes = [label.get_window_extent(renderer) for label in labels]
+        found += [
+            (a.get_text(), b.get_text())
+            for a, b, box_a, box_b in zip(
+                labels, labels[1:], boxes, boxes[1:], strict=False
+            )
+            if box_a.overlaps(box_b)
+        ]
+    return found
+
+
+@pytest.mark.parametrize("token_dim", [3, 16, 30])
+def test_heads_tick_labels_do_not_run_into_each_other(token_dim):
+    """In the figure of 1.9 inches a head, 16 token features' tick labels ran
+    into each other ("1011121314"): the heads' panels grow with the features,
+    and the x-axis's labels turn vertical where side by side they do not fit;
+    named features too."""
+    rng = np.random.default_rng(0)
+    value = rng.normal(size=(2, 1, token_dim))
+    query = rng.normal(size=(2, token_dim, token_dim))
+    for names in (None, [f"feature {i}" for i in range(token_dim)]):
+        display = AttentionHeadsDisplay(value, query, feature_names=names).plot()
+        display.figure_.canvas.draw()
+        renderer = display.figure_.canvas.get_renderer()
+        for axes in display.axes_.ravel():
+            assert not overlapping_tick_labels(axes, renderer)
+
+
 def test_one_head_draws_into_a_column_of_two_axes():
     """plt.subplots(2, 1) gives a 1-D array of two Axes: V_h above Q_h."""
     attention = random_attention(np.random.default_rng(2), 3, 1)
@@ -165,6 +236,44 @@ def test_an_estimator_that_is_not_attention_is_a_type_error(rng, Display):
     ridge = Ridge().fit(rng.normal(size=(20, 4)), rng.normal(size=20))
     with pytest.raises(TypeError, match="takes a LinearAttention.* got Ridge"):
         Display.from_estimator(make_pipeline(ridge))
+
+
+def test_a_fitted_search_draws_its_best_estimator():
+    """A fitted GridSearchCV (of the estimator, or of a pipeline ending in it)
+    was a TypeError; it is drawn as its best_estimator_: the same heads and
+    the same counts at the same errors. Not fitted, or fitted with
+    refit=False, it has none: a TypeError that says so."""
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.preprocessing import FunctionTransformer
+
+    X, y = hidden_head_outputs(0, n_samples=150)[:2]
+    for estimator, grid in (
+        (LinearAttentionRegressor(), {"alpha": [0.0, 1e-3]}),
+        (
+            make_pipeline(FunctionTransformer(), LinearAttentionRegressor()),
+            {"linearattentionregressor__alpha": [0.0, 1e-3]},
+        ),
+    ):
+        search = GridSearchCV(estimator, grid, cv=2).fit(X, y)
+        best = search.best_estimator_
+        final = best[-1] if hasattr(best, "steps") else best
+        heads = AttentionHeadsDisplay.from_estimator(search)
+        np.testing.assert_array_equal(
+            heads.images_[1, 0].get_array(), final.attention_.query_matrices[0]
+        )
+        counts = final.head_search_.counts
+        display = HeadSearchDisplay.from_estimator(search)
+        assert display.head_search is final.head_search_
+        assert drawn_counts(display) == {c.n_heads for c in counts}
+    for search in (
+        GridSearchCV(LinearAttentionRegressor(), {"alpha": [0.0]}),
+        GridSearchCV(LinearAttentionRegressor(), {"alpha": [0.0]}, cv=2, refit=False)
+        .fit(X, y),
+    ):
+        with pytest.raises(
+            TypeError, match="got GridSearchCV without best_estimator_"
+        ):
+            HeadSearchDisplay.from_estimator(search)
 
 
 @pytest.mark.parametrize(
@@ -372,6 +481,25 @@ def test_search_display_marks_counts_worse_on_an_output():
     assert_marks_the_counts_line(display, drawn)
 
 
+
+def test_search_display_says_when_the_outputs_errors_are_weighted():
+    """Outputs with unlike noise are weighted in the search (here up to 64
+    times): the errors drawn, head_search_'s, are the weighted outputs', up to
+    4096 times a plain squared error, under the label "cross-validated squared
+    error". The label says they are weighted; one output's does not."""
+    X, y, _ = hidden_head_outputs(0, n_samples=300)
+    model = LinearAttentionRegressor().fit(X, y)
+    search = model.head_search_
+    assert search.output_weights is not None and np.ptp(search.output_weights) > 0
+    display = HeadSearchDisplay.from_estimator(model)
+    assert display.ax_.get_ylabel() == "cross-validated\nweighted squared error"
+    assert display.lines_["lifted"].get_ydata()[0] == search.cv_error
+    one = LinearAttentionRegressor().fit(X, y[:, 0])
+    assert one.head_search_.output_weights is None
+    label = HeadSearchDisplay.from_estimator(one).ax_.get_ylabel()
+    assert label == "cross-validated squared error"
+
+
 def test_search_display_marks_a_classifiers_counts_failed_on_their_scores():
     """A count whose misclassification is within the threshold but whose class
     scores predict worse than the lifted fit's is drawn as failing."""
@@ -550,6 +678,39 @@ def test_search_display_of_a_noisy_search_stopped_before_any_error(monkeypatch):
         assert max(display.lines_["unfitted"].get_xdata()) < max(search.counts_tried)
     label = display.lines_["chosen"].get_label()
     assert "the work limit cut the search short" in label
+
+
+
+def test_search_display_marks_unmeasured_counts_unlike_counts_at_an_error(
+    monkeypatch,
+):
+    """A count left undecided before any error was measured, marked near the
+    x-axis, was drawn as the hollow diamond of counts left undecided at their
+    last error: it read as a count at an error near the axes' floor, below the
+    lifted fit's. Its marker is none of those drawn at an error."""
+    from dataclasses import replace
+
+    work = noisy_search(head_work_limit=None).head_search_.work
+    monkeypatch.setattr("sklearn_linattn._estimators.WORK_FLOOR", work * 0.02)
+    with pytest.warns(ConvergenceWarning, match="work limit"):
+        search = noisy_search(head_work_limit=0.0).head_search_
+    unmeasured = next(c for c in search.counts if c.criterion is None)
+    # and a count left undecided after its linearized refits
+    undecided = replace(
+        unmeasured, n_heads=max(search.counts_tried) + 1, criterion="linearized",
+        training_error=search.cv_error, linearized_cv_error=search.cv_error,
+        threshold=search.cv_error,
+    )
+    search = replace(search, counts=search.counts + (undecided,))
+    lines = HeadSearchDisplay(search).plot().lines_
+    assert unmeasured.n_heads in lines["unmeasured"].get_xdata()
+    np.testing.assert_array_equal(lines["undecided"].get_ydata(), [search.cv_error])
+    at_an_error = {
+        line.get_marker()
+        for key, line in lines.items()
+        if key not in ("unmeasured", "unfitted", "interpolating", "chosen")
+    }
+    assert lines["unmeasured"].get_marker() not in at_an_error
 
 
 def test_search_display_of_an_exact_search_cut_short_marks_undecided(monkeypatch):
@@ -1007,6 +1168,66 @@ def test_search_display_is_logarithmic_where_errors_span_decades():
     users.plot([0, 1], [-1.0, 1.0])
     HeadSearchDisplay(spiked(4000.0)[0]).plot(ax=empty)
     assert users.get_yscale() == empty.get_yscale() == "linear"
+
+
+
+def separable_classifier():
+    """Two classes of a 2-head layer's output with a wide margin between them:
+    no row misclassified, by any count or by the lifted fit."""
+    X, y, _ = make_random_mhla(400, 8, 3, n_heads=2, random_state=0)
+    keep = np.abs(y - np.median(y)) > y.std()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return LinearAttentionClassifier().fit(
+            X[keep], (y[keep] > np.median(y)).astype(int)
+        )
+
+
+def test_search_display_on_log_axes_draws_zero_errors():
+    """On the user's logarithmic axes a classifier without misclassified rows
+    drew nothing: every count, the lifted fit and the thresholds at zero were
+    left out (with matplotlib's warning from this module). Zero errors make the
+    axes linear below the smallest positive error drawn (below the lowest of
+    the data they show, where they share their y-axis with a user's plot), and
+    every error drawn is the search's."""
+    from dataclasses import replace
+
+    model = separable_classifier()
+    search = model.head_search_
+    assert search.cv_error == 0 and search.counts
+    _, ax = plt.subplots()
+    ax.set_yscale("log")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        display = HeadSearchDisplay.from_estimator(model, ax=ax)
+    assert ax.get_yscale() == "linear"
+    low, high = ax.get_ylim()
+    assert low < 0 < high
+    assert display.lines_["lifted"].get_ydata()[0] == search.cv_error
+    assert drawn_counts(display) == {c.n_heads for c in search.counts}
+    # one zero among positive errors: linear below the smallest positive one
+    failed = replace(search.counts[0], cv_error=0.02, threshold=0.009)
+    passed = replace(
+        search.counts[-1], n_heads=failed.n_heads + 1, passes=True,
+        failed_on=None, criterion="cv", cv_error=0.0, threshold=0.009,
+    )
+    readout = replace(
+        search, counts=(failed, passed), cv_error=0.01, cv_standard_error=0.003
+    )
+    _, ax = plt.subplots()
+    ax.set_yscale("log")
+    display = HeadSearchDisplay(readout, error_name="misclassification rate").plot(
+        ax=ax
+    )
+    assert ax.get_yscale() == "symlog"
+    assert ax.yaxis.get_transform().linthresh == 0.009
+    assert ax.get_ylim()[0] < 0
+    # axes sharing the y-axis of a user's logarithmic plot: theirs kept in view
+    _, (users, empty) = plt.subplots(1, 2, sharey=True)
+    users.semilogy([0, 1], [1e-4, 1.0])
+    HeadSearchDisplay(readout, error_name="misclassification rate").plot(ax=empty)
+    assert users.get_yscale() == empty.get_yscale() == "symlog"
+    assert empty.yaxis.get_transform().linthresh <= 1e-4
 
 
 def legend_box_in_inches(ax):
