@@ -1225,7 +1225,8 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           from all the rows than from a fold's 80%; so must their error on a
           majority of the folds. The error is the squared error; for the
           classifier, the misclassified rows, strictly below the bound (or no
-          worse on every fold for a count that is the lifted fit on the data),
+          worse on every fold for a count that is the lifted fit on the data,
+          or none where the lifted fit misclassifies no held-out row),
           and its class scores must predict no worse either. With several
           outputs, no output may be clearly worse than the lifted fit's. For
           squared errors with ten rows per lifted feature or more, a count whose
@@ -1621,9 +1622,11 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
         of two factors, the folds' size factor and the lifted fit's own
         learning curve from ``K - 2`` to ``K - 1`` folds' rows, extrapolated
         to all of them (:class:`CountFit` ``threshold``; a count that is the
-        lifted fit on the data passes at the lifted fit's own rate; theory
-        page, "How many heads"). Such a count must also be no worse than the lifted fit
-        on a majority of the folds, and its refits must predict the class
+        lifted fit on the data passes at the lifted fit's own rate, and where
+        the lifted fit misclassifies no held-out row a count that misclassifies
+        none passes this test; theory page, "How many heads"). Such a count
+        must also be no worse than the lifted fit on a majority of the folds,
+        and its refits must predict the class
         scores no worse (``score_cv_error`` at most ``score_threshold``, else
         ``failed_on="scores"``). An int ``k``: the best model with at most
         ``k`` heads. None: the paper's SVD read-out (see

@@ -400,7 +400,8 @@ class CountFit:
         (``head_search_.cv_error``), lowered by the factor by which the lifted
         fit, with more degrees of freedom, gains more than k heads from being
         fitted to all the rows instead of a fold's 80% (theory page). For
-        misclassification the rate must be strictly below it, and the factor is
+        misclassification the rate must be strictly below it (or 0 where it
+        is 0: the class scores then decide), and the factor is
         at most the lifted fit's own learning curve on the folds, extrapolated
         to all the rows, less the heads' own fall. Near interpolation, for
         squared errors, it is the lower of ``head_search_.cv_error`` and
@@ -1618,9 +1619,10 @@ class _Search:
 
     def verdict(self, k, count, errors, margin=1.0, output_errors=None):
         """The held-out verdict on k heads from their refits' errors on the folds:
-        within the threshold (misclassification strictly below it), no worse than
-        the lifted fit on a majority of the folds, and per output; errors known
-        only within a relative ``margin - 1`` pass only with that margin."""
+        within the threshold (misclassification strictly below it, or 0 at 0),
+        no worse than the lifted fit on a majority of the folds, and per
+        output; errors known only within a relative ``margin - 1`` pass only
+        with that margin."""
         folds = self.folds
         cv_error = folds.summary(errors)[0]
         tie = self.error_tie
@@ -1628,8 +1630,11 @@ class _Search:
             within_threshold = cv_error * margin <= count.threshold * (1 + tie)
         else:
             # misclassified rows: a count that ties the lifted fit is not
-            # shown to be as good (theory page)
-            within_threshold = cv_error < count.threshold * (1 - tie)
+            # shown to be as good (theory page), unless neither misclassifies a
+            # held-out row: then the class scores' test decides (refits)
+            within_threshold = cv_error < count.threshold * (1 - tie) or (
+                cv_error == 0 and count.threshold == 0
+            )
         # the heads must also be no worse than the lifted fit (a tie is not
         # worse) on a majority of the folds that hold rows of positive weight
         # (FOLDS_MAJORITY)

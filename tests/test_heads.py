@@ -1590,6 +1590,32 @@ def test_a_count_tied_with_the_lifted_fit_in_misclassified_rows_fails(monkeypatc
     assert accuracy >= np.mean(lifted.predict(X[52:]) == labels[52:]) - 0.02
 
 
+def test_counts_of_a_classifier_without_held_out_errors_are_judged_on_the_scores():
+    """Labels of a 2-head d = 3 model on rows far from its median (97 of 400):
+    the lifted fit misclassifies no held-out row, so its bound is 0 and no
+    misclassified share is below it; every count failed, and the lifted fit's
+    3 heads came back. A count that misclassifies none ties at 0 and the class
+    scores' test decides: 1 head fails on it, the generating 2 pass, and they
+    classify new rows as n_heads=None does (0.9956 against 0.9971 of 683)."""
+    X, y, _ = make_random_mhla(400 + 3000, 8, 3, n_heads=2, random_state=0)
+    middle = np.median(y[:400])
+    far = np.abs(y - middle) > y[:400].std()
+    labels = (y > middle).astype(int)
+    train, test = far & (np.arange(len(y)) < 400), far & (np.arange(len(y)) >= 400)
+    model = LinearAttentionClassifier().fit(X[train], labels[train])
+    lifted = LinearAttentionClassifier(n_heads=None).fit(X[train], labels[train])
+    search = model.head_search_
+    assert search.cv_error == 0 and lifted.n_heads_ == 3
+    one, two = search.counts
+    assert (one.n_heads, one.cv_error, one.failed_on) == (1, 0, "scores")
+    assert one.score_cv_error > one.score_threshold
+    assert two.passes and two.cv_error == two.threshold == 0
+    assert two.score_cv_error <= two.score_threshold
+    assert model.n_heads_ == 2 and search.criterion == "cv"
+    accuracy = model.score(X[test], labels[test])
+    assert accuracy >= lifted.score(X[test], labels[test]) - 0.02
+
+
 def test_a_classifiers_count_that_is_the_lifted_fit_on_the_data_passes():
     """Positions and a constant (the documented recipe) leave the lifted
     coefficients unidentified: two heads fit the training rows as the lifted fit
