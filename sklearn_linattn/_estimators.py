@@ -28,6 +28,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.class_weight import compute_class_weight, compute_sample_weight
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
@@ -733,30 +734,45 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
         return False
 
     def _warn_if_judged_on_scores(self, data):
-        """A classifier fitted on Dask whose head count the held-out folds
+        """A classifier fitted on Dask whose head count (``n_heads="auto"``) or
+        whose ``head_search_.passes`` (``n_heads=k``) the held-out folds
         decided: judged on its class scores' squared errors, which ``fit`` in
         memory does not (partial_fit says so in :meth:`_warn_rows_dropped`)."""
         held_out = ("cv", "training", "linearized")
-        if not (is_classifier(self) and data.is_distributed and self.n_heads == "auto"):
+        distributed = is_classifier(self) and data.is_distributed
+        if not distributed or self.n_heads is None:
             return
-        if any(count.criterion in held_out for count in self.head_search_.counts):
-            warnings.warn(
-                "On Dask the classifier's head count was judged on the held-out "
-                "squared errors of its class scores (the rows stay on the "
-                "workers), not on misclassified held-out rows as a fit in memory "
-                "judges it: n_heads_ can differ from an in-memory fit of the same "
-                "data. Set n_heads to a number of heads to fix the count.",
-                UserWarning,
-                stacklevel=caller_stacklevel(),
-            )
+        if not any(count.criterion in held_out for count in self.head_search_.counts):
+            return
+        if self.n_heads == "auto":
+            judged, differs = "head count was", "n_heads_ can differ"
+            advice = "Set n_heads to a number of heads to fix the count."
+        else:
+            judged = f"verdict on n_heads={self.n_heads} (head_search_.passes) was"
+            differs = "the verdict can differ"
+            advice = "The heads themselves are fitted as in memory."
+        warnings.warn(
+            f"On Dask the classifier's {judged} judged on the held-out "
+            "squared errors of its class scores (the rows stay on the "
+            "workers), not on misclassified held-out rows as a fit in memory "
+            f"judges it: {differs} from an in-memory fit of the same data. "
+            + advice,
+            UserWarning,
+            stacklevel=caller_stacklevel(),
+        )
 
     def _warn_rows_dropped(self):
+        if self.n_heads == "auto":
+            judged = "the head count is"
+            advice = " Set n_heads to a number of heads to fix the count."
+        else:  # (the verdict head_search_ reports on a fixed count)
+            judged = f"the verdict on n_heads={self.n_heads} (head_search_.passes) is"
+            advice = ""
         warnings.warn(
             "partial_fit no longer keeps the training rows (beyond the size of "
-            "the statistics it keeps, or a batch not in memory): the head count "
-            "is judged on the squared errors of the class scores from now on, not "
-            "on misclassified held-out rows as fit judges it. Set n_heads to a "
-            "number of heads to fix the count.",
+            f"the statistics it keeps, or a batch not in memory): {judged} "
+            "judged on the squared errors of the class scores from now on, not "
+            "on misclassified held-out rows as fit judges it." + advice,
             UserWarning,
             stacklevel=caller_stacklevel(),
         )
@@ -2214,16 +2230,27 @@ class LiftedAttentionFeatures(
         -------
         features : ndarray of shape (n_samples, n_lifted_features)
             A lazy Dask array (one block of features per block of sequences)
-            for Dask input.
+            for Dask input; with ``set_output(transform="pandas")`` a
+            DataFrame in memory, so a Dask input is computed into it (refused
+            with a ``ValueError``, as numpy input is, where the features cannot
+            fit in the available memory).
         """
         check_is_fitted(self)
         self._validate_params_used_after_fit(("n_jobs",))
+        shape = getattr(X, "shape", ())
+        if len(shape) in (2, 3) and not (is_dask_array(X) or scipy.sparse.issparse(X)):
+            # before validation, whose float64 copy of X can be as large
+            check_features_memory(shape[0], self.token_dim_)
         sequences = validate_sequences(
             X, token_dim=self.token_dim_, estimator=self, reset=False
         )
+        default_output = _get_output_config("transform", self)["dense"] == "default"
+        if is_dask_array(sequences) and default_output:
+            return features_dask(sequences)
+        # (a DataFrame of set_output computes a Dask array into memory)
+        check_features_memory(sequences.shape[0], self.token_dim_)
         if is_dask_array(sequences):
             return features_dask(sequences)
-        check_features_memory(sequences.shape[0], self.token_dim_)
         features = lifted_features(sequences, n_threads=effective_n_jobs(self.n_jobs))
         warn_if_features_beyond_float64(features, sequences)
         return features

@@ -109,6 +109,42 @@ def test_lifted_features_of_a_dask_array_are_lazy_and_equal_in_memory(client, da
         lazy.compute()
 
 
+def test_dataframe_output_of_dask_features_is_checked_against_memory(
+    data, monkeypatch
+):
+    """set_output(transform="pandas") computes a Dask array's features into a
+    DataFrame in memory: the same ValueError as numpy input where they cannot
+    fit (it computed them all, however large), and the numpy features where
+    they can."""
+    import pandas as pd
+
+    from sklearn_linattn import _data
+
+    X, _ = data
+    X_dask = da.from_array(X, chunks=(200, 6, 4))
+    features = LiftedAttentionFeatures().set_output(transform="pandas").fit(X_dask)
+    with dask.config.set(scheduler="sync"):
+        frame = features.transform(X_dask)
+    assert isinstance(frame, pd.DataFrame)
+    np.testing.assert_array_equal(
+        frame.to_numpy(), LiftedAttentionFeatures().fit_transform(X)
+    )
+    assert frame.columns.tolist() == features.get_feature_names_out().tolist()
+    monkeypatch.setattr(_data, "available_memory", lambda: 100_000)  # < 900 x 40
+    message = "The lifted features of 900 sequences are a 900 x 40 array"
+    with pytest.raises(ValueError, match=message):
+        features.transform(X)
+    computed = []
+    watched = X_dask.map_blocks(lambda block: computed.append(block) or block)
+    computed.clear()  # (dask's own calls on tiny arrays, inferring the type)
+    with dask.config.set(scheduler="sync"):
+        with pytest.raises(ValueError, match=message):
+            features.transform(watched)
+    assert computed == []  # refused before any block is computed
+    lazy = LiftedAttentionFeatures().fit(X_dask).transform(X_dask)  # default: lazy
+    assert isinstance(lazy, da.Array)
+
+
 @pytest.mark.parametrize("make", ["positions", "tokenwise"])
 def test_tokenwise_preprocessing_refuses_dask_arrays_clearly(data, make):
     from sklearn.preprocessing import StandardScaler
@@ -508,7 +544,7 @@ def test_a_classifiers_count_judged_on_dask_is_said(data):
     """On Dask the default count of a classifier is judged on the squared errors
     of its class scores, not on misclassified held-out rows as in memory, and
     the counts differ (17 of 30 seeded three-class sets in a review): fit says
-    so, as partial_fit does; not for a fixed count, nor in memory."""
+    so, as partial_fit does; not in memory."""
     X, y = data
     labels = np.where(y[:, 0] > np.median(y[:, 0]), "high", "low")
     X_dask, labels_dask = da.from_array(X, chunks=(300, 6, 4)), da.from_array(labels)
@@ -520,8 +556,58 @@ def test_a_classifiers_count_judged_on_dask_is_said(data):
         assert model.head_search_.criterion in ("cv", "lifted")
         with warnings.catch_warnings():
             warnings.filterwarnings("error", message=".*" + message)
-            LinearAttentionClassifier(alpha=1e-3, n_heads=2).fit(X_dask, labels_dask)
             LinearAttentionClassifier(alpha=1e-3).fit(X, labels)
+            LinearAttentionClassifier(alpha=1e-3, n_heads=2).fit(X, labels)
+
+
+def test_a_fixed_counts_verdict_judged_on_dask_is_said():
+    """A fixed ``n_heads=k`` classifier on Dask has its ``head_search_.passes``
+    judged on the squared errors of its class scores, and that verdict can
+    differ from the in-memory one (here it passes on Dask and fails in memory,
+    with the same predictions): fit says so, as for ``n_heads="auto"``."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1003, 5, 3))
+    score = X[:, -1, 0] * X[:, :, 1].sum(axis=1) + 0.1 * rng.normal(size=1003)
+    labels = np.array(["cat", "dog", "emu"])[np.digitize(score, [-0.5, 0.5])]
+    X_dask = da.from_array(X, chunks=((137, 400, 1, 465), 5, 3))
+    labels_dask = da.from_array(labels, chunks=333)
+    message = (
+        r"verdict on n_heads=2 \(head_search_.passes\) was judged on the held-out "
+        "squared errors of its class scores"
+    )
+    model = LinearAttentionClassifier(alpha=1e-3, n_heads=2)
+    with dask.config.set(scheduler="sync"):
+        with pytest.warns(UserWarning, match=message) as caught:
+            on_dask = clone(model).fit(X_dask, labels_dask)
+        assert caught[0].filename == __file__
+        predictions = on_dask.predict(X_dask).compute()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*judged on the held-out")
+        in_memory = clone(model).fit(X, labels)
+    np.testing.assert_array_equal(predictions, in_memory.predict(X))
+    assert on_dask.head_search_.loss == "squared"
+    assert in_memory.head_search_.loss == "misclassified"
+    assert on_dask.head_search_.passes != in_memory.head_search_.passes
+
+
+def test_a_fixed_counts_verdict_after_a_dask_batch_is_said(data):
+    """partial_fit with n_heads=k says that the verdict on k (not a head count:
+    k is fixed) is judged on the class scores' squared errors after a Dask
+    batch, without advising to set n_heads, which is set."""
+    X, y = data
+    labels = (y[:, 0] > np.median(y[:, 0])).astype(int)
+    model = LinearAttentionClassifier(n_heads=2)
+    message = (
+        r"no longer keeps the training rows .*: the verdict on n_heads=2 "
+        r"\(head_search_.passes\) is judged on the squared errors"
+    )
+    with dask.config.set(scheduler="sync"):
+        with pytest.warns(UserWarning, match=message) as caught:
+            model.partial_fit(
+                da.from_array(X[:300], chunks=(100, 6, 4)), labels[:300], classes=[0, 1]
+            )
+    assert "Set n_heads" not in str(caught[0].message)
+    assert model.head_search_.loss == "squared"
 
 
 @pytest.mark.parametrize("cv", [None, 3, "shuffled"])

@@ -423,3 +423,27 @@ def test_kernels_take_any_real_layout_and_name_a_wrong_one(rng):
             function(base[:, :4, :3] * 1j)
     with pytest.raises(ValueError, match=r"rows must be a 2-D array"):
         upper_outer_products(base)
+
+
+def test_features_that_cannot_fit_are_refused_before_x_is_copied(monkeypatch):
+    """LiftedAttentionFeatures.transform refuses features beyond the available
+    memory before validation converts X (float32 here) to a float64 copy as
+    large as X itself: the refusal allocates almost nothing."""
+    import tracemalloc
+
+    from sklearn_linattn import LiftedAttentionFeatures, _data
+
+    X = np.ones((100_000, 6, 4), dtype=np.float32)  # 9.6 MB, 19.2 MB as float64
+    monkeypatch.setattr(_data, "available_memory", lambda: 1_000_000)
+    message = "The lifted features of 100,000 sequences are a 100,000 x 40 array"
+    for rows in (X, X.reshape(100_000, -1)):
+        flat = rows.ndim == 2
+        features = LiftedAttentionFeatures(token_dim=4 if flat else None).fit(rows[:2])
+        tracemalloc.start()
+        try:
+            with pytest.raises(ValueError, match=message):
+                features.transform(rows)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 1_000_000
