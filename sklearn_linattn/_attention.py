@@ -65,6 +65,13 @@ def fold_lifted_coef(lifted_coef, token_dim):
             f"(n_outputs, {scales.size}) for token_dim={token_dim}, got shape "
             f"{lifted_coef.shape}."
         )
+    return _fold(lifted_coef, token_dim)
+
+
+def _fold(lifted_coef, token_dim):
+    """:func:`fold_lifted_coef` of an array of the right shape, without its
+    checks (the head read-out folds at every step)."""
+    first, second, scales = _fold_indices(token_dim)
     n_outputs = lifted_coef.shape[0]
     folded = np.zeros((n_outputs, token_dim**3))
     values = lifted_coef * scales
@@ -96,7 +103,14 @@ def unfold_lifted_coef(folded, token_dim):
             f"(or (n_outputs, token_dim**3)) for token_dim={d}, got shape "
             f"{folded.shape}."
         )
-    flat = folded.reshape(-1, d**3)
+    return _unfold(folded, d)
+
+
+def _unfold(folded, token_dim):
+    """:func:`unfold_lifted_coef` of an array of a right shape, without its
+    checks."""
+    first, second, scales = _fold_indices(token_dim)
+    flat = folded.reshape(-1, token_dim**3)
     # theta = (W[a,b,c,e] + W[a,c,b,e]) * w_bc / 2, i.e. W[a,b,b,e] on the diagonal.
     return (flat[:, first] + flat[:, second]) * (0.5 / scales)
 

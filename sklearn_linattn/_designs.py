@@ -26,7 +26,7 @@ import functools
 import numpy as np
 import scipy.sparse
 
-from ._attention import _fold_indices, fold_lifted_coef, unfold_lifted_coef
+from ._attention import _fold, _fold_indices, _unfold, fold_lifted_coef
 from ._lift import lifted_matvec
 from ._low_rank import matmul
 
@@ -94,13 +94,13 @@ def heads_lifted(values, query_rows, token_dim):
     coefficients of heads with values ``(m, k d)``, ``unfold(V^T Q)``, without
     forming ``B(Q)`` (``k d`` times larger)."""
     folded = matmul(_stacked(values, token_dim), query_rows)  # V^T Q
-    return unfold_lifted_coef(folded, token_dim)
+    return _unfold(folded, token_dim)
 
 
 def heads_lifted_adjoint(values, weights, token_dim):
     """The gradient in ``Q`` of ``<weights, heads_lifted(values, Q)>``, shape (k,
     d * d): the unfold's adjoint is the fold."""
-    return _stacked(values, token_dim).T @ fold_lifted_coef(weights, token_dim)
+    return _stacked(values, token_dim).T @ _fold(weights, token_dim)
 
 
 def _queried(queries, query_rows):

@@ -22,7 +22,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse.linalg
 
-from ._attention import fold_lifted_coef, unfold_lifted_coef
+from ._attention import _unfold, fold_lifted_coef
 
 __all__ = [
     "Budget",
@@ -37,11 +37,15 @@ __all__ = [
 ]
 
 
-# LAPACK's routines called directly, without scipy.linalg's wrappers (most of
-# the cost of the small SVDs and solves here): the same routines, the same bits.
+# LAPACK's routines called directly, without scipy.linalg's and numpy's wrappers
+# (most of the cost of the small SVDs, QR factorizations and solves here): the
+# same routines, the same bits.
 _EPS, _TINY = np.finfo(float).eps, np.finfo(float).tiny
-_GESDD, _GESDD_LWORK, _POTRF, _POTRS = scipy.linalg.get_lapack_funcs(
-    ("gesdd", "gesdd_lwork", "potrf", "potrs"), dtype=np.float64
+_GESDD, _GESDD_LWORK, _POTRF, _POTRS, _GEQRF, _GEQRF_LWORK, _ORGQR = (
+    scipy.linalg.get_lapack_funcs(
+        ("gesdd", "gesdd_lwork", "potrf", "potrs", "geqrf", "geqrf_lwork", "orgqr"),
+        dtype=np.float64,
+    )
 )
 
 
@@ -79,6 +83,39 @@ def _gesdd_workspace(n_rows, n_columns):
     return int(work)
 
 
+def orthonormal_factor(matrix):
+    """``Q`` of the thin QR factorization, ``np.linalg.qr(matrix)[0]``'s bits and
+    memory order: LAPACK's ``geqrf`` and ``orgqr``, the routines numpy calls,
+    called directly for float64 (numpy's wrapper also forms ``R``: most of the
+    cost of the small factorizations here)."""
+    if matrix.dtype != np.float64 or matrix.ndim != 2 or not matrix.size:
+        return np.linalg.qr(matrix)[0]
+    n_rows, n_columns = matrix.shape
+    factor_lwork, basis_lwork = _qr_workspace(n_rows, n_columns)
+    factors, tau, _, info = _GEQRF(matrix, lwork=factor_lwork)
+    if info == 0:
+        basis, _, info = _ORGQR(
+            factors[:, : min(n_rows, n_columns)], tau, lwork=basis_lwork,
+            overwrite_a=True,
+        )
+    if info != 0:  # only for illegal arguments; numpy's error
+        return np.linalg.qr(matrix)[0]
+    # numpy's layout too (C order): later BLAS products of either order differ
+    return np.ascontiguousarray(basis)
+
+
+@functools.lru_cache(maxsize=64)
+def _qr_workspace(n_rows, n_columns):
+    """The workspaces numpy asks ``geqrf`` and ``orgqr`` for (their optimal
+    ones): functions of the shape alone, hence cached."""
+    rank = min(n_rows, n_columns)
+    work, info = _GEQRF_LWORK(n_rows, n_columns)
+    query = _ORGQR(np.zeros((n_rows, rank), order="F"), np.zeros(rank), lwork=-1)
+    if info != 0 or query[2] != 0:
+        raise ValueError("the QR factorization's workspace query failed")
+    return max(int(work), n_columns, 1), max(int(query[1][0]), rank, 1)
+
+
 def _with_fallback(solver, driver, *args, **kwargs):
     """``solver(*args, **kwargs)`` of scipy.linalg (``svd``, ``lstsq``), again by
     the LAPACK ``driver`` given where its default one does not converge."""
@@ -91,7 +128,7 @@ def _with_fallback(solver, driver, *args, **kwargs):
 def head_coef(value_rows, query_rows, token_dim):
     """Lifted coefficients of heads given as stacked rows: ``value_rows`` (k,
     n_outputs * d) and ``query_rows`` (k, d * d), ``W = value_rows.T @ query_rows``."""
-    return unfold_lifted_coef(value_rows.T @ query_rows, token_dim)
+    return _unfold(value_rows.T @ query_rows, token_dim)
 
 
 class _Values:
@@ -118,7 +155,10 @@ class _Values:
         self.residual = (matmul(fitted, self.row_space) - design.targets).ravel()
         self.loss = float(matmul(self.residual, self.residual))
         self.product_flops, self.flops = self._flops(design)
-        self.nominal_product_flops, self.nominal_flops = self._flops(cost_model(design))
+        cost = cost_model(design)
+        self.nominal_product_flops, self.nominal_flops = (
+            (self.product_flops, self.flops) if cost is design else self._flops(cost)
+        )
 
     def _flops(self, design):
         """A Jacobian product's flops and this evaluation's on ``design`` (or a
@@ -270,7 +310,11 @@ class Budget:
         the limits still hold."""
         self.spent += float(flops)
         self.nominal_spent += float(flops if nominal is None else nominal)
-        return not self.exhausted
+        return not (
+            self.spent > self.limit
+            or self.nominal_spent > self.nominal_limit
+            or self.refused
+        )
 
     @property
     def over_limit(self):
@@ -303,8 +347,10 @@ def _step(point, damping, normal):
     if normal is not None:
         matrix, gradient = normal
         flops = len(matrix) ** 3 / 3 + 4.0 * len(matrix) ** 2  # Cholesky, solves
-        system = matrix.copy()
-        system.flat[:: len(matrix) + 1] += damping  # matrix + damping I
+        # matrix + damping I, in the Fortran order LAPACK reads (the wrapper
+        # would copy a C-ordered one again)
+        system = np.array(matrix, order="F")
+        system.T.reshape(-1)[:: len(matrix) + 1] += damping
         # scipy.linalg.cho_factor and cho_solve, without their wrappers
         factor, info = _POTRF(system, lower=False, overwrite_a=True, clean=False)
         if info != 0:
@@ -412,7 +458,7 @@ def levenberg_marquardt(
                 predicted = point.loss - float(matmul(linear, linear))
             # at a minimum: no step gains more than the loss's rounding (the
             # damping would otherwise grow through a dozen rejected steps)
-            floor = _EPS * max(point.loss, target_norm * np.sqrt(point.loss))
+            floor = _EPS * max(point.loss, target_norm * math.sqrt(point.loss))
             if (
                 normal is not None
                 and rounding == 0
@@ -468,12 +514,12 @@ def _orthonormal_columns(matrix):
     a QR factorization's fixed cost)."""
     if matrix.shape[1] == 1:
         # scaled against overflow and underflow (np.linalg.norm's bits)
-        scale = float(np.abs(matrix).max())
+        scale = float(np.maximum.reduce(np.abs(matrix), axis=None))
         if 0 < scale < np.inf:
             column = matrix / scale
             flat = column.ravel()
             return column / math.sqrt(matmul(flat, flat))
-    return np.linalg.qr(matrix)[0]
+    return orthonormal_factor(matrix)
 
 
 def fit_heads(
@@ -530,10 +576,18 @@ def _beyond(max_norm, point):
     ``max_norm``. With orthonormal query rows ``||theta|| <= ||W||_F =
     ||V||_F`` (the fold averages ``W``'s two halves), so only values near the
     bound are unfolded."""
-    if np.linalg.norm(point.values) <= 0.5 * max_norm:
+    if _frobenius_norm(point.values) <= 0.5 * max_norm:
         return False
     theta = head_coef(point.value_rows(), point.query_rows, point.design.token_dim)
-    return bool(np.linalg.norm(theta) > max_norm)
+    return bool(_frobenius_norm(theta) > max_norm)
+
+
+def _frobenius_norm(array):
+    """``np.linalg.norm(array)`` of a float64 array, by the same operations
+    without its wrapper: the square root of the flattened array's dot product
+    with itself."""
+    flat = array.ravel(order="K")
+    return math.sqrt(flat.dot(flat))
 
 
 def _lstsq(matrix, rhs):
@@ -609,7 +663,7 @@ class _Isotropy:
     orthonormal, residual ``N^T S_e N`` for every slice ``S_e``."""
 
     def __init__(self, slices, flat):
-        self.basis = np.linalg.qr(flat.reshape(slices.shape[1], -1))[0]
+        self.basis = orthonormal_factor(flat.reshape(slices.shape[1], -1))
         self.x = self.basis.ravel()
         self.moved = slices @ self.basis  # S_e N
         self.residual = np.einsum("bj,ebk->ejk", self.basis, self.moved).ravel()

@@ -13,7 +13,12 @@ import scipy.linalg
 from conftest import n_lifted, naive_lifted_features, random_attention, random_sequences
 
 from sklearn_linattn import _low_rank as low_rank
-from sklearn_linattn._attention import fold_lifted_coef
+from sklearn_linattn._attention import (
+    _fold,
+    _unfold,
+    fold_lifted_coef,
+    unfold_lifted_coef,
+)
 from sklearn_linattn._designs import (
     LiftedDesign,
     PenalizedDesign,
@@ -25,13 +30,16 @@ from sklearn_linattn._folds import moments_of_pairs
 from sklearn_linattn._lift import pair_statistics
 from sklearn_linattn._low_rank import (
     Budget,
+    _frobenius_norm,
     _orthonormal_columns,
+    _step,
     _Values,
     completion_queries,
     fit_heads,
     head_coef,
     isotropic_queries,
     linearized_refit,
+    orthonormal_factor,
     svd,
 )
 
@@ -489,6 +497,61 @@ def test_svd_is_scipys(rng, shape):
         matrix[0, 0] = np.nan
         with pytest.raises(ValueError, match="NaN"):
             svd(matrix)
+
+
+@pytest.mark.parametrize(
+    "shape", [(9, 1), (9, 2), (3, 2), (4, 4), (2, 5), (300, 140), (0, 3), (3, 0)]
+)
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_orthonormal_factor_is_numpys_qr(rng, shape, order):
+    """The engine's QR calls LAPACK's geqrf and orgqr directly (scipy's build of
+    the routines numpy calls): np.linalg.qr's Q to rounding (the same bits where
+    numpy and scipy link the same LAPACK, as measured in benchmarks/README.md;
+    here a bound of 100 eps, as two builds may differ in the last digits), its
+    memory order (C), blocked (140 columns) or not, NaN where it has NaN, and
+    the input left as it was."""
+    matrix = np.asarray(rng.normal(size=shape), order=order)
+    if matrix.size:
+        matrix[-1, 0] = np.nan if shape == (4, 4) else matrix[-1, 0]
+    given = matrix.copy()
+    ours, theirs = orthonormal_factor(matrix), np.linalg.qr(matrix)[0]
+    assert ours.shape == theirs.shape
+    eps = np.finfo(float).eps
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=100 * eps)
+    assert ours.flags.c_contiguous == theirs.flags.c_contiguous
+    np.testing.assert_array_equal(matrix, given)
+    np.testing.assert_array_equal(
+        orthonormal_factor(matrix.astype(np.float32)),
+        np.linalg.qr(matrix.astype(np.float32))[0],
+    )
+
+
+@pytest.mark.parametrize("damping", [1e-3, 0.0])
+def test_a_damped_step_is_scipys_cholesky_solve(rng, damping):
+    """A Levenberg-Marquardt step from the normal equations: the bits of
+    scipy.linalg.cho_factor and cho_solve of ``J^T J + damping I``, the normal
+    equations left as they were; None where that is singular."""
+    jacobian = rng.normal(size=(20, 6))
+    matrix, gradient = jacobian.T @ jacobian, jacobian.T @ rng.normal(size=20)
+    given = matrix.copy()
+    step = _step(None, damping, (matrix, gradient))[0]
+    factor = scipy.linalg.cho_factor(matrix + damping * np.eye(6))
+    np.testing.assert_array_equal(step, scipy.linalg.cho_solve(factor, -gradient))
+    np.testing.assert_array_equal(matrix, given)
+    singular = -damping * np.eye(6)  # J^T J + damping I = 0
+    assert _step(None, damping, (singular, gradient))[0] is None
+
+
+def test_unchecked_fold_and_norm_are_the_public_ones(rng):
+    """The read-out's fold, unfold and norm without their wrappers' checks give
+    the public functions' bits."""
+    d, m = 4, 3
+    lifted = rng.normal(size=(m, n_lifted(d)))
+    folded = rng.normal(size=(m * d, d * d))
+    np.testing.assert_array_equal(_fold(lifted, d), fold_lifted_coef(lifted, d))
+    np.testing.assert_array_equal(_unfold(folded, d), unfold_lifted_coef(folded, d))
+    for array in (folded, folded.T, lifted[0]):
+        assert _frobenius_norm(array) == np.linalg.norm(array)
 
 
 def test_large_token_dimensions_take_lsmr_steps(rng):
