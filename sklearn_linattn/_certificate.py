@@ -32,14 +32,17 @@ import scipy.sparse.linalg
 from sklearn.exceptions import ConvergenceWarning
 
 from ._data import (
+    _COPIES,
     _RowLayout,
+    _size,
+    available_memory,
     choose_solver,
     dense_threads,
     is_dask_array,
     lifted_data,
-    power_of_two_scale,
+    to_unit,
 )
-from ._lift import largest_magnitude, lifted_kernel, n_lifted_features
+from ._lift import lifted_kernel, n_lifted_features
 from ._validation import check_sequence_values, validate_sequences
 
 __all__ = [
@@ -451,15 +454,27 @@ class _FeatureSpan:
             layout,
             token_scale,
         )
+        # (only used when centered: see _span_scaled)
+        self.origin_inside = _origin_inside(
+            np.linalg.norm(self._outside(feature_mean[None, :])),
+            np.linalg.norm(feature_mean),
+        )
+
+    def _outside(self, features):
+        projection = features @ self.basis
+        if self.spans_range:
+            return features - projection @ self.basis.T
+        return projection
 
     def outside_fraction(self, sequences):
-        features = self.layout.features(_span_scaled(sequences, self))
+        scaled, mean_factors = _span_scaled(sequences, self)
+        features = self.layout.features(scaled)
         uncentered = np.linalg.norm(features, axis=1)
-        features -= self.feature_mean
-        projection = features @ self.basis
-        outside = (
-            features - projection @ self.basis.T if self.spans_range else projection
-        )
+        if np.any(mean_factors):
+            features -= np.outer(
+                _per_row(mean_factors, len(features)), self.feature_mean
+            )
+        outside = self._outside(features)
         total = np.maximum(np.linalg.norm(features, axis=1), uncentered)
         return _ratio(np.linalg.norm(outside, axis=1), total)
 
@@ -482,13 +497,34 @@ class _KernelSpan:
         # centered k_x is orthogonal to the row weights).
         self.factor = factor
         self.reflection = reflection
+        self.origin_inside = True
+        if centering is not None:
+            # the mean m against the centered rows: <m, r_i phi_i - r_i m>
+            row_scale, row_terms, grand = centering
+            inside = self._inside((row_terms - grand * row_scale)[None, :])[0]
+            self.origin_inside = _origin_inside(
+                np.sqrt(max(grand - inside, 0.0)), np.sqrt(max(grand, 0.0))
+            )
 
     @property
     def centered(self):
         return self.centering is not None
 
+    def _inside(self, cross):
+        """``k_x^T pinv(K) k_x`` for the rows ``k_x`` of ``cross``."""
+        if self.factor is not None:
+            cross = cross.T
+            if self.reflection is not None:
+                cross = reflect(self.reflection, cross)[1:]
+            coordinates = scipy.linalg.solve_triangular(
+                self.factor, cross, trans="T", check_finite=False
+            )
+            return np.einsum("rn,rn->n", coordinates, coordinates)
+        return np.einsum("nr,nr->n", *(2 * [cross @ self.weights]))
+
     def outside_fraction(self, sequences):
-        pairs, queries = self.layout.pairs(_span_scaled(sequences, self))
+        scaled, mean_factors = _span_scaled(sequences, self)
+        pairs, queries = self.layout.pairs(scaled)
         cross = lifted_kernel(pairs, queries, self.pairs, self.queries)
         own = np.einsum("nk,nk->n", pairs, pairs) * np.einsum(
             "ne,ne->n", queries, queries
@@ -497,37 +533,57 @@ class _KernelSpan:
         if self.centering is not None:
             row_scale, row_terms, grand = self.centering
             total = row_scale @ row_scale
+            # the mean in each input's units (see _span_scaled)
+            factors = _per_row(mean_factors, len(queries))
             mean_products = cross @ row_scale / total  # mean^T phi_x
-            own = own - 2 * mean_products + grand
+            own = own - 2 * factors * mean_products + factors**2 * grand
             cross = (
                 cross
                 - np.outer(mean_products, row_scale)
-                - row_terms
-                + grand * row_scale
+                - np.outer(factors, row_terms - grand * row_scale)
             )
-        if self.factor is not None:
-            cross = cross.T
-            if self.reflection is not None:
-                cross = reflect(self.reflection, cross)[1:]
-            coordinates = scipy.linalg.solve_triangular(
-                self.factor, cross, trans="T", check_finite=False
-            )
-            inside = np.einsum("rn,rn->n", coordinates, coordinates)
-        else:
-            inside = np.einsum("nr,nr->n", *(2 * [cross @ self.weights]))
+        inside = self._inside(cross)
         return _ratio(
             np.sqrt(np.maximum(own - inside, 0.0)),
             np.sqrt(np.maximum(np.maximum(own, uncentered), 0.0)),
         )
 
 
+def _origin_inside(outside, norm):
+    """Whether the origin lies in the affine hull of the training features: the
+    mean's component outside the hull's directions, ``outside``, is at most the
+    covers tolerance of its norm (a zero input is covered)."""
+    return bool(outside <= _COVERS_RTOL * norm)
+
+
 def _span_scaled(sequences, span):
-    """Inputs scaled for a span test: the fraction outside the span does not depend
-    on the scale of the input, so each is brought near 1 (a power of two), unless
-    features are centered by the training mean, which fixes the training scale."""
-    if span.centered:
-        return sequences * span.token_scale
-    return sequences * power_of_two_scale(largest_magnitude(sequences))
+    """Inputs scaled for a span test, and for each the factor ``c`` the training
+    mean is multiplied by in its units (the test is of ``phi(x) - c mu`` against
+    the span of the training features, centered when ``span.centered``).
+
+    The fraction outside the span does not depend on the scale of the input, so
+    each sequence is brought near 1 by its own power of two (exact), ``c = 0``:
+    one scale for the whole batch would leave the features of its smaller
+    sequences zero by underflow, and those covered. So also with centered
+    features when the origin lies in their affine hull: its directions then hold
+    ``mu``, and ``phi(x) - mu`` lies in them iff ``phi(x)`` does, which is tested
+    instead (for an input far smaller than the mean, ``phi(x) - mu`` is ``-mu``
+    to rounding, inside whatever ``phi(x)``). Else the centered features are in
+    the training scale: a sequence larger than it is brought down to it by a
+    power of two ``s``, ``c = s^3``, so that its features and their norms do not
+    overflow (``phi(s x) - s^3 mu = s^3 (phi(x) - mu)``); smaller ones are not
+    scaled up, where the mean would overflow."""
+    if not span.centered or span.origin_inside:
+        return to_unit(sequences, (1, 2))[0], np.zeros(len(sequences))
+    sequences = sequences * span.token_scale
+    exponents = np.maximum(np.frexp(np.abs(sequences).max(axis=(1, 2)))[1], 0)
+    return np.ldexp(sequences, -exponents[:, None, None]), np.ldexp(1.0, -3 * exponents)
+
+
+def _per_row(values, n_rows):
+    """Per-sequence ``values`` repeated for each of a sequence's rows (one per
+    position with ``positions="all"``, rows ``i * n_tokens + t``)."""
+    return np.repeat(values, n_rows // len(values))
 
 
 def _ratio(outside, total):
@@ -757,7 +813,13 @@ class IdentifiabilityCertificate:
         An input is covered when its lifted features lie in the span of the training
         features (after subtracting their mean when an intercept was fitted): the
         component outside it is at most ``1e-6`` of their norm (with an intercept,
-        of the larger of their norm and their centered norm). On identifiable data
+        of the larger of their norm and their centered norm; when the origin lies
+        in the affine hull of the training features, ``phi(x) - mean`` is in the
+        hull's directions iff ``phi(x)`` is, which is tested instead, relative to
+        its own norm: an input far smaller than the mean is not covered for being
+        close to ``-mean``). Each input is rescaled by its own power of two
+        first, so the answer for one does not depend on the others in ``X``, and
+        large ones do not overflow. On identifiable data
         every input is covered. The span is the numerical one of the rank: the
         eigenvectors whose eigenvalues exceed ``tol * max_eigenvalue``. Along
         each of the others a training sequence of weight ``w_i`` has a component
@@ -944,7 +1006,8 @@ def certify(X, token_dim=None, tol=None, convention="isometric"):
     Computes the eigenvalues of ``Lambda = (1/N) sum_i phi(Z_i) phi(Z_i)^T`` over
     the lifted features, the way ``solver="auto"`` would: from the ``p x p`` Gram
     (streamed in chunks) when there are at least ``p`` sequences, else from the
-    ``N x N`` kernel, without forming the Gram.
+    ``N x N`` kernel, without forming the Gram (where ``"auto"`` would choose
+    ``"cg"``, from the smaller of the two: the certificate is always exact).
 
     Parameters
     ----------
@@ -963,8 +1026,9 @@ def certify(X, token_dim=None, tol=None, convention="isometric"):
         features (off-diagonal ``S[b, c]`` times ``sqrt(2)``), the matrix of the
         identifiability theorem. ``"paper"``: the number the paper's figures plot,
         the covariance (centered, ``N / (N - 1)``) of the unscaled features
-        ``S[b, c] q[e]``; its eigenvalues are smaller, with the same zeros on the
-        paper's data (see the theory page, "The authors' conventions"). Being
+        ``S[b, c] q[e]``; its eigenvalues are at most ``N / (N - 1)`` times
+        those (in practice smaller), with the same zeros on the paper's data
+        (see the theory page, "The authors' conventions"). Being
         centered, its rank is that of the affine hull of the training features
         (one less than the span's on generic data, 0 for identical sequences) and
         its ``covers`` tests membership in that hull.
@@ -972,6 +1036,13 @@ def certify(X, token_dim=None, tol=None, convention="isometric"):
     Returns
     -------
     certificate : IdentifiabilityCertificate
+
+    Raises
+    ------
+    ValueError
+        When that matrix, with the copies its eigendecomposition needs, would
+        not fit in the available memory (named in the message, with what to
+        reduce).
 
     Notes
     -----
@@ -1002,6 +1073,10 @@ def certify(X, token_dim=None, tol=None, convention="isometric"):
     if tol is None:
         tol = default_rank_tol(data.n_lifted)
     solver = choose_solver(data.n_rows, data.n_lifted, distributed=data.is_distributed)
+    if solver == "cg":  # beyond the fits' reference budget: the smaller exact form
+        small = data.n_rows < data.n_lifted and not data.is_distributed
+        solver = "dual" if small else "normal"
+    _check_certify_memory(data, "normal" if convention == "paper" else solver)
     if convention == "paper":
         return _paper_certificate(data, tol)
     if solver == "dual":
@@ -1023,6 +1098,27 @@ def certify(X, token_dim=None, tol=None, convention="isometric"):
         statistics.n_observations,
         data.token_dim,
         data.rescaling,
+    )
+
+
+def _check_certify_memory(data, solver):
+    """A ValueError before ``certify`` decomposes a matrix (with its working
+    copies) larger than the available memory."""
+    size = data.n_rows if solver == "dual" else data.n_lifted
+    needed = _COPIES * 8.0 * size**2
+    available = available_memory()
+    if needed <= available:
+        return
+    matrix = "kernel" if solver == "dual" else "Gram matrix"
+    raise ValueError(
+        f"certify would need about {_size(needed)} of memory for the {size:,} x "
+        f"{size:,} {matrix} and its eigendecomposition, more than the "
+        f"{_size(available)} available ({data.n_rows:,} rows, p = "
+        f"{data.n_lifted:,} lifted features for token dimension d = "
+        f"{data.token_dim}; the kernel is n x n, the Gram p x p). Certify fewer "
+        "sequences, or reduce the token dimension first, e.g. "
+        "TokenwiseTransformer(PCA(n_components=k)); a fit with solver='cg' "
+        "estimates the certificate's extreme eigenvalues without either matrix."
     )
 
 

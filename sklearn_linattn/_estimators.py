@@ -1295,9 +1295,11 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           features. Memory :math:`O(n^2)`.
         - ``"cg"``: LSQR on the lifted problem with structured products, never
           forming :math:`\Phi` or a Gram matrix: :math:`O(n d^3)` work per
-          iteration, :math:`O(n d^2)` memory; for large :math:`d`. Its
-          certificate uses Lanczos estimates of the extreme eigenvalues
-          (``certificate_.exact`` is False).
+          iteration, :math:`O(n d^2)` memory; for large :math:`d`. Above
+          64 lifted features (:math:`d \ge 5`) its certificate uses Lanczos
+          estimates of the extreme eigenvalues (``certificate_.exact`` is
+          False); up to 64 it decomposes the Gram formed from :math:`p`
+          products, exactly.
         - ``"auto"``: ``"dual"`` when :math:`n < p` and three :math:`n \times n`
           matrices fit in 4 GiB (a quarter of 16 GiB, a fixed reference: the
           model does not depend on the machine's free memory), else

@@ -956,3 +956,141 @@ def test_covers_identical_training_sequences_with_an_intercept(solver, n_copies)
     assert cert.rank == 0
     assert cert.covers(x).all()
     assert not cert.covers(2.0 * x).any()
+
+
+
+def _centered_certificate(fit, X, rng):
+    """The certificate of X with a centered span: convention="paper", or a fit
+    with an intercept by solver ``fit``."""
+    if fit == "paper":
+        return certify(X, convention="paper")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = LinearAttentionRegressor(n_heads=None, solver=fit, fit_intercept=True)
+        return model.fit(X, rng.normal(size=len(X))).certificate_
+
+
+@pytest.mark.parametrize("fit", ["paper", "normal", "dual", "cg"])
+def test_covers_large_inputs_against_a_centered_span(fit):
+    """Identical training sequences x: the affine hull is the one point phi(x), so
+    s x is not covered for any s != 1. The centered test lifted inputs in the
+    training scale, where from s = 1e100 their features' squared norms overflow:
+    RuntimeWarnings, and at 1e200 (1e110 for "dual") it said s x was covered."""
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(1, 4, 3))
+    cert = _centered_certificate(fit, np.repeat(x, 50, axis=0), rng)
+    assert cert.rank == 0 and cert.covers(x).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for scale in (1e100, 1e110, 1e200, 1e300):
+            assert not cert.covers(scale * x).any()
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e-2, 1e-3, 1e100, 1e200])
+@pytest.mark.parametrize("fit", ["paper", "normal", "dual", "cg"])
+def test_covers_small_and_large_inputs_when_the_hull_holds_the_origin(fit, scale):
+    """Positive tokens in a plane (third coordinate 0), many of them: the affine
+    hull of their features is their span (it holds the origin), so an input is
+    covered iff its features lie in the span, at any scale; inputs leaving the
+    plane are not. The centered test measured the component outside the hull
+    against ||phi(x) - mean||, which for an input 100 times smaller than the
+    training tokens is the mean's norm: it said those inputs were covered (and at
+    1e100 it overflowed and said the inputs in the plane were not)."""
+    rng = np.random.default_rng(13)
+    X = np.abs(rng.normal(size=(200, 4, 3)))
+    X[..., 2] = 0.0
+    cert = _centered_certificate(fit, X, rng)
+    features = naive_lifted_features(X)
+    assert cert.rank == np.linalg.matrix_rank(features - features.mean(axis=0))
+    in_plane = np.abs(rng.normal(size=(3, 4, 3)))
+    in_plane[..., 2] = 0.0
+    leaving = np.abs(rng.normal(size=(3, 4, 3)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for probes, inside in ((in_plane, True), (leaving, False)):
+            fraction = _naive_outside_fraction(features, naive_lifted_features(probes))
+            assert np.all((fraction <= 1e-6) == inside)
+            assert np.all(cert.covers(scale * probes) == inside)
+
+
+@pytest.mark.parametrize(
+    "fit, positions",
+    [("isometric", "last"), ("paper", "last")]
+    + [
+        (fit, positions)
+        for fit in ("normal", "dual", "cg", "normal_intercept")
+        for positions in ("last", "all")
+    ],
+)
+def test_covers_each_input_as_if_it_came_alone(fit, positions):
+    """covers answers for each input on its own: a batch that also holds a much
+    larger input gives the others the answers they get alone. The inputs were
+    brought near 1 by one power of two for the whole batch, so next to an input
+    1e60 times larger the features of the others underflowed to zero, and
+    inputs outside the span were said to be covered."""
+    rng = np.random.default_rng(15)
+    n = 3 if positions == "all" else 10  # rows: 12 or 10 of p = 18
+    X = rng.normal(size=(n, 4, 3))
+    if fit in ("isometric", "paper"):
+        cert = certify(X, convention=fit)
+    else:
+        solver, _, intercept = fit.partition("_")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = LinearAttentionRegressor(
+                n_heads=None, solver=solver, fit_intercept=bool(intercept),
+                positions=positions,
+            )
+            y = rng.normal(size=(n, 4) if positions == "all" else n)
+            cert = model.fit(X, y).certificate_
+    assert not cert.identifiable
+    probes = np.concatenate([X[:2], rng.normal(size=(2, 4, 3))])
+    alone = np.array([cert.covers(probe[None])[0] for probe in probes])
+    assert alone[:2].all() and not alone[2:].any()
+    for scale in (1e60, 1e120, 1e250):
+        batch = np.concatenate([probes, scale * rng.normal(size=(1, 4, 3))])
+        np.testing.assert_array_equal(cert.covers(batch)[:-1], alone)
+
+
+@pytest.mark.parametrize("d", [1, 3])
+def test_paper_convention_eigenvalues_are_at_most_n_over_n_minus_1_times_ours(d):
+    """Centering and the unscaling (by 1 or 1/sqrt 2) shrink each eigenvalue
+    (Weyl, Ostrowski); the covariance's 1 / (N - 1) can enlarge them by N / (N - 1),
+    which for mean-zero data of d = 1 it does: the docs said they were smaller."""
+    rng = np.random.default_rng(21)
+    X = rng.normal(size=(10, 4, d))
+    X = np.concatenate([X, -X])  # features odd in X: mean exactly zero
+    n = len(X)
+    ours, paper = certify(X), certify(X, convention="paper")
+    for name in ("min_eigenvalue", "max_eigenvalue"):
+        assert getattr(paper, name) <= n / (n - 1) * getattr(ours, name) * (1 + 1e-12)
+    if d == 1:  # the bound is attained
+        assert paper.min_eigenvalue == pytest.approx(n / (n - 1) * ours.min_eigenvalue)
+
+
+@pytest.mark.parametrize("n", [10, 40])  # p = 18: the kernel, then the Gram
+@pytest.mark.parametrize("convention", ["isometric", "paper"])
+def test_certify_refuses_a_matrix_beyond_the_available_memory(
+    monkeypatch, n, convention
+):
+    """certify decomposes an n x n kernel or a p x p Gram; one that does not fit in
+    memory is a ValueError naming the sizes before any work (it used to try,
+    e.g. a numpy MemoryError for the 505,000 x 505,000 Gram of d = 100), and
+    where solver="auto" would fall back to "cg" it takes the smaller of the two
+    (it took the Gram, however many lifted features)."""
+    import sklearn_linattn._certificate as certificate_module
+    import sklearn_linattn._data as data_module
+
+    X = np.random.default_rng(0).normal(size=(n, 4, 3))
+    expected = certify(X, convention=convention)
+    # auto's reference budget too small for either: "cg"; still the exact answer
+    monkeypatch.setattr(data_module, "_SOLVER_MEMORY", 1000)
+    assert certify(X, convention=convention) == expected
+    size = 18 if convention == "paper" or n > 18 else n
+    needed = 3 * 8 * size**2
+    monkeypatch.setattr(certificate_module, "available_memory", lambda: needed - 1)
+    matrix = "kernel" if size == n else "Gram matrix"
+    with pytest.raises(ValueError, match=rf"{size:,} x {size:,} {matrix}.*p = 18"):
+        certify(X, convention=convention)
+    monkeypatch.setattr(certificate_module, "available_memory", lambda: needed)
+    assert certify(X, convention=convention) == expected
