@@ -3,6 +3,7 @@ search (matplotlib)."""
 
 import textwrap
 import warnings
+import weakref
 from numbers import Integral, Real
 
 import numpy as np
@@ -35,9 +36,26 @@ MIN_LEGEND_COLUMNS = 20
 # where side by side they would not fit the axes' width.
 TICK_SIZE = 7
 TICK_PITCH = 11
+# The keyword dictionaries of HeadSearchDisplay.plot, by the artists they style
+# (keys of lines_, "band" for band_).
+STYLED = {
+    "counts": "line_kw",
+    "lifted": "lifted_kw",
+    "band": "fill_between_kw",
+    "threshold": "threshold_kw",
+    "chosen": "chosen_kw",
+}
 # Markers drawn by their edges (crosses, bars, hollow markers) have edges of
 # EDGE_WIDTH points whatever the style.
 EDGE_WIDTH = 1.5
+
+
+# The artists HeadSearchDisplays drew, to the name of their model (None: unnamed):
+# their legend labels are wrapped, whichever display drew the legend last, and
+# where one model is drawn on the axes its name is the legend's title.
+_DRAWN = weakref.WeakKeyDictionary()
+# The axes HeadSearchDisplays made, whose legend is below them.
+_BELOW = weakref.WeakSet()
 
 
 def _pyplot(caller):
@@ -110,6 +128,9 @@ class AttentionHeadsDisplay:
         The fused key-query matrices ``Q_h``.
     feature_names : list of str of length token_dim, default=None
         Names of the token features, for the ticks; None numbers them.
+    name : str, default=None
+        The model's name, in each head's title (:meth:`from_estimator` gives
+        the estimator's class name); None leaves it out.
 
     Attributes
     ----------
@@ -140,16 +161,33 @@ class AttentionHeadsDisplay:
     (2, 2)
     >>> display.images_[1, 0].get_array().shape  # Q_1
     (3, 3)
+    >>> display.axes_[0, 0].get_title().splitlines()[0]  # named by its class
+    'LinearAttentionRegressor'
+    >>> display = AttentionHeadsDisplay.from_estimator(
+    ...     model, name="two heads", im_kw={"interpolation": "nearest"})
+    >>> display.images_[0, 0].get_interpolation()
+    'nearest'
     """
 
-    def __init__(self, value_matrices, query_matrices, *, feature_names=None):
+    def __init__(
+        self, value_matrices, query_matrices, *, feature_names=None, name=None
+    ):
         self.value_matrices = value_matrices
         self.query_matrices = query_matrices
         self.feature_names = feature_names
+        self.name = name
 
     @classmethod
     def from_estimator(
-        cls, estimator, *, max_heads=None, feature_names=None, cmap="RdBu_r", ax=None
+        cls,
+        estimator,
+        *,
+        max_heads=None,
+        feature_names=None,
+        cmap="RdBu_r",
+        ax=None,
+        name=None,
+        im_kw=None,
     ):
         """Plot the heads of a fitted estimator (or of a pipeline ending in one).
 
@@ -169,6 +207,13 @@ class AttentionHeadsDisplay:
         ax : array of matplotlib Axes of shape (2, n_shown_heads), default=None
             Where to draw (``V_h`` above ``Q_h``; for one head also shape
             (2,)); None makes a new figure.
+        name : str, default=None
+            The model's name, in each head's title; None names it by the class
+            of the attention estimator drawn (of a pipeline's last step, a
+            search's ``best_estimator_``).
+        im_kw : dict, default=None
+            Keyword arguments of :meth:`matplotlib.axes.Axes.imshow`:
+            :meth:`plot`.
 
         Returns
         -------
@@ -181,10 +226,11 @@ class AttentionHeadsDisplay:
             attention.value_matrices,
             attention.query_matrices,
             feature_names=feature_names,
+            name=type(final).__name__ if name is None else name,
         )
-        return display.plot(max_heads=max_heads, cmap=cmap, ax=ax)
+        return display.plot(max_heads=max_heads, cmap=cmap, ax=ax, im_kw=im_kw)
 
-    def plot(self, *, max_heads=None, cmap="RdBu_r", ax=None):
+    def plot(self, *, max_heads=None, cmap="RdBu_r", ax=None, name=None, im_kw=None):
         """Draw the heatmaps.
 
         Parameters
@@ -196,6 +242,17 @@ class AttentionHeadsDisplay:
         ax : array of matplotlib Axes of shape (2, n_shown_heads), default=None
             Where to draw (``V_h`` above ``Q_h``; for one head also shape
             (2,)); None makes a new figure.
+        name : str, default=None
+            The model's name, the first line of each head's title; None takes
+            the display's ``name`` (None: not named).
+        im_kw : dict, default=None
+            Keyword arguments of :meth:`matplotlib.axes.Axes.imshow` for every
+            heatmap, over the defaults ``cmap``, ``vmin=-vmax`` (the largest
+            entry's magnitude: one symmetric scale) and ``aspect="equal"``
+            (e.g. ``{"interpolation": "nearest", "alpha": 0.8}``; a ``norm``
+            replaces ``vmin`` and ``vmax``). Drawn again on its ``axes_``, into
+            the same images: what an earlier ``im_kw`` set and this one does not
+            (an ``alpha``) is kept.
 
         Returns
         -------
@@ -205,6 +262,8 @@ class AttentionHeadsDisplay:
             colorbar there (no second colorbar).
         """
         plt = _pyplot("AttentionHeadsDisplay.plot")
+        name = _check_name(self.name if name is None else name)
+        im_kw = _style_dicts("AttentionHeadsDisplay.plot", {"im_kw": im_kw})["im_kw"]
         # the model's own checks of shapes and values, on copies
         attention = MultiHeadLinearAttention(self.value_matrices, self.query_matrices)
         value, query = attention.value_matrices, attention.query_matrices
@@ -299,15 +358,21 @@ class AttentionHeadsDisplay:
                 )
             for row, matrix in enumerate((value[h], query[h])):
                 axes = ax[row, h]
+                # (a norm of the user's sets the color scale itself)
+                scale = {} if "norm" in im_kw else {"vmin": -limit, "vmax": limit}
+                style = {"cmap": cmap, **scale, "aspect": "equal", **im_kw}
                 if before is None:
-                    images[row, h] = axes.imshow(
-                        matrix, cmap=cmap, vmin=-limit, vmax=limit, aspect="equal"
-                    )
+                    images[row, h] = axes.imshow(matrix, **style)
                 else:  # (the colorbar follows its image's colors)
                     images[row, h] = before[0][row, h]
                     images[row, h].set_data(matrix)
-                    images[row, h].set_cmap(cmap)
-                    images[row, h].set_clim(-limit, limit)
+                    axes.set_aspect(style.pop("aspect"))
+                    if "norm" in style:
+                        images[row, h].set_norm(style.pop("norm"))
+                    images[row, h].set_clim(
+                        style.pop("vmin", None), style.pop("vmax", None)
+                    )
+                    images[row, h].set(**style)
                 axes.set_xticks(ticks, labels, rotation=_tick_rotation(axes, labels))
                 axes.tick_params(length=0, labelsize=TICK_SIZE)
             ax[0, h].set_yticks(np.arange(n_outputs))
@@ -315,7 +380,9 @@ class AttentionHeadsDisplay:
             ax[0, h].set_xlabel("value feature", fontsize=8)
             ax[1, h].set_xlabel("query feature", fontsize=8)
             ax[0, h].set_title(
-                f"head {h + 1}\n$\\|V\\|\\,\\|Q\\|$ = {strength:.2g}", fontsize=9
+                ("" if not name else f"{name}\n")
+                + f"head {h + 1}\n$\\|V\\|\\,\\|Q\\|$ = {strength:.2g}",
+                fontsize=9,
             )
         ax[0, 0].set_ylabel("$V_h$: output", fontsize=8)
         ax[1, 0].set_ylabel("$Q_h$: key feature", fontsize=8)
@@ -407,6 +474,9 @@ class HeadSearchDisplay:
         ``"weighted squared error"`` where a regression's outputs are weighted
         (``head_search_.output_weights``: the errors are the weighted
         outputs'); None says ``"error"``.
+    name : str, default=None
+        The model's name, before each legend entry (:meth:`from_estimator`
+        gives the estimator's class name); None leaves the entries unnamed.
 
     Attributes
     ----------
@@ -477,16 +547,42 @@ class HeadSearchDisplay:
     >>> display = HeadSearchDisplay.from_estimator(model)
     >>> sorted(display.lines_)
     ['chosen', 'counts', 'lifted', 'threshold', 'training']
+    >>> display.lines_["lifted"].get_label()
+    'LinearAttentionRegressor: lifted fit'
+
+    A second model on the same axes, named and restyled: both are kept.
+
+    >>> ridge = LinearAttentionRegressor(alpha=1e-2).fit(X, y)
+    >>> second = HeadSearchDisplay.from_estimator(
+    ...     ridge, name="ridge", ax=display.ax_, line_kw={"linestyle": ":"})
+    >>> second.lines_["counts"].get_linestyle()
+    ':'
+    >>> display.lines_["counts"].axes is second.ax_
+    True
     """
 
-    def __init__(self, head_search, *, tol=None, identifiable=None, error_name=None):
+    def __init__(
+        self, head_search, *, tol=None, identifiable=None, error_name=None, name=None
+    ):
         self.head_search = head_search
         self.tol = tol
         self.identifiable = identifiable
         self.error_name = error_name
+        self.name = name
 
     @classmethod
-    def from_estimator(cls, estimator, *, ax=None):
+    def from_estimator(
+        cls,
+        estimator,
+        *,
+        name=None,
+        ax=None,
+        line_kw=None,
+        lifted_kw=None,
+        fill_between_kw=None,
+        threshold_kw=None,
+        chosen_kw=None,
+    ):
         """Plot the head search of a fitted estimator (or a pipeline ending in one).
 
         Parameters
@@ -497,9 +593,19 @@ class HeadSearchDisplay:
             search (:class:`~sklearn.model_selection.GridSearchCV`,
             ``refit=True``) of either: its ``best_estimator_`` is drawn (else
             a TypeError).
+        name : str, default=None
+            The model's name, before each of its legend entries
+            (``"LinearAttentionRegressor: lifted fit"``); None names it by the
+            class of the attention estimator drawn (of a pipeline's last step, a
+            search's ``best_estimator_``).
         ax : matplotlib Axes, default=None
             Where to draw; None makes a new figure (the legend's place on
             either: :meth:`plot`).
+        line_kw, lifted_kw, fill_between_kw, threshold_kw, chosen_kw : dict, \
+default=None
+            Keyword arguments of the counts' line, the lifted fit's line, its
+            standard error's band, the thresholds and the chosen count's line:
+            :meth:`plot`.
 
         Returns
         -------
@@ -530,10 +636,31 @@ class HeadSearchDisplay:
         else:
             error_name = "squared error"
         return cls(
-            search, tol=tol, identifiable=identifiable, error_name=error_name
-        ).plot(ax=ax)
+            search,
+            tol=tol,
+            identifiable=identifiable,
+            error_name=error_name,
+            name=type(final).__name__ if name is None else name,
+        ).plot(
+            ax=ax,
+            line_kw=line_kw,
+            lifted_kw=lifted_kw,
+            fill_between_kw=fill_between_kw,
+            threshold_kw=threshold_kw,
+            chosen_kw=chosen_kw,
+        )
 
-    def plot(self, *, ax=None):
+    def plot(
+        self,
+        *,
+        ax=None,
+        name=None,
+        line_kw=None,
+        lifted_kw=None,
+        fill_between_kw=None,
+        threshold_kw=None,
+        chosen_kw=None,
+    ):
         """Draw the criterion against the count.
 
         Parameters
@@ -545,12 +672,45 @@ class HeadSearchDisplay:
             5.5 points), and it can cover the counts
             (``display.ax_.get_legend().remove()`` takes it away); on axes
             too small for it even so it is left out, with a warning.
+            Other displays' artists on the axes (another model's head search,
+            ``ax=display.ax_``) are kept, and their legend entries too.
+        name : str, default=None
+            The model's name, before each of the display's legend entries
+            (``"LinearAttentionRegressor: k heads"``), so that two models drawn
+            on one axes can be told apart; None takes the display's ``name``
+            (None: the entries unnamed).
+        line_kw : dict, default=None
+            Keyword arguments of :meth:`matplotlib.axes.Axes.plot` for the
+            counts' line (``lines_["counts"]``), e.g. ``{"color": "C1",
+            "linestyle": ":"}``; the counts that failed are drawn in a color
+            apart from it. The line joins adjacent counts only (a NaN in its
+            data between counts further apart: no trend through counts never
+            measured); each count measured has its marker.
+        lifted_kw : dict, default=None
+            Keyword arguments of :meth:`matplotlib.axes.Axes.axhline` for the
+            lifted fit's cross-validated error (``lines_["lifted"]``).
+        fill_between_kw : dict, default=None
+            Keyword arguments of :meth:`matplotlib.axes.Axes.axhspan` for the
+            band of its standard error (``band_``).
+        threshold_kw : dict, default=None
+            Keyword arguments of the thresholds (``lines_["threshold"]``:
+            markers at each count's threshold, or on the distance panel the
+            line at ``tol``).
+        chosen_kw : dict, default=None
+            Keyword arguments of :meth:`matplotlib.axes.Axes.axvline` for the
+            chosen count (``lines_["chosen"]``).
+
+            On axes where another :class:`HeadSearchDisplay` drew, the lifted
+            fit, its band, the thresholds and the chosen count are drawn in
+            the counts' color (else gray and black), so that each model's are
+            told apart; the keyword dictionaries override these defaults.
 
         Returns
         -------
         display : HeadSearchDisplay
             ``self``, with ``lines_``, ``ax_`` and ``figure_``. Drawn again on
-            its ``ax_``, the display replaces what it drew there before.
+            its ``ax_``, the display replaces what it drew there before (and
+            only that).
 
         Raises
         ------
@@ -619,6 +779,17 @@ class HeadSearchDisplay:
                 f"The head search fitted no count (criterion {search.criterion!r}): "
                 f"nothing to draw; {reason}."
             )
+        model_name = _check_name(self.name if name is None else name)
+        styles = _style_dicts(
+            "HeadSearchDisplay.plot",
+            {
+                "line_kw": line_kw,
+                "lifted_kw": lifted_kw,
+                "fill_between_kw": fill_between_kw,
+                "threshold_kw": threshold_kw,
+                "chosen_kw": chosen_kw,
+            },
+        )
         if ax is not None and not hasattr(ax, "has_data"):
             shape = f" of shape {ax.shape}" if hasattr(ax, "shape") else ""
             raise TypeError(
@@ -636,6 +807,10 @@ class HeadSearchDisplay:
             other.has_data() for other in ax.get_shared_y_axes().get_siblings(ax)
         )
         created = ax is None
+        # another head search on these axes (ax=display.ax_): this one's lifted
+        # fit, band, thresholds and chosen count in its counts' color (in gray
+        # and black both models' could not be told apart)
+        beside = ax is not None and any(artist.axes is ax for artist in _DRAWN)
         if created:
             figure, ax = plt.subplots(figsize=(6, 3.6), layout="constrained")
         figure = ax.figure
@@ -659,14 +834,20 @@ class HeadSearchDisplay:
                 if count.criterion == "cv" and np.isfinite(count.cv_error)
             ]
             lines["counts"] = ax.plot(
-                [count.n_heads for count in refitted],
-                [count.cv_error for count in refitted],
-                marker="o",
-                label="k heads" if refitted else "_k heads",
-                **again,
+                *_joined_where_adjacent(
+                    [count.n_heads for count in refitted],
+                    [count.cv_error for count in refitted],
+                ),
+                **{
+                    "marker": "o",
+                    "label": "k heads" if refitted else "_k heads",
+                    **again,
+                    **styles["line_kw"],
+                },
             )[0]
             color = lines["counts"].get_color()
             failed_color = _failed_color(color)
+            own = {"color": color} if beside else {}
             unrefitted = [
                 count
                 for count in counts
@@ -844,30 +1025,39 @@ class HeadSearchDisplay:
                     else "k heads reproducing the lifted fit (tol)",
                 )[0]
             lines["lifted"] = _quietly(
-                ax.axhline, search.cv_error, color="gray", linestyle="--",
-                label="lifted fit",
+                ax.axhline, search.cv_error,
+                **{
+                    "color": "gray", "linestyle": "--", "label": "lifted fit",
+                    **own, **styles["lifted_kw"],
+                },
             )
             thresholds = [count for count in counts if np.isfinite(count.threshold)]
             if thresholds:
                 lines["threshold"] = ax.plot(
                     [count.n_heads for count in thresholds],
                     [count.threshold for count in thresholds],
-                    color="black",
-                    marker="_",
-                    markersize=12,
-                    markeredgewidth=EDGE_WIDTH,
-                    linestyle="none",
-                    label="threshold of k heads (a count must be below it)"
-                    if misclassification
-                    else "threshold of k heads (a count must not exceed it)",
+                    **{
+                        "color": "black",
+                        "marker": "_",
+                        "markersize": 12,
+                        "markeredgewidth": EDGE_WIDTH,
+                        "linestyle": "none",
+                        "label": "threshold of k heads (a count must be below it)"
+                        if misclassification
+                        else "threshold of k heads (a count must not exceed it)",
+                        **own, **styles["threshold_kw"],
+                    },
                 )[0]
             self.band_ = _quietly(
                 ax.axhspan,
                 search.cv_error - search.cv_standard_error,
                 search.cv_error + search.cv_standard_error,
-                color="gray",
-                alpha=0.15,
-                label="its standard error",
+                **{
+                    "color": "gray",
+                    "alpha": 0.15,
+                    "label": "its standard error",
+                    **own, **styles["fill_between_kw"],
+                },
             )
             # (on two lines where one would be taller than the axes: the
             # misclassification rate's was cut at both ends)
@@ -882,13 +1072,19 @@ class HeadSearchDisplay:
         else:
             decided = [count for count in counts if count.passes is not None]
             lines["counts"] = ax.semilogy(
-                [count.n_heads for count in decided],
-                [max(count.relative_distance, 1e-17) for count in decided],
-                marker="o",
-                label="k heads" if decided else "_k heads",
-                **again,
+                *_joined_where_adjacent(
+                    [count.n_heads for count in decided],
+                    [max(count.relative_distance, 1e-17) for count in decided],
+                ),
+                **{
+                    "marker": "o",
+                    "label": "k heads" if decided else "_k heads",
+                    **again,
+                    **styles["line_kw"],
+                },
             )[0]
             color = lines["counts"].get_color()
+            own = {"color": color} if beside else {}
             undecided = [count for count in counts if count.passes is None]
             if undecided:
                 lines["undecided"] = ax.semilogy(
@@ -930,7 +1126,11 @@ class HeadSearchDisplay:
             unjudged = search.complete and all(c.passes is None for c in counts)
             if self.tol is not None and not unjudged:
                 lines["threshold"] = ax.axhline(
-                    self.tol, color="gray", linestyle=":", label="tol"
+                    self.tol,
+                    **{
+                        "color": "gray", "linestyle": ":", "label": "tol",
+                        **own, **styles["threshold_kw"],
+                    },
                 )
             ax.set_ylabel("relative distance to the lifted fit")
         unfitted = unfitted_counts(search)  # below the one returned, without a row
@@ -969,7 +1169,23 @@ class HeadSearchDisplay:
                 why = "the lifted fit's: fewer that could reproduce it not fitted"
             label = f"chosen: {search.n_heads} ({why}{cut_short})"
         lines["chosen"] = ax.axvline(  # behind the counts' markers
-            search.n_heads, color="black", linestyle="-.", label=label, zorder=1
+            search.n_heads,
+            **{
+                "color": "black", "linestyle": "-.", "label": label, "zorder": 1,
+                **own, **styles["chosen_kw"],
+            },
+        )
+        # the legend's entries named by the model (not those the user labelled)
+        if model_name:
+            for key, artist in [*lines.items(), ("band", self.band_)]:
+                own = styles.get(STYLED.get(key), {})
+                label = None if artist is None else artist.get_label()
+                if label and not label.startswith("_") and "label" not in own:
+                    artist.set_label(f"{model_name}: {label}")
+        _DRAWN.update(
+            (artist, model_name or None)
+            for artist in [*lines.values(), self.band_]
+            if artist is not None
         )
         ax.set_xlabel("number of heads k")
         # whole counts on the x-axis, even for one count
@@ -981,20 +1197,26 @@ class HeadSearchDisplay:
         ax.xaxis.set_major_locator(
             MultipleLocator(1) if high - low <= 12 else MaxNLocator(integer=True)
         )
-        drawn = [*lines.values(), self.band_]  # (the labels to wrap)
-        if created:
+        # (the labels to wrap: also another display's on these axes)
+        drawn = [*lines.values(), self.band_] + [
+            artist for artist in _DRAWN
+            if artist.axes is ax and artist not in [*lines.values(), self.band_]
+        ]
+        # (not after ax.clear(), or the legend removed: the user's axes then)
+        if created or (ax in _BELOW and ax.get_legend() is not None):
             # below the axes, the figure taller by its entries: inside, the
             # best place matplotlib found at one dpi covered a count's marker
-            # at another
+            # at another (also on a display's own axes drawn on again: the
+            # figure grown by the entries added)
+            before = 0 if created else _legend_lines(ax.get_legend())
             legend = _display_legend(
                 ax, drawn, figure.bbox.width, LEGEND_FONTSIZE,
                 loc="upper center", frameon=False,
             )
-            entries = sum(
-                text.get_text().count("\n") + 1 for text in legend.get_texts()
-            )
-            figure.set_figheight(figure.get_figheight() + 0.17 * entries)
+            added = _legend_lines(legend) - before
+            figure.set_figheight(figure.get_figheight() + 0.17 * added)
             _below_the_x_axis(ax, legend)
+            _BELOW.add(ax)
         else:  # the user's axes: inside them (below, it left the figure)
             legend = _legend_within(ax, "best", drawn)
             if legend is not None and _hides_markers(legend, lines):
@@ -1119,17 +1341,32 @@ def _below_the_x_axis(ax, legend):
     )
 
 
-def _display_legend(ax, drawn, width, fontsize, **options):
+def _display_legend(ax, drawn, width, fontsize, titled=True, **options):
     """The axes' legend in ``fontsize`` points, the labels of the display's
     ``drawn`` artists wrapped to ``width`` pixels (the user's own left as
-    they are)."""
+    they are). Where the displays' entries are of one named model, its name
+    is the legend's title (where ``titled``), not repeated before each entry
+    (on small axes the names made the legend too tall to fit)."""
     handles, labels = ax.get_legend_handles_labels()
     points = width / ax.figure.dpi * 72
     # characters a line, less the handle's width
     columns = max(MIN_LEGEND_COLUMNS, int(points / (0.55 * fontsize)) - 6)
+    ours = [any(h is d for d in drawn) for h in handles]
+    names = {_DRAWN.get(h) for h, mine in zip(handles, ours, strict=True) if mine}
+    title = names.pop() if len(names) == 1 else None
+    if title is not None:
+        prefix = f"{title}: "
+        title = title if titled else None
+        labels = [
+            label[len(prefix):] if mine and label.startswith(prefix) else label
+            for label, mine in zip(labels, ours, strict=True)
+        ]
+    if title is not None:
+        options = {"title": textwrap.fill(title, columns),
+                   "title_fontsize": fontsize, **options}
     labels = [
-        textwrap.fill(label, columns) if any(h is d for d in drawn) else label
-        for h, label in zip(handles, labels, strict=True)
+        textwrap.fill(label, columns) if mine else label
+        for label, mine in zip(labels, ours, strict=True)
     ]
     return ax.legend(handles, labels, fontsize=fontsize, **options)
 
@@ -1141,15 +1378,20 @@ def _legend_within(ax, loc, drawn):
     constrained layout); None, with a warning, on axes too small for it in
     ``MIN_LEGEND_FONTSIZE`` points (on axes of 2 x 2 inches the legend was
     twice their height and left the figure), the user's own entries, if any,
-    then in a legend of theirs."""
+    then in a legend of theirs. The model's name, the legend's title, is
+    left out before the legend is."""
     width, height = _axes_size(ax)
-    fontsize = LEGEND_FONTSIZE
+    fontsize, titled = LEGEND_FONTSIZE, True
     while True:
-        legend = _display_legend(ax, drawn, width, fontsize, loc=loc)
+        legend = _display_legend(ax, drawn, width, fontsize, titled, loc=loc)
         legend.set_in_layout(False)
         share = legend.get_window_extent().height / height
         if share <= LEGEND_SHARE:
             return legend
+        if fontsize <= MIN_LEGEND_FONTSIZE and titled and legend.get_title().get_text():
+            legend.remove()
+            titled = False
+            continue
         if fontsize <= MIN_LEGEND_FONTSIZE:
             legend.remove()
             # (the user's own entries, which had a legend before, keep one)
@@ -1241,3 +1483,52 @@ def _at_height(ax, counts, height, **style):
         counts, [height] * len(counts), transform=ax.get_xaxis_transform(),
         linestyle="none", clip_on=False, **style,
     )[0]
+
+
+def _joined_where_adjacent(n_heads, values):
+    """``(x, y)`` of a line through the counts ``n_heads`` (in increasing order)
+    at ``values`` that joins only adjacent counts: a NaN between counts further
+    apart (1, 2, 4, 8 probed by doubling) breaks the line there, which would
+    otherwise suggest errors at counts never measured."""
+    x, y = [], []
+    for k, value in zip(n_heads, values, strict=True):
+        if x and k - x[-1] > 1:
+            x.append(np.nan)
+            y.append(np.nan)
+        x.append(k)
+        y.append(value)
+    return np.array(x, dtype=float), np.array(y, dtype=float)
+
+
+def _style_dicts(caller, styles):
+    """The keyword dictionaries ``styles`` (name: dict or None), None as ``{}``,
+    copied (the user's left as they are); a TypeError naming one that is not a
+    dictionary."""
+    checked = {}
+    for key, value in styles.items():
+        if value is None:
+            value = {}
+        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+            raise TypeError(
+                f"{caller}: {key} must be a dict of matplotlib keyword arguments "
+                f"(e.g. {{'color': 'C1'}}) or None, got {type(value).__name__}."
+            )
+        checked[key] = dict(value)
+    return checked
+
+
+def _check_name(name):
+    """``name`` where it is a string or None, else a TypeError."""
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"name must be a string or None, got {name!r}.")
+    return name
+
+
+def _legend_lines(legend):
+    """The lines of text of a legend (its title's too); 0 for None."""
+    if legend is None:
+        return 0
+    title = legend.get_title().get_text()
+    return sum(
+        text.get_text().count("\n") + 1 for text in legend.get_texts()
+    ) + (title.count("\n") + 1 if title else 0)

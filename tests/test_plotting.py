@@ -211,6 +211,54 @@ def test_heads_tick_labels_do_not_run_into_each_other(token_dim):
             assert not overlapping_tick_labels(axes, renderer)
 
 
+def test_heads_are_titled_by_the_models_name():
+    """As scikit-learn's displays: ``name``, by default the estimator's class
+    name, so that two models' heads can be told apart."""
+    model = fitted_regressor(n_heads=2)
+    display = AttentionHeadsDisplay.from_estimator(model)
+    titles = [axes.get_title() for axes in display.axes_[0]]
+    assert all(title.startswith("LinearAttentionRegressor\nhead ") for title in titles)
+    display = AttentionHeadsDisplay.from_estimator(model, name="mine")
+    assert display.axes_[0, 1].get_title().startswith("mine\nhead 2\n")
+    attention = model.attention_
+    display = AttentionHeadsDisplay(
+        attention.value_matrices, attention.query_matrices
+    ).plot()
+    assert display.axes_[0, 0].get_title().startswith("head 1\n")
+    display.plot(ax=display.axes_, name="again")
+    assert display.axes_[0, 0].get_title().startswith("again\nhead 1\n")
+    with pytest.raises(TypeError, match="name must be a string or None, got 1"):
+        display.plot(name=1)
+
+
+def test_heads_pass_im_kw_to_every_image():
+    from matplotlib.colors import SymLogNorm
+
+    model = fitted_regressor(n_heads=2)
+    im_kw = {"interpolation": "nearest", "alpha": 0.5, "cmap": "PuOr"}
+    display = AttentionHeadsDisplay.from_estimator(model, im_kw=im_kw)
+    assert im_kw == {"interpolation": "nearest", "alpha": 0.5, "cmap": "PuOr"}
+    for image in display.images_.ravel():
+        assert image.get_interpolation() == "nearest"
+        assert image.get_alpha() == 0.5
+        assert image.get_cmap().name == "PuOr"  # over the cmap parameter
+        low, high = image.get_clim()
+        assert low == -high > -np.inf  # the symmetric scale kept
+    # drawn again on its axes, into its images
+    images = display.images_.copy()
+    display.plot(ax=display.axes_, im_kw={"cmap": "viridis"})
+    assert all(
+        a is b for a, b in zip(images.ravel(), display.images_.ravel(), strict=True)
+    )
+    assert display.colorbar_.cmap.name == "viridis"
+    # a norm sets the scale itself
+    norm = SymLogNorm(1e-3, vmin=-2, vmax=2)
+    display = AttentionHeadsDisplay.from_estimator(model, im_kw={"norm": norm})
+    assert display.images_[0, 0].norm is norm
+    with pytest.raises(TypeError, match="im_kw must be a dict .*got list"):
+        AttentionHeadsDisplay.from_estimator(model, im_kw=["nearest"])
+
+
 def test_one_head_draws_into_a_column_of_two_axes():
     """plt.subplots(2, 1) gives a 1-D array of two Axes: V_h above Q_h."""
     attention = random_attention(np.random.default_rng(2), 3, 1)
@@ -446,7 +494,7 @@ def test_search_display_marks_a_classifiers_count_that_is_the_lifted_fit_on_the_
     np.testing.assert_array_equal(drawn.get_xdata(), [model.n_heads_])
     np.testing.assert_array_equal(drawn.get_ydata(), [search.cv_error])
     assert drawn.get_label() == (
-        "k heads reproducing the lifted fit on the data "
+        "LinearAttentionClassifier: k heads reproducing the lifted fit on the data "
         "(they pass at their threshold)"
     )
 
@@ -741,7 +789,7 @@ def test_search_display_labels_a_classifier_and_a_count_asked_for():
     assert display.ax_.get_ylabel() == "cross-validated\nmisclassification rate"
     verdict = "passes" if search.passes else "fails"
     assert display.lines_["chosen"].get_label() == (
-        f"asked for: 1 (n_heads=1; {verdict} its test)"
+        f"LinearAttentionClassifier: asked for: 1 (n_heads=1; {verdict} its test)"
     )
     assert "below it" in display.lines_["threshold"].get_label()
     (count,) = search.counts
@@ -760,7 +808,8 @@ def test_search_display_says_a_count_without_held_out_folds_is_not_judged():
     assert model.head_search_.passes is None
     display = HeadSearchDisplay.from_estimator(model)
     assert display.lines_["chosen"].get_label() == (
-        "asked for: 2 (n_heads=2; not judged: no held-out folds)"
+        "LinearAttentionRegressor: asked for: 2 (n_heads=2; not judged: no held-out "
+        "folds)"
     )
 
 
@@ -870,7 +919,7 @@ def test_search_display_says_which_count_was_asked_for():
     search = model.head_search_
     assert search.n_heads_asked == 4 and search.n_heads < 4
     label = HeadSearchDisplay.from_estimator(model).lines_["chosen"].get_label()
-    assert label.startswith("asked for: 4 (n_heads=4; ")
+    assert label.startswith("LinearAttentionRegressor: asked for: 4 (n_heads=4; ")
     assert f"{search.n_heads} heads returned" in label
     assert LinearAttentionRegressor().fit(X, y).head_search_.n_heads_asked is None
 
@@ -1074,7 +1123,8 @@ def test_search_display_of_noisy_heads_without_folds_says_not_judged():
     assert model.head_search_.complete and model.head_search_.passes is None
     display = HeadSearchDisplay.from_estimator(model)
     assert display.lines_["undecided"].get_label() == (
-        "k heads not judged (no held-out folds for noisy heads)"
+        "LinearAttentionRegressor: k heads not judged (no held-out folds for noisy "
+        "heads)"
     )
     assert "threshold" not in display.lines_  # tol is no test of noisy heads
 
@@ -1416,3 +1466,175 @@ def test_search_display_wraps_alike_on_every_panel_of_a_grid():
             assert legend.get_window_extent().width <= ax.get_window_extent().width
     assert all(t == texts[0] for t in texts)
     assert all(s == pytest.approx(sizes[0]) for s in sizes)
+
+
+# --- HeadSearchDisplay: names, styles, several models on one axes --------------
+
+
+def search_with_counts(model, n_heads):
+    """The model's head search with its first count drawn on the counts' line
+    copied to each of ``n_heads`` (at errors and distances that fall with k)."""
+    search = model.head_search_
+    first = next(
+        c for c in sorted(search.counts, key=lambda c: c.n_heads)
+        if (c.criterion == "cv" and np.isfinite(c.cv_error))
+        or (c.criterion == "tol" and c.passes is not None)
+    )
+    counts = tuple(
+        dataclasses.replace(
+            first,
+            n_heads=k,
+            cv_error=first.cv_error * (1 + 1 / k),
+            relative_distance=first.relative_distance * (1 + 1 / k),
+        )
+        for k in n_heads
+    )
+    return dataclasses.replace(search, counts=counts)
+
+
+def exact_search():
+    X, y, _ = make_random_mhla(300, 8, 4, n_heads=2, random_state=0)
+    return LinearAttentionRegressor().fit(X, y)
+
+
+@pytest.mark.parametrize("fit", [noisy_search, exact_search])
+def test_search_display_joins_only_adjacent_counts(fit):
+    """Counts probed by doubling (1, 2, 4, 8) were joined by one line, a trend
+    through counts never measured: each count has its marker, and the line
+    joins only counts one apart."""
+    model = fit()
+    search = search_with_counts(model, [1, 2, 4, 8])
+    display = HeadSearchDisplay(search, tol=model.tol).plot()
+    x = display.lines_["counts"].get_xdata()
+    y = display.lines_["counts"].get_ydata()
+    np.testing.assert_array_equal(x[np.isfinite(x)], [1, 2, 4, 8])
+    assert display.lines_["counts"].get_marker() == "o"
+    # the segments drawn: between consecutive finite points only
+    joined = [
+        (x[i], x[i + 1]) for i in range(len(x) - 1)
+        if np.isfinite(x[i]) and np.isfinite(x[i + 1])
+    ]
+    assert joined == [(1, 2)]
+    assert np.array_equal(np.isnan(x), np.isnan(y))
+
+
+def test_search_display_names_its_legend_entries_by_the_estimator():
+    """As scikit-learn's displays, ``name`` (by default the estimator's class
+    name) is in the legend entries, so two models can be told apart."""
+    model = noisy_search()
+    display = HeadSearchDisplay.from_estimator(model)
+    drawn = [*display.lines_.values(), display.band_]
+    assert all(
+        artist.get_label().startswith("LinearAttentionRegressor: ")
+        for artist in drawn if not artist.get_label().startswith("_")
+    )
+    lifted = display.lines_["lifted"].get_label()
+    assert lifted == "LinearAttentionRegressor: lifted fit"
+    # one model on the axes: its name is the legend's title, not repeated
+    legend = display.ax_.get_legend()
+    assert legend.get_title().get_text() == "LinearAttentionRegressor"
+    assert "lifted fit" in [text.get_text() for text in legend.get_texts()]
+    # a pipeline, and a name given
+    pipeline = make_pipeline(PositionalEncoding(), LinearAttentionRegressor())
+    X, y, _ = make_random_mhla(200, 6, 3, n_heads=1, noise=0.1, random_state=0)
+    display = HeadSearchDisplay.from_estimator(pipeline.fit(X, y))
+    assert display.lines_["chosen"].get_label().startswith("LinearAttentionRegressor: ")
+    display = HeadSearchDisplay.from_estimator(model, name="ridge-free")
+    assert display.lines_["lifted"].get_label() == "ridge-free: lifted fit"
+    # from a readout: unnamed, unless plot (or the constructor) names it
+    display = HeadSearchDisplay(model.head_search_).plot()
+    assert display.lines_["lifted"].get_label() == "lifted fit"
+    assert not display.ax_.get_legend().get_title().get_text()
+    display = HeadSearchDisplay(model.head_search_, name="a").plot(name="b")
+    assert display.lines_["lifted"].get_label() == "b: lifted fit"
+    with pytest.raises(TypeError, match="name must be a string or None, got 3"):
+        HeadSearchDisplay(model.head_search_).plot(name=3)
+
+
+def test_search_display_passes_its_keyword_dicts_to_the_artists():
+    model = noisy_search()
+    line_kw = {"color": "tab:red", "linestyle": ":", "linewidth": 3}
+    display = HeadSearchDisplay.from_estimator(
+        model,
+        line_kw=line_kw,
+        lifted_kw={"color": "tab:green", "linestyle": "-"},
+        fill_between_kw={"color": "tab:olive", "alpha": 0.4},
+        threshold_kw={"color": "tab:cyan", "markersize": 20},
+        chosen_kw={"color": "tab:brown", "label": "my choice"},
+    )
+    lines = display.lines_
+    counts = lines["counts"]
+    assert (counts.get_color(), counts.get_linestyle(), counts.get_linewidth()) == (
+        "tab:red", ":", 3
+    )
+    assert line_kw == {"color": "tab:red", "linestyle": ":", "linewidth": 3}
+    assert (lines["lifted"].get_color(), lines["lifted"].get_linestyle()) == (
+        "tab:green", "-"
+    )
+    from matplotlib.colors import to_rgba
+
+    assert display.band_.get_facecolor() == pytest.approx(to_rgba("tab:olive", 0.4))
+    assert lines["threshold"].get_color() == "tab:cyan"
+    assert lines["threshold"].get_markersize() == 20
+    assert lines["threshold"].get_marker() == "_"  # the defaults not given kept
+    # a label of the user's is theirs, not named
+    assert lines["chosen"].get_label() == "my choice"
+    assert lines["chosen"].get_color() == "tab:brown"
+    # failed counts in a color apart from the red counts
+    failed = [lines[k] for k in ("training", "refits", "stopped") if k in lines]
+    assert failed and all(line.get_color() != "tab:red" for line in failed)
+    with pytest.raises(TypeError, match="line_kw must be a dict of .*got str"):
+        HeadSearchDisplay.from_estimator(model, line_kw="red")
+
+
+def test_two_search_displays_on_one_axes_keep_both():
+    """A second model's search drawn on the first's axes keeps the first's
+    lines and legend entries; its lifted fit, band, thresholds and chosen
+    count are in its counts' color (both gray and black could not be told
+    apart); drawn again, a display replaces only its own artists."""
+    first_model = noisy_search()
+    second_model = noisy_search(alpha=1e-2)
+    _, ax = plt.subplots(figsize=(7, 6))
+    first = HeadSearchDisplay.from_estimator(first_model, ax=ax, name="first")
+    second = HeadSearchDisplay.from_estimator(second_model, ax=first.ax_, name="second")
+
+    def artists(display):
+        return [*display.lines_.values(), display.band_]
+
+    assert all(artist.axes is ax for artist in artists(first) + artists(second))
+    texts = [text.get_text().replace("\n", " ") for text in ax.get_legend().get_texts()]
+    for name in ("first", "second"):
+        assert f"{name}: lifted fit" in texts
+        assert any(text.startswith(f"{name}: k heads") for text in texts)
+    assert not ax.get_legend().get_title().get_text()  # two models: no title
+    color = second.lines_["counts"].get_color()
+    assert color != first.lines_["counts"].get_color()
+    for key in ("lifted", "threshold", "chosen"):
+        assert second.lines_[key].get_color() == color
+    assert first.lines_["lifted"].get_color() == "gray"
+    # drawn again on its axes: the first replaces its own, the second's stay
+    before = len(ax.lines)
+    first.plot(ax=ax)
+    assert len(ax.lines) == before
+    assert all(artist.axes is ax for artist in artists(first) + artists(second))
+    texts = [text.get_text().replace("\n", " ") for text in ax.get_legend().get_texts()]
+    assert texts.count("first: lifted fit") == texts.count("second: lifted fit") == 1
+
+
+def test_a_second_search_on_a_displays_own_figure_keeps_the_legend_below():
+    """On the figure from_estimator made (its legend below the axes), a second
+    model's search put the legend of both inside the axes, over the counts:
+    it stays below, the figure taller by the entries added."""
+    first = HeadSearchDisplay.from_estimator(noisy_search(), name="first")
+    height = first.figure_.get_figheight()
+    HeadSearchDisplay.from_estimator(
+        noisy_search(alpha=1e-2), ax=first.ax_, name="second"
+    )
+    box, whole = legend_box_in_inches(first.ax_)
+    axes = first.ax_.get_window_extent().transformed(
+        first.figure_.dpi_scale_trans.inverted()
+    )
+    assert box.y1 <= axes.y0 and whole.y0 <= box.y0
+    assert first.figure_.get_figheight() > height
+    texts = [t.get_text() for t in first.ax_.get_legend().get_texts()]
+    assert "first: lifted fit" in texts and "second: lifted fit" in texts

@@ -82,7 +82,8 @@ for count in search.counts:
 # whatever the others hold, is drawn at its linearized error (crosses), which
 # can lie below its threshold: counts that failed are drawn in red wherever they
 # lie. Every count below the chosen one (the black dash-dot line) that was
-# fitted fails.
+# fitted fails. The counts' line joins adjacent counts only: a count the search
+# skipped (doubling from 1 to 4 skips 3) has no error to draw a trend through.
 display = HeadSearchDisplay.from_estimator(model)
 display.ax_.set_title("the head search of n_heads='auto'")
 plt.show()
