@@ -532,18 +532,24 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
 
     def _warn_about_fit_data(self, sequences, weights):
         """Warn where ``fit`` has no more training rows of positive weight than
-        lifted features (rows of zero weight do not enter the fit), or token
-        coordinates of very different scales (sequences in memory; ``partial_fit``
-        checks its first batch, and its rows when the model is solved)."""
-        if isinstance(sequences, np.ndarray):
+        lifted features (rows of zero weight and, with ``positions="all"``,
+        left-padding positions do not enter the fit), or token coordinates of
+        very different scales (sequences in memory; ``partial_fit`` checks its
+        first batch, and its rows when the model is solved)."""
+        in_memory = isinstance(sequences, np.ndarray)
+        if in_memory:
             warn_if_token_scales_differ(sequences)
         n_samples, n_tokens, token_dim = sequences.shape
         per_sample = n_tokens if self.positions == "all" else 1
-        n_rows = n_samples * per_sample
+        # the rows of each sequence: its positions after the left padding
+        kept = np.full((n_samples, per_sample), True)
+        if self.positions == "all" and in_memory:
+            kept = ~padding_row_mask(sequences)
+        n_rows = int(np.count_nonzero(kept))
         if isinstance(weights, np.ndarray):  # Dask weights: not computed for this
-            positive = int(np.count_nonzero(weights > 0))
             # per sequence, or per row (class weights of positions="all")
-            n_rows = positive * per_sample if len(weights) == n_samples else positive
+            positive = np.reshape(weights > 0, (n_samples, -1))
+            n_rows = int(np.count_nonzero(kept & positive))
         self._warn_if_underdetermined(n_rows, token_dim, n_tokens)
 
     def _warn_if_underdetermined(self, n_rows, token_dim, n_tokens):

@@ -463,6 +463,45 @@ def test_class_weights_per_position_count_rows_once_for_the_warning(rng):
         assert any("15 training rows" in str(w.message) for w in record)
 
 
+@pytest.mark.parametrize(
+    ("Estimator", "params"),
+    [
+        (LinearAttentionRegressor, {}),
+        (LinearAttentionClassifier, {}),
+        (LinearAttentionClassifier, {"class_weight": "balanced"}),  # per position
+    ],
+)
+def test_left_padding_does_not_hide_an_interpolating_fit(rng, Estimator, params):
+    """positions="all": left-padding positions are not rows of the fit. 5
+    sequences of 6 tokens, 4 of them padding, one of weight zero, are 8 rows
+    (certificate_.n_samples) for p = 18: the fit interpolates, and fit warns
+    about 8 rows (it counted 24 and did not warn), as partial_fit does."""
+    X = rng.normal(size=(5, 6, 3))
+    X[:, :4] = 0.0
+    y = rng.normal(size=(5, 6))
+    targets = y if Estimator is LinearAttentionRegressor else np.where(y > 0, 1, 0)
+    weights = np.r_[0.0, np.ones(4)]
+    model = Estimator(n_heads=None, positions="all", **params)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        model.fit(X, targets, sample_weight=weights)
+    messages = [str(w.message) for w in record if "interpolates" in str(w.message)]
+    assert len(messages) == 1 and "for 8 training rows" in messages[0]
+    assert model.certificate_.n_samples == 8
+    if Estimator is LinearAttentionRegressor:
+        np.testing.assert_allclose(model.predict(X)[1:, 4:], y[1:, 4:], atol=1e-8)
+        partial = Estimator(n_heads=None, positions="all").partial_fit(
+            X, y, sample_weight=weights
+        )
+        with pytest.warns(UserWarning, match="for 8 training rows"):
+            partial.predict(X)
+    # without padding: 24 rows > 18, no warning
+    assert not _interpolation_warnings(
+        Estimator(n_heads=None, positions="all", **params),
+        rng.normal(size=(4, 6, 3)), targets[1:],
+    )
+
+
 def test_interpolating_classifier_warns_and_names_the_classifier_cv(rng):
     X, y, _ = noisy_mhla_data(rng, 60)
     labels = np.where(y > 0, "up", "down")
