@@ -11,7 +11,7 @@ import inspect
 import sys
 import time
 import warnings
-from numbers import Integral, Real
+from numbers import Integral, Number, Real
 
 import numpy as np
 import scipy.sparse
@@ -1010,6 +1010,8 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
         )
         if not is_classifier(self):  # fit's checks and messages (numpy's alone)
             validate_targets(y, len(predictions), type(self).__name__)
+        else:
+            self._check_score_labels(y, len(predictions))
         return float(metric(y, predictions, sample_weight=sample_weight))
 
     def _score_positions(self, metric, X, y, sample_weight):
@@ -1037,6 +1039,8 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
         else:
             padding = padding_row_mask(sequences)
         kept = ~padding
+        if is_classifier(self):  # fit's checks, on the labels it reads
+            self._check_score_labels(targets, n_samples, n_tokens, kept)
         if weights is not None:
             weights = np.broadcast_to(weights[:, None], kept.shape)[kept]
         return metric(targets[kept], predictions[kept], sample_weight=weights)
@@ -1823,11 +1827,7 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
             )
         n_samples, n_tokens, _ = sequences.shape
         labels = np.asarray(y.compute() if is_dask_array(y) else y)
-        if labels.dtype.kind == "c":  # (scikit-learn's message prints all of y)
-            raise ValueError(
-                f"Complex data not supported: y has dtype {labels.dtype}; labels "
-                "are classes (ints, strings, bools or real numbers)."
-            )
+        _refuse_complex_labels(labels)
         if self.positions == "all":
             if labels.shape[:2] != (n_samples, n_tokens) or labels.ndim != 2:
                 raise ValueError(
@@ -1856,16 +1856,28 @@ class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):
                     f"X has {n_samples} samples but y has {labels.shape[0]}; they "
                     "must match."
                 )
-        if labels.dtype.kind == "O":
-            _check_label_values(labels, "Input y")
-        elif labels.dtype.kind in "fc":  # before check_classification_targets,
-            # which casts them to integers (numpy's cast warning, then an error)
-            if np.isnan(labels).any():
-                raise ValueError("Input y contains NaN (a missing label).")
-            if np.isinf(labels).any():
-                raise ValueError("Input y contains infinity.")
-        check_classification_targets(labels)
+        _check_labels(labels)
         return labels
+
+    def _check_score_labels(self, y, n_samples, n_tokens=None, kept=None):
+        """``score``'s labels checked as ``fit`` checks them (scikit-learn's
+        metrics raised numpy's "'<' not supported between instances of 'int'
+        and 'NoneType'" for a missing label, printed every complex label, and
+        called 3-D labels "a mix of unknown and binary targets"). With
+        ``positions="all"``, the labels at the positions ``kept`` (not left
+        padding), which fit reads alone."""
+        labels = np.asarray(y)
+        _refuse_complex_labels(labels)
+        if n_tokens is None:
+            expected, what = (n_samples,), "one label per sequence"
+            accepted = labels.shape in ((n_samples,), (n_samples, 1))
+        else:
+            expected, what = (n_samples, n_tokens), "one label per position"
+            accepted = labels.shape == expected
+        if not accepted:
+            got = f"the scalar {y!r}" if labels.ndim == 0 else f"shape {labels.shape}"
+            raise ValueError(f"y must hold {what}, shape {expected}; got {got}.")
+        _check_labels(labels.ravel() if kept is None else labels[kept])
 
     def _encoded_labels(self, y, sequences):
         """Labels per row and their +1/-1 one-hot targets; sets ``classes_``."""
@@ -2121,6 +2133,50 @@ def _is_missing(label):
     )
 
 
+def _refuse_complex_labels(labels):
+    """Complex labels named by their dtype (scikit-learn's message prints all
+    of y)."""
+    if labels.dtype.kind == "c":
+        raise ValueError(
+            f"Complex data not supported: y has dtype {labels.dtype}; labels "
+            "are classes (ints, strings, bools or real numbers)."
+        )
+
+
+def _check_labels(labels):
+    """A 1-D array of labels checked for values as classes: no missing label,
+    no infinity, no mix of strings and numbers, no object array of numbers;
+    then scikit-learn's check of the label type."""
+    _refuse_complex_labels(labels)
+    if labels.dtype.kind == "O":
+        _check_label_values(labels, "Input y")
+        _refuse_object_numbers(labels, "y")
+    elif labels.dtype.kind == "f":  # before check_classification_targets,
+        # which casts them to integers (numpy's cast warning, then an error)
+        if np.isnan(labels).any():
+            raise ValueError("Input y contains NaN (a missing label).")
+        if np.isinf(labels).any():
+            raise ValueError("Input y contains infinity.")
+    check_classification_targets(labels)
+
+
+def _refuse_object_numbers(labels, name):
+    """An object array of numbers (a pandas column of dtype object, a list
+    converted with ``dtype=object``): scikit-learn's label check calls its type
+    "unknown" and suggests a regression target with continuous values (its
+    words "Unknown label type" are kept, which its estimator checks expect)."""
+    if labels.size and all(
+        isinstance(label, (Number, np.bool_)) for label in labels
+    ):
+        raise ValueError(
+            f"Unknown label type: {name} is an object array of numbers (the "
+            f"first is {labels[0]!r}, "
+            f"of type {type(labels[0]).__name__}): classes in an object array "
+            f"must be strings. Pass the numbers as a numeric array, e.g. "
+            f"{name}.astype(int) or pandas.to_numeric({name})."
+        )
+
+
 def _check_label_values(labels, name):
     """A clear error for a missing label, or labels that mix strings and numbers
     (numpy cannot sort them, and would silently make a list of them strings)."""
@@ -2143,7 +2199,10 @@ def _checked_classes(classes):
             f"{type(classes).__name__}{shape}."
         )
     _check_label_values(np.ravel(np.asarray(classes, dtype=object)), "classes")
-    return np.unique(np.asarray(classes))
+    classes = np.asarray(classes)
+    if classes.dtype.kind == "O":
+        _refuse_object_numbers(classes, "classes")
+    return np.unique(classes)
 
 
 class LiftedAttentionFeatures(

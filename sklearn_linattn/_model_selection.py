@@ -1785,6 +1785,7 @@ feature_names_in_
         return tags
 
     _labels = LinearAttentionClassifier._labels
+    _check_score_labels = LinearAttentionClassifier._check_score_labels
     _encoded_labels = LinearAttentionClassifier._encoded_labels
     _row_weights = LinearAttentionClassifier._row_weights
     _class_weights = LinearAttentionClassifier._class_weights
@@ -1793,8 +1794,6 @@ feature_names_in_
     _single_column = LinearAttentionClassifier._single_column  # generate's shapes
 
     def score(self, X, y, sample_weight=None):
-        if self.positions == "last":
-            return ClassifierMixin.score(self, X, y, sample_weight=sample_weight)
         return LinearAttentionClassifier.score(self, X, y, sample_weight=sample_weight)
 
     score.__doc__ = LinearAttentionClassifier.score.__doc__

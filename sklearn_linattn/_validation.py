@@ -170,6 +170,7 @@ def validate_sequences(
         _token_dim_of_width(X.shape[1], token_dim)
     if not reset:
         _refuse_one_sequence(X.shape, token_dim, estimator)
+        _refuse_other_length(X.shape, token_dim, estimator)
     with _converted_to_float(
         "X", "an array of shape (n_samples, n_tokens * token_dim)"
     ):
@@ -203,6 +204,26 @@ def _refuse_one_sequence(shape, token_dim, estimator):
             "token_dim). Pass one sequence Z as Z[None], of shape (1, n_tokens, "
             "token_dim) (or rows that are one-token sequences as X[:, None])."
         )
+
+
+def _refuse_other_length(shape, token_dim, estimator):
+    """2-D rows whose width is another multiple of ``token_dim`` than fit's:
+    flattened sequences of another length, which a 2-D ``X`` cannot hold (its
+    width is fit's) but 3-D input can (attention takes any number of tokens);
+    the error says how to pass them (validate_data's said only that the counts
+    of features differ)."""
+    expected = getattr(estimator, "n_features_in_", None)
+    if token_dim is None or expected is None or shape[1] == expected:
+        return
+    if shape[1] % token_dim or expected % token_dim:
+        return
+    raise ValueError(
+        f"{_features_differ(shape[1], estimator)} Rows of {shape[1]} columns are "
+        f"sequences of {shape[1] // token_dim} tokens of dimension {token_dim} "
+        f"(fit's had {expected // token_dim}). A 2-D X must have fit's width; "
+        "sequences of another length are passed 3-D: "
+        f"X.reshape(n_samples, {shape[1] // token_dim}, {token_dim})."
+    )
 
 
 def _features_differ(n_features, estimator):
@@ -272,9 +293,18 @@ def _converted_to_float(name, expected):
     """numpy's "could not convert string to float: 'a'" (or "float() argument
     must be a string or a real number, not 'dict'") raised while converting
     ``name`` to float64, with the input named and what it must hold; numpy's
-    words are kept after it."""
+    words are kept after it. A Python int beyond float64's range (``2**1100`` in
+    an object array) raised OverflowError("int too large to convert to float"),
+    naming neither the input nor the range: it is a ValueError here, as
+    scikit-learn's "value too large for dtype('float64')" is."""
     try:
         yield
+    except OverflowError as error:
+        raise ValueError(
+            f"{name} must be {expected} of real numbers (float, int or bool) "
+            f"within float64's range (magnitudes below about 1.8e308); numpy "
+            f"could not convert it: {error}"
+        ) from error
     except (TypeError, ValueError) as error:
         text = str(error)
         if not any(
@@ -381,6 +411,7 @@ def _validate_dask_sequences(X, token_dim, estimator, reset, warn_layout=True):
     _check_ndim(X)
     if not reset:
         _refuse_one_sequence(X.shape, token_dim, estimator)
+        _refuse_other_length(X.shape, token_dim, estimator)
     n_samples, n_features = X.shape
     if n_samples == 0:
         raise ValueError(
@@ -604,9 +635,11 @@ def validate_sample_weight(sample_weight, sequences, require_positive=True):
     if isinstance(sample_weight, Number):  # scikit-learn broadcasts it unchecked
         if isinstance(sample_weight, complex):
             raise ValueError("Complex data not supported: sample_weight is complex.")
-        check_array(
-            np.atleast_1d(sample_weight), ensure_2d=False, input_name="sample_weight"
-        )
+        with _converted_to_float("sample_weight", expected):
+            check_array(
+                np.atleast_1d(sample_weight), ensure_2d=False,
+                input_name="sample_weight",
+            )
     shape = getattr(sample_weight, "shape", None)  # (np.shape calls __array__ ...)
     if shape is None and isinstance(sample_weight, (list, tuple)):
         shape = np.shape(sample_weight)

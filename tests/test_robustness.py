@@ -40,6 +40,13 @@ def object_array(items):
     return array
 
 
+def _huge_int_at_5():
+    """GOOD as an object array with one Python int beyond float64's range."""
+    array = GOOD.astype(object)
+    array.flat[5] = 2**1100
+    return array
+
+
 BAD_X = {
     "NaN": (np.where(np.arange(96).reshape(12, 4, 2) == 5, np.nan, GOOD), "NaN"),
     "+inf": (np.where(np.arange(96).reshape(12, 4, 2) == 5, np.inf, GOOD), "infinity"),
@@ -71,6 +78,12 @@ BAD_X = {
         "X has dtype timedelta64.s.: dates and durations are not numbers",
     ),
     "objects": (np.full((12, 4, 2), None, dtype=object), "NaN"),
+    # numpy's OverflowError("int too large to convert to float"), naming neither
+    # X nor the range
+    "int beyond float64": (
+        _huge_int_at_5(),
+        r"X must be an array of shape .* within float64's range .*int too large",
+    ),
     "ragged object array": (
         object_array([np.ones((4, 2))] * 11 + [np.ones((3, 2))]),
         "list of sequences of different lengths",
@@ -681,6 +694,20 @@ BAD_FIT_ARGUMENTS = {
     "weights complex": ("r", None, {"sample_weight": np.ones(30) + 1j},
                         ValueError, r"Complex data not supported: sample_weight "
                         r"has dtype complex128; weights are real numbers\.$"),
+    # numpy's OverflowError("int too large to convert to float")
+    "y int beyond float64": ("r", np.array([2**1100] + [1] * 29, dtype=object), {},
+                             ValueError, r"y must be an array .*within float64's "
+                             "range"),
+    "weights int beyond float64": ("r", None,
+                                   {"sample_weight": np.array([2**1100] + [1] * 29,
+                                                              dtype=object)},
+                                   ValueError, r"sample_weight must be .*within "
+                                   "float64's range"),
+    "scalar weight beyond float64": ("r", None, {"sample_weight": 2**1100},
+                                     ValueError, r"sample_weight must be .*within "
+                                     "float64's range"),
+    "classifier weights beyond float64": ("c", None, {"sample_weight": 2**1100},
+                                          ValueError, "within float64's range"),
     "classifier weights complex": ("c", None, {"sample_weight": np.ones(30) + 1j},
                                    ValueError, "sample_weight has dtype complex128"),
 }
@@ -970,3 +997,131 @@ def test_complex_frames_weights_and_numpy_nan_labels_are_named():
     labels = np.array([np.float32("nan")] + [0, 1] * 14 + [1], dtype=object)
     with pytest.raises(ValueError, match="y contains NaN"):
         LinearAttentionClassifier(n_heads=None).fit(X, labels)
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [np.array([0, 1] * 15, dtype=object), np.array([1, 2.0] * 15, dtype=object),
+     np.array([True, False] * 15, dtype=object)],
+    ids=["ints", "ints and floats", "bools"],
+)
+def test_an_object_array_of_numeric_labels_is_named(labels):
+    """Numbers in an object array (a pandas column of dtype object) got
+    scikit-learn's "Unknown label type: unknown. Maybe you are trying to fit a
+    classifier ... on a regression target with continuous values", in fit,
+    partial_fit (and for partial_fit's classes: "Unknown label type: (array(
+    [0, 1], dtype=object),)") and score ("a mix of unknown and binary
+    targets"); the error names the object array and the conversion."""
+    from sklearn_linattn import LinearAttentionClassifierCV
+
+    X, _ = _data()
+    message = r"y is an object array of numbers .*y\.astype\(int\)"
+    for model in (LinearAttentionClassifier(n_heads=None),
+                  LinearAttentionClassifierCV(cv=3)):
+        with pytest.raises(ValueError, match=message):
+            model.fit(X, labels)
+        fitted = model.fit(X, labels.astype(type(labels[1])))
+        with pytest.raises(ValueError, match=message):
+            fitted.score(X, labels)
+    with pytest.raises(ValueError, match=message):
+        LinearAttentionClassifier(n_heads=None).partial_fit(X, labels, classes=[0, 1])
+    with pytest.raises(ValueError, match=r"classes is an object array of numbers"):
+        LinearAttentionClassifier(n_heads=None).partial_fit(
+            X, np.arange(30) % 2, classes=np.array([0, 1], dtype=object)
+        )
+
+
+BAD_SCORE_LABELS = {
+    # name: (labels, message); scikit-learn's accuracy_score said instead:
+    # "'<' not supported between instances of 'int' and 'NoneType'"
+    "missing among numbers": (np.array([None] + [0, 1] * 14 + [1], dtype=object),
+                              r"y contains NaN \(a missing label\)"),
+    "NaN": (np.r_[np.nan, np.arange(29) % 2], r"y contains NaN \(a missing label\)"),
+    # "Found input variables with inconsistent numbers of samples: [20, 30]"
+    "too short": (np.arange(20) % 2,
+                  r"one label per sequence, shape \(30,\); got shape \(20,\)"),
+    # "Classification metrics can't handle a mix of unknown and binary targets"
+    "3-D": (np.ones((30, 2, 2)), r"shape \(30,\); got shape \(30, 2, 2\)"),
+    # every label printed after "Complex data not supported"
+    "complex": ((np.arange(30) % 2) + 0j,
+                r"Complex data not supported: y has dtype complex128; labels"),
+    # "The 'y_true' parameter of accuracy_score must be an array-like"
+    "scalar": (1, r"shape \(30,\); got the scalar 1"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_SCORE_LABELS))
+@pytest.mark.parametrize("cv", [False, True])
+def test_classifier_score_checks_labels_as_fit_does(case, cv):
+    from sklearn.metrics import accuracy_score
+
+    from sklearn_linattn import LinearAttentionClassifierCV
+
+    X, _ = _data()
+    labels = np.arange(30) % 2
+    model = (LinearAttentionClassifierCV(cv=3) if cv
+             else LinearAttentionClassifier(n_heads=None)).fit(X, labels)
+    bad, message = BAD_SCORE_LABELS[case]
+    with pytest.raises(ValueError, match=message):
+        model.score(X, bad)
+    # good labels score as before: accuracy, a column of labels included
+    expected = accuracy_score(labels, model.predict(X))
+    assert model.score(X, labels) == model.score(X, labels[:, None]) == expected
+
+
+def test_classifier_score_per_position_checks_the_labels_fit_reads():
+    """With positions="all", a missing label at a real position is named;
+    labels at left padding are not read, by fit or by score."""
+    X, _ = _data()
+    X[:5, :2] = 0.0  # left padding
+    labels = np.array(list("ab") * 60, dtype=object).reshape(30, 4)
+    model = LinearAttentionClassifier(n_heads=None, positions="all").fit(X, labels)
+    at_padding, at_token = labels.copy(), labels.copy()
+    at_padding[0, 0] = None
+    at_token[0, 3] = None
+    assert model.score(X, at_padding) == model.score(X, labels)
+    with pytest.raises(ValueError, match=r"y contains NaN \(a missing label\)"):
+        model.score(X, at_token)
+    with pytest.raises(ValueError, match=r"one label per position, shape \(30, 4\)"):
+        model.score(X, labels[:, :, None])
+
+
+def test_rows_of_another_sequence_length_name_the_3d_route():
+    """Rows fitted at 4 tokens, given rows of 6: scikit-learn's "X has 12
+    features, but ... is expecting 8" alone, though the same sequences in 3-D
+    are taken; the error names the reshape, whose predictions it checks."""
+    from sklearn.base import clone
+
+    from sklearn_linattn import LinearAttentionClassifierCV, LinearAttentionRegressorCV
+
+    X, y = _data()
+    longer = np.random.default_rng(5).normal(size=(7, 6, 2))
+    labels = np.arange(30) % 2
+    message = (r"X has 12 features, but \w+ is expecting 8 features as input\. "
+               r"Rows of 12 columns are sequences of 6 tokens of dimension 2 "
+               r"\(fit's had 4\)\. .*X\.reshape\(n_samples, 6, 2\)")
+    for model, target in [
+        (LinearAttentionRegressor(n_heads=None, token_dim=2), y),
+        (LinearAttentionClassifier(n_heads=None, token_dim=2), labels),
+        (LinearAttentionRegressorCV(token_dim=2, cv=3), y),
+        (LinearAttentionClassifierCV(token_dim=2, cv=3), labels),
+        (LiftedAttentionFeatures(token_dim=2), None),
+    ]:
+        on_rows = clone(model).fit(X.reshape(30, -1), target)
+        on_cubes = clone(model).fit(X, target)
+        method = "transform" if target is None else "predict"
+        with pytest.raises(ValueError, match=message):
+            getattr(on_rows, method)(longer.reshape(7, -1))
+        np.testing.assert_array_equal(
+            getattr(on_rows, method)(longer.reshape(7, -1).reshape(7, 6, 2)),
+            getattr(on_cubes, method)(longer),
+        )
+    streamed = LinearAttentionRegressor(n_heads=None, token_dim=2).partial_fit(
+        X.reshape(30, -1), y
+    )
+    with pytest.raises(ValueError, match=message):
+        streamed.partial_fit(longer.reshape(7, -1), np.ones(7))
+    # a width that is no multiple of token_dim keeps scikit-learn's message
+    with pytest.raises(ValueError, match=r"X has 7 features, but .* 8 features"
+                                         r" as input\.$"):
+        streamed.predict(np.ones((3, 7)))
