@@ -135,6 +135,17 @@ def _unresolved(row_norms, threshold):
     return (row_norms > 0) & (row_norms <= _RESOLVED_MARGIN * threshold)
 
 
+def _norm_spread(sequences):
+    """The largest sequence norm (all tokens) over the smallest non-zero one, for
+    a warning; None for a Dask array or where no two norms are non-zero."""
+    if is_dask_array(sequences) or np.ndim(sequences) != 3:
+        return None
+    with np.errstate(over="ignore"):
+        squares = np.einsum("ijk,ijk->i", sequences, sequences, dtype=np.float64)
+    norms = np.sqrt(squares[(squares > 0) & np.isfinite(squares)])
+    return float(norms.max() / norms.min()) if norms.size > 1 else None
+
+
 # --- the spectral path: every alpha from one eigendecomposition ---------------------
 
 
@@ -1081,7 +1092,9 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                     exponent,
                     split_X,
                 )
-        self._warn_about_scores(scores)
+        self._warn_about_scores(
+            scores, None if self.cv is not None else _norm_spread(sequences)
+        )
         scores = np.where(np.isfinite(scores), scores, -np.inf)
         best = int(np.argmax(scores))
         self.alpha_ = float(self.alphas_[best])
@@ -1097,11 +1110,15 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         self._fit_final(data, statistics, mode, single_output, scaled[best])
         return self
 
-    def _warn_about_scores(self, scores):
+    def _warn_about_scores(self, scores, spread=None):
         """A ``UserWarning`` when a score is NaN (a scorer's undefined value, e.g.
         R^2 of a one-sample test set; taken as ``-inf``, as ``GridSearchCV`` warns
         of non-finite scores) or when no alpha scored a finite number: then the
-        choice, the first alpha of the grid, says nothing."""
+        choice, the first alpha of the grid, says nothing. ``spread``: with
+        leave-one-out (``cv=None``), the largest sequence norm over the smallest
+        non-zero one (None: not known or not leave-one-out); leave-one-out is -inf
+        at every alpha only where its residuals are no reliable number in float64,
+        and the warning then says so (it sent the user to the test sets)."""
         undefined = np.isnan(scores)
         if undefined.any():
             warnings.warn(
@@ -1111,7 +1128,24 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                 UserWarning,
                 stacklevel=caller_stacklevel(),
             )
-        if not np.isfinite(scores).any():
+        if not np.isfinite(scores).any() and self.cv is None and not undefined.any():
+            scale = (
+                "" if spread is None else
+                f" (here the largest sequence's norm is {spread:.3g} times the "
+                "smallest's, and the lifted features grow as its cube)"
+            )
+            warnings.warn(
+                "No alpha got a finite leave-one-out score: alpha_ is the first of "
+                "the grid, not a choice by the data. Leave-one-out (cv=None) scores "
+                "-inf where a sequence's residual is no reliable number in float64: "
+                "sequences far smaller than the largest fall below its rounding"
+                f"{scale}. Rescale the sequences to comparable sizes, or pass an "
+                "integer cv (K-fold refits each fold); see "
+                "LinearAttentionRegressorCV's Notes on -inf scores.",
+                UserWarning,
+                stacklevel=caller_stacklevel(),
+            )
+        elif not np.isfinite(scores).any():
             warnings.warn(
                 "No alpha got a finite cross-validation score: alpha_ is the first "
                 "of the grid, not a choice by the data. Use test sets the scoring "

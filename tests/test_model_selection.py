@@ -1528,6 +1528,34 @@ def test_a_scorer_undefined_on_every_test_set_warns(rng):
         assert np.all(model.cv_scores_ == -np.inf) and model.alpha_ == 1.0
 
 
+def test_leave_one_out_without_a_finite_score_names_the_scale_and_the_remedy():
+    """One sequence 1000 times the others' size puts theirs below the rounding of
+    its lifted features: leave-one-out is -inf at every alpha. The warning said
+    "use test sets the scoring is defined on", which does not apply to cv=None; it
+    names the sizes and the remedies, and both remedies give finite scores."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(30, 1, 8)), rng.normal(size=30)
+    X[0] *= 1000
+    norms = np.linalg.norm(X.reshape(30, -1), axis=1)
+    spread = f"{norms.max() / norms.min():.3g}"
+    with pytest.warns(UserWarning) as caught:
+        model = LinearAttentionRegressorCV(n_heads=None).fit(X, y)
+    messages = [str(w.message) for w in caught]
+    assert np.all(model.cv_scores_ == -np.inf)
+    [message] = [m for m in messages if m.startswith("No alpha got a finite")]
+    assert "leave-one-out score" in message
+    assert f"largest sequence's norm is {spread} times the smallest's" in message
+    assert "pass an integer cv" in message
+    assert "test sets the scoring is defined on" not in message
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # an edge of the grid
+        kfold = LinearAttentionRegressorCV(n_heads=None, cv=5).fit(X, y)
+        X[0] /= 1000
+        rescaled = LinearAttentionRegressorCV(n_heads=None).fit(X, y)
+    assert np.isfinite(kfold.cv_scores_).any()
+    assert np.isfinite(rescaled.cv_scores_).any()
+
+
 def test_finite_scores_do_not_warn(rng):
     X, y = random_sequences(rng, 30, 3, 2), rng.normal(size=30)
     with warnings.catch_warnings():
