@@ -10,7 +10,13 @@ with that symmetric part, so the number of heads is the rank of the chosen ``W``
   fit, the same for the search and for ``n_heads=k`` (:meth:`_Search.fit`,
   :mod:`sklearn_linattn._low_rank`): it passes when it reproduces the lifted fit
   within ``tol`` (exact data) or by the held-out tests of
-  :mod:`sklearn_linattn._folds` (noisy data), cheapest first.
+  :mod:`sklearn_linattn._folds` (noisy data), cheapest first. Two shortcuts of
+  the search fail counts on other heads than ``n_heads=k`` fits (their verdicts
+  agreed with ``n_heads=k``'s wherever measured): an exact fit that ends beyond
+  ``REFIT_REACH`` of the lifted fit is not refitted in the training metric, and
+  counts near interpolation that a completion of the split fails are not
+  fitted (:meth:`_Search._fit`); below the count returned those are then
+  fitted as ``n_heads=k`` fits them (:func:`_fitted_below`).
 
 No clock is read: every loop is bounded by counts of iterations and a work limit
 in flops, so the heads are a function of the data and the parameters, returned
