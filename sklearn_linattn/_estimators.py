@@ -1012,6 +1012,8 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
             validate_targets(y, len(predictions), type(self).__name__)
         else:
             self._check_score_labels(y, len(predictions))
+        # fit's checks too (the metrics took negative weights)
+        sample_weight = validate_sample_weight(sample_weight, predictions)
         return float(metric(y, predictions, sample_weight=sample_weight))
 
     def _score_positions(self, metric, X, y, sample_weight):

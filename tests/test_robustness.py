@@ -1086,6 +1086,38 @@ def test_classifier_score_per_position_checks_the_labels_fit_reads():
         model.score(X, labels[:, :, None])
 
 
+BAD_SCORE_WEIGHTS = {
+    # the metrics took it: a number (0.26 for the regressor)
+    "negative": (np.r_[-1.0, np.ones(29)], "Negative values in data passed"),
+    # "Found input variables with inconsistent numbers of samples: [30, 30, 29]"
+    "too short": (np.ones(29), r"sample_weight has shape \(29,\), expected \(30,\)"),
+    "all zero": (np.zeros(30), "at least one non-zero number"),
+    "NaN": (np.r_[np.nan, np.ones(29)], "sample_weight contains NaN"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_SCORE_WEIGHTS))
+@pytest.mark.parametrize(
+    "Estimator", [LinearAttentionRegressor, LinearAttentionClassifier]
+)
+@pytest.mark.parametrize("positions", ["last", "all"])
+def test_score_checks_sample_weight_as_fit_does(case, Estimator, positions):
+    """score refuses the weights fit refuses, with fit's message; weights fit
+    takes score as the metric weighs them."""
+    X, _ = _data()
+    per_position = (30, 4) if positions == "all" else (30,)
+    labels = np.arange(np.prod(per_position)).reshape(per_position) % 2
+    model = Estimator(n_heads=None, positions=positions).fit(X, labels)
+    bad, message = BAD_SCORE_WEIGHTS[case]
+    with pytest.raises(ValueError, match=message):
+        Estimator(n_heads=None, positions=positions).fit(X, labels, sample_weight=bad)
+    with pytest.raises(ValueError, match=message):
+        model.score(X, labels, sample_weight=bad)
+    assert model.score(X, labels, sample_weight=np.ones(30)) == pytest.approx(
+        model.score(X, labels), rel=1e-12
+    )
+
+
 def test_rows_of_another_sequence_length_name_the_3d_route():
     """Rows fitted at 4 tokens, given rows of 6: scikit-learn's "X has 12
     features, but ... is expecting 8" alone, though the same sequences in 3-D
