@@ -195,6 +195,19 @@ def _warn_search_cut_short(readout, head_work_limit):
     )
 
 
+def _scaled_r2_score(y_true, y_pred, sample_weight=None):
+    """``r2_score`` with both in units of the largest target's power of two
+    (exact, and R^2 does not change with the units): its squares overflowed to
+    NaN for targets from about 1e154 on, whose predictions are right."""
+    y_true, y_pred = np.asarray(y_true, dtype=float), np.asarray(y_pred, dtype=float)
+    largest = np.max(np.abs(y_true), initial=0.0)
+    exponent = int(np.frexp(largest)[1]) if np.isfinite(largest) else 0
+    return r2_score(
+        np.ldexp(y_true, -exponent), np.ldexp(y_pred, -exponent),
+        sample_weight=sample_weight,
+    )
+
+
 def _positive_sequences(data):
     """The sequences of ``data`` with a row of positive weight."""
     per_sample = data.layout.rows_per_sample(data.sequences.shape[1])
@@ -1622,8 +1635,8 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
         score : float
         """
         if self.positions == "last":
-            return self._score_last(r2_score, X, y, sample_weight)
-        return self._score_positions(r2_score, X, y, sample_weight)
+            return self._score_last(_scaled_r2_score, X, y, sample_weight)
+        return self._score_positions(_scaled_r2_score, X, y, sample_weight)
 
 
 class LinearAttentionClassifier(ClassifierMixin, _LinearAttentionBase):

@@ -108,6 +108,28 @@ def test_float32_input_agrees(problem, solver):
     np.testing.assert_allclose(fit(solver, X32, y).coef_, reference.coef_, rtol=1e-10)
 
 
+@pytest.mark.parametrize("scale", [1e-300, 1e-100, 1e100, 1e200, 1e300])
+@pytest.mark.parametrize("positions", ["last", "all"])
+def test_r2_score_does_not_depend_on_the_targets_scale(rng, scale, positions):
+    """R^2 of targets scaled by ``scale`` equals the unscaled one: scikit-learn's
+    r2_score squares in float64, NaN from about 1e154 on, though the fit and the
+    predictions are right (the regressor and the CV estimator)."""
+    truth = random_attention(rng, 3, 1)
+    X = random_sequences(rng, 60, 4, 3)
+    y = truth.predict(X, positions=positions)[..., 0]
+    y = y + 0.3 * y.std() * rng.normal(size=y.shape)
+    cv = {} if positions == "last" else {"cv": 3}  # (leave-one-out: "last" only)
+    for Estimator, params in [
+        (LinearAttentionRegressor, {}), (LinearAttentionRegressorCV, cv)
+    ]:
+        params.update(n_heads=None, positions=positions)
+        model = Estimator(**params).fit(X, y)
+        reference = model.score(X, y)
+        scaled = Estimator(**params).fit(X, y * scale)
+        assert 0 < reference < 1
+        assert scaled.score(X, y * scale) == pytest.approx(reference, rel=1e-9)
+
+
 def test_cg_on_small_data_converges(rng):
     """Defect 1: tokens at 1e-6, noiseless targets: cg stopped after one iteration
     with 42% training error and claimed identifiability."""
