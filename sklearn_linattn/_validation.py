@@ -12,6 +12,7 @@ where they are computed. Dask is imported only when a Dask array is passed
 import contextlib
 import inspect
 import sys
+import types
 import warnings
 from numbers import Integral, Number, Real
 
@@ -108,6 +109,24 @@ def require_dask():
     return dask, dask.array
 
 
+def _refuse_unreadable(X):
+    """Refuse, by name, inputs numpy would read as something else: None and a
+    generator become 0-dimensional arrays (whose advice is about shapes), and a
+    masked array's mask would be dropped silently."""
+    if X is None or isinstance(X, types.GeneratorType):
+        route = "; pass list(X)" if isinstance(X, types.GeneratorType) else ""
+        raise TypeError(
+            f"X must be an array of sequences; got "
+            f"{'None' if X is None else type(X).__name__}{route}. {_LAYOUT}."
+        )
+    if isinstance(X, np.ma.MaskedArray):
+        raise TypeError(
+            "X is a masked array: its mask would be ignored. Fill the masked "
+            "entries (X.filled(0.0): zero tokens at the left are padding) or "
+            "drop the sequences that have them."
+        )
+
+
 def validate_sequences(
     X, *, token_dim=None, estimator=None, reset=False, warn_layout=True
 ):
@@ -147,6 +166,7 @@ def validate_sequences(
         )
     if is_dask_array(X):
         return _validate_dask_sequences(X, token_dim, estimator, reset, warn_layout)
+    _refuse_unreadable(X)
     if not hasattr(X, "ndim") or _is_array_of_sequences(X):
         X = as_array(X)  # lists, objects that only offer __array__
     _refuse_complex("X", X, "sequences are real token matrices")
@@ -326,6 +346,7 @@ def as_array(X, dtype=None):
     """``numpy.asarray(X, dtype)``; a list of sequences of different lengths gets an
     error that names the two ways to pad it (numpy only says "inhomogeneous")."""
     ragged_warning = getattr(np, "exceptions", np).VisibleDeprecationWarning
+    _refuse_unreadable(X)
     if _is_array_of_sequences(X):  # one array per sequence: read as their list
         X = list(X)
     try:

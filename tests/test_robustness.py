@@ -1118,6 +1118,33 @@ def test_score_checks_sample_weight_as_fit_does(case, Estimator, positions):
     )
 
 
+@pytest.mark.parametrize(
+    ("make_bad", "error", "message"),
+    [
+        (lambda X: None, TypeError, "array of sequences; got None"),
+        (lambda X: (x for x in X), TypeError, r"got generator; pass list\(X\)"),
+        (lambda X: np.ma.masked_array(X, mask=X > 1), TypeError,
+         "masked array: its mask would be ignored"),
+    ],
+)
+def test_inputs_numpy_would_misread_are_named(make_bad, error, message):
+    """None and a generator were numpy's 0-dimensional arrays, with advice
+    about reshaping one sequence; a masked array's mask was dropped.
+    fit, predict and transform name them; the data itself is left as it was."""
+    X, y = _data()
+    model = LinearAttentionRegressor(n_heads=None).fit(X, y)
+    features = LiftedAttentionFeatures().fit(X)
+    for call in (model.predict, features.transform,
+                 lambda bad: LinearAttentionRegressor().fit(bad, y)):
+        with pytest.raises(error, match=message):
+            call(make_bad(X))
+    masked = np.ma.masked_array(X, mask=X > 1)
+    with pytest.raises(TypeError, match="masked array"):
+        model.predict(masked)
+    np.testing.assert_array_equal(masked.data, X)
+    assert model.predict(masked.filled(0.0)).shape == (30,)
+
+
 def test_rows_of_another_sequence_length_name_the_3d_route():
     """Rows fitted at 4 tokens, given rows of 6: scikit-learn's "X has 12
     features, but ... is expecting 8" alone, though the same sequences in 3-D

@@ -1054,7 +1054,7 @@ def test_generate_pipeline_names_steps_that_cannot_roll_out_before_fitting(
 @pytest.mark.parametrize(
     "prompts, error, match",
     [
-        (None, ValueError, r"got an array with 0 dimension\(s\)"),
+        (None, TypeError, "array of sequences; got None"),
         ([np.ones((5, 2)), np.ones((3, 2))], ValueError, "different lengths"),
         (np.ones((2, 5, 1)), ValueError, "token dimension 1"),
     ],
