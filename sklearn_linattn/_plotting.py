@@ -475,8 +475,11 @@ class HeadSearchDisplay:
         (``head_search_.output_weights``: the errors are the weighted
         outputs'); None says ``"error"``.
     name : str, default=None
-        The model's name, before each legend entry (:meth:`from_estimator`
-        gives the estimator's class name); None leaves the entries unnamed.
+        The model's name (:meth:`from_estimator` gives the estimator's class
+        name), before each of the display's labels
+        (``"LinearAttentionRegressor: lifted fit"``). The legend shows it once,
+        as its title, where the axes hold one named model's search, and before
+        each entry where they hold several; None leaves the entries unnamed.
 
     Attributes
     ----------
@@ -549,6 +552,8 @@ class HeadSearchDisplay:
     ['chosen', 'counts', 'lifted', 'threshold', 'training']
     >>> display.lines_["lifted"].get_label()
     'LinearAttentionRegressor: lifted fit'
+    >>> display.ax_.get_legend().get_title().get_text()  # one model: its title
+    'LinearAttentionRegressor'
 
     A second model on the same axes, named and restyled: both are kept.
 
@@ -594,18 +599,24 @@ class HeadSearchDisplay:
             ``refit=True``) of either: its ``best_estimator_`` is drawn (else
             a TypeError).
         name : str, default=None
-            The model's name, before each of its legend entries
-            (``"LinearAttentionRegressor: lifted fit"``); None names it by the
+            The model's name, in the legend: its title where the axes hold one
+            model's search, else before each of its entries
+            (``"LinearAttentionRegressor: lifted fit"``). None names it by the
             class of the attention estimator drawn (of a pipeline's last step, a
             search's ``best_estimator_``).
         ax : matplotlib Axes, default=None
             Where to draw; None makes a new figure (the legend's place on
             either: :meth:`plot`).
-        line_kw, lifted_kw, fill_between_kw, threshold_kw, chosen_kw : dict, \
-default=None
-            Keyword arguments of the counts' line, the lifted fit's line, its
-            standard error's band, the thresholds and the chosen count's line:
-            :meth:`plot`.
+        line_kw : dict, default=None
+            Keyword arguments of the counts' line: :meth:`plot`.
+        lifted_kw : dict, default=None
+            Keyword arguments of the lifted fit's line: :meth:`plot`.
+        fill_between_kw : dict, default=None
+            Keyword arguments of its standard error's band: :meth:`plot`.
+        threshold_kw : dict, default=None
+            Keyword arguments of the thresholds: :meth:`plot`.
+        chosen_kw : dict, default=None
+            Keyword arguments of the chosen count's line: :meth:`plot`.
 
         Returns
         -------
@@ -663,6 +674,11 @@ default=None
     ):
         """Draw the criterion against the count.
 
+        On axes where another :class:`HeadSearchDisplay` drew, the lifted fit,
+        its band, the thresholds and the chosen count are drawn in the counts'
+        color (else gray and black), so that each model's are told apart; the
+        keyword dictionaries override these defaults.
+
         Parameters
         ----------
         ax : matplotlib Axes, default=None
@@ -675,9 +691,11 @@ default=None
             Other displays' artists on the axes (another model's head search,
             ``ax=display.ax_``) are kept, and their legend entries too.
         name : str, default=None
-            The model's name, before each of the display's legend entries
+            The model's name, before each of the display's labels
             (``"LinearAttentionRegressor: k heads"``), so that two models drawn
-            on one axes can be told apart; None takes the display's ``name``
+            on one axes can be told apart. Where the axes hold one named
+            model's search, the legend shows the name once, as its title (left
+            out on axes too small for it). None takes the display's ``name``
             (None: the entries unnamed).
         line_kw : dict, default=None
             Keyword arguments of :meth:`matplotlib.axes.Axes.plot` for the
@@ -693,17 +711,13 @@ default=None
             Keyword arguments of :meth:`matplotlib.axes.Axes.axhspan` for the
             band of its standard error (``band_``).
         threshold_kw : dict, default=None
-            Keyword arguments of the thresholds (``lines_["threshold"]``:
-            markers at each count's threshold, or on the distance panel the
-            line at ``tol``).
+            Keyword arguments of the thresholds (``lines_["threshold"]``):
+            of :meth:`matplotlib.axes.Axes.plot` for the markers at each
+            count's threshold, or on the distance panel of
+            :meth:`matplotlib.axes.Axes.axhline` for the line at ``tol``.
         chosen_kw : dict, default=None
             Keyword arguments of :meth:`matplotlib.axes.Axes.axvline` for the
             chosen count (``lines_["chosen"]``).
-
-            On axes where another :class:`HeadSearchDisplay` drew, the lifted
-            fit, its band, the thresholds and the chosen count are drawn in
-            the counts' color (else gray and black), so that each model's are
-            told apart; the keyword dictionaries override these defaults.
 
         Returns
         -------

@@ -1,9 +1,9 @@
 """Sphinx helpers of this documentation (loaded by conf.py as an extension).
 
 - Offline intersphinx inventories: the build runs without network access, so the
-  few scikit-learn, numpy and scipy objects the pages link to are listed here and
-  written as ``objects.inv`` files; a reference to one of those projects that no
-  inventory resolves is a warning (an error under ``-W``).
+  few scikit-learn, numpy, scipy and matplotlib objects the pages link to are
+  listed here and written as ``objects.inv`` files; a reference to one of those
+  projects that no inventory resolves is a warning (an error under ``-W``).
 - The header's repository links come from ``[project.urls]`` in pyproject.toml.
 - Signatures: dataclass fields whose names start with ``_`` (internal state) are
   left out of the documented signatures.
@@ -90,6 +90,22 @@ OFFLINE_INVENTORIES = {
         "SciPy",
         {"py:class": ["scipy.sparse.linalg.LinearOperator"]},
         "reference/generated/$.html#$",
+    ),
+    # the displays' keyword dictionaries (line_kw, im_kw, ...) name what they
+    # are passed to
+    "matplotlib": (
+        "https://matplotlib.org/stable/",
+        "Matplotlib",
+        {
+            "py:method": [
+                "matplotlib.axes.Axes.axhline",
+                "matplotlib.axes.Axes.axhspan",
+                "matplotlib.axes.Axes.axvline",
+                "matplotlib.axes.Axes.imshow",
+                "matplotlib.axes.Axes.plot",
+            ],
+        },
+        "api/_as_gen/$.html#$",
     ),
 }
 
