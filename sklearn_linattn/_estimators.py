@@ -764,8 +764,15 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
         if not any(count.criterion in held_out for count in self.head_search_.counts):
             return
         if self.n_heads == "auto":
-            judged, differs = "head count was", "n_heads_ can differ"
-            advice = "Set n_heads to a number of heads to fix the count."
+            judged = "head count was"
+            differs = (
+                "n_heads_ can differ, and the heads can classify worse than "
+                "n_heads=None's"
+            )
+            advice = (
+                "Set n_heads=None for the lifted fit's heads, or a number of "
+                "heads to fix the count."
+            )
         else:
             judged = f"verdict on n_heads={self.n_heads} (head_search_.passes) was"
             differs = "the verdict can differ"
@@ -783,7 +790,11 @@ class _LinearAttentionBase(BooleanRefusingParamsMixin, BaseEstimator):
     def _warn_rows_dropped(self):
         if self.n_heads == "auto":
             judged = "the head count is"
-            advice = " Set n_heads to a number of heads to fix the count."
+            advice = (
+                " The heads can then classify worse than n_heads=None's: set "
+                "n_heads=None for the lifted fit's heads, or a number of heads "
+                "to fix the count."
+            )
         else:  # (the verdict head_search_ reports on a fixed count)
             judged = f"the verdict on n_heads={self.n_heads} (head_search_.passes) is"
             advice = ""
