@@ -1298,8 +1298,8 @@ class LinearAttentionRegressor(RegressorMixin, _LinearAttentionBase):
           is not convex in the heads: other starts can find a lower one);
           ``head_search_.passes`` says whether it passes the criterion above
           (None on noisy data without held-out folds: ``solver="cg"``,
-          ``partial_fit`` whose first call had ``n_heads=None``, or every row
-          of positive weight in one sequence).
+          ``partial_fit`` whose first call, or the ``fit`` it continues, had
+          ``n_heads=None``, or every row of positive weight in one sequence).
           Predictions then come from those heads. Heads zero within ``tol`` of
           the lifted coefficients' norm are dropped, and the model of the count
           left is then fitted (with a loose ``tol`` a larger ``k`` can return

@@ -420,9 +420,9 @@ class CountFit:
         The verdict; None when it was not reached (a count above the one
         returned, or the work limit stopped its test first), or, on noisy
         data, without held-out folds to reach it (``n_heads=k`` fitted with
-        ``solver="cg"``, or by ``partial_fit`` whose first call had
-        ``n_heads=None``, or with every row of positive weight in one
-        sequence).
+        ``solver="cg"``, or by ``partial_fit`` whose first call, or the
+        ``fit`` it continues, had ``n_heads=None``, or with every row of
+        positive weight in one sequence).
     failed_on : str or None
         The test that failed the count (None when it passes or is undecided):
         ``"tol"`` (exact data: not within ``tol``), ``"training"`` (its training
@@ -1858,9 +1858,11 @@ def _search(search, n_heads, resolution=0.0):
             message = (
                 "n_heads='auto' decides the head count of noisy data on held-out "
                 "folds, which this fit did not keep (solver='cg' keeps none, and "
-                "partial_fit keeps them only when its first call had n_heads other "
-                "than None): the lifted fit's own heads are returned. Fit with "
-                "solver='normal' or 'dual', or set n_heads to a number of heads."
+                "partial_fit keeps them only when its first call, or the fit it "
+                "continues, had n_heads other than None): the lifted fit's own "
+                "heads are returned. Fit with solver='normal' or 'dual' (and "
+                "n_heads other than None, where partial_fit is to continue the "
+                "fit), or set n_heads to a number of heads."
             )
         else:
             message = (

@@ -595,8 +595,14 @@ def _solve_statistics(
             # case, exceeds residuals the statistics resolve where the Gram is
             # ill-conditioned (tokens offset by 1e3: 3e-8 of the targets'
             # squares, resolved to 2%), which fit judges on its folds
-            whole = data.n_lifted * np.finfo(np.float64).eps
-            whole *= squares + 2 * np.abs(cross) + np.abs(quadratic)
+            # (with an intercept, the targets' squares before their centering,
+            # which subtracts from them: targets far from zero had left exact
+            # data read as noisy)
+            weight_sum = statistics.weight_sum if fit_intercept else 0.0
+            whole = data.n_lifted * np.finfo(np.float64).eps * (
+                squares + weight_sum * target_mean**2
+                + 2 * np.abs(cross) + np.abs(quadratic)
+            )
             floor = _ridge_residual_floor(gram, coef, alpha)
             residual = np.where(residual > whole, residual, floor)
     certificate = IdentifiabilityCertificate._from_spectrum(

@@ -676,6 +676,26 @@ def test_partial_fit_does_not_count_a_fit_with_a_resolved_residual_as_exact():
     assert batches.n_heads_ == fitted.n_heads_
 
 
+@pytest.mark.parametrize(("offset", "seed"), [(3.0, 0), (100.0, 1), (1e4, 0)])
+def test_partial_fit_counts_exact_targets_off_zero_as_exact_as_fit_does(offset, seed):
+    """Noiseless targets offset from zero, with an intercept: the statistics
+    center the targets' squares by subtracting ``W ybar^2`` from ``sum w y^2``,
+    so their residual is known only to the rounding of the uncentered sum. The
+    bound had taken the centered squares, and a residual of 3e-15 of the
+    targets' squares read as noise from the sums (not from the rows, which
+    fit has): partial_fit judged one head by held-out folds where fit judged
+    it by tol, and fitted other heads (coef_ 9% apart at offset 3; helper-159)."""
+    X, y, _ = make_random_mhla(150, 5, 3, n_heads=2, random_state=seed)
+    y = y + offset
+    fitted = LinearAttentionRegressor(n_heads=1, fit_intercept=True).fit(X, y)
+    batches = LinearAttentionRegressor(n_heads=1, fit_intercept=True)
+    for rows in np.array_split(np.arange(len(X)), 3):
+        batches.partial_fit(X[rows], y[rows])
+    assert fitted.head_search_.counts[0].criterion == "tol"
+    assert batches.head_search_.counts[0].criterion == "tol"
+    assert_allclose(batches.coef_, fitted.coef_, rtol=1e-8)
+
+
 @pytest.mark.parametrize("solver", ["dual", "normal"])
 def test_a_noisy_output_far_from_zero_is_not_counted_as_fitted_exactly(solver):
     """An output 3.5e6 deviations from zero with noise of 0.1 of its deviation,
@@ -3508,6 +3528,26 @@ def test_partial_fit_and_cv_give_the_heads_of_fit(noise, n_outputs, input_depend
     for cv in (None, 3):
         searched = LinearAttentionRegressorCV(alphas=[0.1], cv=cv).fit(X, y)
         assert_same_model(fitted, searched, rtol=SUMMATION_ORDER)
+
+
+def test_partial_fit_after_a_fit_without_folds_names_that_fit():
+    """partial_fit continuing a fit with n_heads=None has no held-out folds
+    (that fit kept none, as the pickle's size requires): n_heads="auto" then
+    returns the lifted fit's heads, and the warning names the fit as the cause
+    (it had named only partial_fit's first call, which here had "auto"; the
+    user is told to fit with solver="normal", which they did; helper-159). A
+    fit with n_heads="auto" keeps them, and partial_fit then decides as fit."""
+    X, y, _ = make_random_mhla(150, 5, 3, n_heads=2, noise=0.1, random_state=1)
+    full = LinearAttentionRegressor(alpha=0.01).fit(X, y)
+    assert (full.n_heads_, full.head_search_.criterion) == (2, "cv")
+    model = LinearAttentionRegressor(alpha=0.01, n_heads=None, solver="normal")
+    model.fit(X[:50], y[:50]).set_params(n_heads="auto")
+    model.partial_fit(X[50:], y[50:])
+    with pytest.warns(UserWarning, match="or the fit it continues, had n_heads "):
+        assert model.head_search_.criterion == "lifted"
+    continued = LinearAttentionRegressor(alpha=0.01, solver="normal")
+    continued.fit(X[:50], y[:50]).partial_fit(X[50:], y[50:])
+    assert (continued.n_heads_, continued.head_search_.criterion) == (2, "cv")
 
 
 def test_partial_fit_ties_the_lifted_fit_as_fit_does():
