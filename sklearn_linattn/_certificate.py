@@ -1020,7 +1020,9 @@ def certify(X, token_dim=None, tol=None, convention="isometric"):
     tol : float, optional
         Relative tolerance: eigenvalues at most ``tol * max_eigenvalue`` count as
         zero. Default ``p * eps`` (``numpy.linalg.matrix_rank``'s rule for a Gram
-        matrix), about ``1e-13`` for ``d = 8``.
+        matrix), about ``1e-13`` for ``d = 8``. A smaller ``tol`` (0 included)
+        counts the eigenvalues' rounding, about ``eps * max_eigenvalue``, as
+        rank: rank-deficient data can then look identifiable.
     convention : {"isometric", "paper"}, default="isometric"
         ``"isometric"``: the package's ``Lambda``, uncentered, of the isometric
         features (off-diagonal ``S[b, c]`` times ``sqrt(2)``), the matrix of the

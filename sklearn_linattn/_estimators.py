@@ -2326,7 +2326,10 @@ class LiftedAttentionFeatures(
             for Dask input; with ``set_output(transform="pandas")`` a
             DataFrame in memory, so a Dask input is computed into it (refused
             with a ``ValueError``, as numpy input is, where the features cannot
-            fit in the available memory).
+            fit in the available memory). The features are cubic in the
+            tokens: those of tokens below about 1e-103 in size underflow to
+            zero in float64 (the estimators scale sequences first; a model
+            fitted on these features should be given rescaled tokens).
         """
         check_is_fitted(self)
         self._validate_params_used_after_fit(("n_jobs",))

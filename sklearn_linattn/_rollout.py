@@ -145,6 +145,12 @@ def _next_tokens(to_token, outputs, step, n_samples, token_dim):
         source = "the model's output"
     else:
         tokens = to_token(outputs.copy(), step)
+        if tokens is None:  # (numpy's shape () named nothing)
+            raise ValueError(
+                f"to_token must return an array of shape (n_samples, token_dim) = "
+                f"({n_samples}, {token_dim}); at step {step} it returned None "
+                "(a missing return statement?)."
+            )
         if sp.issparse(tokens):  # e.g. a OneHotEncoder's output
             tokens = tokens.toarray()
         try:

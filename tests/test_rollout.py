@@ -357,6 +357,7 @@ def test_classifier_without_to_token_needs_matching_widths():
             r"to_token must return an array of shape \(n_samples, token_dim\) = "
             r"\(2, 2\); at step 0 numpy could not convert",
         ),
+        (None, r"at step 0 it returned None \(a missing return statement\?\)"),
     ],
 )
 def test_to_token_return_is_checked(rng, returned, match):
