@@ -25,7 +25,7 @@ in one canonical form (theory page, "Heads in canonical form").
 
 import functools
 import warnings
-from dataclasses import astuple, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 import scipy.linalg
@@ -325,8 +325,34 @@ def fewest_heads_bound(lifted_coef, token_dim, tol):
     return max(1, -(-kept // 2))
 
 
+class _EqualByValue:
+    """Equality and hash of a frozen dataclass field by field: arrays by their
+    entries and NaN (not computed) equal to NaN, so that a row or a read-out
+    equals its pickled copy and that of a refit of the same data (NaN compares
+    unequal to itself, and arrays compare entry-wise)."""
+
+    def _values(self):
+        values = []
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, np.ndarray):
+                value = (value.shape, tuple(value.ravel().tolist()))
+            elif isinstance(value, float) and value != value:
+                value = "nan"
+            values.append(value)
+        return tuple(values)
+
+    def __eq__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self):
+        return hash(self._values())
+
+
 @dataclass(frozen=True, eq=False)
-class CountFit:
+class CountFit(_EqualByValue):
     """One head count fitted by the read-out (a row of ``head_search_.counts``).
 
     A row describes the count's fit as it was judged: on noisy data the heads
@@ -474,25 +500,10 @@ class CountFit:
     score_cv_error: float = float("nan")
     score_threshold: float = float("nan")
 
-    def _values(self):
-        # NaN (not computed) equal to NaN: a row equals its copy (pickled, or
-        # a refit's of the same data); NaN compares unequal to itself
-        return tuple(
-            "nan" if isinstance(value, float) and value != value else value
-            for value in astuple(self)
-        )
-
-    def __eq__(self, other):
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __hash__(self):
-        return hash(self._values())
 
 
 @dataclass(frozen=True, eq=False)
-class HeadReadout:
+class HeadReadout(_EqualByValue):
     """How the heads of a fit were read out (the estimators' ``head_search_``).
 
     Two read-outs are equal when every field is (arrays entry by entry, NaN
@@ -642,27 +653,6 @@ class HeadReadout:
     loss: object = None
     fewer_untried: bool = False
     n_heads_asked: object = None
-
-    def _values(self):
-        # arrays by their entries and NaN equal to NaN (as CountFit's rows): a
-        # read-out equals its pickled copy and that of a refit of the same data
-        values = []
-        for field in fields(self):
-            value = getattr(self, field.name)
-            if isinstance(value, np.ndarray):
-                value = (value.shape, tuple(value.ravel().tolist()))
-            elif isinstance(value, float) and value != value:
-                value = "nan"
-            values.append(value)
-        return tuple(values)
-
-    def __eq__(self, other):
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __hash__(self):
-        return hash(self._values())
 
     @property
     def n_heads(self):
