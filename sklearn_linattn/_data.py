@@ -76,6 +76,7 @@ __all__ = [
     "fit_cost",
     "fold_of_position",
     "is_dask_array",
+    "largest_exponent",
     "lifted_data",
     "lifted_predict",
     "sequence_folds",
@@ -457,6 +458,14 @@ def to_unit(array, axes):
     """
     exponents = np.frexp(np.abs(array).max(axis=axes, initial=0.0))[1]
     return np.ldexp(array, -np.expand_dims(exponents, axes)), exponents
+
+
+def largest_exponent(array):
+    """The power-of-two exponent of ``array``'s largest entry in absolute value
+    (``largest < 2**e``; 0 for an empty, all-zero or non-finite array): units in
+    which its squares neither overflow nor underflow, exactly."""
+    largest = np.max(np.abs(array), initial=0.0)
+    return int(np.frexp(largest)[1]) if np.isfinite(largest) else 0
 
 
 def power_of_two_scale(largest, name="X"):

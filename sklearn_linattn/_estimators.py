@@ -47,6 +47,7 @@ from ._data import (
     effective_observations,
     features_dask,
     is_dask_array,
+    largest_exponent,
     lifted_data,
     lifted_predict,
     padding_row_mask,
@@ -200,8 +201,7 @@ def _scaled_r2_score(y_true, y_pred, sample_weight=None):
     (exact, and R^2 does not change with the units): its squares overflowed to
     NaN for targets from about 1e154 on, whose predictions are right."""
     y_true, y_pred = np.asarray(y_true, dtype=float), np.asarray(y_pred, dtype=float)
-    largest = np.max(np.abs(y_true), initial=0.0)
-    exponent = int(np.frexp(largest)[1]) if np.isfinite(largest) else 0
+    exponent = largest_exponent(y_true)
     return r2_score(
         np.ldexp(y_true, -exponent), np.ldexp(y_pred, -exponent),
         sample_weight=sample_weight,

@@ -61,6 +61,7 @@ from ._data import (
     check_fit_cost,
     dense_threads,
     is_dask_array,
+    largest_exponent,
     lifted_data,
     padding_row_mask,
     sum_statistics,
@@ -1610,10 +1611,7 @@ certificate_, head_search_, token_dim_, n_features_in_, feature_names_in_
         """The power of two of the largest target (0 for a scorer's own score):
         the default score's squared errors are formed in its units (exact), and
         the scores scaled back to the data's once alpha is chosen."""
-        if scorer is not None:
-            return 0
-        largest = np.max(np.abs(truth), initial=0.0)
-        return int(np.frexp(largest)[1]) if np.isfinite(largest) else 0
+        return 0 if scorer is not None else largest_exponent(truth)
 
     def _score(self, scorer, predictions, targets, weights, kept, exponent=0):
         predictions, targets = predictions[kept], targets[kept]
