@@ -1093,9 +1093,7 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                     exponent,
                     split_X,
                 )
-        self._warn_about_scores(
-            scores, None if self.cv is not None else _norm_spread(sequences)
-        )
+        self._warn_about_scores(scores, sequences)
         scores = np.where(np.isfinite(scores), scores, -np.inf)
         best = int(np.argmax(scores))
         self.alpha_ = float(self.alphas_[best])
@@ -1111,15 +1109,15 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
         self._fit_final(data, statistics, mode, single_output, scaled[best])
         return self
 
-    def _warn_about_scores(self, scores, spread=None):
+    def _warn_about_scores(self, scores, sequences=None):
         """A ``UserWarning`` when a score is NaN (a scorer's undefined value, e.g.
         R^2 of a one-sample test set; taken as ``-inf``, as ``GridSearchCV`` warns
         of non-finite scores) or when no alpha scored a finite number: then the
-        choice, the first alpha of the grid, says nothing. ``spread``: with
-        leave-one-out (``cv=None``), the largest sequence norm over the smallest
-        non-zero one (None: not known or not leave-one-out); leave-one-out is -inf
-        at every alpha only where its residuals are no reliable number in float64,
-        and the warning then says so (it sent the user to the test sets)."""
+        choice, the first alpha of the grid, says nothing. Leave-one-out
+        (``cv=None``) is -inf at every alpha only where its residuals are no
+        reliable number in float64, and the warning then says so (it sent the
+        user to the test sets), with the spread of the ``sequences``' norms
+        (:func:`_norm_spread`, computed only then)."""
         undefined = np.isnan(scores)
         if undefined.any():
             warnings.warn(
@@ -1130,6 +1128,7 @@ class _LinearAttentionCVBase(_LinearAttentionBase):
                 stacklevel=caller_stacklevel(),
             )
         if not np.isfinite(scores).any() and self.cv is None and not undefined.any():
+            spread = None if sequences is None else _norm_spread(sequences)
             scale = (
                 "" if spread is None else
                 f" (here the largest sequence's norm is {spread:.3g} times the "
